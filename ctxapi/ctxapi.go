@@ -1,0 +1,64 @@
+package ctxapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/mcpgate/mcpgate/engine"
+)
+
+// STUB: the JS binding lands with issue 4. The types here are the contract the
+// pipeline builds on; keep them.
+
+// Phase is "pre" (before the upstream call) or "post" (after it), seed 003.
+type Phase string
+
+// The two policy phases of seed 003.
+const (
+	PhasePre  Phase = "pre"
+	PhasePost Phase = "post"
+)
+
+// User is ctx.user (seed 003): who is calling, from configuration, never from the client.
+type User struct {
+	UserID      string   `json:"userID"`
+	CallerID    string   `json:"callerId"`
+	CallerClass string   `json:"callerClass"` // "trusted", "standard" or "untrusted"
+	Roles       []string `json:"roles"`
+}
+
+// Response is ctx.response in the post phase: the CallToolResult's content array and,
+// as our extension, its structuredContent (nil when the result has none).
+type Response struct {
+	Content           json.RawMessage
+	StructuredContent json.RawMessage
+}
+
+// Call is everything a policy sees as ctx for one phase of one tools/call.
+type Call struct {
+	Phase      Phase
+	Tool       string          // the name the client sees
+	ToolAccess string          // DADL access tag: read, write, admin, dangerous, custom, or ""
+	Params     json.RawMessage // tools/call arguments, always a JSON object
+	Response   *Response       // post phase only
+	User       User
+	Findings   []engine.Finding // built-in findings for this phase
+	// RateLimitExceeded backs ctx.rateLimitExceeded(n); nil means never exceeded.
+	RateLimitExceeded func(n int) bool
+}
+
+// RateLimiter backs ctx.rateLimitExceeded(n): a sliding one-hour window per user in
+// which each tools/call is counted once, when it arrives (DECISIONS "Rate limit").
+type RateLimiter struct{}
+
+// NewRateLimiter returns a limiter over window (an hour in production); now may be nil.
+func NewRateLimiter(window time.Duration, now func() time.Time) *RateLimiter {
+	return &RateLimiter{}
+}
+
+// Arrive counts one call for user.
+func (r *RateLimiter) Arrive(user string) {}
+
+// Exceeded reports whether user's count in the window, the current call included, is
+// greater than n.
+func (r *RateLimiter) Exceeded(user string, n int) bool { return false }
