@@ -1,0 +1,118 @@
+// Package audit defines mcpgate's audit record (one per tools/call, seeds 000 and 002)
+// and the sinks that store it off the hot path.
+package audit
+
+
+// Kinds of record (seed 000 "Audit format").
+const (
+	KindGateway   = "gateway_output_filter" // every call through the gateway
+	KindMCPServer = "mcp_output_filter"     // mcpgate's own MCP server
+)
+
+// Actions on the seed 002 ladder, weakest first: pass < warn < redact/mask < block.
+const (
+	ActionPass   = "pass"
+	ActionWarn   = "warn"
+	ActionRedact = "redact"
+	ActionMask   = "mask"
+	ActionBlock  = "block"
+)
+
+// Rank orders actions on the seed 002 ladder; unknown actions rank as pass.
+func Rank(action string) int {
+	switch action {
+	case ActionWarn:
+		return 1
+	case ActionRedact, ActionMask:
+		return 2
+	case ActionBlock:
+		return 3
+	}
+	return 0
+}
+
+// Strongest returns the stronger of a and b on the ladder (a on a tie).
+func Strongest(a, b string) string {
+	if Rank(b) > Rank(a) {
+		return b
+	}
+	return a
+}
+
+// Outcomes of the upstream leg (DECISIONS "Fail modes").
+const (
+	OutcomeOK            = "ok"
+	OutcomeUpstreamError = "upstream_error"
+	OutcomeTimeout       = "timeout"
+	OutcomeCancelled     = "cancelled"
+	OutcomeRejected      = "rejected" // a pre-phase rejection: the upstream was never called
+)
+
+// GuardrailOutputSanitization is named in guardrails_triggered whenever the output
+// stage changed or withheld data (seed 002 §3).
+const GuardrailOutputSanitization = "tool_output_sanitization"
+
+// Origin is seed 000's agent_origin.
+type Origin struct {
+	Kind string `json:"kind"`
+}
+
+// RBAC is tool_calls[].rbac: the final action, so the per-tool row agrees with the top line.
+type RBAC struct {
+	Action string `json:"action"`
+}
+
+// ToolCall is seed 002's tool_calls[] entry. Arguments is always empty: values never
+// reach a record.
+type ToolCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+	RBAC      RBAC           `json:"rbac"`
+}
+
+// Caller is who made the call, from configuration: never a token, never a value.
+type Caller struct {
+	UserID      string `json:"user_id,omitempty"`
+	CallerID    string `json:"caller_id,omitempty"`
+	CallerClass string `json:"caller_class,omitempty"`
+}
+
+// Record is one audit line. It holds names, codes, counts and timings only — never an
+// argument value or any text of a result (seed 002 §1, DECISIONS "Reasons without values").
+type Record struct {
+	// Seed 000 fields.
+	TS                string   `json:"ts"` // RFC 3339, UTC, milliseconds
+	Kind              string   `json:"kind"`
+	Decision          string   `json:"decision"` // the filter's verdict: allow, warn or block
+	EventID           string   `json:"event_id"` // UUIDv4, cited to the agent
+	RuleIDs           []string `json:"rule_ids"`
+	FindingsCount     int      `json:"findings_count"`
+	HighestSeverity   string   `json:"highest_severity"`
+	ElapsedMS         float64  `json:"elapsed_ms"`
+	Truncated         bool     `json:"truncated"`
+	FailModeTriggered bool     `json:"fail_mode_triggered"`
+	AgentOrigin       *Origin  `json:"agent_origin,omitempty"`
+
+	// Seed 002 fields.
+	ActionTaken         string     `json:"action_taken"`
+	Blocked             bool       `json:"blocked"`
+	GuardrailsTriggered []string   `json:"guardrails_triggered"`
+	ToolCalls           []ToolCall `json:"tool_calls"`
+
+	// mcpgate fields.
+	Filter          string             `json:"filter"` // on, off or skipped
+	Tool            string             `json:"tool"`
+	ToolAccess      string             `json:"tool_access"`
+	Outcome         string             `json:"outcome"`
+	Reason          string             `json:"reason,omitempty"` // a code such as policy_throw or filter_block
+	Policy          string             `json:"policy,omitempty"` // the policy file behind Reason
+	ParamsRewritten bool               `json:"params_rewritten"`
+	InputRuleIDs    []string           `json:"input_rule_ids,omitempty"`
+	Policies        []string           `json:"policies_acted,omitempty"`
+	PolicyGen       uint64             `json:"policy_generation"`
+	PolicySetHash   string             `json:"policy_set_hash"`
+	Caller          *Caller            `json:"caller,omitempty"`
+	ClientInfo      map[string]string  `json:"client_info,omitempty"` // name and version from initialize (mcp-server)
+	StageMS         map[string]float64 `json:"stage_ms,omitempty"`    // input_rules, pre_policies, upstream, output_rules, post_policies, merge
+	AuditOutput     string             `json:"audit_output,omitempty"` // "off" when MCPGATE_AUDIT_OUTPUT=off
+}

@@ -1,0 +1,152 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+)
+
+// Sink stores records. Write is called from one goroutine at a time; Close flushes.
+type Sink interface {
+	Write(r *Record) error
+	Close() error
+}
+
+// JSONL writes one JSON object per line to w (seed 000: stderr by default).
+type JSONL struct {
+	w   io.Writer
+	buf []byte
+}
+
+// NewJSONL returns a sink that writes to w; w should accept whole lines atomically.
+func NewJSONL(w io.Writer) *JSONL { return &JSONL{w: w} }
+
+// Write encodes r as one line.
+func (s *JSONL) Write(r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("audit: encode record: %w", err)
+	}
+	s.buf = append(append(s.buf[:0], b...), '\n')
+	_, err = s.w.Write(s.buf)
+	return err
+}
+
+// Close closes w when it is an io.Closer other than a standard stream.
+func (s *JSONL) Close() error {
+	if c, ok := s.w.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Stats counts what the emitter did with records.
+type Stats struct {
+	Written uint64 `json:"written"`
+	Dropped uint64 `json:"dropped"` // buffer full
+	Errors  uint64 `json:"errors"`  // sink write failures
+}
+
+// Emitter hands records to sinks off the hot path through a bounded buffer. A full
+// buffer or a failing sink is counted and logged, and never fails or stalls a call.
+type Emitter struct {
+	ch      chan *Record
+	sinks   []Sink
+	log     *slog.Logger
+	done    chan struct{}
+	closing sync.Once
+	mu      sync.RWMutex // guards ch against send-after-close
+	closed  bool
+
+	written, dropped, errs atomic.Uint64
+	// OnWrite, when set, is called after each record is handed to every sink.
+	OnWrite func(r *Record, err error)
+}
+
+// NewEmitter starts an emitter with a buffer of size records (4096 when ≤ 0).
+func NewEmitter(log *slog.Logger, size int, sinks ...Sink) *Emitter {
+	if size <= 0 {
+		size = 4096
+	}
+	e := &Emitter{ch: make(chan *Record, size), sinks: sinks, log: log, done: make(chan struct{})}
+	go e.loop()
+	return e
+}
+
+// Emit queues r; it never blocks.
+func (e *Emitter) Emit(r *Record) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		e.dropped.Add(1)
+		e.log.Warn("audit record dropped: emitter closed", "event_id", r.EventID)
+		return
+	}
+	select {
+	case e.ch <- r:
+	default:
+		n := e.dropped.Add(1)
+		e.log.Warn("audit buffer full: record dropped", "event_id", r.EventID, "dropped_total", n)
+	}
+}
+
+func (e *Emitter) loop() {
+	defer close(e.done)
+	for r := range e.ch {
+		var errs []error
+		for _, s := range e.sinks {
+			if err := safeWrite(s, r); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		err := errors.Join(errs...)
+		if err != nil {
+			n := e.errs.Add(1)
+			e.log.Error("audit sink failed", "event_id", r.EventID, "err", err, "errors_total", n)
+		} else {
+			e.written.Add(1)
+		}
+		if e.OnWrite != nil {
+			e.OnWrite(r, err)
+		}
+	}
+}
+
+func safeWrite(s Sink, r *Record) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("audit: sink panicked: %v", p)
+		}
+	}()
+	return s.Write(r)
+}
+
+// Close drains the buffer, closes the sinks, and returns early if ctx ends first.
+func (e *Emitter) Close(ctx context.Context) error {
+	e.closing.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		close(e.ch)
+		e.mu.Unlock()
+	})
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return fmt.Errorf("audit: flush: %w", ctx.Err())
+	}
+	var errs []error
+	for _, s := range e.sinks {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns the running counters.
+func (e *Emitter) Stats() Stats {
+	return Stats{Written: e.written.Load(), Dropped: e.dropped.Load(), Errors: e.errs.Load()}
+}

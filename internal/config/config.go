@@ -1,0 +1,198 @@
+// Package config reads mcpgate's one JSON configuration file: an "mcpServers" block
+// in the Claude Desktop convention plus an "mcpgate" key (DECISIONS "Configuration").
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+)
+
+// Config is the whole file.
+type Config struct {
+	MCPServers map[string]Server `json:"mcpServers"`
+	Gate       Gate              `json:"mcpgate"`
+}
+
+// Server is one upstream in the mcpServers convention: a stdio command, or a remote
+// Streamable HTTP url with headers.
+type Server struct {
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Gate is the "mcpgate" key.
+type Gate struct {
+	// User is the local caller on stdio: ctx.user for every call.
+	User ctxapi.User `json:"user"`
+	// Callers maps a callerId to a caller class; an exact-match lookup, so resolution
+	// is deterministic. A class set on the user wins over this map.
+	Callers map[string]string `json:"callers,omitempty"`
+	// Tools maps a tool name (as the client sees it) to a DADL access tag: read,
+	// write, admin, dangerous, or a custom string.
+	Tools map[string]string `json:"tools,omitempty"`
+	// Rules overrides rule severities by rule id: none, info, low, medium or high.
+	Rules map[string]string `json:"rules,omitempty"`
+	// Tokens maps bearer tokens (stored as sha256 hex) to callers, for HTTP.
+	Tokens []Token `json:"tokens,omitempty"`
+	// Extra holds keys other parts of mcpgate read (audit, admin); kept for them.
+	Audit json.RawMessage `json:"audit,omitempty"`
+	Admin json.RawMessage `json:"admin,omitempty"`
+}
+
+// Token is one HTTP caller: the sha256 hex of its bearer token and who it is.
+type Token struct {
+	SHA256      string   `json:"sha256"`
+	UserID      string   `json:"userID"`
+	CallerID    string   `json:"callerId,omitempty"`
+	CallerClass string   `json:"callerClass,omitempty"`
+	Roles       []string `json:"roles,omitempty"`
+}
+
+// CallerClasses are the classes of seed 003.
+var CallerClasses = []string{"trusted", "standard", "untrusted"}
+
+// Default is the configuration used without --config: a local "standard" user.
+func Default() *Config {
+	c := &Config{}
+	c.fill()
+	return c
+}
+
+// Load reads and validates the file at path. Errors name the file and the problem.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes and validates a configuration; unknown keys under "mcpgate" are errors.
+func Parse(b []byte) (*Config, error) {
+	var top struct {
+		MCPServers map[string]Server `json:"mcpServers"`
+		Gate       json.RawMessage   `json:"mcpgate"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	c := &Config{MCPServers: top.MCPServers}
+	if len(top.Gate) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(top.Gate))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c.Gate); err != nil {
+			return nil, fmt.Errorf(`"mcpgate": %w`, err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	c.fill()
+	return c, nil
+}
+
+func (c *Config) fill() {
+	u := &c.Gate.User
+	if u.UserID == "" {
+		u.UserID = "local"
+	}
+	if u.CallerID == "" {
+		u.CallerID = "stdio"
+	}
+	if u.CallerClass == "" {
+		u.CallerClass = c.ClassFor(u.CallerID)
+	}
+	if u.Roles == nil {
+		u.Roles = []string{}
+	}
+}
+
+// ClassFor resolves a callerId to a class: the exact entry in Callers, else "standard".
+func (c *Config) ClassFor(callerID string) string {
+	if cl, ok := c.Gate.Callers[callerID]; ok {
+		return cl
+	}
+	return "standard"
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	checkClass := func(where, cl string) {
+		if cl != "" && !validClass(cl) {
+			errs = append(errs, fmt.Errorf("%s: caller class %q is not one of %s", where, cl, strings.Join(CallerClasses, ", ")))
+		}
+	}
+	checkClass(`"mcpgate.user.callerClass"`, c.Gate.User.CallerClass)
+	for _, id := range sortedKeys(c.Gate.Callers) {
+		checkClass(fmt.Sprintf(`"mcpgate.callers.%s"`, id), c.Gate.Callers[id])
+	}
+	for _, id := range sortedKeys(c.Gate.Rules) {
+		if _, err := engine.ParseSeverity(c.Gate.Rules[id]); err != nil {
+			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": %w`, id, err))
+		}
+	}
+	for i, t := range c.Gate.Tokens {
+		if len(t.SHA256) != 64 {
+			errs = append(errs, fmt.Errorf(`"mcpgate.tokens[%d].sha256": want 64 hex digits (sha256 of the token)`, i))
+		}
+		if t.UserID == "" {
+			errs = append(errs, fmt.Errorf(`"mcpgate.tokens[%d].userID" is required`, i))
+		}
+		checkClass(fmt.Sprintf(`"mcpgate.tokens[%d].callerClass"`, i), t.CallerClass)
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		s := c.MCPServers[name]
+		switch {
+		case s.Command == "" && s.URL == "":
+			errs = append(errs, fmt.Errorf(`"mcpServers.%s": needs "command" or "url"`, name))
+		case s.Command != "" && s.URL != "":
+			errs = append(errs, fmt.Errorf(`"mcpServers.%s": give "command" or "url", not both`, name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Severities returns the rule overrides as engine severities.
+func (c *Config) Severities() map[string]engine.Severity {
+	if len(c.Gate.Rules) == 0 {
+		return nil
+	}
+	m := make(map[string]engine.Severity, len(c.Gate.Rules))
+	for id, name := range c.Gate.Rules {
+		m[id], _ = engine.ParseSeverity(name)
+	}
+	return m
+}
+
+func validClass(cl string) bool {
+	for _, k := range CallerClasses {
+		if k == cl {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,272 @@
+// Package jsonrpc frames and classifies JSON-RPC 2.0 messages on an MCP stdio
+// transport: one message per line, kept as raw bytes so a relay forwards exactly what
+// it received (MCP 2025-11-25, "Transports: stdio").
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1) and the MCP/SDK server-error codes we use.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeUpstreamUnavailable (server-error range) means the upstream MCP server is not
+	// running or exited while the request was in flight.
+	CodeUpstreamUnavailable = -32000
+	// CodeRequestTimeout matches the MCP SDKs' RequestTimeout code.
+	CodeRequestTimeout = -32001
+)
+
+// DefaultMaxMessageBytes is the default per-message limit: 64 MiB (DECISIONS "Message size").
+const DefaultMaxMessageBytes = 64 << 20
+
+// ErrTooLarge is returned by Reader.Read for a line longer than the limit; the line is
+// discarded and the stream stays usable.
+var ErrTooLarge = errors.New("jsonrpc: message exceeds the size limit")
+
+// Kind classifies a message.
+type Kind uint8
+
+// Message kinds.
+const (
+	KindInvalid Kind = iota
+	KindRequest
+	KindNotification
+	KindResponse
+	KindBatch
+)
+
+// Message is one decoded JSON-RPC message. Raw holds the exact bytes received (no
+// trailing newline); the other fields are views for routing.
+type Message struct {
+	Raw    []byte
+	Kind   Kind
+	ID     json.RawMessage // nil when absent; "null" when null
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  json.RawMessage
+}
+
+// IDKey returns a map key for the message id; equal ids give equal keys.
+func (m *Message) IDKey() string { return IDKey(m.ID) }
+
+// IDKey canonicalises a raw id (a JSON string or number) into a map key.
+func IDKey(id json.RawMessage) string {
+	return string(bytes.TrimSpace(id))
+}
+
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// Parse decodes one line. It returns a KindBatch message for a JSON array, and an
+// error for anything that is not a JSON-RPC 2.0 object.
+func Parse(line []byte) (*Message, error) {
+	line = bytes.TrimSpace(line)
+	m := &Message{Raw: line}
+	if len(line) > 0 && line[0] == '[' {
+		if !json.Valid(line) {
+			return m, errors.New("jsonrpc: malformed JSON")
+		}
+		m.Kind = KindBatch
+		return m, nil
+	}
+	var e envelope
+	if err := json.Unmarshal(line, &e); err != nil {
+		return m, fmt.Errorf("jsonrpc: malformed message: %w", err)
+	}
+	if e.JSONRPC != "2.0" {
+		return m, errors.New(`jsonrpc: "jsonrpc" must be "2.0"`)
+	}
+	m.ID, m.Params, m.Result, m.Error = e.ID, e.Params, e.Result, e.Error
+	switch {
+	case e.Method != nil && e.ID != nil:
+		m.Method, m.Kind = *e.Method, KindRequest
+	case e.Method != nil:
+		m.Method, m.Kind = *e.Method, KindNotification
+	case e.ID != nil && (e.Result != nil || e.Error != nil):
+		m.Kind = KindResponse
+	default:
+		return m, errors.New("jsonrpc: message is neither a request, a notification nor a response")
+	}
+	if m.Kind != KindNotification && !validID(m.ID) {
+		return m, errors.New("jsonrpc: id must be a string, a number or null")
+	}
+	return m, nil
+}
+
+func validID(id json.RawMessage) bool {
+	id = bytes.TrimSpace(id)
+	if len(id) == 0 {
+		return false
+	}
+	switch id[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return string(id) == "null"
+}
+
+// Reader reads newline-delimited messages of at most Max bytes each.
+type Reader struct {
+	br  *bufio.Reader
+	max int
+	buf []byte
+}
+
+// NewReader returns a Reader with the given limit (DefaultMaxMessageBytes when ≤ 0).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// ReadLine returns the next non-empty line without its line ending. The slice is
+// valid until the next call. It returns ErrTooLarge (after discarding the line) for
+// an oversized line, and io.EOF at the end of the stream.
+func (r *Reader) ReadLine() ([]byte, error) {
+	for {
+		r.buf = r.buf[:0]
+		tooLarge := false
+		for {
+			chunk, err := r.br.ReadSlice('\n')
+			if !tooLarge {
+				if len(r.buf)+len(chunk) > r.max+2 { // +2 for a CRLF ending
+					tooLarge = true
+					r.buf = r.buf[:0]
+				} else {
+					r.buf = append(r.buf, chunk...)
+				}
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err != nil {
+				if err == io.EOF && len(r.buf) > 0 && !tooLarge {
+					return bytes.TrimRight(r.buf, "\r\n"), nil
+				}
+				if err == io.EOF && tooLarge {
+					return nil, ErrTooLarge
+				}
+				return nil, err
+			}
+			break
+		}
+		if tooLarge {
+			return nil, ErrTooLarge
+		}
+		line := bytes.TrimRight(r.buf, "\r\n")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		return line, nil
+	}
+}
+
+// Writer writes one message per line; it is safe for concurrent use.
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewWriter wraps w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write writes msg (which must not contain a raw newline) followed by '\n'.
+func (w *Writer) Write(msg []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	_, err := w.w.Write(buf)
+	return err
+}
+
+// ErrorObject is a JSON-RPC error object.
+type ErrorObject struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Response encodes a result response for id.
+func Response(id json.RawMessage, result json.RawMessage) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+	}{"2.0", id, result})
+	return b
+}
+
+// ErrorResponse encodes an error response for id (null when id is nil).
+func ErrorResponse(id json.RawMessage, code int, message string) []byte {
+	return ErrorResponseObject(id, ErrorObject{Code: code, Message: message})
+}
+
+// ErrorResponseObject encodes an error response carrying obj.
+func ErrorResponseObject(id json.RawMessage, obj ErrorObject) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   ErrorObject     `json:"error"`
+	}{"2.0", id, obj})
+	return b
+}
+
+// Request encodes a request.
+func Request(id json.RawMessage, method string, params any) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  any             `json:"params,omitempty"`
+	}{"2.0", id, method, params})
+	return b
+}
+
+// Notification encodes a notification.
+func Notification(method string, params any) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{"2.0", method, params})
+	return b
+}
+
+// ErrorResponseObjectRaw encodes an error response carrying an already-encoded error object.
+func ErrorResponseObjectRaw(id json.RawMessage, obj json.RawMessage) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   json.RawMessage `json:"error"`
+	}{"2.0", id, obj})
+	return b
+}

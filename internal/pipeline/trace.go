@@ -1,0 +1,214 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// trace builds the one audit record of a call as the pipeline runs. Every exit of
+// Handle goes through finish, which emits exactly one record (seed 002 §4).
+type trace struct {
+	p       *Pipeline
+	start   time.Time
+	rec     *audit.Record
+	emitted bool
+}
+
+func (p *Pipeline) begin(c Call) *trace {
+	t := &trace{p: p, start: time.Now()}
+	t.rec = &audit.Record{
+		Kind:                p.Kind,
+		Decision:            engine.Allow.String(),
+		EventID:             newEventID(),
+		RuleIDs:             []string{},
+		HighestSeverity:     engine.SeverityNone.String(),
+		AgentOrigin:         p.Origin,
+		ActionTaken:         audit.ActionPass,
+		GuardrailsTriggered: []string{},
+		Filter:              "skipped",
+		Outcome:             audit.OutcomeOK,
+		StageMS:             map[string]float64{},
+		ClientInfo:          c.ClientInfo,
+		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass},
+	}
+	return t
+}
+
+func (t *trace) tool(name string, access func(context.Context, string) string, ctx context.Context) {
+	t.rec.Tool = name
+	if access != nil {
+		t.rec.ToolAccess = access(ctx, name)
+	}
+}
+
+func (t *trace) policySet(s *gate.Set) {
+	t.rec.PolicyGen, t.rec.PolicySetHash = s.Generation, s.Hash
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (t *trace) stage(name string, since time.Time) { t.rec.StageMS[name] = ms(time.Since(since)) }
+
+// acted names the policies that changed, warned or rejected.
+func (t *trace) acted(files []string) {
+	for _, f := range files {
+		t.rec.Policies = appendUnique(t.rec.Policies, f)
+		t.guardrail(f)
+	}
+}
+
+func (t *trace) guardrail(name string) {
+	t.rec.GuardrailsTriggered = appendUnique(t.rec.GuardrailsTriggered, name)
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// escalate moves the action up the ladder; it never moves down (DECISIONS).
+func (t *trace) escalate(action string) {
+	t.rec.ActionTaken = audit.Strongest(t.rec.ActionTaken, action)
+	t.rec.Blocked = t.rec.ActionTaken == audit.ActionBlock
+}
+
+// outputChanged marks that the output stage changed or withheld data.
+func (t *trace) outputChanged() { t.guardrail(audit.GuardrailOutputSanitization) }
+
+func (t *trace) forward(result json.RawMessage) Reply { return Reply{Result: result} }
+
+// block withholds the whole result behind the seed 000 placeholder.
+func (t *trace) block(reason string) Reply {
+	if t.rec.Reason == "" {
+		t.rec.Reason = reason
+	}
+	t.escalate(audit.ActionBlock)
+	t.outputChanged()
+	return Reply{Result: errorResult(blockText(t.rec.EventID))}
+}
+
+// reject answers a policy rejection: an isError result naming the policy. The
+// message goes to the client only (DECISIONS "Reasons without values").
+func (t *trace) reject(r *gate.Rejection, outcome string) Reply {
+	t.rec.Reason, t.rec.Policy, t.rec.Outcome = r.Code, r.Policy, outcome
+	t.guardrail(r.Policy)
+	t.escalate(audit.ActionBlock)
+	if outcome != audit.OutcomeRejected {
+		t.outputChanged()
+	}
+	msg := r.Message
+	if msg == "" {
+		msg = rejectionReasons[r.Code]
+	}
+	if msg == "" {
+		msg = "the policy rejected the call"
+	}
+	return Reply{Result: errorResult(rejectText(r.Policy, msg, t.rec.EventID))}
+}
+
+var rejectionReasons = map[string]string{
+	"policy_timeout":      "the policy ran past its time limit",
+	"policy_stack_limit":  "the policy exceeded the call-stack limit",
+	"policy_memory_limit": "the policy exceeded the memory limit",
+	"bad_ctx_shape":       "the policy left ctx in an invalid shape",
+	"policy_error":        "the policy failed",
+}
+
+func (t *trace) invalidParams(err error) Reply {
+	t.rec.Reason, t.rec.Outcome = "invalid_params", audit.OutcomeRejected
+	t.escalate(audit.ActionBlock)
+	b, _ := json.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
+	return Reply{Error: b}
+}
+
+// upstreamFailed records a call the upstream never answered.
+func (t *trace) upstreamFailed(err error) Reply {
+	var code int
+	switch {
+	case errors.Is(err, ErrCancelled):
+		t.rec.Outcome = audit.OutcomeCancelled
+		return Reply{NoReply: true}
+	case errors.Is(err, ErrTimeout):
+		t.rec.Outcome, code = audit.OutcomeTimeout, jsonrpc.CodeRequestTimeout
+	default:
+		t.rec.Outcome, code = audit.OutcomeUpstreamError, jsonrpc.CodeUpstreamUnavailable
+	}
+	b, _ := json.Marshal(jsonrpc.ErrorObject{Code: code, Message: "mcpgate: " + err.Error() + " (audit log entry " + t.rec.EventID + ")"})
+	return Reply{Error: b}
+}
+
+// upstreamError filters the message of a JSON-RPC error the upstream returned.
+func (t *trace) upstreamError(raw json.RawMessage) Reply {
+	t.rec.Outcome = audit.OutcomeUpstreamError
+	var e map[string]json.RawMessage
+	var msg string
+	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e["message"], &msg) != nil {
+		return Reply{Error: raw}
+	}
+	rep := t.p.Analyzer.AnalyzeText(msg)
+	for i := range rep.Findings {
+		rep.Findings[i].Pointer = "/error/message"
+	}
+	switch t.verdict(rep, nil) {
+	case engine.Block:
+		msg = blockText(t.rec.EventID)
+		t.escalate(audit.ActionBlock)
+		t.outputChanged()
+	case engine.Warn:
+		msg = engine.Sanitize(msg)
+		t.escalate(audit.ActionWarn)
+		t.outputChanged()
+	default:
+		return Reply{Error: raw}
+	}
+	e["message"], _ = json.Marshal(msg)
+	b, _ := json.Marshal(e)
+	return Reply{Error: b}
+}
+
+// emitInputOnly is MCPGATE_AUDIT_OUTPUT=off: the input decision is recorded before
+// the upstream call and the output stage goes unrecorded (seed 002 "Escape hatch").
+func (t *trace) emitInputOnly() {
+	t.rec.AuditOutput = "off"
+	t.emit()
+}
+
+// internalError fails the call closed after a panic inside the pipeline.
+func (t *trace) internalError(p any) Reply {
+	t.p.Logger.Error("tools/call pipeline panicked; call blocked", "event_id", t.rec.EventID, "panic", fmt.Sprint(p))
+	t.rec.Reason = "internal_error"
+	return t.block("internal_error")
+}
+
+func (t *trace) emit() {
+	if t.emitted {
+		return
+	}
+	t.emitted = true
+	r := t.rec
+	r.TS = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	r.ElapsedMS = ms(time.Since(t.start))
+	if up, ok := r.StageMS["upstream"]; ok {
+		r.StageMS["gateway"] = r.ElapsedMS - up
+	}
+	r.Blocked = r.ActionTaken == audit.ActionBlock
+	r.ToolCalls = []audit.ToolCall{{Name: r.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: r.ActionTaken}}}
+	if t.p.Audit != nil {
+		t.p.Audit.Emit(r)
+	}
+	if t.p.Observe != nil {
+		t.p.Observe(r)
+	}
+}

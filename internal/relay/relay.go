@@ -1,0 +1,395 @@
+// Package relay is mcpgate's transparent MCP relay over stdio: every JSON-RPC message
+// goes through in both directions with its id and unknown fields intact, and only
+// tools/call is handed to the pipeline (issue 2).
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
+)
+
+// Upstream is the server side of a session: a stdio process or any transport that
+// carries one MCP session.
+type Upstream interface {
+	Send(msg []byte) error
+	ReadLine() ([]byte, error)
+}
+
+// Options configure a Session.
+type Options struct {
+	Pipeline        *pipeline.Pipeline
+	Logger          *slog.Logger
+	User            ctxapi.User
+	Access          map[string]string // configured tool access tags by tool name
+	MaxMessageBytes int               // per message; jsonrpc.DefaultMaxMessageBytes when ≤ 0
+	CallTimeout     time.Duration     // per upstream tools/call; 0 means none
+	// RecordClientInfo puts initialize's clientInfo into each record (mcp-server, seed 000).
+	RecordClientInfo bool
+}
+
+// Session relays one MCP session between a client and an upstream.
+type Session struct {
+	opts   Options
+	log    *slog.Logger
+	client *jsonrpc.Writer
+	up     Upstream
+
+	mu       sync.Mutex
+	pending  map[string]*pending // client requests in flight upstream, by id
+	inflight map[string]context.CancelFunc
+	dead     error // set once the upstream is gone
+
+	tools   *toolIndex
+	ownSeq  atomic.Uint64
+	calls   sync.WaitGroup
+	clientM sync.Mutex
+	client_ map[string]string // clientInfo from initialize
+}
+
+type pending struct {
+	method string
+	id     json.RawMessage
+	ch     chan *jsonrpc.Message // set when the gateway itself waits for the response
+}
+
+// New returns a session over the given upstream.
+func New(opts Options, up Upstream) *Session {
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = jsonrpc.DefaultMaxMessageBytes
+	}
+	s := &Session{
+		opts:     opts,
+		log:      opts.Logger,
+		up:       up,
+		pending:  map[string]*pending{},
+		inflight: map[string]context.CancelFunc{},
+	}
+	s.tools = newToolIndex(s)
+	return s
+}
+
+// Run relays until the client closes its input, ctx ends, or the upstream is gone
+// and the client has been told. It returns nil on a clean client EOF.
+func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	s.client = jsonrpc.NewWriter(out)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	upDone := make(chan struct{})
+	go func() {
+		defer close(upDone)
+		s.readUpstream()
+	}()
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- s.readClient(ctx, in) }()
+
+	var err error
+	select {
+	case err = <-clientDone:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cancel()  // in-flight calls end as cancelled
+	s.calls.Wait()
+	return err
+}
+
+// readClient handles client → upstream traffic.
+func (s *Session) readClient(ctx context.Context, in io.Reader) error {
+	r := jsonrpc.NewReader(in, s.opts.MaxMessageBytes)
+	for {
+		line, err := r.ReadLine()
+		switch {
+		case errors.Is(err, jsonrpc.ErrTooLarge):
+			s.log.Warn("client message over the size limit rejected", "limit_bytes", s.opts.MaxMessageBytes)
+			s.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", s.opts.MaxMessageBytes))
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("relay: read from client: %w", err)
+		}
+		msg, err := jsonrpc.Parse(line)
+		if err != nil {
+			s.log.Warn("malformed client message rejected", "err", err)
+			code := jsonrpc.CodeParseError
+			if msg.ID != nil || json.Valid(line) {
+				code = jsonrpc.CodeInvalidRequest
+			}
+			s.replyError(msg.ID, code, "mcpgate: "+err.Error())
+			continue
+		}
+		s.fromClient(ctx, msg)
+	}
+}
+
+func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
+	switch msg.Kind {
+	case jsonrpc.KindBatch:
+		// MCP removed JSON-RPC batching; a batch must never slip past the policies.
+		s.log.Warn("JSON-RPC batch rejected")
+		s.replyError(nil, jsonrpc.CodeInvalidRequest, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
+	case jsonrpc.KindRequest:
+		if msg.Method == "tools/call" {
+			s.toolCall(ctx, msg)
+			return
+		}
+		if msg.Method == "initialize" {
+			s.noteClientInfo(msg.Params)
+		}
+		s.forwardRequest(msg)
+	case jsonrpc.KindNotification:
+		if msg.Method == "notifications/cancelled" {
+			s.cancelled(msg.Params)
+		}
+		s.send(msg.Raw)
+	case jsonrpc.KindResponse: // the client answering a server-to-client request
+		s.send(msg.Raw)
+	}
+}
+
+// forwardRequest sends a client request upstream and remembers it, so it can be
+// answered if the upstream dies.
+func (s *Session) forwardRequest(msg *jsonrpc.Message) {
+	s.mu.Lock()
+	if s.dead != nil {
+		s.mu.Unlock()
+		s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
+		return
+	}
+	s.pending[msg.IDKey()] = &pending{method: msg.Method, id: msg.ID}
+	s.mu.Unlock()
+	if err := s.up.Send(msg.Raw); err != nil {
+		s.upstreamGone(err)
+	}
+}
+
+func (s *Session) send(raw []byte) {
+	if err := s.up.Send(raw); err != nil {
+		s.upstreamGone(err)
+	}
+}
+
+// toolCall runs the pipeline for one tools/call in its own goroutine; responses can
+// go back out of order, as MCP allows.
+func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := msg.IDKey()
+	s.mu.Lock()
+	s.inflight[key] = cancel
+	s.mu.Unlock()
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.inflight, key)
+			s.mu.Unlock()
+			cancel()
+		}()
+		reply := s.opts.Pipeline.Handle(ctx, pipeline.Call{
+			Params:     msg.Params,
+			User:       s.opts.User,
+			ToolAccess: s.tools.access,
+			ClientInfo: s.clientInfo(),
+		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+			return s.callUpstream(ctx, msg, params)
+		})
+		switch {
+		case reply.NoReply:
+		case reply.Error != nil:
+			s.write(jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error))
+		default:
+			s.write(jsonrpc.Response(msg.ID, reply.Result))
+		}
+	}()
+}
+
+// callUpstream forwards a tools/call (rewritten when params changed) and waits for
+// its response, the client's cancellation, or the call timeout.
+func (s *Session) callUpstream(ctx context.Context, msg *jsonrpc.Message, params json.RawMessage) (*jsonrpc.Message, error) {
+	raw := msg.Raw
+	if string(params) != string(msg.Params) {
+		raw = jsonrpc.Request(msg.ID, msg.Method, params)
+	}
+	return s.roundTrip(ctx, msg.ID, msg.Method, raw)
+}
+
+// roundTrip sends a request and waits for the response with the same id.
+func (s *Session) roundTrip(ctx context.Context, id json.RawMessage, method string, raw []byte) (*jsonrpc.Message, error) {
+	ch := make(chan *jsonrpc.Message, 1)
+	key := jsonrpc.IDKey(id)
+	s.mu.Lock()
+	if s.dead != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w", pipeline.ErrUnavailable)
+	}
+	s.pending[key] = &pending{method: method, id: id, ch: ch}
+	s.mu.Unlock()
+	if err := s.up.Send(raw); err != nil {
+		s.upstreamGone(err)
+	}
+	var timeout <-chan time.Time
+	if s.opts.CallTimeout > 0 {
+		t := time.NewTimer(s.opts.CallTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case m := <-ch:
+		if m == nil {
+			return nil, pipeline.ErrUnavailable
+		}
+		return m, nil
+	case <-ctx.Done():
+		s.abandon(key, id, "cancelled by the client")
+		return nil, pipeline.ErrCancelled
+	case <-timeout:
+		s.abandon(key, id, "mcpgate call timeout")
+		return nil, fmt.Errorf("%w (after %s)", pipeline.ErrTimeout, s.opts.CallTimeout)
+	}
+}
+
+// abandon stops waiting for a request and tells the upstream with
+// notifications/cancelled (MCP "Cancellation").
+func (s *Session) abandon(key string, id json.RawMessage, reason string) {
+	s.mu.Lock()
+	_, ok := s.pending[key]
+	delete(s.pending, key)
+	dead := s.dead != nil
+	s.mu.Unlock()
+	if ok && !dead {
+		_ = s.up.Send(jsonrpc.Notification("notifications/cancelled", map[string]any{"requestId": id, "reason": reason}))
+	}
+}
+
+// cancelled ends the pipeline of a tools/call the client cancelled.
+func (s *Session) cancelled(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.inflight[jsonrpc.IDKey(p.RequestID)]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// readUpstream handles upstream → client traffic until the upstream's stdout ends.
+func (s *Session) readUpstream() {
+	for {
+		line, err := s.up.ReadLine()
+		if errors.Is(err, jsonrpc.ErrTooLarge) {
+			s.log.Warn("upstream message over the size limit dropped", "limit_bytes", s.opts.MaxMessageBytes)
+			continue
+		}
+		if err != nil {
+			s.upstreamGone(err)
+			return
+		}
+		msg, err := jsonrpc.Parse(line)
+		if err != nil {
+			s.log.Warn("malformed upstream message dropped", "err", err)
+			continue
+		}
+		s.fromUpstream(msg)
+	}
+}
+
+func (s *Session) fromUpstream(msg *jsonrpc.Message) {
+	switch msg.Kind {
+	case jsonrpc.KindResponse:
+		s.mu.Lock()
+		p := s.pending[msg.IDKey()]
+		delete(s.pending, msg.IDKey())
+		s.mu.Unlock()
+		switch {
+		case p == nil: // unknown id: pass it on; the client decides
+		case p.ch != nil:
+			p.ch <- msg
+			return
+		case p.method == "initialize":
+			s.write(withoutTasks(msg, s.log))
+			return
+		case p.method == "tools/list":
+			s.tools.observe(msg.Result)
+		}
+	case jsonrpc.KindNotification:
+		if msg.Method == "notifications/tools/list_changed" {
+			s.tools.invalidate()
+		}
+	case jsonrpc.KindBatch:
+		s.log.Warn("upstream sent a JSON-RPC batch; dropped")
+		return
+	}
+	s.write(msg.Raw)
+}
+
+func (s *Session) write(raw []byte) {
+	if err := s.client.Write(raw); err != nil {
+		s.log.Debug("write to client failed", "err", err)
+	}
+}
+
+func (s *Session) replyError(id json.RawMessage, code int, message string) {
+	s.write(jsonrpc.ErrorResponse(id, code, message))
+}
+
+// upstreamGone fails every request still waiting on the upstream with a clear error.
+func (s *Session) upstreamGone(cause error) {
+	s.mu.Lock()
+	if s.dead != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.dead = cause
+	waiting := s.pending
+	s.pending = map[string]*pending{}
+	s.mu.Unlock()
+	s.log.Error("upstream MCP server is gone; answering its requests with errors", "err", cause, "in_flight", len(waiting))
+	for _, p := range waiting {
+		if p.ch != nil {
+			close(p.ch)
+			continue
+		}
+		s.replyError(p.id, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
+	}
+}
+
+func (s *Session) noteClientInfo(params json.RawMessage) {
+	var p struct {
+		ClientInfo struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"clientInfo"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	s.clientM.Lock()
+	s.client_ = map[string]string{"name": p.ClientInfo.Name, "version": p.ClientInfo.Version}
+	s.clientM.Unlock()
+}
+
+func (s *Session) clientInfo() map[string]string {
+	if !s.opts.RecordClientInfo {
+		return nil
+	}
+	s.clientM.Lock()
+	defer s.clientM.Unlock()
+	return s.client_
+}

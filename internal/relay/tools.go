@@ -1,0 +1,143 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// toolIndex resolves ctx.toolAccess: a configured tag first, otherwise the upstream's
+// tool annotations (issue 4 §5): readOnlyHint true → read, an explicit
+// destructiveHint true → dangerous, an explicit readOnlyHint false → write, else "".
+type toolIndex struct {
+	s       *Session
+	mu      sync.Mutex
+	access_ map[string]string
+	known   bool // a full tools/list has been seen since the last list_changed
+}
+
+func newToolIndex(s *Session) *toolIndex { return &toolIndex{s: s, access_: map[string]string{}} }
+
+type toolAnnotations struct {
+	ReadOnlyHint    *bool `json:"readOnlyHint"`
+	DestructiveHint *bool `json:"destructiveHint"`
+}
+
+type toolsPage struct {
+	Tools []struct {
+		Name        string          `json:"name"`
+		Annotations toolAnnotations `json:"annotations"`
+	} `json:"tools"`
+	NextCursor string `json:"nextCursor"`
+}
+
+// AccessFromAnnotations maps MCP tool annotations to a DADL access tag.
+func AccessFromAnnotations(readOnly, destructive *bool) string {
+	switch {
+	case readOnly != nil && *readOnly:
+		return "read"
+	case destructive != nil && *destructive:
+		return "dangerous"
+	case readOnly != nil && !*readOnly:
+		return "write"
+	}
+	return ""
+}
+
+// observe records the annotations of a tools/list page that passes through.
+func (x *toolIndex) observe(result json.RawMessage) {
+	var page toolsPage
+	if json.Unmarshal(result, &page) != nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, t := range page.Tools {
+		x.access_[t.Name] = AccessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
+	}
+	if page.NextCursor == "" {
+		x.known = true
+	}
+}
+
+func (x *toolIndex) invalidate() {
+	x.mu.Lock()
+	x.known = false
+	x.mu.Unlock()
+}
+
+// access returns the tag for tool, listing the upstream's tools itself when the
+// client has not (bounded by a short timeout; on failure the tag is "").
+func (x *toolIndex) access(ctx context.Context, tool string) string {
+	if tag, ok := x.s.opts.Access[tool]; ok {
+		return tag
+	}
+	x.mu.Lock()
+	tag, ok := x.access_[tool]
+	known := x.known
+	x.mu.Unlock()
+	if ok || known {
+		return tag
+	}
+	x.fetch(ctx)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.access_[tool]
+}
+
+// fetch lists every page of the upstream's tools with the gateway's own request ids,
+// which live in their own "mcpgate-" namespace and never reach the client.
+func (x *toolIndex) fetch(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		id, _ := json.Marshal("mcpgate-" + strconv.FormatUint(x.s.ownSeq.Add(1), 10))
+		var params any
+		if cursor != "" {
+			params = map[string]string{"cursor": cursor}
+		}
+		resp, err := x.s.roundTrip(ctx, id, "tools/list", jsonrpc.Request(id, "tools/list", params))
+		if err != nil || resp.Result == nil {
+			x.s.log.Debug("could not list upstream tools for access tags", slog.Any("err", err))
+			return
+		}
+		x.observe(resp.Result)
+		var p toolsPage
+		_ = json.Unmarshal(resp.Result, &p)
+		if p.NextCursor == "" {
+			return
+		}
+		cursor = p.NextCursor
+	}
+}
+
+// withoutTasks removes the tasks capability from the upstream's initialize result: a
+// task-augmented tools/call would deliver its result through tasks/result and bypass
+// the post phase and the audit (DECISIONS "Tasks").
+func withoutTasks(msg *jsonrpc.Message, log *slog.Logger) []byte {
+	if msg.Result == nil {
+		return msg.Raw
+	}
+	var result map[string]json.RawMessage
+	if json.Unmarshal(msg.Result, &result) != nil {
+		return msg.Raw
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(result["capabilities"], &caps) != nil {
+		return msg.Raw
+	}
+	if _, ok := caps["tasks"]; !ok {
+		return msg.Raw
+	}
+	delete(caps, "tasks")
+	result["capabilities"], _ = json.Marshal(caps)
+	b, _ := json.Marshal(result)
+	log.Info("removed the upstream's tasks capability: task-augmented tools/call would bypass the policies and the audit")
+	return jsonrpc.Response(msg.ID, b)
+}

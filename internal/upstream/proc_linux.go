@@ -1,0 +1,23 @@
+//go:build linux
+
+package upstream
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr puts the upstream in its own process group, so SIGTERM reaches the
+// children that npx and shells spawn. If mcpgate dies, the upstream sees EOF on stdin.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+func terminate(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGTERM) }
+func kill(cmd *exec.Cmd)      { signalGroup(cmd, syscall.SIGKILL) }
+
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+	}
+}

@@ -1,0 +1,160 @@
+// Package upstream starts an MCP server as a child process and speaks JSON-RPC to it
+// over stdio (MCP 2025-11-25, "Transports: stdio").
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// StderrPrefix marks relayed upstream stderr lines (DECISIONS "Upstream stderr").
+const StderrPrefix = "[upstream] "
+
+// maxStderrLine caps one relayed stderr line; longer lines are cut with a marker.
+const maxStderrLine = 16 << 10
+
+// Process is a running upstream MCP server.
+type Process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	w      *jsonrpc.Writer
+	r      *jsonrpc.Reader
+	done   chan struct{}
+	err    error // the exit status, valid after done is closed
+	closed sync.Once
+}
+
+// Options configure Start.
+type Options struct {
+	Argv            []string  // the command and its arguments
+	Env             []string  // extra KEY=VALUE pairs added to our environment
+	Stderr          io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
+	MaxMessageBytes int
+}
+
+// Start launches the upstream. The error names the command when it cannot start.
+func Start(opts Options) (*Process, error) {
+	if len(opts.Argv) == 0 {
+		return nil, errors.New("upstream: no command given (put it after --)")
+	}
+	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
+	cmd.Env = append(os.Environ(), opts.Env...)
+	setProcAttr(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	var stderr io.ReadCloser
+	if opts.Stderr != nil {
+		if stderr, err = cmd.StderrPipe(); err != nil {
+			return nil, fmt.Errorf("upstream: %w", err)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("upstream: start %q: %w", opts.Argv[0], err)
+	}
+	p := &Process{
+		cmd:   cmd,
+		stdin: stdin,
+		w:     jsonrpc.NewWriter(stdin),
+		r:     jsonrpc.NewReader(stdout, opts.MaxMessageBytes),
+		done:  make(chan struct{}),
+	}
+	var relayed sync.WaitGroup
+	if stderr != nil {
+		relayed.Add(1)
+		go func() {
+			defer relayed.Done()
+			relayStderr(stderr, opts.Stderr)
+		}()
+	}
+	go func() {
+		relayed.Wait() // cmd.Wait closes the pipes; read them out first
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// relayStderr copies the upstream's stderr line by line with the prefix, escape
+// sequences and controls removed, so a line can never pass for an audit record.
+func relayStderr(r io.Reader, w io.Writer) {
+	br := bufio.NewReaderSize(r, 4096)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line) < maxStderrLine {
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(line) > 0 {
+			text := engine.Sanitize(string(line))
+			for len(text) > 0 && (text[len(text)-1] == '\n' || text[len(text)-1] == '\r') {
+				text = text[:len(text)-1]
+			}
+			if len(line) >= maxStderrLine {
+				text += " …[cut]"
+			}
+			_, _ = io.WriteString(w, StderrPrefix+text+"\n")
+			line = line[:0]
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Send writes one message to the upstream's stdin.
+func (p *Process) Send(msg []byte) error {
+	if err := p.w.Write(msg); err != nil {
+		return fmt.Errorf("upstream: write: %w", err)
+	}
+	return nil
+}
+
+// ReadLine returns the next line the upstream wrote to stdout (see jsonrpc.Reader).
+func (p *Process) ReadLine() ([]byte, error) { return p.r.ReadLine() }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitErr is the exit status; valid once Done is closed.
+func (p *Process) ExitErr() error { return p.err }
+
+// Close closes stdin (the stdio transport's shutdown signal), waits up to grace for
+// the process to exit, then sends SIGTERM, and SIGKILL after another grace.
+func (p *Process) Close(ctx context.Context, grace time.Duration) error {
+	p.closed.Do(func() { _ = p.stdin.Close() })
+	for _, sig := range []func(){func() {}, func() { terminate(p.cmd) }, func() { kill(p.cmd) }} {
+		sig()
+		t := time.NewTimer(grace)
+		select {
+		case <-p.done:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			kill(p.cmd)
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	<-p.done
+	return nil
+}
