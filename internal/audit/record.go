@@ -2,7 +2,6 @@
 // and the sinks that store it off the hot path.
 package audit
 
-
 // Kinds of record (seed 000 "Audit format").
 const (
 	KindGateway   = "gateway_output_filter" // every call through the gateway
@@ -112,7 +111,7 @@ type Record struct {
 	PolicyGen       uint64             `json:"policy_generation"`
 	PolicySetHash   string             `json:"policy_set_hash"`
 	Caller          *Caller            `json:"caller,omitempty"`
-	ClientInfo      map[string]string  `json:"client_info,omitempty"` // name and version from initialize (mcp-server)
-	StageMS         map[string]float64 `json:"stage_ms,omitempty"`    // input_rules, pre_policies, upstream, output_rules, post_policies, merge
+	ClientInfo      map[string]string  `json:"client_info,omitempty"`  // name and version from initialize (mcp-server)
+	StageMS         map[string]float64 `json:"stage_ms,omitempty"`     // input_rules, pre_policies, upstream, output_rules, post_policies, merge
 	AuditOutput     string             `json:"audit_output,omitempty"` // "off" when MCPGATE_AUDIT_OUTPUT=off
 }

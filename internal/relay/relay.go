@@ -99,7 +99,7 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	cancel()  // in-flight calls end as cancelled
+	cancel() // in-flight calls end as cancelled
 	s.calls.Wait()
 	return err
 }
