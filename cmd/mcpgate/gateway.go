@@ -42,6 +42,8 @@ type gatewayFlags struct {
 	callTimeout    time.Duration
 	maxMessage     int
 	debugConsole   bool
+	telemetry      telemetryFlags // issue 5: sinks and the admin listener (telemetry.go)
+	http           httpFlags      // issue 6: the Streamable HTTP front (gateway_http.go)
 }
 
 func newGatewayCmd() *cobra.Command {
@@ -96,6 +98,8 @@ Environment:
 	fl.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "longest wait for the upstream to answer a tools/call (0 = no limit)")
 	fl.IntVar(&f.maxMessage, "max-message-bytes", jsonrpc.DefaultMaxMessageBytes, "largest JSON-RPC message accepted in either direction")
 	fl.BoolVar(&f.debugConsole, "debug-policy-console", false, "give policies console.log (it can carry content into logs: debug only)")
+	f.telemetry.register(fl)
+	f.http.register(fl)
 	gw.AddCommand(run)
 	return gw
 }
@@ -148,16 +152,24 @@ func setupGateway(ctx context.Context, f gatewayFlags, stderr io.Writer, kind st
 	if err != nil {
 		return nil, err
 	}
-	var sink audit.Sink = audit.NewJSONL(errw)
-	if f.auditFile != "" {
-		file, err := os.OpenFile(f.auditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			g.Close()
-			return nil, fmt.Errorf("--audit-file: %w", err)
-		}
-		sink = audit.NewJSONL(file)
+	sinks, err := f.telemetry.sinks(cfg, errw, log)
+	if err != nil {
+		g.Close()
+		return nil, err
 	}
-	em := audit.NewEmitter(log, 0, sink)
+	if len(sinks) == 0 {
+		var sink audit.Sink = audit.NewJSONL(errw)
+		if f.auditFile != "" {
+			file, err := os.OpenFile(f.auditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				g.Close()
+				return nil, fmt.Errorf("--audit-file: %w", err)
+			}
+			sink = audit.NewJSONL(file)
+		}
+		sinks = []audit.Sink{sink}
+	}
+	em := audit.NewEmitter(log, 0, sinks...)
 	auditOutput := !strings.EqualFold(os.Getenv("MCPGATE_AUDIT_OUTPUT"), "off")
 	if !auditOutput {
 		log.Warn("MCPGATE_AUDIT_OUTPUT=off: recording input decisions only; output blocks and redactions are NOT recorded")
@@ -189,6 +201,17 @@ func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Rea
 		return err
 	}
 	defer d.close()
+	stopAdmin, err := f.telemetry.serve(ctx, d)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	go d.watch(reloadCtx)
+	if f.http.enabled() {
+		return runHTTP(ctx, d, f, argv, stderr)
+	}
 	argv, env, err := upstreamCommand(d.cfg, argv)
 	if err != nil {
 		return err
@@ -202,10 +225,6 @@ func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Rea
 		return err
 	}
 	d.log.Info("upstream started", "command", argv[0], "filter_output", f.filterOutput, "fail_mode", f.failMode)
-
-	reloadCtx, stopReload := context.WithCancel(ctx)
-	defer stopReload()
-	go d.watch(reloadCtx)
 
 	sess := relay.New(relay.Options{
 		Pipeline:        d.pipe,
