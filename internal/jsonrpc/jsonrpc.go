@@ -199,6 +199,18 @@ func (w *Writer) Write(msg []byte) error {
 	return err
 }
 
+// Marshal encodes v as compact JSON without HTML escaping, so "<", ">" and "&" in
+// relayed text stay as the server sent them.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // ErrorObject is a JSON-RPC error object.
 type ErrorObject struct {
 	Code    int             `json:"code"`
@@ -211,7 +223,7 @@ func Response(id json.RawMessage, result json.RawMessage) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	b, _ := json.Marshal(struct {
+	b, _ := Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  json.RawMessage `json:"result"`
@@ -229,7 +241,7 @@ func ErrorResponseObject(id json.RawMessage, obj ErrorObject) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	b, _ := json.Marshal(struct {
+	b, _ := Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   ErrorObject     `json:"error"`
@@ -239,7 +251,7 @@ func ErrorResponseObject(id json.RawMessage, obj ErrorObject) []byte {
 
 // Request encodes a request.
 func Request(id json.RawMessage, method string, params any) []byte {
-	b, _ := json.Marshal(struct {
+	b, _ := Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Method  string          `json:"method"`
@@ -250,7 +262,7 @@ func Request(id json.RawMessage, method string, params any) []byte {
 
 // Notification encodes a notification.
 func Notification(method string, params any) []byte {
-	b, _ := json.Marshal(struct {
+	b, _ := Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
 		Method  string `json:"method"`
 		Params  any    `json:"params,omitempty"`
@@ -263,7 +275,7 @@ func ErrorResponseObjectRaw(id json.RawMessage, obj json.RawMessage) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	b, _ := json.Marshal(struct {
+	b, _ := Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   json.RawMessage `json:"error"`

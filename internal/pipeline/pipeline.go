@@ -64,7 +64,10 @@ type Call struct {
 // Reply is what the relay sends back: a result, an error object, or nothing (the
 // client cancelled the request, so MCP says no response is sent).
 type Reply struct {
-	Result  json.RawMessage
+	// Original, when set, is the upstream's response line, forwarded byte for byte
+	// because nothing changed it.
+	Original []byte
+	Result   json.RawMessage
 	Error   json.RawMessage
 	NoReply bool
 }
@@ -118,7 +121,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 			return t.reject(&gate.Rejection{Policy: lastOf(pre.Acted), Code: "bad_ctx_shape",
 				Message: "the rewritten arguments are not a JSON object"}, audit.OutcomeRejected)
 		}
-		c.Params, _ = json.Marshal(params)
+		c.Params, _ = jsonrpc.Marshal(params)
 	}
 	t.rec.InputRuleIDs = in.RuleIDs()
 	if !p.AuditOutput {
@@ -147,7 +150,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	}
 	content, structured, ok := splitResult(result)
 	if !ok { // undecodable and fail-open: forward untouched, nothing else can read it
-		return t.forward(result)
+		return Reply{Original: resp.Raw}
 	}
 
 	// 5. Post-phase policies, each on the content the previous one left.
@@ -184,6 +187,9 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		t.escalate(audit.ActionWarn)
 		t.outputChanged()
 		return t.forward(warned)
+	}
+	if !post.Changed {
+		return Reply{Original: resp.Raw} // changes are detected, not assumed
 	}
 	return t.forward(result)
 }
@@ -292,7 +298,7 @@ func replaceContent(result, content, structured json.RawMessage) (json.RawMessag
 	} else {
 		m["structuredContent"] = structured
 	}
-	return json.Marshal(m)
+	return jsonrpc.Marshal(m)
 }
 
 // Wire texts (seed 000, DECISIONS "Wire shapes"; the dash is U+2014).
@@ -315,7 +321,7 @@ type textItem struct {
 
 // errorResult is the seed 000 block shape: one text item and isError, nothing else.
 func errorResult(text string) json.RawMessage {
-	b, _ := json.Marshal(struct {
+	b, _ := jsonrpc.Marshal(struct {
 		Content []textItem `json:"content"`
 		IsError bool       `json:"isError"`
 	}{[]textItem{{"text", text}}, true})
@@ -338,9 +344,9 @@ func warnResult(result json.RawMessage, eventID string, n int) (json.RawMessage,
 			return nil, fmt.Errorf("content is not an array: %w", err)
 		}
 	}
-	notice, _ := json.Marshal(textItem{"text", warnText(eventID, n)})
-	m["content"], _ = json.Marshal(append([]json.RawMessage{notice}, items...))
-	return json.Marshal(m)
+	notice, _ := jsonrpc.Marshal(textItem{"text", warnText(eventID, n)})
+	m["content"], _ = jsonrpc.Marshal(append([]json.RawMessage{notice}, items...))
+	return jsonrpc.Marshal(m)
 }
 
 // newEventID returns a UUIDv4 (seed 000).

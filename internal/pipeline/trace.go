@@ -129,7 +129,7 @@ var rejectionReasons = map[string]string{
 func (t *trace) invalidParams(err error) Reply {
 	t.rec.Reason, t.rec.Outcome = "invalid_params", audit.OutcomeRejected
 	t.escalate(audit.ActionBlock)
-	b, _ := json.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
 	return Reply{Error: b}
 }
 
@@ -145,7 +145,7 @@ func (t *trace) upstreamFailed(err error) Reply {
 	default:
 		t.rec.Outcome, code = audit.OutcomeUpstreamError, jsonrpc.CodeUpstreamUnavailable
 	}
-	b, _ := json.Marshal(jsonrpc.ErrorObject{Code: code, Message: "mcpgate: " + err.Error() + " (audit log entry " + t.rec.EventID + ")"})
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: code, Message: "mcpgate: " + err.Error() + " (audit log entry " + t.rec.EventID + ")"})
 	return Reply{Error: b}
 }
 
@@ -173,8 +173,8 @@ func (t *trace) upstreamError(raw json.RawMessage) Reply {
 	default:
 		return Reply{Error: raw}
 	}
-	e["message"], _ = json.Marshal(msg)
-	b, _ := json.Marshal(e)
+	e["message"], _ = jsonrpc.Marshal(msg)
+	b, _ := jsonrpc.Marshal(e)
 	return Reply{Error: b}
 }
 

@@ -207,6 +207,8 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 		})
 		switch {
 		case reply.NoReply:
+		case reply.Original != nil:
+			s.write(reply.Original)
 		case reply.Error != nil:
 			s.write(jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error))
 		default:

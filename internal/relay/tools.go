@@ -97,7 +97,7 @@ func (x *toolIndex) fetch(ctx context.Context) {
 	defer cancel()
 	cursor := ""
 	for page := 0; page < 100; page++ {
-		id, _ := json.Marshal("mcpgate-" + strconv.FormatUint(x.s.ownSeq.Add(1), 10))
+		id, _ := jsonrpc.Marshal("mcpgate-" + strconv.FormatUint(x.s.ownSeq.Add(1), 10))
 		var params any
 		if cursor != "" {
 			params = map[string]string{"cursor": cursor}
@@ -136,8 +136,8 @@ func withoutTasks(msg *jsonrpc.Message, log *slog.Logger) []byte {
 		return msg.Raw
 	}
 	delete(caps, "tasks")
-	result["capabilities"], _ = json.Marshal(caps)
-	b, _ := json.Marshal(result)
+	result["capabilities"], _ = jsonrpc.Marshal(caps)
+	b, _ := jsonrpc.Marshal(result)
 	log.Info("removed the upstream's tasks capability: task-augmented tools/call would bypass the policies and the audit")
 	return jsonrpc.Response(msg.ID, b)
 }

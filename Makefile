@@ -1,0 +1,62 @@
+# mcpgate — see README.md. `make demo` and `make test` are the two set-up commands.
+GO        ?= go
+BIN       ?= bin/mcpgate
+FUZZTIME  ?= 20s
+# Packages with concurrency run under the race detector (DECISIONS "CLI, tests and CI").
+RACE_PKGS ?= ./internal/relay/... ./internal/audit/... ./internal/pipeline/... ./gate/... ./ctxapi/...
+EVERYTHING_SERVER ?= github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
+
+.PHONY: all build demo deps test test-unit test-race fuzz bench load conformance vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/mcpgate
+
+## demo: build mcpgate and run every kind of decision on the built-in sample server.
+demo: build
+	./$(BIN) demo
+
+## deps: the end-to-end test bed — npm servers and clients, and the go-sdk reference server.
+deps: testdata/e2e/node_modules/.installed
+	@test -x "$$($(GO) env GOPATH)/bin/everything-server" || GOFLAGS= $(GO) install $(EVERYTHING_SERVER)
+
+testdata/e2e/node_modules/.installed: testdata/e2e/package.json testdata/e2e/package-lock.json
+	cd testdata/e2e && npm ci --no-audit --no-fund
+	@touch $@
+
+## test: everything CI runs except fuzzing and conformance.
+test: deps vet test-unit test-race
+
+vet:
+	$(GO) vet ./...
+
+test-unit:
+	$(GO) test -count=1 ./...
+
+test-race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+## fuzz: run each fuzz target for FUZZTIME.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## bench: performance figures (reported, never asserted).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./engine/ ./gate/ ./internal/audit/...
+
+## load: the bounded HTTP load test (loopback only).
+load:
+	MCPGATE_LOAD=1 $(GO) test -count=1 -run Load -v ./internal/e2e/
+
+## conformance: the MCP conformance suite against the HTTP front.
+conformance: build deps
+	bash scripts/conformance.sh
+
+clean:
+	rm -rf bin testdata/e2e/node_modules

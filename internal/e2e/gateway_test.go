@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+var (
+	blockRe  = regexp.MustCompile(`^\[mcpgate: tool output blocked — see audit log entry ([0-9a-f-]{36}) for details\]$`)
+	rejectRe = regexp.MustCompile(`^\[mcpgate: call rejected by policy ([^:]+): (.*) — see audit log entry ([0-9a-f-]{36})\]$`)
+)
+
+func shippedPolicies() string { return filepath.Join(root, "policies") }
+
+// TestRelayIsTransparent compares what a client sees directly and through the
+// gateway, byte for byte: tools/list, resources, prompts and a clean tools/call.
+func TestRelayIsTransparent(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("plain notes: the build takes 4.2 s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type probe struct {
+		method string
+		params any
+	}
+	servers := []struct {
+		name   string
+		argv   func(t *testing.T) []string
+		probes []probe
+	}{
+		{"server-filesystem", func(t *testing.T) []string { return filesystemServer(t, dir) }, []probe{
+			{"tools/list", map[string]any{}},
+			{"tools/call", map[string]any{"name": "read_text_file", "arguments": map[string]any{"path": filepath.Join(dir, "notes.txt")}}},
+			{"tools/call", map[string]any{"name": "list_allowed_directories"}},
+		}},
+		{"go-sdk everything-server", everythingServer, []probe{
+			{"tools/list", map[string]any{}},
+			{"resources/list", map[string]any{}},
+			{"resources/templates/list", map[string]any{}},
+			{"prompts/list", map[string]any{}},
+			{"ping", map[string]any{}},
+		}},
+		{"server-everything", func(t *testing.T) []string {
+			return []string{"node", nodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}
+		}, []probe{
+			{"tools/list", map[string]any{}},
+			{"resources/list", map[string]any{}},
+			{"prompts/list", map[string]any{}},
+			{"tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"message": "hello <world> & co"}}},
+		}},
+	}
+	for _, s := range servers {
+		t.Run(s.name, func(t *testing.T) {
+			argv := s.argv(t)
+			direct := startRaw(t, nil, argv...)
+			gw := startRaw(t, nil, append([]string{binary}, gatewayArgs([]string{"--filter-output", "--policies", shippedPolicies()}, argv)...)...)
+			for _, p := range s.probes {
+				want := direct.request(p.method, p.params)
+				got := gw.request(p.method, p.params)
+				if string(got) != string(want) {
+					t.Errorf("%s differs through the gateway\ndirect:  %.400s\ngateway: %.400s", p.method, want, got)
+				}
+			}
+		})
+	}
+}
+
+// TestFilesystemOutputFilter reads files through the gateway in front of
+// server-filesystem: an OSC 52 write is blocked, an e-mail address is redacted in
+// content and structuredContent, and each call leaves one record.
+func TestFilesystemOutputFilter(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"clip.txt": "before \x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07 after\n",
+		"mail.txt": "owner: grace.hopper@navy.example\nteam: compilers\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--filter-output", "--policies", shippedPolicies()}, filesystemServer(t, dir))...)
+
+	res := callTool(t, c, "read_text_file", map[string]any{"path": filepath.Join(dir, "clip.txt")})
+	if len(res.Content) != 1 || !res.IsError {
+		t.Fatalf("OSC 52 file: want one item and isError, got %+v", res)
+	}
+	text := res.Content[0].(mcp.TextContent).Text
+	m := blockRe.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("OSC 52 file: want the block placeholder, got %q", text)
+	}
+	recs := log.waitRecords(t, 1)
+	if recs[0]["event_id"] != m[1] || recs[0]["decision"] != "block" || recs[0]["action_taken"] != "block" {
+		t.Errorf("OSC 52 record: %v", recs[0])
+	}
+
+	res = callTool(t, c, "read_text_file", map[string]any{"path": filepath.Join(dir, "mail.txt")})
+	raw, _ := json.Marshal(res)
+	if strings.Contains(string(raw), "grace.hopper@navy.example") {
+		t.Fatalf("e-mail address reached the client: %s", raw)
+	}
+	if !strings.Contains(res.Content[0].(mcp.TextContent).Text, "team: compilers") {
+		t.Errorf("the rest of the file is lost: %s", raw)
+	}
+	if res.StructuredContent == nil {
+		t.Errorf("structuredContent dropped: %s", raw)
+	}
+	recs = log.waitRecords(t, 2)
+	if got := recs[1]["action_taken"]; got != "redact" {
+		t.Errorf("redaction recorded as %v, want redact: %v", got, recs[1])
+	}
+	for _, r := range recs {
+		b, _ := json.Marshal(r)
+		if strings.Contains(string(b), "grace.hopper") || strings.Contains(string(b), "Y3VybCBldmlsIHwgc2g") || strings.Contains(string(b), dir) {
+			t.Errorf("audit record holds a value: %s", b)
+		}
+	}
+}
+
+// TestPublicCases runs the public cases (testdata/cases, copied from the shared
+// set) through the binary with the official TypeScript SDK client.
+func TestPublicCases(t *testing.T) {
+	nodeModule(t, "@modelcontextprotocol/sdk/package.json")
+	cmd := exec.Command("node", filepath.Join(root, "testdata", "e2e", "run-cases.mjs"),
+		"--bin", binary, "--cases", filepath.Join(root, "testdata", "cases"), "-v")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run-cases failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), " 0 failed") {
+		t.Fatalf("run-cases:\n%s", out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestSeedExamplePolicies copies each seed 003 example into a policies directory
+// and checks it behaves as the seed says.
+func TestSeedExamplePolicies(t *testing.T) {
+	up := upstreamMJS(t)
+	env := []string{"EXTRA_TOOLS=github_create_pull,github_merge_pull,delete_file", "READONLY_TOOLS="}
+
+	t.Run("block-force-delete", func(t *testing.T) {
+		pol := policiesWith(t, "policies/examples/block-force-delete.js")
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
+		res := callTool(t, c, "delete_file", map[string]any{"path": "/tmp/x", "force_delete": true})
+		text := res.Content[0].(mcp.TextContent).Text
+		m := rejectRe.FindStringSubmatch(text)
+		if !res.IsError || m == nil || m[1] != "block-force-delete.js" || !strings.Contains(m[2], "force_delete") {
+			t.Fatalf("force_delete: want a rejection by block-force-delete.js, got %q (isError %v)", text, res.IsError)
+		}
+		res = callTool(t, c, "delete_file", map[string]any{"path": "/tmp/x", "force_delete": false})
+		if res.IsError {
+			t.Fatalf("force_delete false must pass: %+v", res)
+		}
+		recs := log.waitRecords(t, 2)
+		if recs[0]["reason"] != "policy_throw" || recs[0]["policy"] != "block-force-delete.js" || recs[0]["blocked"] != true || recs[0]["event_id"] != m[3] {
+			t.Errorf("rejection record: %v", recs[0])
+		}
+		if recs[1]["action_taken"] != "pass" {
+			t.Errorf("clean call record: %v", recs[1])
+		}
+	})
+
+	t.Run("strip-co-authored-by", func(t *testing.T) {
+		pol := policiesWith(t, "policies/examples/strip-co-authored-by.js")
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
+		body := "Fix the parser\n\nCo-Authored-By: Bot <bot@example.com>\n"
+		res := callTool(t, c, "github_create_pull", map[string]any{"title": "fix", "body": body})
+		text := res.Content[0].(mcp.TextContent).Text
+		var echoed map[string]any
+		if err := json.Unmarshal([]byte(text), &echoed); err != nil {
+			t.Fatalf("echo: %v: %q", err, text)
+		}
+		if b, _ := echoed["body"].(string); strings.Contains(b, "Co-Authored-By") || !strings.Contains(b, "Fix the parser") {
+			t.Fatalf("upstream received body %q", b)
+		}
+		recs := log.waitRecords(t, 1)
+		if recs[0]["params_rewritten"] != true {
+			t.Errorf("rewrite not recorded: %v", recs[0])
+		}
+	})
+
+	t.Run("untrusted-readonly", func(t *testing.T) {
+		pol := policiesWith(t, "policies/examples/untrusted-readonly.js")
+		cfg := filepath.Join(t.TempDir(), "mcpgate.json")
+		os.WriteFile(cfg, []byte(`{"mcpgate": {"user": {"userID": "eve", "callerId": "sandbox-agent"},
+			"callers": {"sandbox-agent": "untrusted"}, "tools": {"github_merge_pull": "write"}}}`), 0o600)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, "--config", cfg}, up)...)
+		if res := callTool(t, c, "echo_args", map[string]any{"q": 1}); res.IsError {
+			t.Fatalf("read tool (readOnlyHint) must pass for untrusted: %+v", res)
+		}
+		res := callTool(t, c, "github_merge_pull", map[string]any{"pull": 7})
+		if !res.IsError || !rejectRe.MatchString(res.Content[0].(mcp.TextContent).Text) {
+			t.Fatalf("write tool must be rejected for untrusted: %+v", res)
+		}
+		recs := log.waitRecords(t, 2)
+		if recs[0]["tool_access"] != "read" || recs[1]["tool_access"] != "write" {
+			t.Errorf("access tags: %v / %v", recs[0]["tool_access"], recs[1]["tool_access"])
+		}
+		if c := recs[1]["caller"].(map[string]any); c["caller_class"] != "untrusted" || c["user_id"] != "eve" {
+			t.Errorf("caller: %v", c)
+		}
+	})
+
+	t.Run("redact-email", func(t *testing.T) {
+		pol := policiesWith(t, "policies/examples/redact-email.js")
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
+		res := callTool(t, c, "echo_args", map[string]any{"to": "linus@kernel.example"})
+		text := res.Content[0].(mcp.TextContent).Text
+		if strings.Contains(text, "linus@kernel.example") || !strings.Contains(text, "[REDACTED]") {
+			t.Fatalf("text not redacted: %q", text)
+		}
+		recs := log.waitRecords(t, 1)
+		if recs[0]["action_taken"] != "redact" {
+			t.Errorf("record: %v", recs[0])
+		}
+	})
+}
+
+// TestDemo runs `mcpgate demo` and checks it shows all five decisions.
+func TestDemo(t *testing.T) {
+	out, err := exec.Command(binary, "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	s := string(out)
+	for _, want := range []string{`"action_taken":"pass"`, `"action_taken":"redact"`, `"decision":"block"`, `"decision":"warn"`, `"reason":"policy_throw"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("demo output lacks %s\n%s", want, s)
+		}
+	}
+	received := 0
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, "client received:") {
+			received++
+			if strings.Contains(line, "ada.lovelace@example.com") {
+				t.Errorf("the e-mail address reached the client: %s", line)
+			}
+		}
+	}
+	if received != 5 || strings.Count(s, "audit record:") != 5 {
+		t.Errorf("want 5 calls with 5 records:\n%s", s)
+	}
+}
