@@ -68,8 +68,8 @@ type Reply struct {
 	// because nothing changed it.
 	Original []byte
 	Result   json.RawMessage
-	Error   json.RawMessage
-	NoReply bool
+	Error    json.RawMessage
+	NoReply  bool
 }
 
 // Handle runs one tools/call through the whole pipeline and writes its audit record.

@@ -197,7 +197,17 @@ func (t *trace) emit() {
 		return
 	}
 	t.emitted = true
-	r := t.rec
+	// Emit a snapshot: the sink encodes it on another goroutine, and with
+	// MCPGATE_AUDIT_OUTPUT=off the pipeline goes on after the record is out.
+	snap := *t.rec
+	snap.StageMS = make(map[string]float64, len(t.rec.StageMS)+1)
+	for k, v := range t.rec.StageMS {
+		snap.StageMS[k] = v
+	}
+	snap.RuleIDs = append([]string{}, t.rec.RuleIDs...)
+	snap.GuardrailsTriggered = append([]string{}, t.rec.GuardrailsTriggered...)
+	snap.Policies = append([]string(nil), t.rec.Policies...)
+	r := &snap
 	r.TS = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	r.ElapsedMS = ms(time.Since(t.start))
 	if up, ok := r.StageMS["upstream"]; ok {

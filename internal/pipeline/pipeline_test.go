@@ -1,0 +1,294 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// recorder is an Emitter that keeps records in memory.
+type recorder struct {
+	mu   sync.Mutex
+	recs []*audit.Record
+}
+
+func (r *recorder) Emit(rec *audit.Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec)
+}
+
+func newPipeline(t *testing.T, policies map[string]string, filter, failClosed bool) (*Pipeline, *recorder) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range policies {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	an, err := engine.New(engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := gate.Load(context.Background(), gate.Options{Dir: dir, Analyzer: an, Logger: log, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	rec := &recorder{}
+	return &Pipeline{
+		Analyzer: an, Gate: g, Limiter: ctxapi.NewRateLimiter(time.Hour, nil), Audit: rec, Logger: log,
+		FilterOutput: filter, FailClosed: failClosed, Kind: audit.KindGateway,
+		Origin: &audit.Origin{Kind: "gateway"}, AuditOutput: true,
+	}, rec
+}
+
+// upstreamReturning answers every call with result (a CallToolResult JSON) and
+// remembers the params it was sent.
+func upstreamReturning(result string, sent *json.RawMessage) Upstream {
+	return func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+		if sent != nil {
+			*sent = params
+		}
+		raw := []byte(`{"jsonrpc":"2.0","id":1,"result":` + result + `}`)
+		return &jsonrpc.Message{Raw: raw, Kind: jsonrpc.KindResponse, ID: json.RawMessage("1"), Result: json.RawMessage(result)}, nil
+	}
+}
+
+func upstreamFailing(err error) Upstream {
+	return func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) { return nil, err }
+}
+
+func call(args string) Call {
+	return Call{
+		Params: json.RawMessage(`{"name":"read_file","arguments":` + args + `}`),
+		User:   ctxapi.User{UserID: "u1", CallerID: "cli", CallerClass: "standard", Roles: []string{}},
+	}
+}
+
+func firstText(t *testing.T, result json.RawMessage) string {
+	t.Helper()
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil || len(r.Content) == 0 {
+		t.Fatalf("result %s: %v", result, err)
+	}
+	return r.Content[0].Text
+}
+
+const (
+	cleanResult = `{"content":[{"type":"text","text":"build ok <b> & done"}],"structuredContent":{"ok":true}}`
+	osc52Result = `{"content":[{"type":"text","text":"x \u001b]52;c;c2VjcmV0\u0007 y"},{"type":"image","data":"AAAA","mimeType":"image/png"}]}`
+	hiddenText  = `{"content":[{"type":"text","text":"a \u001b[8mhidden\u001b[0m b"}],"isError":false}`
+)
+
+func TestHandle(t *testing.T) {
+	tests := []struct {
+		name       string
+		policies   map[string]string
+		filter     bool
+		failClosed bool
+		args       string
+		up         Upstream
+		// expectations
+		original   bool   // the upstream's bytes are forwarded as is
+		noReply    bool   // cancelled: nothing is sent
+		rpcErr     int    // a JSON-RPC error code
+		textPrefix string // first content item starts with this
+		notText    string // no content text contains this
+		action     string
+		decision   string
+		outcome    string
+		reason     string
+		guardrail  string
+	}{
+		{name: "clean call passes byte for byte", filter: true, args: `{"p":"a"}`, up: upstreamReturning(cleanResult, nil),
+			original: true, action: "pass", decision: "allow", outcome: "ok"},
+		{name: "filter off never blocks", filter: false, args: `{}`, up: upstreamReturning(osc52Result, nil),
+			original: true, action: "pass", decision: "allow", outcome: "ok"},
+		{name: "OSC 52 blocks with the placeholder", filter: true, args: `{}`, up: upstreamReturning(osc52Result, nil),
+			textPrefix: "[mcpgate: tool output blocked — see audit log entry ", notText: "c2VjcmV0",
+			action: "block", decision: "block", outcome: "ok", reason: "filter_block", guardrail: audit.GuardrailOutputSanitization},
+		{name: "concealed text warns and is stripped", filter: true, args: `{}`, up: upstreamReturning(hiddenText, nil),
+			textPrefix: "[mcpgate: WARNING — ", notText: "\x1b", action: "warn", decision: "warn", outcome: "ok"},
+		{name: "pre throw rejects before the upstream", filter: true, args: `{"force_delete":true}`,
+			policies:   map[string]string{"a.js": `if (ctx.phase === "pre" && ctx.params.force_delete === true) { throw "force_delete is blocked" }`},
+			up:         upstreamFailing(errors.New("must not be called")),
+			textPrefix: "[mcpgate: call rejected by policy a.js: force_delete is blocked — see audit log entry ",
+			action:     "block", decision: "allow", outcome: "rejected", reason: "policy_throw", guardrail: "a.js"},
+		{name: "post edit counts as redact", filter: true, args: `{}`,
+			policies: map[string]string{"r.js": `if (ctx.phase === "post") { ctx.response.content[0].text = "gone" }`},
+			up:       upstreamReturning(cleanResult, nil), textPrefix: "gone", action: "redact", decision: "allow", outcome: "ok",
+			guardrail: audit.GuardrailOutputSanitization},
+		{name: "post throw blocks the result", filter: false, args: `{}`,
+			policies: map[string]string{"p.js": `if (ctx.phase === "post") { throw new Error("no") }`},
+			up:       upstreamReturning(cleanResult, nil), textPrefix: "[mcpgate: call rejected by policy p.js: ",
+			notText: "build ok", action: "block", decision: "allow", outcome: "ok", reason: "policy_throw"},
+		{name: "upstream gone", filter: true, args: `{}`, up: upstreamFailing(ErrUnavailable),
+			rpcErr: jsonrpc.CodeUpstreamUnavailable, action: "pass", outcome: "upstream_error"},
+		{name: "upstream timeout", filter: true, args: `{}`, up: upstreamFailing(ErrTimeout),
+			rpcErr: jsonrpc.CodeRequestTimeout, action: "pass", outcome: "timeout"},
+		{name: "client cancelled", filter: true, args: `{}`, up: upstreamFailing(ErrCancelled),
+			noReply: true, action: "pass", outcome: "cancelled"},
+		{name: "undecodable result fails open", filter: true, args: `{}`, up: upstreamReturning(`"not an object"`, nil),
+			original: true, action: "pass", decision: "allow", outcome: "ok", reason: "undecodable_result"},
+		{name: "undecodable result fails closed", filter: true, failClosed: true, args: `{}`, up: upstreamReturning(`[1,2]`, nil),
+			textPrefix: "[mcpgate: tool output blocked", action: "block", decision: "block", outcome: "ok", reason: "undecodable_result"},
+		{name: "arguments that are not an object", filter: true, args: `[1]`, up: upstreamFailing(errors.New("must not be called")),
+			rpcErr: jsonrpc.CodeInvalidParams, action: "block", outcome: "rejected", reason: "invalid_params"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, tc.policies, tc.filter, tc.failClosed)
+			reply := p.Handle(context.Background(), call(tc.args), tc.up)
+			switch {
+			case tc.noReply:
+				if !reply.NoReply {
+					t.Fatalf("want no reply, got %+v", reply)
+				}
+			case tc.rpcErr != 0:
+				var e jsonrpc.ErrorObject
+				if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != tc.rpcErr {
+					t.Fatalf("want JSON-RPC error %d, got %s", tc.rpcErr, reply.Error)
+				}
+			case tc.original:
+				if reply.Original == nil {
+					t.Fatalf("want the upstream's bytes forwarded, got %+v", reply)
+				}
+			default:
+				if got := firstText(t, reply.Result); !strings.HasPrefix(got, tc.textPrefix) {
+					t.Fatalf("first text %q, want prefix %q", got, tc.textPrefix)
+				}
+				if tc.notText != "" && strings.Contains(string(reply.Result), tc.notText) {
+					t.Fatalf("result still holds %q: %s", tc.notText, reply.Result)
+				}
+			}
+			if len(rec.recs) != 1 {
+				t.Fatalf("want exactly one record, got %d", len(rec.recs))
+			}
+			r := rec.recs[0]
+			if r.ActionTaken != tc.action || r.Outcome != tc.outcome || (tc.decision != "" && r.Decision != tc.decision) || r.Reason != tc.reason {
+				t.Errorf("record action=%s decision=%s outcome=%s reason=%s; want %s/%s/%s/%s",
+					r.ActionTaken, r.Decision, r.Outcome, r.Reason, tc.action, tc.decision, tc.outcome, tc.reason)
+			}
+			if r.Blocked != (tc.action == "block") || r.ToolCalls[0].RBAC.Action != r.ActionTaken || len(r.ToolCalls[0].Arguments) != 0 {
+				t.Errorf("blocked/tool_calls disagree with the action: %+v", r)
+			}
+			if tc.guardrail != "" && !contains(r.GuardrailsTriggered, tc.guardrail) {
+				t.Errorf("guardrails_triggered %v lacks %s", r.GuardrailsTriggered, tc.guardrail)
+			}
+			if text := firstTextOrEmpty(reply.Result); strings.Contains(text, "audit log entry") && !strings.Contains(text, r.EventID) {
+				t.Errorf("the agent's text cites another event than the record's %s: %q", r.EventID, text)
+			}
+		})
+	}
+}
+
+func firstTextOrEmpty(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &r) != nil || len(r.Content) == 0 {
+		return ""
+	}
+	return r.Content[0].Text
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPreRewriteIsSentAndRecorded: the upstream receives the rewritten arguments and
+// the record says params_rewritten without a rung of its own.
+func TestPreRewriteIsSentAndRecorded(t *testing.T) {
+	p, rec := newPipeline(t, map[string]string{
+		"strip.js": `if (ctx.phase === "pre") { ctx.params.body = ctx.params.body.replace(/\nCo-Authored-By:.*$/m, "") }`,
+	}, true, false)
+	var sent json.RawMessage
+	p.Handle(context.Background(), call(`{"body":"fix\nCo-Authored-By: bot"}`), upstreamReturning(cleanResult, &sent))
+	var params struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	if err := json.Unmarshal(sent, &params); err != nil {
+		t.Fatal(err)
+	}
+	if params.Name != "read_file" || params.Arguments["body"] != "fix" {
+		t.Fatalf("upstream got %s", sent)
+	}
+	r := rec.recs[0]
+	if !r.ParamsRewritten || r.ActionTaken != "pass" || !contains(r.GuardrailsTriggered, "strip.js") {
+		t.Fatalf("record: %+v", r)
+	}
+}
+
+// TestRecordsHoldNoValues feeds canaries through arguments, text, structuredContent,
+// errors and a policy message; none may appear in a record.
+func TestRecordsHoldNoValues(t *testing.T) {
+	const canary = "CANARY-7f3a9c"
+	p, rec := newPipeline(t, map[string]string{
+		"t.js": `if (ctx.phase === "pre" && ctx.params.boom) { throw "rejected " + ctx.params.boom }`,
+	}, true, false)
+	results := []string{
+		`{"content":[{"type":"text","text":"` + canary + ` \u001b]52;c;` + canary + `\u0007"}]}`,
+		`{"content":[{"type":"text","text":"` + canary + ` \u001b[8m` + canary + `\u001b[0m"}],"structuredContent":{"k":"` + canary + `"}}`,
+		`{"content":[{"type":"text","text":"` + canary + `"}],"structuredContent":{"` + canary + `":"` + canary + `"}}`,
+	}
+	for _, res := range results {
+		p.Handle(context.Background(), call(`{"q":"`+canary+`"}`), upstreamReturning(res, nil))
+	}
+	p.Handle(context.Background(), call(`{"boom":"`+canary+`"}`), upstreamReturning(cleanResult, nil))
+	p.Handle(context.Background(), call(`{"q":"`+canary+`"}`), func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+		e := `{"code":-32000,"message":"` + canary + ` \u001b]52;c;eA==\u0007"}`
+		return &jsonrpc.Message{Kind: jsonrpc.KindResponse, Error: json.RawMessage(e)}, nil
+	})
+	if len(rec.recs) != 5 {
+		t.Fatalf("want 5 records, got %d", len(rec.recs))
+	}
+	for _, r := range rec.recs {
+		b, _ := json.Marshal(r)
+		if strings.Contains(string(b), canary) {
+			t.Errorf("record holds a value: %s", b)
+		}
+	}
+}
+
+// TestAuditOutputOff is the seed 002 rollback: the input decision is recorded before
+// the upstream call, and the output stage goes unrecorded.
+func TestAuditOutputOff(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	p.AuditOutput = false
+	p.Handle(context.Background(), call(`{}`), upstreamReturning(osc52Result, nil))
+	if len(rec.recs) != 1 {
+		t.Fatalf("want one record, got %d", len(rec.recs))
+	}
+	r := rec.recs[0]
+	if r.AuditOutput != "off" || r.ActionTaken != "pass" || r.Blocked {
+		t.Fatalf("input-only record: %+v", r)
+	}
+}
