@@ -254,7 +254,9 @@ func (s *Session) roundTrip(ctx context.Context, id json.RawMessage, method stri
 		}
 		return m, nil
 	case <-ctx.Done():
-		s.abandon(key, id, "cancelled by the client")
+		// The client's own notifications/cancelled went upstream as it was; on session
+		// end the upstream is closed. Either way there is nothing more to send.
+		s.abandon(key, id, "")
 		return nil, pipeline.ErrCancelled
 	case <-timeout:
 		s.abandon(key, id, "mcpgate call timeout")
@@ -262,7 +264,7 @@ func (s *Session) roundTrip(ctx context.Context, id json.RawMessage, method stri
 	}
 }
 
-// abandon stops waiting for a request and tells the upstream with
+// abandon stops waiting for a request and, with a reason, tells the upstream with
 // notifications/cancelled (MCP "Cancellation").
 func (s *Session) abandon(key string, id json.RawMessage, reason string) {
 	s.mu.Lock()
@@ -270,7 +272,7 @@ func (s *Session) abandon(key string, id json.RawMessage, reason string) {
 	delete(s.pending, key)
 	dead := s.dead != nil
 	s.mu.Unlock()
-	if ok && !dead {
+	if ok && !dead && reason != "" {
 		_ = s.up.Send(jsonrpc.Notification("notifications/cancelled", map[string]any{"requestId": id, "reason": reason}))
 	}
 }

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string // substring; "" means valid
+		check   func(t *testing.T, c *Config)
+	}{
+		{name: "empty object gets the local standard user", in: `{}`, check: func(t *testing.T, c *Config) {
+			if u := c.Gate.User; u.UserID != "local" || u.CallerID != "stdio" || u.CallerClass != "standard" || u.Roles == nil {
+				t.Fatalf("user %+v", u)
+			}
+		}},
+		{name: "class from callers map", in: `{"mcpgate":{"user":{"userID":"eve","callerId":"sandbox"},"callers":{"sandbox":"untrusted","cli":"trusted"}}}`,
+			check: func(t *testing.T, c *Config) {
+				if c.Gate.User.CallerClass != "untrusted" || c.ClassFor("cli") != "trusted" || c.ClassFor("other") != "standard" {
+					t.Fatalf("%+v", c.Gate.User)
+				}
+			}},
+		{name: "class on the user wins", in: `{"mcpgate":{"user":{"callerId":"sandbox","callerClass":"trusted"},"callers":{"sandbox":"untrusted"}}}`,
+			check: func(t *testing.T, c *Config) {
+				if c.Gate.User.CallerClass != "trusted" {
+					t.Fatalf("%+v", c.Gate.User)
+				}
+			}},
+		{name: "mcpServers in the Claude Desktop convention", in: `{"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"A":"b"},"disabled":false}}}`,
+			check: func(t *testing.T, c *Config) {
+				if s := c.MCPServers["fs"]; s.Command != "npx" || len(s.Args) != 2 || s.Env["A"] != "b" {
+					t.Fatalf("%+v", s)
+				}
+			}},
+		{name: "rule severities", in: `{"mcpgate":{"rules":{"pii_email":"Medium"}}}`, check: func(t *testing.T, c *Config) {
+			if c.Severities()["pii_email"].String() != "MEDIUM" {
+				t.Fatalf("%v", c.Severities())
+			}
+		}},
+		{name: "unknown mcpgate key", in: `{"mcpgate":{"usr":{}}}`, wantErr: `unknown field "usr"`},
+		{name: "bad class", in: `{"mcpgate":{"callers":{"x":"admin"}}}`, wantErr: `"mcpgate.callers.x": caller class "admin"`},
+		{name: "bad severity", in: `{"mcpgate":{"rules":{"r":"severe"}}}`, wantErr: `"mcpgate.rules.r"`},
+		{name: "server without command or url", in: `{"mcpServers":{"x":{}}}`, wantErr: `needs "command" or "url"`},
+		{name: "server with both", in: `{"mcpServers":{"x":{"command":"a","url":"http://b"}}}`, wantErr: "not both"},
+		{name: "token without hash", in: `{"mcpgate":{"tokens":[{"sha256":"abc","userID":"u"}]}}`, wantErr: "64 hex digits"},
+		{name: "not JSON", in: `{"mcpgate":`, wantErr: "not valid JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	_, err := Load("/nonexistent/mcpgate.json")
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/mcpgate.json") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"mcpgate":{"user":{"userID":"a"}},"mcpServers":{"x":{"command":"y"}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err == nil && (c.Gate.User.UserID == "" || c.Gate.User.CallerClass == "") {
+			t.Fatalf("accepted config without a complete user: %+v", c.Gate.User)
+		}
+	})
+}

@@ -1,0 +1,147 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		line   string
+		kind   Kind
+		method string
+		id     string
+		err    bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, KindRequest, "tools/call", "1", false},
+		{`{"jsonrpc":"2.0","id":"a-1","method":"ping"}`, KindRequest, "ping", `"a-1"`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, KindNotification, "notifications/initialized", "", false},
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, KindResponse, "", "7", false},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, KindResponse, "", "null", false},
+		{`  {"jsonrpc":"2.0","id":2,"result":{},"x-unknown":true}  `, KindResponse, "", "2", false},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, KindBatch, "", "", false},
+		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, KindInvalid, "", "", true},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, KindInvalid, "", "", true},
+		{`{"jsonrpc":"2.0","id":true,"result":{}}`, KindInvalid, "", "", true},
+		{`{"jsonrpc":"2.0"}`, KindInvalid, "", "", true},
+		{`{"jsonrpc":"2.0","id":1`, KindInvalid, "", "", true},
+		{`[1,2`, KindInvalid, "", "", true},
+		{`"just a string"`, KindInvalid, "", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.line, func(t *testing.T) {
+			m, err := Parse([]byte(tc.line))
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			if tc.err {
+				return
+			}
+			if m.Kind != tc.kind || m.Method != tc.method || (tc.id != "" && m.IDKey() != tc.id) {
+				t.Fatalf("got kind %d method %q id %q", m.Kind, m.Method, m.IDKey())
+			}
+			if string(m.Raw) != strings.TrimSpace(tc.line) {
+				t.Fatalf("Raw = %q", m.Raw)
+			}
+		})
+	}
+}
+
+func TestReaderLimitsAndFraming(t *testing.T) {
+	big := strings.Repeat("x", 100)
+	input := "{\"a\":1}\r\n\n   \n" + big + "\n{\"b\":2}\n{\"c\":3}"
+	r := NewReader(strings.NewReader(input), 50)
+	var got []string
+	var tooLarge int
+	for {
+		line, err := r.ReadLine()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, ErrTooLarge) {
+			tooLarge++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(line))
+	}
+	want := []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") || tooLarge != 1 {
+		t.Fatalf("got %q and %d oversized, want %q and 1", got, tooLarge, want)
+	}
+}
+
+func TestReaderLargeMessageWithinLimit(t *testing.T) {
+	// Far past bufio.Scanner's 64 KiB default (DECISIONS "Message size").
+	msg := `{"jsonrpc":"2.0","id":1,"result":{"t":"` + strings.Repeat("a", 5<<20) + `"}}`
+	r := NewReader(strings.NewReader(msg+"\n"), 0)
+	line, err := r.ReadLine()
+	if err != nil || len(line) != len(msg) {
+		t.Fatalf("len %d err %v", len(line), err)
+	}
+}
+
+func TestMarshalKeepsHTML(t *testing.T) {
+	b, err := Marshal(map[string]string{"t": "<a> & b"})
+	if err != nil || string(b) != `{"t":"<a> & b"}` {
+		t.Fatalf("%s %v", b, err)
+	}
+	resp := Response(json.RawMessage(`"x"`), json.RawMessage(`{"t":"<b>"}`))
+	if !bytes.Contains(resp, []byte(`"<b>"`)) || !json.Valid(resp) {
+		t.Fatalf("%s", resp)
+	}
+}
+
+// FuzzParse: Parse never panics, and a message it accepts is valid JSON with a kind.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","method":"x"}`, `[{}]`, `{"jsonrpc":"2.0","id":1,"result":null}`, "\xff{",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Parse(b)
+		if m == nil {
+			t.Fatal("nil message")
+		}
+		if err == nil && m.Kind == KindInvalid {
+			t.Fatal("accepted message without a kind")
+		}
+		if err == nil && !json.Valid(m.Raw) {
+			t.Fatalf("accepted invalid JSON %q", m.Raw)
+		}
+	})
+}
+
+// FuzzReader: framing never panics and never returns a line over the limit.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("a\nb\r\n\nccc"), 2)
+	f.Fuzz(func(t *testing.T, b []byte, max int) {
+		if max < 1 || max > 1<<16 {
+			max = 16
+		}
+		r := NewReader(bytes.NewReader(b), max)
+		for i := 0; i < len(b)+2; i++ {
+			line, err := r.ReadLine()
+			if err == io.EOF {
+				return
+			}
+			if errors.Is(err, ErrTooLarge) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) > max+2 {
+				t.Fatalf("line of %d bytes over limit %d", len(line), max)
+			}
+		}
+	})
+}

@@ -1,0 +1,268 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
+)
+
+// fakeUpstream is an in-memory MCP server side: the test reads what the relay sent
+// and writes what the server says.
+type fakeUpstream struct {
+	sent  chan string
+	lines chan string
+}
+
+func newFakeUpstream() *fakeUpstream {
+	return &fakeUpstream{sent: make(chan string, 64), lines: make(chan string, 64)}
+}
+
+func (f *fakeUpstream) Send(b []byte) error { f.sent <- string(b); return nil }
+
+func (f *fakeUpstream) ReadLine() ([]byte, error) {
+	l, ok := <-f.lines
+	if !ok {
+		return nil, io.EOF
+	}
+	return []byte(l), nil
+}
+
+type records struct{ ch chan *audit.Record }
+
+func (r records) Emit(rec *audit.Record) { r.ch <- rec }
+
+// harness runs a Session between a pipe-driven client and a fake upstream.
+type harness struct {
+	t      *testing.T
+	up     *fakeUpstream
+	in     *io.PipeWriter
+	out    *bufio.Reader
+	recs   records
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newHarness(t *testing.T, timeout time.Duration) *harness {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	an, _ := engine.New(engine.Options{})
+	g, err := gate.Load(context.Background(), gate.Options{Dir: t.TempDir(), Analyzer: an, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	recs := records{ch: make(chan *audit.Record, 16)}
+	p := &pipeline.Pipeline{Analyzer: an, Gate: g, Limiter: ctxapi.NewRateLimiter(time.Hour, nil), Audit: recs,
+		Logger: log, FilterOutput: true, Kind: audit.KindGateway, AuditOutput: true}
+	up := newFakeUpstream()
+	s := New(Options{Pipeline: p, Logger: log, User: ctxapi.User{UserID: "u"}, MaxMessageBytes: 1 << 10, CallTimeout: timeout}, up)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, up: up, in: inW, out: bufio.NewReader(outR), recs: recs, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- s.Run(ctx, inR, outW); outW.Close() }()
+	t.Cleanup(func() { inW.Close(); cancel() })
+	return h
+}
+
+func (h *harness) client(line string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) clientGets() string {
+	h.t.Helper()
+	ch := make(chan string, 1)
+	go func() {
+		l, _ := h.out.ReadString('\n')
+		ch <- strings.TrimSuffix(l, "\n")
+	}()
+	select {
+	case l := <-ch:
+		return l
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("the client got nothing")
+	}
+	return ""
+}
+
+func (h *harness) upstreamGets() string {
+	h.t.Helper()
+	select {
+	case l := <-h.up.sent:
+		return l
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("the upstream got nothing")
+	}
+	return ""
+}
+
+func errorCode(t *testing.T, line string) int {
+	t.Helper()
+	var m struct {
+		Error struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	return m.Error.Code
+}
+
+func TestRelayForwardsVerbatim(t *testing.T) {
+	h := newHarness(t, 0)
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{"uri":"file:///a"},"x-extra":{"k":[1,2]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"prompts/get","params":{"name":"p"}}`,
+	}
+	for _, m := range msgs {
+		h.client(m)
+		if got := h.upstreamGets(); got != m {
+			t.Fatalf("upstream got %q, want %q", got, m)
+		}
+	}
+	// Responses and server-to-client requests come back byte for byte.
+	back := []string{
+		`{"jsonrpc":"2.0","id":"r1","result":{"contents":[{"uri":"file:///a","text":"<x> & y","x-new":1}]}}`,
+		`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`,
+	}
+	for _, m := range back {
+		h.up.lines <- m
+		if got := h.clientGets(); got != m {
+			t.Fatalf("client got %q, want %q", got, m)
+		}
+	}
+	// The client's answer to the server's request goes upstream.
+	h.client(`{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant","content":{"type":"text","text":"hi"}}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"id":"s1"`) {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+func TestRelayRejectsBadClientInput(t *testing.T) {
+	tests := []struct {
+		name, line string
+		code       int
+	}{
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`, -32600},
+		{"malformed JSON", `{"jsonrpc":"2.0","id":1,`, -32700},
+		{"not JSON-RPC 2.0", `{"jsonrpc":"1.0","id":1,"method":"x"}`, -32600},
+		{"oversized", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"p":"` + strings.Repeat("a", 2000) + `"}}`, -32600},
+	}
+	h := newHarness(t, 0)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h.client(tc.line)
+			if got := errorCode(t, h.clientGets()); got != tc.code {
+				t.Fatalf("code %d, want %d", got, tc.code)
+			}
+		})
+	}
+	// The session still serves the next message.
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"ping"`) {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+func TestRelayToolCallAndRecord(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"tools/list"`) {
+		// The gateway lists tools once to learn access tags when the client has not.
+		t.Fatalf("want the gateway's own tools/list first, got %q", got)
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t","annotations":{"readOnlyHint":true}}]}}`
+	if got := h.upstreamGets(); !strings.Contains(got, `"tools/call"`) || !strings.Contains(got, `"id":5`) {
+		t.Fatalf("upstream got %q", got)
+	}
+	result := `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok"}]}}`
+	h.up.lines <- result
+	if got := h.clientGets(); got != result {
+		t.Fatalf("client got %q", got)
+	}
+	rec := <-h.recs.ch
+	if rec.Tool != "t" || rec.ToolAccess != "read" || rec.ActionTaken != "pass" {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+func TestRelayRemovesTasksCapability(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"s","version":"1"}}}`
+	got := h.clientGets()
+	if strings.Contains(got, "tasks") || !strings.Contains(got, `"tools":{}`) || !strings.Contains(got, `"serverInfo"`) {
+		t.Fatalf("client got %q", got)
+	}
+}
+
+func TestRelayUpstreamGone(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
+	h.upstreamGets()
+	close(h.up.lines) // the upstream's stdout ends
+	if got := errorCode(t, h.clientGets()); got != -32000 {
+		t.Fatalf("in-flight request: code %d", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}`)
+	if got := errorCode(t, h.clientGets()); got != -32000 {
+		t.Fatalf("later tools/call: code %d", got)
+	}
+	if rec := <-h.recs.ch; rec.Outcome != "upstream_error" {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+func TestRelayCallTimeoutSendsCancel(t *testing.T) {
+	h := newHarness(t, 50*time.Millisecond)
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"slow"}]}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow"}}`)
+	h.upstreamGets() // the call
+	if got := h.upstreamGets(); !strings.Contains(got, "notifications/cancelled") || !strings.Contains(got, `"requestId":4`) {
+		t.Fatalf("want a cancellation upstream, got %q", got)
+	}
+	if got := errorCode(t, h.clientGets()); got != -32001 {
+		t.Fatalf("code %d", got)
+	}
+	if rec := <-h.recs.ch; rec.Outcome != "timeout" {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+func TestRelayClientCancel(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"slow"}]}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow"}}`)
+	h.upstreamGets()
+	h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, "notifications/cancelled") {
+		t.Fatalf("upstream got %q", got)
+	}
+	if rec := <-h.recs.ch; rec.Outcome != "cancelled" {
+		t.Fatalf("record %+v", rec)
+	}
+}
