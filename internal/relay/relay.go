@@ -34,6 +34,9 @@ type Options struct {
 	Access          map[string]string // configured tool access tags by tool name
 	MaxMessageBytes int               // per message; jsonrpc.DefaultMaxMessageBytes when ≤ 0
 	CallTimeout     time.Duration     // per upstream tools/call; 0 means none
+	// DrainTimeout bounds how long in-flight calls may finish after the context
+	// ends (SIGTERM); 10 s when zero.
+	DrainTimeout time.Duration
 	// RecordClientInfo puts initialize's clientInfo into each record (mcp-server, seed 000).
 	RecordClientInfo bool
 }
@@ -49,6 +52,7 @@ type Session struct {
 	pending  map[string]*pending // client requests in flight upstream, by id
 	inflight map[string]context.CancelFunc
 	dead     error // set once the upstream is gone
+	draining atomic.Bool
 
 	tools   *toolIndex
 	ownSeq  atomic.Uint64
@@ -68,6 +72,9 @@ func New(opts Options, up Upstream) *Session {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = jsonrpc.DefaultMaxMessageBytes
 	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
 	s := &Session{
 		opts:     opts,
 		log:      opts.Logger,
@@ -83,7 +90,8 @@ func New(opts Options, up Upstream) *Session {
 // and the client has been told. It returns nil on a clean client EOF.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.client = jsonrpc.NewWriter(out)
-	ctx, cancel := context.WithCancel(ctx)
+	parent := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	upDone := make(chan struct{})
 	go func() {
@@ -96,10 +104,20 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	var err error
 	select {
 	case err = <-clientDone:
-	case <-ctx.Done():
-		err = ctx.Err()
+		cancel() // the client is gone: in-flight calls end as cancelled
+	case <-parent.Done():
+		// SIGTERM: refuse new calls, let in-flight ones finish within DrainTimeout.
+		s.draining.Store(true)
+		err = parent.Err()
+		drained := make(chan struct{})
+		go func() { s.calls.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(s.opts.DrainTimeout):
+			s.log.Warn("drain timeout: cancelling in-flight calls", "timeout", s.opts.DrainTimeout)
+		}
+		cancel()
 	}
-	cancel() // in-flight calls end as cancelled
 	s.calls.Wait()
 	return err
 }
@@ -140,6 +158,10 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		s.log.Warn("JSON-RPC batch rejected")
 		s.replyError(nil, jsonrpc.CodeInvalidRequest, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
 	case jsonrpc.KindRequest:
+		if s.draining.Load() {
+			s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
+			return
+		}
 		if msg.Method == "tools/call" {
 			s.toolCall(ctx, msg)
 			return
