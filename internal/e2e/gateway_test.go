@@ -250,3 +250,31 @@ func TestDemo(t *testing.T) {
 		t.Errorf("want 5 calls with 5 records:\n%s", s)
 	}
 }
+
+// TestNoValuesInStderr sends canary values through arguments, text,
+// structuredContent, a policy's thrown message and a rewrite, at debug log level;
+// no audit record or log line may hold one (relayed "[upstream] " lines are the
+// server's own log and exempt, DECISIONS "Upstream stderr").
+func TestNoValuesInStderr(t *testing.T) {
+	const canary = "CANARY-c0ffee-42"
+	pol := t.TempDir()
+	os.WriteFile(filepath.Join(pol, "a-throw.js"), []byte(`if (ctx.phase === "pre" && ctx.params.boom) { throw "boom " + ctx.params.boom }`), 0o600)
+	os.WriteFile(filepath.Join(pol, "b-rewrite.js"), []byte(`if (ctx.phase === "pre" && ctx.params.q) { ctx.params.q = ctx.params.q + "!" }`), 0o600)
+	os.WriteFile(filepath.Join(pol, "c-post.js"), []byte(`if (ctx.phase === "post") { ctx.response.content.push({type: "text", text: "` + canary + `"}) }`), 0o600)
+	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--filter-output", "--log-level", "debug", "--policies", pol}, upstreamMJS(t))...)
+	callTool(t, c, "echo_args", map[string]any{"q": canary, "nested": map[string]any{canary: []any{canary}}})
+	res := callTool(t, c, "echo_args", map[string]any{"boom": canary})
+	if !res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, canary) {
+		t.Fatalf("the client should see the thrown message: %+v", res)
+	}
+	callTool(t, c, "echo_args", map[string]any{"t": "\x1b]52;c;" + canary + "\x07"})
+	log.waitRecords(t, 3)
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.HasPrefix(line, "[upstream] ") {
+			continue
+		}
+		if strings.Contains(line, canary) {
+			t.Errorf("stderr line holds a value: %s", line)
+		}
+	}
+}
