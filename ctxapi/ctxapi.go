@@ -2,13 +2,9 @@ package ctxapi
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/mcpgate/mcpgate/engine"
 )
-
-// STUB: the JS binding lands with issue 4. The types here are the contract the
-// pipeline builds on; keep them.
 
 // Phase is "pre" (before the upstream call) or "post" (after it), seed 003.
 type Phase string
@@ -46,19 +42,3 @@ type Call struct {
 	// RateLimitExceeded backs ctx.rateLimitExceeded(n); nil means never exceeded.
 	RateLimitExceeded func(n int) bool
 }
-
-// RateLimiter backs ctx.rateLimitExceeded(n): a sliding one-hour window per user in
-// which each tools/call is counted once, when it arrives (DECISIONS "Rate limit").
-type RateLimiter struct{}
-
-// NewRateLimiter returns a limiter over window (an hour in production); now may be nil.
-func NewRateLimiter(window time.Duration, now func() time.Time) *RateLimiter {
-	return &RateLimiter{}
-}
-
-// Arrive counts one call for user.
-func (r *RateLimiter) Arrive(user string) {}
-
-// Exceeded reports whether user's count in the window, the current call included, is
-// greater than n.
-func (r *RateLimiter) Exceeded(user string, n int) bool { return false }

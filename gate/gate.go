@@ -3,18 +3,27 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/fsnotify/fsnotify"
 	"github.com/mcpgate/mcpgate/engine"
 )
 
-// STUB: the pooled goja gate lands with issue 4. The types and signatures here are the
-// contract the pipeline builds on; keep them.
-
 // DefaultTimeout is the per-policy budget of seed 003.
 const DefaultTimeout = 5 * time.Second
+
+// DefaultDebounce is how long Watch waits for a burst of file events to settle.
+const DefaultDebounce = 150 * time.Millisecond
 
 // Options configure a Gate. Dir must exist.
 type Options struct {
@@ -25,6 +34,13 @@ type Options struct {
 	Console    bool          // expose console.log to policies (debug only)
 	Analyzer   *engine.Analyzer
 	Logger     *slog.Logger
+
+	// HeapSoftLimit is the live-heap size in bytes past which the watchdog interrupts
+	// running policies (policy_memory_limit). 0 means 75% of the Go memory limit when
+	// one is set (GOMEMLIMIT), else 1 GiB.
+	HeapSoftLimit uint64
+	// Debounce is Watch's settle time for file events; 0 means DefaultDebounce.
+	Debounce time.Duration
 }
 
 // Rejection is a policy's refusal of a call. Message goes to the client only, never
@@ -45,11 +61,25 @@ type Result struct {
 	Acted             []string        // policy files that changed, warned or rejected, in order
 	Reject            *Rejection
 	Elapsed           time.Duration
+	// Warnings are the ctx.warn(reason) calls, in order. Reasons may quote call data:
+	// never log them or put them in an audit record.
+	Warnings []Warning
 }
 
-// Gate holds the current compiled policy set and reloads it.
+// Gate holds the current compiled policy set and reloads it. Safe for concurrent use.
 type Gate struct {
-	set *Set
+	opts     Options
+	pool     *pool
+	analyzer *engine.Analyzer
+	log      *slog.Logger
+
+	set      atomic.Pointer[Set]
+	reloadMu sync.Mutex
+	lastErr  atomic.Pointer[string]
+	loadedAt atomic.Pointer[time.Time]
+
+	closeOnce sync.Once
+	closed    chan struct{}
 }
 
 // Set is one compiled generation of the policy set; it never changes once built.
@@ -57,22 +87,183 @@ type Set struct {
 	Generation uint64
 	Hash       string   // sha256 of the sources, hex
 	Files      []string // file names in run order
+
+	policies []policy
+	pool     *pool
+	timeout  time.Duration
+	analyzer *engine.Analyzer
 }
 
-// Load compiles every policy in opts.Dir; a syntax error is returned with file and line.
+// Load compiles every top-level *.js in opts.Dir (seed 003; DECISIONS "Gate"). It
+// errors when the directory does not exist (ErrNoDir), a policy does not compile
+// (*CompileError with file, line and message; ErrSyntax), GATE_EVALUATORS names
+// anything but goja (ErrUnknownEval), or the sandbox self-test fails
+// (ErrLockdownFailed). ctx bounds only the load itself.
 func Load(ctx context.Context, opts Options) (*Gate, error) {
-	return &Gate{set: &Set{Generation: 1}}, nil
+	for _, e := range strings.Split(opts.Evaluators, ",") {
+		if e = strings.TrimSpace(e); e != "" && e != "goja" {
+			return nil, fmt.Errorf("%w: %q (supported: goja)", ErrUnknownEval, e)
+		}
+	}
+	if opts.PoolSize <= 0 {
+		opts.PoolSize = runtime.GOMAXPROCS(0)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.HeapSoftLimit == 0 {
+		opts.HeapSoftLimit = 1 << 30
+		if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < 1<<62 {
+			opts.HeapSoftLimit = uint64(lim) / 4 * 3
+		}
+	}
+	an := opts.Analyzer
+	if an == nil {
+		var err error
+		if an, err = engine.New(engine.Options{}); err != nil {
+			return nil, fmt.Errorf("gate: analyzer: %w", err)
+		}
+	}
+	lowerRegexpTimeout(opts.Timeout)
+	g := &Gate{opts: opts, analyzer: an, log: opts.Logger, closed: make(chan struct{})}
+	g.pool = newPool(g, opts.PoolSize, opts.Console, opts.Logger, opts.HeapSoftLimit)
+	if err := ctx.Err(); err != nil {
+		g.pool.close()
+		return nil, err
+	}
+	if err := selfTest(g.pool); err != nil {
+		g.pool.close()
+		return nil, err
+	}
+	set, err := g.build(1)
+	if err != nil {
+		g.pool.close()
+		return nil, err
+	}
+	g.swap(set)
+	g.log.Info("gate: policies loaded", "dir", opts.Dir, "generation", set.Generation,
+		"hash", set.Hash, "files", set.Files)
+	return g, nil
 }
 
-// Current returns the policy set new calls should use.
-func (g *Gate) Current() *Set { return g.set }
+// build reads and compiles the whole directory into a new Set.
+func (g *Gate) build(gen uint64) (*Set, error) {
+	names, srcs, err := readDir(g.opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	set := &Set{
+		Generation: gen,
+		Hash:       hashSources(names, srcs),
+		Files:      names,
+		pool:       g.pool,
+		timeout:    g.opts.Timeout,
+		analyzer:   g.analyzer,
+	}
+	for i, name := range names {
+		prg, err := compilePolicy(name, srcs[i])
+		if err != nil {
+			return nil, err
+		}
+		set.policies = append(set.policies, policy{name: name, prg: prg})
+	}
+	return set, nil
+}
 
-// Reload compiles the directory again and swaps the new set in; on error the last good
-// set stays.
-func (g *Gate) Reload() error { return nil }
+func (g *Gate) swap(s *Set) {
+	now := time.Now()
+	g.set.Store(s)
+	g.loadedAt.Store(&now)
+	g.lastErr.Store(nil)
+}
 
-// Watch hot-reloads on file changes until ctx is done.
-func (g *Gate) Watch(ctx context.Context) error { <-ctx.Done(); return nil }
+// Current returns the policy set new calls should use; a call keeps its *Set for
+// both phases even when a reload swaps in a new one.
+func (g *Gate) Current() *Set { return g.set.Load() }
+
+// Reload compiles the directory again and swaps the new set in atomically (generation
+// + 1); on error the last good set stays, Status shows the error and it is logged
+// with file and line. Call it on SIGHUP.
+func (g *Gate) Reload() error {
+	select {
+	case <-g.closed:
+		return ErrClosed
+	default:
+	}
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	cur := g.set.Load()
+	set, err := g.build(cur.Generation + 1)
+	if err != nil {
+		msg := err.Error()
+		g.lastErr.Store(&msg)
+		attrs := []any{"dir", g.opts.Dir, "generation", cur.Generation, "error", msg}
+		var ce *CompileError
+		if errors.As(err, &ce) {
+			attrs = append(attrs, "file", ce.File, "line", ce.Line)
+		}
+		g.log.Error("gate: reload failed; keeping the last good policy set", attrs...)
+		return err
+	}
+	if set.Hash == cur.Hash {
+		g.lastErr.Store(nil)
+		return nil // nothing changed: keep the generation
+	}
+	g.swap(set)
+	g.log.Info("gate: policies reloaded", "generation", set.Generation, "hash", set.Hash, "files", set.Files)
+	return nil
+}
+
+// Watch hot-reloads on file changes in Dir (create, write, rename, remove, including
+// editors that save by renaming) after Debounce, until ctx is done or Close. It
+// errors only when the watcher cannot start.
+func (g *Gate) Watch(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("gate: watch: %w", err)
+	}
+	defer w.Close()
+	if err := w.Add(g.opts.Dir); err != nil {
+		return fmt.Errorf("gate: watch %s: %w", g.opts.Dir, err)
+	}
+	var timer *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-g.closed:
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			if !strings.HasSuffix(ev.Name, ".js") && filepath.Clean(ev.Name) != filepath.Clean(g.opts.Dir) {
+				continue // editor swap files and the like; the final rename names the .js
+			}
+			if timer == nil {
+				timer = time.NewTimer(g.opts.Debounce)
+			} else {
+				timer.Reset(g.opts.Debounce)
+			}
+			fire = timer.C
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			g.log.Warn("gate: watch error", "dir", g.opts.Dir, "error", err.Error())
+		case <-fire:
+			fire = nil
+			_ = g.Reload() // logged and kept in Status
+		}
+	}
+}
 
 // Status is the reload state shown in logs and status output.
 type Status struct {
@@ -83,19 +274,26 @@ type Status struct {
 	LoadedAt   time.Time `json:"loaded_at"`
 }
 
-// Status reports the current generation and the last reload error.
-func (g *Gate) Status() Status { return Status{Generation: g.set.Generation} }
-
-// Close stops watching and frees the pools.
-func (g *Gate) Close() error { return nil }
-
-// Run runs every policy of the set for call.Phase, in order, each on the ctx left by
-// the one before, and stops at the first rejection.
-func (s *Set) Run(ctx context.Context, call *ctxapi.Call) Result {
-	r := Result{Params: call.Params}
-	if call.Response != nil {
-		r.Content = call.Response.Content
-		r.StructuredContent = call.Response.StructuredContent
+// Status reports the current generation, the source hash, the files, when the set was
+// loaded and the last reload error ("" after a good reload).
+func (g *Gate) Status() Status {
+	s := g.set.Load()
+	st := Status{Generation: s.Generation, Hash: s.Hash, Files: append([]string(nil), s.Files...)}
+	if e := g.lastErr.Load(); e != nil {
+		st.LastError = *e
 	}
-	return r
+	if t := g.loadedAt.Load(); t != nil {
+		st.LoadedAt = *t
+	}
+	return st
+}
+
+// Close stops watching, interrupts running policies and frees the pool. Calls made
+// after Close are rejected with policy_error.
+func (g *Gate) Close() error {
+	g.closeOnce.Do(func() {
+		close(g.closed)
+		g.pool.close()
+	})
+	return nil
 }

@@ -1,0 +1,174 @@
+package ctxapi
+
+import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// ErrBadJSON is returned by RewriteStrings for input that is not well-formed JSON.
+var ErrBadJSON = errors.New("ctxapi: malformed JSON")
+
+// ContentSkipKeys are the keys whose string values RewriteStrings leaves alone inside
+// an MCP content array: block types, MIME types, and base64 image, audio and blob data.
+var ContentSkipKeys = map[string]bool{"type": true, "mimeType": true, "data": true, "blob": true}
+
+// RewriteStrings streams over raw JSON and passes every string value (never an object
+// key) whose member key is not in skip to fn; fn returns the new string and how many
+// replacements it made. It returns the rewritten JSON (raw itself when nothing
+// changed) and the total count. Array elements have the key "". It never decodes the
+// document into Go values, so unchanged input costs one pass and no allocation.
+func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, int)) ([]byte, int, error) {
+	type frame struct {
+		obj       bool
+		expectKey bool
+		key       string
+	}
+	var (
+		stack []frame
+		out   []byte // nil until the first change
+		last  int    // raw[last:] not yet copied into out
+		total int
+	)
+	i := 0
+	n := len(raw)
+	for i < n {
+		c := raw[i]
+		switch c {
+		case ' ', '\t', '\n', '\r', ',', ':':
+			if c == ',' && len(stack) > 0 && stack[len(stack)-1].obj {
+				stack[len(stack)-1].expectKey = true
+			}
+			i++
+		case '{':
+			stack = append(stack, frame{obj: true, expectKey: true})
+			i++
+		case '[':
+			stack = append(stack, frame{})
+			i++
+		case '}', ']':
+			if len(stack) == 0 || stack[len(stack)-1].obj != (c == '}') {
+				return nil, 0, ErrBadJSON
+			}
+			stack = stack[:len(stack)-1]
+			i++
+		case '"':
+			end, escaped := scanString(raw, i)
+			if end < 0 {
+				return nil, 0, ErrBadJSON
+			}
+			tok := raw[i:end]
+			var s string
+			if escaped {
+				if err := json.Unmarshal(tok, &s); err != nil {
+					return nil, 0, ErrBadJSON
+				}
+			} else {
+				s = string(tok[1 : len(tok)-1])
+			}
+			i = end
+			if len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].expectKey {
+				stack[len(stack)-1].key = s
+				stack[len(stack)-1].expectKey = false
+				continue
+			}
+			key := ""
+			if len(stack) > 0 && stack[len(stack)-1].obj {
+				key = stack[len(stack)-1].key
+			}
+			if skip[key] {
+				continue
+			}
+			ns, k := fn(s)
+			if k == 0 || ns == s {
+				continue
+			}
+			total += k
+			if out == nil {
+				out = make([]byte, 0, len(raw)+64)
+			}
+			out = append(out, raw[last:end-len(tok)]...)
+			out = appendJSONString(out, ns)
+			last = end
+		default:
+			// literal or number: skip to the next delimiter
+			j := i
+			for j < n && !isDelim(raw[j]) {
+				j++
+			}
+			if j == i {
+				return nil, 0, ErrBadJSON
+			}
+			i = j
+		}
+	}
+	if len(stack) != 0 {
+		return nil, 0, ErrBadJSON
+	}
+	if out == nil {
+		return raw, 0, nil
+	}
+	return append(out, raw[last:]...), total, nil
+}
+
+// scanString returns the offset just past the closing quote of the string starting at
+// raw[i], and whether it holds an escape; -1 when unterminated.
+func scanString(raw []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return -1, escaped
+}
+
+// appendJSONString appends s as a JSON string without HTML escaping.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', '\n', ',', ':', ']', '}', '[', '{', '"':
+		return true
+	}
+	return false
+}

@@ -1,0 +1,500 @@
+package gate
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+)
+
+// binding holds the native functions behind ctx, built once per runtime and frozen;
+// they read the call being run from vm.cur.
+type binding struct {
+	paramsGet, paramsSet   goja.Value
+	contentGet, contentSet goja.Value
+	scGet, scSet           goja.Value
+	findingsGet            goja.Value
+	warn, rate             goja.Value
+	redact, mask, hash     goja.Value
+	redactAll              goja.Value
+
+	ctx      *goja.Object // the global ctx: one per runtime, non-extensible, accessors only
+	response *goja.Object // ctx.response in the post phase
+
+	lastUser    ctxapi.User // cache: a frozen ctx.user is reused while the user is the same
+	lastUserVal goja.Value
+}
+
+// throwType throws a JS TypeError from a native.
+func (v *vm) throwType(msg string) {
+	panic(v.rt.NewTypeError(msg))
+}
+
+// rethrow re-raises an error returned by a nested JS call inside a native.
+func rethrow(err error) {
+	panic(err)
+}
+
+func (v *vm) bind(p *pool) error {
+	rt := v.rt
+	fn := func(f func(goja.FunctionCall) goja.Value) goja.Value {
+		o := rt.ToValue(f)
+		if _, err := v.deepFreeze(goja.Undefined(), o); err != nil {
+			panic(err)
+		}
+		return o
+	}
+	st := func() *callState {
+		if v.cur == nil {
+			v.throwType("ctx is only available while a policy runs")
+		}
+		return v.cur
+	}
+	v.b.paramsGet = fn(func(goja.FunctionCall) goja.Value { c := st(); return v.getSlot(c, &c.params) })
+	v.b.paramsSet = fn(func(a goja.FunctionCall) goja.Value {
+		c := st()
+		v.setSlot(c, &c.params, a.Argument(0))
+		return goja.Undefined()
+	})
+	v.b.contentGet = fn(func(goja.FunctionCall) goja.Value { c := st(); return v.getSlot(c, &c.content) })
+	v.b.contentSet = fn(func(a goja.FunctionCall) goja.Value {
+		c := st()
+		v.setSlot(c, &c.content, a.Argument(0))
+		return goja.Undefined()
+	})
+	v.b.scGet = fn(func(goja.FunctionCall) goja.Value { c := st(); return v.getSlot(c, &c.sc) })
+	v.b.scSet = fn(func(a goja.FunctionCall) goja.Value {
+		c := st()
+		v.setSlot(c, &c.sc, a.Argument(0))
+		return goja.Undefined()
+	})
+	v.b.findingsGet = fn(func(goja.FunctionCall) goja.Value {
+		c := st()
+		if c.findings == nil {
+			c.findings = v.findingsValue(c.call.Findings)
+		}
+		return c.findings
+	})
+	v.b.warn = fn(func(a goja.FunctionCall) goja.Value {
+		c := st()
+		reason := "warning"
+		if s, ok := a.Argument(0).Export().(string); ok && s != "" {
+			reason = s
+		}
+		c.warned = true
+		c.warnings = append(c.warnings, Warning{Policy: c.policy, Reason: truncate(reason)})
+		return goja.Undefined()
+	})
+	v.b.rate = fn(func(a goja.FunctionCall) goja.Value {
+		c := st()
+		f := a.Argument(0).ToFloat()
+		if math.IsNaN(f) || f < 0 || goja.IsUndefined(a.Argument(0)) {
+			v.throwType("ctx.rateLimitExceeded(n) needs a number n >= 0 (calls per hour)")
+		}
+		if c.call.RateLimitExceeded == nil {
+			return rt.ToValue(false)
+		}
+		n := math.MaxInt32
+		if f < float64(math.MaxInt32) {
+			n = int(f)
+		}
+		return rt.ToValue(c.call.RateLimitExceeded(n))
+	})
+	helper := func(fixed engine.Strategy) func(goja.FunctionCall) goja.Value {
+		return func(a goja.FunctionCall) goja.Value {
+			c := st()
+			strategy, kinds := v.redactOptions(a.Argument(1), fixed)
+			out, n := v.redactCopy(c, a.Argument(0), strategy, kinds, 0, new(int))
+			if n > 0 {
+				c.noteHelper(strategy)
+			}
+			return out
+		}
+	}
+	v.b.redact = fn(helper(""))
+	v.b.mask = fn(helper(engine.StrategyMask))
+	v.b.hash = fn(helper(engine.StrategyHash))
+	v.b.redactAll = fn(func(a goja.FunctionCall) goja.Value {
+		c := st()
+		strategy, kinds := v.redactOptions(a.Argument(0), "")
+		total := 0
+		if c.phase == ctxapi.PhasePre {
+			total += v.redactSlot(c, &c.params, nil, strategy, kinds)
+		} else {
+			total += v.redactSlot(c, &c.content, ctxapi.ContentSkipKeys, strategy, kinds)
+			total += v.redactSlot(c, &c.sc, nil, strategy, kinds)
+		}
+		if total > 0 {
+			c.noteHelper(strategy)
+		}
+		return rt.ToValue(total)
+	})
+	return v.buildCtx(st)
+}
+
+// buildCtx builds the runtime's ctx object once. Every field is an accessor reading the
+// call being run, or a non-writable function; the object is non-extensible, so nothing
+// a policy does to ctx outlives its call.
+func (v *vm) buildCtx(st func() *callState) error {
+	rt := v.rt
+	fn := func(f func(goja.FunctionCall) goja.Value) goja.Value {
+		o := rt.ToValue(f)
+		if _, err := v.deepFreeze(goja.Undefined(), o); err != nil {
+			panic(err)
+		}
+		return o
+	}
+	ctx := rt.NewObject()
+	get := func(o *goja.Object, name string, getter, setter goja.Value) {
+		if err := o.DefineAccessorProperty(name, getter, setter, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+			panic(err)
+		}
+	}
+	ro := func(name string, val goja.Value) {
+		if err := ctx.DefineDataProperty(name, val, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+			panic(err)
+		}
+	}
+	get(ctx, "phase", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(string(st().phase)) }), nil)
+	get(ctx, "tool", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Tool) }), nil)
+	get(ctx, "toolAccess", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.ToolAccess) }), nil)
+	get(ctx, "user", fn(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) }), nil)
+	get(ctx, "params", v.b.paramsGet, v.b.paramsSet)
+	resp := rt.NewObject()
+	get(resp, "content", v.b.contentGet, v.b.contentSet)
+	get(resp, "structuredContent", v.b.scGet, v.b.scSet)
+	if _, err := v.preventExt(goja.Undefined(), resp); err != nil {
+		return err
+	}
+	v.b.response = resp
+	get(ctx, "response", fn(func(goja.FunctionCall) goja.Value {
+		if st().phase != ctxapi.PhasePost {
+			return goja.Undefined()
+		}
+		return resp
+	}), nil)
+	get(ctx, "findings", v.b.findingsGet, nil)
+	ro("rateLimitExceeded", v.b.rate)
+	ro("warn", v.b.warn)
+	ro("redact", v.b.redact)
+	ro("mask", v.b.mask)
+	ro("hash", v.b.hash)
+	ro("redactAll", v.b.redactAll)
+	if _, err := v.preventExt(goja.Undefined(), ctx); err != nil {
+		return err
+	}
+	v.b.ctx = ctx
+	// the global ctx: a non-enumerable, non-configurable accessor on globalThis
+	getter := fn(func(goja.FunctionCall) goja.Value {
+		if v.cur == nil {
+			return goja.Undefined()
+		}
+		return ctx
+	})
+	return v.global.DefineAccessorProperty("ctx", getter, nil, goja.FLAG_FALSE, goja.FLAG_FALSE)
+}
+
+// redactOptions reads {kinds: [...], strategy: "redact"|"mask"|"hash"}; fixed wins.
+func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strategy, []string) {
+	strategy := engine.StrategyRedact
+	var kinds []string
+	if o, ok := opts.(*goja.Object); ok {
+		if s := o.Get("strategy"); s != nil && !goja.IsUndefined(s) {
+			switch engine.Strategy(s.String()) {
+			case engine.StrategyRedact, engine.StrategyMask, engine.StrategyHash:
+				strategy = engine.Strategy(s.String())
+			default:
+				v.throwType(`strategy must be "redact", "mask" or "hash"`)
+			}
+		}
+		if k := o.Get("kinds"); k != nil && !goja.IsUndefined(k) && !goja.IsNull(k) {
+			ko, ok := k.(*goja.Object)
+			if !ok || ko.ClassName() != "Array" {
+				v.throwType("kinds must be an array of strings")
+			}
+			n := ko.Get("length").ToInteger()
+			if n > 256 {
+				v.throwType("kinds lists at most 256 names")
+			}
+			for i := int64(0); i < n; i++ {
+				kinds = append(kinds, ko.Get(strconv.FormatInt(i, 10)).String())
+			}
+		}
+	} else if !goja.IsUndefined(opts) && !goja.IsNull(opts) {
+		v.throwType("options must be an object like {kinds: [\"email\"], strategy: \"redact\"}")
+	}
+	if fixed != "" {
+		strategy = fixed
+	}
+	return strategy, kinds
+}
+
+// redactCopy returns a JSON-like copy of val with every string leaf redacted: own
+// enumerable string keys of objects, array elements; other values as they are.
+func (v *vm) redactCopy(c *callState, val goja.Value, s engine.Strategy, kinds []string, depth int, nodes *int) (goja.Value, int) {
+	if depth > maxNesting {
+		v.rt.Interrupt(errStack)
+		v.broken.Store(true)
+		panic(v.rt.NewTypeError("value nested too deeply"))
+	}
+	if *nodes++; *nodes > maxArrayLen {
+		v.rt.Interrupt(errMemory)
+		v.broken.Store(true)
+		panic(v.rt.NewTypeError("value too large"))
+	}
+	switch x := val.(type) {
+	case *goja.Object:
+		if x.ClassName() == "Function" {
+			return val, 0
+		}
+		total := 0
+		if x.ClassName() == "Array" {
+			n := x.Get("length").ToInteger()
+			if n > maxArrayLen {
+				v.rt.Interrupt(errMemory)
+				v.broken.Store(true)
+				panic(v.rt.NewTypeError("array too large"))
+			}
+			items := make([]any, n)
+			for i := int64(0); i < n; i++ {
+				e, k := v.redactCopy(c, x.Get(strconv.FormatInt(i, 10)), s, kinds, depth+1, nodes)
+				items[i] = e
+				total += k
+			}
+			return v.rt.NewArray(items...), total
+		}
+		out := v.rt.NewObject()
+		for _, key := range x.Keys() {
+			e, k := v.redactCopy(c, x.Get(key), s, kinds, depth+1, nodes)
+			_ = out.Set(key, e)
+			total += k
+		}
+		return out, total
+	default:
+		if !goja.IsString(val) {
+			return val, 0
+		}
+		str := val.String()
+		ns, n := c.set.analyzer.Redact(str, s, kinds)
+		if n == 0 || ns == str {
+			return val, 0
+		}
+		return v.rt.ToValue(ns), n
+	}
+}
+
+// redactSlot redacts one ctx value in place: on the raw JSON when no policy has
+// materialised it (no JS objects built), else on the JS value.
+func (v *vm) redactSlot(c *callState, s *slot, skip map[string]bool, strategy engine.Strategy, kinds []string) int {
+	if !s.present && !s.mat {
+		return 0
+	}
+	if !s.mat {
+		out, n, err := ctxapi.RewriteStrings(s.raw, skip, func(str string) (string, int) {
+			return c.set.analyzer.Redact(str, strategy, kinds)
+		})
+		if err != nil {
+			v.throwType("ctx value is not valid JSON")
+		}
+		if n > 0 {
+			s.raw = out
+			s.changed = true
+		}
+		return n
+	}
+	if s.readOnly {
+		return 0
+	}
+	s.touched = true
+	return v.redactInPlace(c, s.js, skip, strategy, kinds, 0, new(int))
+}
+
+// redactInPlace redacts the string leaves of a materialised JS value in place, so
+// references a policy holds stay live; string values under a skip key are kept.
+func (v *vm) redactInPlace(c *callState, val goja.Value, skip map[string]bool, s engine.Strategy, kinds []string, depth int, nodes *int) int {
+	x, ok := val.(*goja.Object)
+	if !ok || x.ClassName() == "Function" {
+		return 0
+	}
+	if depth > maxNesting {
+		v.rt.Interrupt(errStack)
+		v.broken.Store(true)
+		panic(v.rt.NewTypeError("value nested too deeply"))
+	}
+	if *nodes++; *nodes > maxArrayLen {
+		v.rt.Interrupt(errMemory)
+		v.broken.Store(true)
+		panic(v.rt.NewTypeError("value too large"))
+	}
+	total := 0
+	visit := func(key string, isKey bool) {
+		e := x.Get(key)
+		if goja.IsString(e) {
+			if isKey && skip[key] {
+				return
+			}
+			str := e.String()
+			ns, n := c.set.analyzer.Redact(str, s, kinds)
+			if n > 0 && ns != str {
+				if err := x.Set(key, ns); err != nil {
+					rethrow(err)
+				}
+				total += n
+			}
+			return
+		}
+		total += v.redactInPlace(c, e, skip, s, kinds, depth+1, nodes)
+	}
+	if x.ClassName() == "Array" {
+		n := x.Get("length").ToInteger()
+		if n > maxArrayLen {
+			v.rt.Interrupt(errMemory)
+			v.broken.Store(true)
+			panic(v.rt.NewTypeError("array too large"))
+		}
+		for i := int64(0); i < n; i++ {
+			visit(strconv.FormatInt(i, 10), false)
+		}
+		return total
+	}
+	for _, key := range x.Keys() {
+		visit(key, true)
+	}
+	return total
+}
+
+// findingsValue builds ctx.findings: a frozen array of frozen
+// {rule_id, severity, entity, pointer, start, end}.
+func (v *vm) findingsValue(fs []engine.Finding) goja.Value {
+	items := make([]any, len(fs))
+	for i, f := range fs {
+		o := v.rt.NewObject()
+		_ = o.Set("rule_id", f.RuleID)
+		_ = o.Set("severity", f.Severity.String())
+		_ = o.Set("entity", f.Entity)
+		_ = o.Set("pointer", f.Pointer)
+		_ = o.Set("start", f.Start)
+		_ = o.Set("end", f.End)
+		items[i] = o
+	}
+	arr := v.rt.NewArray(items...)
+	if _, err := v.deepFreeze(goja.Undefined(), arr); err != nil {
+		rethrow(err)
+	}
+	return arr
+}
+
+// userValue returns the frozen ctx.user, reusing the last one while the user is the same.
+func (v *vm) userValue(u ctxapi.User) goja.Value {
+	if v.b.lastUserVal != nil && sameUser(v.b.lastUser, u) {
+		return v.b.lastUserVal
+	}
+	o := v.rt.NewObject()
+	roles := make([]any, len(u.Roles))
+	for i, r := range u.Roles {
+		roles[i] = r
+	}
+	arr := v.rt.NewArray(roles...)
+	if _, err := v.freeze(goja.Undefined(), arr); err != nil {
+		rethrow(err)
+	}
+	for _, kv := range [...]struct {
+		k string
+		v any
+	}{{"userID", u.UserID}, {"callerId", u.CallerID}, {"callerClass", u.CallerClass}, {"roles", arr}} {
+		_ = o.DefineDataProperty(kv.k, v.rt.ToValue(kv.v), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	}
+	if _, err := v.preventExt(goja.Undefined(), o); err != nil {
+		rethrow(err)
+	}
+	u.Roles = append([]string(nil), u.Roles...)
+	v.b.lastUser, v.b.lastUserVal = u, o
+	return o
+}
+
+func sameUser(a, b ctxapi.User) bool {
+	if a.UserID != b.UserID || a.CallerID != b.CallerID || a.CallerClass != b.CallerClass || len(a.Roles) != len(b.Roles) {
+		return false
+	}
+	for i := range a.Roles {
+		if a.Roles[i] != b.Roles[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// getSlot materialises a ctx value with JSON.parse inside the runtime (native JS
+// objects: push, splice and delete behave as JS) the first time a policy reads it.
+func (v *vm) getSlot(c *callState, s *slot) goja.Value {
+	if !s.mat {
+		if !s.present {
+			return goja.Undefined()
+		}
+		val, err := v.parse(goja.Undefined(), v.rt.ToValue(string(s.raw)))
+		if err != nil {
+			rethrow(err)
+		}
+		if s.readOnly {
+			if _, err := v.deepFreeze(goja.Undefined(), val); err != nil {
+				rethrow(err)
+			}
+		}
+		s.js, s.mat, s.hasLast = val, true, false
+	}
+	s.touched = true
+	return s.js
+}
+
+func (v *vm) setSlot(c *callState, s *slot, val goja.Value) {
+	if s.readOnly {
+		v.throwType("ctx." + s.name + " is read-only in this phase")
+	}
+	s.js, s.mat, s.touched = val, true, true
+}
+
+// jsonEqual reports JSON equality: same bytes, or equal once decoded (numbers as
+// float64, as JavaScript sees them).
+func jsonEqual(a, b []byte) bool {
+	if string(a) == string(b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return deepEqual(x, y)
+}
+
+func deepEqual(x, y any) bool {
+	switch a := x.(type) {
+	case map[string]any:
+		b, ok := y.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := b[k]
+			if !ok || !deepEqual(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := y.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !deepEqual(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return x == y
+	}
+}

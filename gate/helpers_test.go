@@ -1,0 +1,60 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+)
+
+// writePolicies writes name → source files into a fresh directory.
+func writePolicies(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// loadGate loads files with a short timeout and closes the gate after the test.
+func loadGate(t testing.TB, files map[string]string, mod ...func(*Options)) *Gate {
+	t.Helper()
+	opts := Options{Dir: writePolicies(t, files), Timeout: 300 * time.Millisecond, PoolSize: 2}
+	for _, m := range mod {
+		m(&opts)
+	}
+	g, err := Load(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+func preCall(params string) *ctxapi.Call {
+	return &ctxapi.Call{Phase: ctxapi.PhasePre, Tool: "t", ToolAccess: "write", Params: json.RawMessage(params),
+		User: ctxapi.User{UserID: "u1", CallerID: "cli", CallerClass: "standard", Roles: []string{"dev"}}}
+}
+
+func postCall(content, sc string) *ctxapi.Call {
+	c := preCall(`{"a":1}`)
+	c.Phase = ctxapi.PhasePost
+	c.Response = &ctxapi.Response{Content: json.RawMessage(content)}
+	if sc != "" {
+		c.Response.StructuredContent = json.RawMessage(sc)
+	}
+	return c
+}
+
+func run(g *Gate, c *ctxapi.Call) Result { return g.Current().Run(context.Background(), c) }

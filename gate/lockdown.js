@@ -1,0 +1,338 @@
+// Runs once per pooled runtime, before any policy. It guards the built-ins that
+// amplify memory or recurse natively, removes eval and every Function constructor,
+// tames the override mistake for a few common names, then freezes every intrinsic
+// reachable from globalThis and pins the global bindings. It returns the host's
+// private tools. See doc.go and errors.go for the codes the guards produce.
+(function (host) {
+  'use strict';
+  var G = globalThis;
+  var MAXS = host.maxString, MAXA = host.maxArray, MAXB = host.maxBytes, MAXD = host.maxDepth;
+  var oom = host.oom, tooDeep = host.deep, jsonDepth = host.jsonDepth;
+  var apply = Reflect.apply, construct = Reflect.construct;
+  var defProp = Object.defineProperty, getDesc = Object.getOwnPropertyDescriptor;
+  var getProto = Object.getPrototypeOf, ownKeys = Reflect.ownKeys, freeze = Object.freeze;
+  var isArray = Array.isArray, OrigArray = Array, OrigMap = Map, OrigSet = Set;
+  var preventExtensions = Object.preventExtensions;
+  var origStringify = JSON.stringify, origParse = JSON.parse;
+  var mapGet = Map.prototype.get, mapSet = Map.prototype.set;
+  var setHas = Set.prototype.has, setAdd = Set.prototype.add;
+  var num = Number, str = String, floor = Math.floor;
+
+  function lenOf(o) {
+    if (o === null || o === undefined) return 0;
+    var n = num(Object(o).length);
+    return n > 0 ? n : 0;
+  }
+  function method(obj, name, make) {
+    var orig = obj[name];
+    defProp(obj, name, { value: make(orig), writable: true, enumerable: false, configurable: true });
+  }
+
+  // --- memory amplifiers -----------------------------------------------------------
+  method(String.prototype, 'repeat', function (orig) {
+    return function repeat(count) {
+      var s = str(this), n = floor(num(count));
+      if (n > 0 && s.length * n > MAXS) oom();
+      return apply(orig, s, [count]);
+    };
+  });
+  ['padStart', 'padEnd'].forEach(function (name) {
+    method(String.prototype, name, function (orig) {
+      return function (max, fill) {
+        if (num(max) > MAXS) oom();
+        return apply(orig, this, arguments);
+      };
+    });
+  });
+  method(String.prototype, 'split', function (orig) {
+    return function split(sep, limit) {
+      var lim = limit === undefined ? MAXA + 1 : (num(limit) >>> 0);
+      if (lim > MAXA + 1) lim = MAXA + 1;
+      if (sep === '' && str(this).length > MAXA && lim > MAXA) oom(); // one element per unit
+      var r = apply(orig, this, [sep, lim]);
+      if (r.length > MAXA) oom();
+      return r;
+    };
+  });
+  // every Array.prototype method refuses a receiver longer than MAXA, which bounds the
+  // native loops of fill, indexOf, slice, ... over huge sparse arrays
+  ownKeys(Array.prototype).forEach(function (k) {
+    if (typeof k !== 'string' || k === 'constructor' || k === 'length') return;
+    var d = getDesc(Array.prototype, k);
+    if (typeof d.value !== 'function') return;
+    if (k === 'join') {
+      method(Array.prototype, k, function (orig) {
+        return function join(sep) {
+          var o = Object(this), len = lenOf(o);
+          if (len > MAXA) oom();
+          var s = sep === undefined ? ',' : str(sep);
+          var total = len > 0 ? (len - 1) * s.length : 0;
+          if (total > MAXS) oom();
+          var parts = new OrigArray(len);
+          for (var i = 0; i < len; i++) {
+            var e = o[i];
+            parts[i] = e === undefined || e === null ? '' : str(e);
+            total += parts[i].length;
+            if (total > MAXS) oom();
+          }
+          return apply(orig, parts, [s]);
+        };
+      });
+      return;
+    }
+    if (k === 'flat') {
+      method(Array.prototype, k, function (orig) {
+        return function flat(depth) {
+          if (lenOf(this) > MAXA) oom();
+          var d = depth === undefined ? 1 : num(depth);
+          if (d > MAXD) d = MAXD;
+          return apply(orig, this, [d]);
+        };
+      });
+      return;
+    }
+    method(Array.prototype, k, function (orig) {
+      return function () {
+        if (lenOf(this) > MAXA) oom();
+        return apply(orig, this, arguments);
+      };
+    });
+  });
+  method(Array, 'from', function (orig) {
+    return function from(items) {
+      if (lenOf(items) > MAXA) oom();
+      return apply(orig, this, arguments);
+    };
+  });
+  function checkArgs(args) {
+    if (args !== null && args !== undefined && lenOf(args) > MAXA) oom();
+  }
+  method(Function.prototype, 'apply', function (orig) {
+    return function apply_(thisArg, args) {
+      checkArgs(args);
+      return apply(orig, this, arguments);
+    };
+  });
+  method(Reflect, 'apply', function (orig) {
+    return function (f, t, args) { checkArgs(args); return apply(orig, Reflect, arguments); };
+  });
+  method(Reflect, 'construct', function (orig) {
+    return function (f, args) { checkArgs(args); return apply(orig, Reflect, arguments); };
+  });
+  // constructors are replaced by plain wrapper functions sharing the original prototype
+  // (instanceof, species and subclassing keep working); statics are copied over
+  function guardCtor(name, check) {
+    var C = G[name];
+    var W = function () {
+      check(arguments);
+      if (new.target === undefined) return apply(C, undefined, arguments);
+      return construct(C, arguments, new.target === W ? C : new.target);
+    };
+    ownKeys(C).forEach(function (k) {
+      if (k === 'prototype') return;
+      defProp(W, k, getDesc(C, k));
+    });
+    defProp(W, 'prototype', { value: C.prototype, writable: false, enumerable: false, configurable: false });
+    Object.setPrototypeOf(W, getProto(C));
+    defProp(C.prototype, 'constructor', { value: W, writable: true, enumerable: false, configurable: true });
+    defProp(G, name, { value: W, writable: true, enumerable: false, configurable: true });
+  }
+  guardCtor('Array', function (args) {
+    if (args.length === 1 && typeof args[0] === 'number' && args[0] > MAXA) oom();
+  });
+  guardCtor('ArrayBuffer', function (args) {
+    if (num(args[0]) > MAXB) oom();
+  });
+  ['Uint8Array', 'Uint8ClampedArray', 'Int8Array', 'Uint16Array', 'Int16Array', 'Uint32Array',
+   'Int32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'].forEach(function (name) {
+    if (typeof G[name] !== 'function') return;
+    var size = G[name].BYTES_PER_ELEMENT;
+    guardCtor(name, function (args) {
+      var a = args[0];
+      if (typeof a === 'object' && a !== null) {
+        if (lenOf(a) > MAXA) oom();
+        if (args.length > 2 && num(args[2]) * size > MAXB) oom();
+      } else if (num(a) * size > MAXB) oom();
+    });
+  });
+
+  // --- native recursion ------------------------------------------------------------
+  // JSON.stringify runs with a replacer that tracks each holder's depth, so it stops at
+  // MAXD levels however the value was built (toJSON included) and counts nodes.
+  function safeStringify(value, replacer, space) {
+    var depth = new OrigMap(), nodes = 0, root = { '': value };
+    var user = typeof replacer === 'function' ? replacer : null;
+    var allow = null;
+    if (isArray(replacer)) {
+      allow = new OrigSet();
+      for (var i = 0; i < replacer.length; i++) apply(setAdd, allow, [str(replacer[i])]);
+    }
+    apply(mapSet, depth, [root, 0]);
+    var tracker = function (k, v) {
+      if (user !== null) v = apply(user, this, [k, v]);
+      if (allow !== null && k !== '' && !isArray(this) && !apply(setHas, allow, [k])) return undefined;
+      if (++nodes > MAXA) oom();
+      if (typeof v === 'object' && v !== null) {
+        var d = (apply(mapGet, depth, [this]) || 0) + 1;
+        if (d > MAXD) tooDeep();
+        apply(mapSet, depth, [v, d]);
+      }
+      return v;
+    };
+    return apply(origStringify, JSON, [value, tracker, space]);
+  }
+  function safeParse(text, reviver) {
+    var s = str(text);
+    if (jsonDepth(s) > MAXD) tooDeep();
+    return apply(origParse, JSON, arguments);
+  }
+  defProp(JSON, 'stringify', { value: function stringify(v, r, s) { return safeStringify(v, r, s); }, writable: true, configurable: true });
+  defProp(JSON, 'parse', { value: function parse(t, r) { return apply(safeParse, undefined, arguments); }, writable: true, configurable: true });
+
+  // --- no code generation ----------------------------------------------------------
+  var noCodegen = function Function() { throw new TypeError('code generation is disabled in policies'); };
+  var fnProtos = [Function.prototype, getProto(function* () {})];
+  try { fnProtos.push(getProto(async function () {})); } catch (e) { /* no async support */ }
+  fnProtos.forEach(function (p) {
+    defProp(p, 'constructor', { value: noCodegen, writable: false, enumerable: false, configurable: false });
+  });
+  defProp(noCodegen, 'prototype', { value: Function.prototype, writable: false, enumerable: false, configurable: false });
+  defProp(G, 'Function', { value: noCodegen, writable: true, enumerable: false, configurable: true });
+  delete G.eval;
+  delete G.GoError;
+
+  // --- globalThis stays extensible for sloppy implicit globals (removed after each
+  // policy by the host); defining hidden ones or swapping its prototype is refused.
+  function noGlobal(o) { if (o === G) throw new TypeError('policies cannot redefine globals'); }
+  ['defineProperty', 'defineProperties', 'setPrototypeOf'].forEach(function (k) {
+    method(Object, k, function (orig) {
+      return function (o) { noGlobal(o); return apply(orig, Object, arguments); };
+    });
+  });
+  ['defineProperty', 'setPrototypeOf', 'preventExtensions'].forEach(function (k) {
+    method(Reflect, k, function (orig) {
+      return function (o) { noGlobal(o); return apply(orig, Reflect, arguments); };
+    });
+  });
+  ['preventExtensions', 'seal', 'freeze'].forEach(function (k) {
+    method(Object, k, function (orig) {
+      return function (o) { if (o === G) return o; return apply(orig, Object, arguments); };
+    });
+  });
+  var protoDesc = getDesc(Object.prototype, '__proto__');
+  if (protoDesc && protoDesc.set) {
+    var protoSet = protoDesc.set;
+    defProp(Object.prototype, '__proto__', {
+      get: protoDesc.get,
+      set: function (p) { noGlobal(this); return apply(protoSet, this, [p]); },
+      enumerable: false, configurable: true
+    });
+  }
+
+  // --- override mistake: after freezing, `obj.toString = f` or `this.name = 'X'` in an
+  // Error subclass would fail; these accessors define an own property instead.
+  var tamedGetters = new OrigSet();
+  function tame(obj, key) {
+    var d = getDesc(obj, key);
+    if (!d || !('value' in d)) return;
+    var value = d.value;
+    var get = function () { return value; };
+    apply(setAdd, tamedGetters, [get]);
+    defProp(obj, key, {
+      get: get,
+      set: function (v) {
+        if (this === obj) throw new TypeError('Cannot assign to read only property \'' + str(key) + '\'');
+        defProp(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+      },
+      enumerable: d.enumerable, configurable: false
+    });
+  }
+  ['toString', 'valueOf', 'constructor', 'hasOwnProperty', 'toLocaleString'].forEach(function (k) { tame(Object.prototype, k); });
+  ['Error', 'TypeError', 'RangeError', 'SyntaxError', 'ReferenceError', 'EvalError', 'URIError', 'AggregateError'].forEach(function (n) {
+    if (typeof G[n] !== 'function') return;
+    ['name', 'message', 'constructor', 'toString'].forEach(function (k) { tame(G[n].prototype, k); });
+  });
+
+  // --- describe a thrown value without running its toString ------------------------
+  function dataProp(o, k) {
+    for (var i = 0; o !== null && o !== undefined && i < 64; i++) {
+      var d = getDesc(o, k);
+      if (d !== undefined) {
+        if ('value' in d) return d.value;
+        if (apply(setHas, tamedGetters, [d.get])) return apply(d.get, o, []);
+        return undefined;
+      }
+      o = getProto(o);
+    }
+    return undefined;
+  }
+  function describe(e) {
+    var t = typeof e;
+    if (t === 'string') return e;
+    if (t === 'symbol') return 'Symbol()';
+    if (e === null || (t !== 'object' && t !== 'function')) return str(e);
+    var msg = dataProp(e, 'message'), name = dataProp(e, 'name');
+    if (typeof name !== 'string') name = '';
+    if (typeof msg === 'string') {
+      if (name === '' || name === 'Error') return msg === '' ? 'Error' : msg;
+      return msg === '' ? name : name + ': ' + msg;
+    }
+    return 'policy threw a non-error value';
+  }
+  var runner = function (fn, ctx) {
+    try { fn(ctx); return undefined; } catch (e) { return [describe(e)]; }
+  };
+
+  function deepFreeze(v) {
+    var stack = [v];
+    while (stack.length > 0) {
+      var o = stack.pop();
+      if (typeof o !== 'object' || o === null) continue;
+      freeze(o);
+      var ks = ownKeys(o);
+      for (var i = 0; i < ks.length; i++) stack.push(o[ks[i]]);
+    }
+    return v;
+  }
+
+  // --- freeze every intrinsic; pin the global bindings -------------------------------
+  var roots = [];
+  ownKeys(G).forEach(function (k) {
+    var d = getDesc(G, k);
+    if ('value' in d) roots.push(d.value); else { roots.push(d.get); roots.push(d.set); }
+  });
+  [function () { return getProto(function* () {}); },
+   function () { return [][Symbol.iterator](); },
+   function () { return new OrigMap().entries(); },
+   function () { return new OrigSet().values(); },
+   function () { return ''[Symbol.iterator](); },
+   function () { return /x/g[Symbol.matchAll](''); },
+   function () { return (function* () {})(); },
+   function () { return getProto(async function () {}); },
+   function () { return (async function () {})(); }
+  ].forEach(function (f) { try { roots.push(f()); } catch (e) { /* not supported */ } });
+  var seen = new OrigSet(), work = roots;
+  while (work.length > 0) {
+    var o = work.pop();
+    if ((typeof o !== 'object' && typeof o !== 'function') || o === null || o === G) continue;
+    if (apply(setHas, seen, [o])) continue;
+    apply(setAdd, seen, [o]);
+    freeze(o);
+    work.push(getProto(o));
+    var ks = ownKeys(o);
+    for (var i = 0; i < ks.length; i++) {
+      var d = getDesc(o, ks[i]);
+      if ('value' in d) work.push(d.value); else { work.push(d.get); work.push(d.set); }
+    }
+  }
+  ownKeys(G).forEach(function (k) {
+    var d = getDesc(G, k);
+    if ('value' in d) defProp(G, k, { writable: false, configurable: false });
+    else defProp(G, k, { configurable: false });
+  });
+
+  return freeze({
+    runner: runner, stringify: safeStringify, parse: safeParse, deepFreeze: deepFreeze,
+    preventExtensions: preventExtensions, freeze: freeze
+  });
+})

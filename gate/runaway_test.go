@@ -1,0 +1,134 @@
+package gate
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each runaway must end in a clean rejection with its code, within about the deadline,
+// and the next call on the same gate must work.
+func TestRunaways(t *testing.T) {
+	cases := []struct {
+		name, src, code string
+	}{
+		{"infinite loop", `for (;;) {}`, CodeTimeout},
+		{"loop swallowing errors", `for (;;) { try { for (;;) {} } catch (e) {} }`, CodeTimeout},
+		{"async loop", `(async function () { await null; for (;;) {} })()`, CodeTimeout},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1 } f(0)`, CodeStackLimit},
+		{"catastrophic regex", `/^(a+)+\1$/.test("a".repeat(34) + "!"); for (;;) {}`, CodeTimeout},
+		{"regex lookahead backtracking", `/^(?=(a+)+$)b/.test("a".repeat(40) + "!"); for (;;) {}`, CodeTimeout},
+		{"JSON.stringify deep", `var o = {}; for (var i = 0; i < 30000; i++) o = {a: o}; JSON.stringify(o)`, CodeStackLimit},
+		{"JSON.stringify toJSON deep", `var o = {}; for (var i = 0; i < 30000; i++) o = {a: o}; JSON.stringify({toJSON: function () { return o }})`, CodeStackLimit},
+		{"String of deep array", `var a = []; for (var i = 0; i < 30000; i++) a = [a]; String(a)`, CodeStackLimit},
+		{"JSON.parse deep", `JSON.parse("[".repeat(1000000))`, CodeStackLimit},
+		{"flat(Infinity) deep", `var a = [1]; for (var i = 0; i < 30000; i++) a = [a]; a.flat(Infinity); for (;;) {}`, CodeTimeout},
+		{"repeat 2**40", `'x'.repeat(Math.pow(2, 40))`, CodeMemoryLimit},
+		{"repeat via call", `String.prototype.repeat.call('xy', 1e9)`, CodeMemoryLimit},
+		{"Array(1e9)", `Array(1e9)`, CodeMemoryLimit},
+		{"new Array(1e9)", `new Array(1e9)`, CodeMemoryLimit},
+		{"[].constructor(1e9)", `[].constructor(1e9)`, CodeMemoryLimit},
+		{"Array.from length", `Array.from({length: 1e9})`, CodeMemoryLimit},
+		{"padStart", `'x'.padStart(Math.pow(2, 40))`, CodeMemoryLimit},
+		{"padEnd", `'x'.padEnd(Math.pow(2, 40), 'ab')`, CodeMemoryLimit},
+		{"fill sparse", `var a = []; a.length = 1e9; a.fill(0)`, CodeMemoryLimit},
+		{"indexOf sparse", `var a = []; a.length = 4e9; a.indexOf(1)`, CodeMemoryLimit},
+		{"join long separator", `var a = []; a.length = 1e6; a.join('x'.repeat(1e6))`, CodeMemoryLimit},
+		{"join big elements", `var s = 'x'.repeat(1 << 24); var a = [s, s, s, s, s]; a.join('')`, CodeMemoryLimit},
+		{"split to chars", `'x'.repeat((1 << 22) + 1).split('')`, CodeMemoryLimit},
+		{"Uint8Array 2**31", `new Uint8Array(Math.pow(2, 31))`, CodeMemoryLimit},
+		{"Float64Array via constructor", `new (new Float64Array(1).constructor)(1e9)`, CodeMemoryLimit},
+		{"ArrayBuffer 2**40", `new ArrayBuffer(Math.pow(2, 40))`, CodeMemoryLimit},
+		{"apply huge array-like", `Math.max.apply(null, {length: 1e9})`, CodeMemoryLimit},
+		{"Reflect.apply huge", `Reflect.apply(Math.max, null, {length: 1e9})`, CodeMemoryLimit},
+		{"throw loops in toString", `throw {toString: function () { for (;;) {} }}`, CodeThrow},
+		{"throw proxy with looping trap", `throw new Proxy({}, {getOwnPropertyDescriptor: function () { for (;;) {} }})`, CodeTimeout},
+		{"error with looping message getter", `var e = new Error("x"); Object.defineProperty(e, "message", {get: function () { for (;;) {} }}); throw e`, CodeThrow},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			timeout := 300 * time.Millisecond
+			if tc.code != CodeTimeout {
+				timeout = 3 * time.Second * raceSlowdown // the guard, not the deadline, must stop it
+			}
+			g := loadGate(t, map[string]string{"p.js": `if (ctx.phase === "pre" && ctx.params.go) { ` + tc.src + ` }`},
+				func(o *Options) { o.Timeout = timeout })
+			start := time.Now()
+			r := run(g, preCall(`{"go":true}`))
+			if r.Reject == nil || r.Reject.Code != tc.code || r.Reject.Policy != "p.js" {
+				t.Fatalf("got %+v, want rejection %s", r.Reject, tc.code)
+			}
+			if d := time.Since(start); d > timeout+2*time.Second {
+				t.Errorf("took %v", d)
+			}
+			for i := 0; i < 3; i++ { // the gate still works, on every pooled runtime
+				if r := run(g, preCall(`{"go":false}`)); r.Reject != nil {
+					t.Fatalf("later call rejected: %+v", r.Reject)
+				}
+			}
+		})
+	}
+}
+
+// The heap watchdog interrupts a policy that allocates in a JS loop.
+func TestHeapWatchdog(t *testing.T) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	g := loadGate(t, map[string]string{"p.js": `
+		if (ctx.params.go) { var a = []; for (var i = 0; ; i++) a.push('x'.repeat(1 << 22) + i) }`},
+		func(o *Options) { o.HeapSoftLimit = ms.HeapAlloc + 96<<20; o.Timeout = 20 * time.Second * raceSlowdown })
+	r := run(g, preCall(`{"go":true}`))
+	if r.Reject == nil || r.Reject.Code != CodeMemoryLimit {
+		t.Fatalf("got %+v", r.Reject)
+	}
+	runtime.GC()
+	if r := run(g, preCall(`{"go":false}`)); r.Reject != nil {
+		t.Fatalf("later call rejected: %+v", r.Reject)
+	}
+}
+
+// Thrown values become policy_throw with a safely computed message.
+func TestThrowForms(t *testing.T) {
+	cases := []struct{ src, msg string }{
+		{`throw "force_delete is blocked"`, "force_delete is blocked"},
+		{`throw new Error("boom")`, "boom"},
+		{`throw new TypeError("bad type")`, "TypeError: bad type"},
+		{`throw 42`, "42"},
+		{`throw undefined`, "undefined"},
+		{`throw null`, "null"},
+		{`throw true`, "true"},
+		{`throw Symbol("s")`, "Symbol()"},
+		{`throw Object.create(null)`, "policy threw a non-error value"},
+		{`throw {toString: function () { for (;;) {} }}`, "policy threw a non-error value"},
+		{`throw {message: "plain object message"}`, "plain object message"},
+		{`class E extends Error { constructor(m) { super(m); this.name = "PolicyError" } }; throw new E("custom")`, "PolicyError: custom"},
+		{`throw "x".repeat(5000)`, strings.Repeat("x", 1024) + "…"},
+		{`ctx.params.missing.deeper`, "TypeError: Cannot read property 'deeper' of undefined"},
+	}
+	g := loadGate(t, map[string]string{"t.js": `if (ctx.params.i !== undefined) { [` + joinFuncs(cases) + `][ctx.params.i]() }`})
+	for i, tc := range cases {
+		r := run(g, preCall(`{"i":`+itoa(i)+`}`))
+		if r.Reject == nil || r.Reject.Code != CodeThrow || r.Reject.Policy != "t.js" {
+			t.Errorf("%s: got %+v", tc.src, r.Reject)
+			continue
+		}
+		if !strings.HasPrefix(r.Reject.Message, tc.msg) {
+			t.Errorf("%s: message %q, want %q", tc.src, r.Reject.Message, tc.msg)
+		}
+		if r.Acted[0] != "t.js" {
+			t.Errorf("Acted = %v", r.Acted)
+		}
+	}
+}
+
+func joinFuncs(cases []struct{ src, msg string }) string {
+	var b strings.Builder
+	for _, c := range cases {
+		b.WriteString("function () { " + c.src + " },\n")
+	}
+	return b.String()
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

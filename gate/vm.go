@@ -1,0 +1,396 @@
+package gate
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlclark/regexp2/v2"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+// Sandbox limits. A guard that trips interrupts the policy with policy_memory_limit or
+// policy_stack_limit; the runtime is then thrown away.
+const (
+	maxStringLen  = 1 << 25 // UTF-16 units a guarded built-in may produce (repeat, padStart, join)
+	maxArrayLen   = 1 << 22 // elements: Array(n), Array.from, any Array.prototype receiver, split, apply
+	maxBufferLen  = 1 << 26 // bytes: ArrayBuffer and typed arrays
+	maxNesting    = 512     // JSON.parse/stringify nesting, Array.prototype.flat depth, helper walks
+	maxCallStack  = 2048    // JS frames (goja SetMaxCallStackSize)
+	watchInterval = 5 * time.Millisecond
+)
+
+//go:embed lockdown.js
+var lockdownSrc string
+
+var lockdownPrg = goja.MustCompile("lockdown.js", lockdownSrc, false)
+
+var regexpMu sync.Mutex
+
+// lowerRegexpTimeout bounds every backtracking (regexp2) match goja compiles from now
+// on: goja falls back to regexp2 for lookaround and backreferences, and Interrupt
+// cannot stop a native match. regexp2.DefaultMatchTimeout is process-wide and read
+// when a pattern is compiled, so it is only ever lowered, never raised.
+func lowerRegexpTimeout(d time.Duration) {
+	regexpMu.Lock()
+	defer regexpMu.Unlock()
+	if d > 0 && d < regexp2.DefaultMatchTimeout {
+		regexp2.DefaultMatchTimeout = d
+	}
+}
+
+func init() { lowerRegexpTimeout(DefaultTimeout) }
+
+// vm is one pooled runtime with its lockdown applied.
+type vm struct {
+	rt         *goja.Runtime
+	runner     goja.Callable // (fn, ctx) → undefined or [message]
+	stringify  goja.Callable // guarded JSON.stringify
+	parse      goja.Callable // guarded JSON.parse
+	deepFreeze goja.Callable
+	preventExt goja.Callable
+	freeze     goja.Callable
+	global     *goja.Object
+	baseProto  *goja.Object
+	baseSyms   int
+
+	mu     sync.Mutex // guards token against the timer and the watchdog
+	token  uint64
+	broken atomic.Bool // interrupted, panicked or polluted: never reused
+
+	cur *callState // the call being run (natives read it)
+	b   binding    // per-runtime native functions for ctx
+}
+
+var tokens atomic.Uint64
+
+// interruptIf interrupts the runtime only if it is still running the run identified by
+// tok, so a late timer never poisons the next call.
+func (v *vm) interruptIf(tok uint64, why *interruptReason) {
+	v.mu.Lock()
+	if v.token == tok && tok != 0 {
+		v.rt.Interrupt(why)
+		v.broken.Store(true)
+	}
+	v.mu.Unlock()
+}
+
+// newVM builds a locked-down runtime. console is exposed only when console is true.
+func newVM(p *pool) (*vm, error) {
+	rt := goja.New()
+	rt.SetParserOptions(parser.WithDisableSourceMaps)
+	rt.SetMaxCallStackSize(maxCallStack)
+	v := &vm{rt: rt, global: rt.GlobalObject()}
+	host := rt.NewObject()
+	_ = host.Set("maxString", maxStringLen)
+	_ = host.Set("maxArray", maxArrayLen)
+	_ = host.Set("maxBytes", maxBufferLen)
+	_ = host.Set("maxDepth", maxNesting)
+	_ = host.Set("oom", func(goja.FunctionCall) goja.Value {
+		rt.Interrupt(errMemory)
+		v.broken.Store(true)
+		return goja.Undefined()
+	})
+	_ = host.Set("deep", func(goja.FunctionCall) goja.Value {
+		rt.Interrupt(errStack)
+		v.broken.Store(true)
+		return goja.Undefined()
+	})
+	_ = host.Set("jsonDepth", func(c goja.FunctionCall) goja.Value {
+		return rt.ToValue(jsonDepth(c.Argument(0).String()))
+	})
+	if p.console {
+		con := rt.NewObject()
+		logf := func(c goja.FunctionCall) goja.Value {
+			parts := make([]string, len(c.Arguments))
+			for i, a := range c.Arguments {
+				parts[i] = a.String()
+			}
+			if v.cur != nil {
+				p.logger.Debug("policy console", "policy", v.cur.policy, "msg", strings.Join(parts, " "))
+			}
+			return goja.Undefined()
+		}
+		for _, k := range []string{"log", "info", "warn", "error", "debug"} {
+			_ = con.Set(k, logf)
+		}
+		_ = v.global.DefineDataProperty("console", con, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	fv, err := rt.RunProgram(lockdownPrg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	setup, _ := goja.AssertFunction(fv)
+	tools, err := setup(goja.Undefined(), host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	t := tools.ToObject(rt)
+	for name, dst := range map[string]*goja.Callable{
+		"runner": &v.runner, "stringify": &v.stringify, "parse": &v.parse,
+		"deepFreeze": &v.deepFreeze, "preventExtensions": &v.preventExt, "freeze": &v.freeze,
+	} {
+		f, ok := goja.AssertFunction(t.Get(name))
+		if !ok {
+			return nil, fmt.Errorf("%w: lockdown tool %s missing", ErrLockdownFailed, name)
+		}
+		*dst = f
+	}
+	if err := v.bind(p); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	// globalThis is made non-extensible last: implicit globals of a policy are its own
+	// locals (implicitGlobals), and nothing else can add or swap anything global.
+	if _, err := v.preventExt(goja.Undefined(), v.global); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	v.baseProto = v.global.Prototype()
+	v.baseSyms = len(v.global.Symbols())
+	if n := len(v.global.Keys()); n != 0 {
+		return nil, fmt.Errorf("%w: %d enumerable globals after lockdown", ErrLockdownFailed, n)
+	}
+	return v, nil
+}
+
+// resetGlobals deletes implicit globals a policy created and reports whether the
+// runtime is still clean (prototype unchanged, nothing left behind).
+func (v *vm) resetGlobals() bool {
+	keys := v.global.Keys()
+	for _, k := range keys {
+		if err := v.global.Delete(k); err != nil {
+			return false
+		}
+	}
+	if len(keys) > 0 && len(v.global.Keys()) != 0 {
+		return false
+	}
+	if syms := v.global.Symbols(); len(syms) != v.baseSyms {
+		for _, s := range syms {
+			_ = v.global.DeleteSymbol(s)
+		}
+		if len(v.global.Symbols()) != v.baseSyms {
+			return false
+		}
+	}
+	return v.global.Prototype() == v.baseProto
+}
+
+// jsonDepth returns the deepest bracket nesting of JSON text, ignoring strings.
+func jsonDepth(s string) int {
+	depth, max := 0, 0
+	in, esc := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case in:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > max {
+				max = depth
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return max
+}
+
+// pool holds up to size runtimes shared by every policy set of one Gate.
+type pool struct {
+	size    int
+	console bool
+	logger  *slog.Logger
+	gate    *Gate
+
+	idle    chan *vm
+	slots   chan struct{} // one token per runtime that exists or is being built
+	mu      sync.Mutex
+	active  map[*vm]uint64 // running runtimes → token, for the heap watchdog
+	closed  atomic.Bool
+	softCap uint64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft uint64) *pool {
+	p := &pool{
+		size: size, console: console, logger: logger, gate: g,
+		idle:    make(chan *vm, size),
+		slots:   make(chan struct{}, size),
+		active:  make(map[*vm]uint64),
+		softCap: soft,
+		stop:    make(chan struct{}),
+	}
+	p.wg.Add(1)
+	go p.watchdog()
+	return p
+}
+
+// get returns an idle runtime, builds one while fewer than size exist, or waits.
+func (p *pool) get(done <-chan struct{}) (*vm, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	for {
+		select {
+		case v := <-p.idle:
+			return v, nil
+		default:
+		}
+		select {
+		case v := <-p.idle:
+			return v, nil
+		case p.slots <- struct{}{}:
+			v, err := newVM(p)
+			if err != nil {
+				<-p.slots
+				return nil, err
+			}
+			return v, nil
+		case <-done:
+			return nil, errCancelled
+		}
+	}
+}
+
+// put returns v to the pool, or drops it (freeing its slot) when it is broken.
+func (p *pool) put(v *vm) {
+	v.cur = nil
+	if v.broken.Load() || p.closed.Load() {
+		<-p.slots
+		return
+	}
+	p.idle <- v
+}
+
+func (p *pool) begin(v *vm, tok uint64) {
+	v.mu.Lock()
+	v.token = tok
+	v.mu.Unlock()
+	v.rt.ClearInterrupt() // k6: clear on activation; a stale interrupt cannot reach us (token)
+	p.mu.Lock()
+	p.active[v] = tok
+	p.mu.Unlock()
+}
+
+func (p *pool) end(v *vm) {
+	v.mu.Lock()
+	v.token = 0
+	v.mu.Unlock()
+	p.mu.Lock()
+	delete(p.active, v)
+	p.mu.Unlock()
+}
+
+var heapMetric = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+
+// watchdog interrupts every running policy once live heap objects pass the soft cap:
+// allocation in a loop is JS and stops at the next instruction (policy_memory_limit).
+func (p *pool) watchdog() {
+	defer p.wg.Done()
+	t := time.NewTicker(watchInterval)
+	defer t.Stop()
+	sample := make([]metrics.Sample, 1)
+	copy(sample, heapMetric)
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		n := len(p.active)
+		p.mu.Unlock()
+		if n == 0 {
+			continue
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 || sample[0].Value.Uint64() < p.softCap {
+			continue
+		}
+		p.mu.Lock()
+		victims := make(map[*vm]uint64, len(p.active))
+		for v, tok := range p.active {
+			victims[v] = tok
+		}
+		p.mu.Unlock()
+		for v, tok := range victims {
+			v.interruptIf(tok, errMemory)
+		}
+		p.logger.Warn("gate: heap passed the soft limit; running policies interrupted",
+			"heap_bytes", sample[0].Value.Uint64(), "soft_limit", p.softCap, "interrupted", len(victims))
+	}
+}
+
+func (p *pool) close() {
+	if p.closed.Swap(true) {
+		return
+	}
+	close(p.stop)
+	p.wg.Wait()
+	p.mu.Lock()
+	for v, tok := range p.active {
+		v.interruptIf(tok, errClosing)
+	}
+	p.mu.Unlock()
+	for {
+		select {
+		case <-p.idle:
+			<-p.slots
+		default:
+			return
+		}
+	}
+}
+
+// selfTest proves the lockdown on a fresh runtime: no eval, no Function constructor by
+// any path, no host objects, frozen intrinsics. Load fails when any probe disagrees.
+func selfTest(p *pool) error {
+	v, err := newVM(p)
+	if err != nil {
+		return err
+	}
+	probes := []string{
+		`typeof eval === "undefined"`,
+		`typeof require === "undefined" && typeof process === "undefined" && typeof module === "undefined"`,
+		`typeof fetch === "undefined" && typeof XMLHttpRequest === "undefined" && typeof GoError === "undefined"`,
+		`typeof setTimeout === "undefined" && typeof Deno === "undefined" && typeof Bun === "undefined"`,
+		`(function(){ try { Function("return 1"); return false } catch (e) { return e instanceof TypeError } })()`,
+		`(function(){ try { (function(){}).constructor("return 1"); return false } catch (e) { return e instanceof TypeError } })()`,
+		`(function(){ try { (function*(){}).constructor("yield 1"); return false } catch (e) { return e instanceof TypeError } })()`,
+		`(function(){ try { (async function(){}).constructor("return 1"); return false } catch (e) { return e instanceof TypeError } })()`,
+		`(function(){ try { new (Object.getPrototypeOf(function(){}).constructor)("return 1"); return false } catch (e) { return e instanceof TypeError } })()`,
+		`!Object.isExtensible(globalThis) && Object.isFrozen(Object.prototype) && Object.isFrozen(Array.prototype) && Object.isFrozen(String.prototype) && Object.isFrozen(Function.prototype) && Object.isFrozen(JSON) && Object.isFrozen(Math)`,
+		`(function(){ Object.prototype.polluted = 1; return ({}).polluted === undefined })()`,
+	}
+	if !p.console {
+		probes = append(probes, `typeof console === "undefined"`)
+	}
+	for i, src := range probes {
+		res, err := v.rt.RunString(src)
+		if err != nil || !res.ToBoolean() {
+			return fmt.Errorf("%w: probe %d (%s) failed: %v", ErrLockdownFailed, i, src, errors.Unwrap(err))
+		}
+	}
+	if !v.resetGlobals() {
+		return fmt.Errorf("%w: globals not clean after probes", ErrLockdownFailed)
+	}
+	return nil
+}
