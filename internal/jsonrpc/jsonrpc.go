@@ -75,10 +75,11 @@ type envelope struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-// Parse decodes one line. It returns a KindBatch message for a JSON array, and an
+// Parse decodes one line; the Message keeps its own copy of the bytes. It returns a KindBatch message for a JSON array, and an
 // error for anything that is not a JSON-RPC 2.0 object.
 func Parse(line []byte) (*Message, error) {
-	line = bytes.TrimSpace(line)
+	// Copy: a Reader reuses its buffer, and messages outlive the next read.
+	line = bytes.Clone(bytes.TrimSpace(line))
 	m := &Message{Raw: line}
 	if len(line) > 0 && line[0] == '[' {
 		if !json.Valid(line) {

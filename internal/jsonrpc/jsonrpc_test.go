@@ -145,3 +145,20 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestParseCopiesTheLine: a Reader reuses its buffer, so a parsed message must not
+// alias it (a relayed response once came out as the next line's bytes).
+func TestParseCopiesTheLine(t *testing.T) {
+	r := NewReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"+`{"jsonrpc":"2.0","id":2,"result":{}}`+"\n"), 0)
+	line, _ := r.ReadLine()
+	m, err := Parse(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadLine(); err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Raw) != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("Raw changed under a later read: %s", m.Raw)
+	}
+}
