@@ -3,7 +3,7 @@ GO        ?= go
 BIN       ?= bin/mcpgate
 FUZZTIME  ?= 20s
 # Packages with concurrency run under the race detector (DECISIONS "CLI, tests and CI").
-RACE_PKGS ?= ./internal/relay/... ./internal/audit/... ./internal/pipeline/... ./gate/... ./ctxapi/...
+RACE_PKGS ?= ./internal/relay/... ./internal/audit/... ./internal/pipeline/... ./internal/httpfront/... ./internal/multi/... ./internal/upstream/... ./gate/... ./ctxapi/...
 EVERYTHING_SERVER ?= github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
 
 .PHONY: all build demo deps test test-unit test-race fuzz bench load conformance vet clean
@@ -52,7 +52,7 @@ bench:
 
 ## load: the bounded HTTP load test (loopback only).
 load:
-	MCPGATE_LOAD=1 $(GO) test -count=1 -run Load -v ./internal/e2e/
+	MCPGATE_LOAD=1 $(GO) test -count=1 -timeout 5m -run TestLoadHTTP -v ./internal/e2e/
 
 ## conformance: the MCP conformance suite against the HTTP front.
 conformance: build deps

@@ -27,10 +27,12 @@ func writePolicies(t testing.TB, files map[string]string) string {
 	return dir
 }
 
-// loadGate loads files with a short timeout and closes the gate after the test.
+// loadGate loads files and closes the gate after the test. The timeout is generous so
+// that a loaded CI machine never times out a well-behaved policy; runaway tests set
+// their own short one.
 func loadGate(t testing.TB, files map[string]string, mod ...func(*Options)) *Gate {
 	t.Helper()
-	opts := Options{Dir: writePolicies(t, files), Timeout: 300 * time.Millisecond, PoolSize: 2}
+	opts := Options{Dir: writePolicies(t, files), Timeout: 3 * time.Second * raceSlowdown, PoolSize: 2}
 	for _, m := range mod {
 		m(&opts)
 	}

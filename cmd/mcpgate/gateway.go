@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +23,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/logging"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/relay"
-	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
 func init() { subcommands = append(subcommands, newGatewayCmd) }
@@ -212,7 +210,7 @@ func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Rea
 	if f.http.enabled() {
 		return runHTTP(ctx, d, f, argv, stderr)
 	}
-	argv, env, err := upstreamCommand(d.cfg, argv)
+	specs, err := upstreamSpecs(d.cfg, argv)
 	if err != nil {
 		return err
 	}
@@ -220,11 +218,13 @@ func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Rea
 	if f.upstreamStderr == "relay" {
 		upErr = d.stderr
 	}
-	up, err := upstream.Start(upstream.Options{Argv: argv, Env: env, Stderr: upErr, MaxMessageBytes: f.maxMessage})
+	// Each upstream runs under a restart supervisor; several go behind a mux that
+	// names their tools <server>_<tool> (DECISIONS "Tool names").
+	up, err := openUpstreams(specs, upErr, f, d)
 	if err != nil {
 		return err
 	}
-	d.log.Info("upstream started", "command", argv[0], "filter_output", f.filterOutput, "fail_mode", f.failMode)
+	d.log.Info("upstream started", "servers", len(specs), "filter_output", f.filterOutput, "fail_mode", f.failMode)
 
 	sess := relay.New(relay.Options{
 		Pipeline:        d.pipe,
@@ -279,31 +279,6 @@ func (d *gatewayDeps) close() {
 		d.log.Warn("audit records lost", "dropped", st.Dropped, "sink_errors", st.Errors)
 	}
 	_ = d.gate.Close()
-}
-
-// upstreamCommand picks the upstream: the command after --, or the configuration's
-// only stdio server.
-func upstreamCommand(cfg *config.Config, argv []string) ([]string, []string, error) {
-	if len(argv) > 0 {
-		return argv, nil, nil
-	}
-	switch len(cfg.MCPServers) {
-	case 0:
-		return nil, nil, errors.New("no upstream: put the MCP server command after --, or list it under mcpServers in --config")
-	case 1:
-		for name, s := range cfg.MCPServers {
-			if s.Command == "" {
-				return nil, nil, fmt.Errorf("mcpServers.%s: only stdio servers (command) are supported by gateway run on stdio", name)
-			}
-			env := make([]string, 0, len(s.Env))
-			for k, v := range s.Env {
-				env = append(env, k+"="+v)
-			}
-			sort.Strings(env)
-			return append([]string{s.Command}, s.Args...), env, nil
-		}
-	}
-	return nil, nil, fmt.Errorf("--config lists %d mcpServers; gateway run on stdio fronts one: pick it with -- CMD", len(cfg.MCPServers))
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -260,7 +260,7 @@ func TestNoValuesInStderr(t *testing.T) {
 	pol := t.TempDir()
 	os.WriteFile(filepath.Join(pol, "a-throw.js"), []byte(`if (ctx.phase === "pre" && ctx.params.boom) { throw "boom " + ctx.params.boom }`), 0o600)
 	os.WriteFile(filepath.Join(pol, "b-rewrite.js"), []byte(`if (ctx.phase === "pre" && ctx.params.q) { ctx.params.q = ctx.params.q + "!" }`), 0o600)
-	os.WriteFile(filepath.Join(pol, "c-post.js"), []byte(`if (ctx.phase === "post") { ctx.response.content.push({type: "text", text: "` + canary + `"}) }`), 0o600)
+	os.WriteFile(filepath.Join(pol, "c-post.js"), []byte(`if (ctx.phase === "post") { ctx.response.content.push({type: "text", text: "`+canary+`"}) }`), 0o600)
 	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--filter-output", "--log-level", "debug", "--policies", pol}, upstreamMJS(t))...)
 	callTool(t, c, "echo_args", map[string]any{"q": canary, "nested": map[string]any{canary: []any{canary}}})
 	res := callTool(t, c, "echo_args", map[string]any{"boom": canary})

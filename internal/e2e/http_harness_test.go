@@ -1,0 +1,324 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The HTTP end-to-end tests run the real mcpgate binary (gateway run --listen) in
+// front of testdata/fakeup, a scriptable stdio MCP server.
+
+var httpBins struct {
+	once          sync.Once
+	gw, fake, dir string
+	err           error
+}
+
+// httpBinaries builds mcpgate and fakeup once per test binary.
+func httpBinaries(t testing.TB) (gw, fake string) {
+	t.Helper()
+	httpBins.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpgate-e2e-http-")
+		if err != nil {
+			httpBins.err = err
+			return
+		}
+		httpBins.dir = dir
+		httpBins.gw = filepath.Join(dir, "mcpgate")
+		httpBins.fake = filepath.Join(dir, "fakeup")
+		for _, b := range [][2]string{{httpBins.gw, "../../cmd/mcpgate"}, {httpBins.fake, "./testdata/fakeup"}} {
+			out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
+			if err != nil {
+				httpBins.err = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+				return
+			}
+		}
+	})
+	if httpBins.err != nil {
+		t.Fatal(httpBins.err)
+	}
+	return httpBins.gw, httpBins.fake
+}
+
+// httpLog collects the gateway's stderr.
+type httpLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *httpLog) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *httpLog) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// records returns the audit records written so far.
+func (b *httpLog) records() []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(b.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["event_id"] != nil && m["kind"] != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type httpGateway struct {
+	url    string
+	cmd    *exec.Cmd
+	stderr *httpLog
+	done   chan struct{}
+}
+
+var servingRE = regexp.MustCompile(`"url":"(http://[^"]+)"`)
+
+// startHTTPGateway runs `mcpgate gateway run --listen 127.0.0.1:0 ARGS...`.
+func startHTTPGateway(t testing.TB, args ...string) *httpGateway {
+	t.Helper()
+	gw, _ := httpBinaries(t)
+	pol := t.TempDir()
+	full := append([]string{"gateway", "run", "--listen", "127.0.0.1:0", "--policies", pol, "--log-format", "json"}, args...)
+	cmd := exec.Command(gw, full...)
+	g := &httpGateway{cmd: cmd, stderr: &httpLog{}, done: make(chan struct{})}
+	cmd.Stderr = g.stderr
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(g.done) }()
+	t.Cleanup(func() { g.stop(t) })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := servingRE.FindStringSubmatch(g.stderr.String()); m != nil {
+			g.url = m[1]
+			return g
+		}
+		select {
+		case <-g.done:
+			t.Fatalf("gateway exited at start:\n%s", g.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("gateway did not start listening:\n%s", g.stderr.String())
+	return nil
+}
+
+// stop sends SIGTERM and waits.
+func (g *httpGateway) stop(t testing.TB) {
+	select {
+	case <-g.done:
+		return
+	default:
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(15 * time.Second):
+		_ = g.cmd.Process.Kill()
+		t.Errorf("gateway did not exit on SIGTERM")
+	}
+}
+
+// httpClient is a minimal Streamable HTTP MCP client.
+type httpClient struct {
+	url, sid, token string
+	hc              *http.Client
+}
+
+func newHTTPClient(url string) *httpClient {
+	return &httpClient{url: url, hc: &http.Client{Timeout: 30 * time.Second, Transport: httpTransport}}
+}
+
+// httpTransport keeps connections alive across the many clients of a test.
+var httpTransport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
+
+// httpReply is one POST's outcome.
+type httpReply struct {
+	status int
+	header http.Header
+	msgs   []map[string]any // JSON body or SSE events, in order
+}
+
+// last returns the final message (the response).
+func (r httpReply) last() map[string]any {
+	if len(r.msgs) == 0 {
+		return nil
+	}
+	return r.msgs[len(r.msgs)-1]
+}
+
+func (c *httpClient) do(ctx context.Context, method, body string, hdr map[string]string) (httpReply, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url, strings.NewReader(body))
+	if err != nil {
+		return httpReply{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return httpReply{}, err
+	}
+	defer resp.Body.Close()
+	r := httpReply{status: resp.StatusCode, header: resp.Header}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 128<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil {
+					r.msgs = append(r.msgs, m)
+				}
+			}
+		}
+		return r, sc.Err()
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return r, err
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) == nil {
+		r.msgs = append(r.msgs, m)
+	}
+	return r, nil
+}
+
+func (c *httpClient) post(t testing.TB, body string) httpReply {
+	t.Helper()
+	r, err := c.do(context.Background(), http.MethodPost, body, nil)
+	if err != nil {
+		t.Fatalf("POST %s: %v", body, err)
+	}
+	return r
+}
+
+// initialize opens a session.
+func (c *httpClient) initialize(t testing.TB) {
+	t.Helper()
+	r := c.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"e2e","version":"1"}}}`)
+	if r.status != http.StatusOK || r.last()["result"] == nil {
+		t.Fatalf("initialize: status %d, %v", r.status, r.msgs)
+	}
+	c.sid = r.header.Get("Mcp-Session-Id")
+	if c.sid == "" {
+		t.Fatal("initialize: no Mcp-Session-Id")
+	}
+	if r := c.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: status %d", r.status)
+	}
+}
+
+func httpCallBody(id int, tool string, args map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	return string(b)
+}
+
+// call runs one tools/call and returns its response message.
+func (c *httpClient) call(t testing.TB, id int, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	r := c.post(t, httpCallBody(id, tool, args))
+	if r.status != http.StatusOK {
+		t.Fatalf("tools/call %s: status %d %v", tool, r.status, r.msgs)
+	}
+	return r.last()
+}
+
+// httpResultText returns content[0].text of a tools/call response, or "".
+func httpResultText(m map[string]any) string {
+	res, _ := m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		return ""
+	}
+	item, _ := content[0].(map[string]any)
+	s, _ := item["text"].(string)
+	return s
+}
+
+// httpErrorOf returns a response's error code and message (0 when none).
+func httpErrorOf(m map[string]any) (int, string) {
+	e, _ := m["error"].(map[string]any)
+	if e == nil {
+		return 0, ""
+	}
+	code, _ := e["code"].(float64)
+	msg, _ := e["message"].(string)
+	return int(code), msg
+}
+
+// mustEcho checks that the gateway serves a normal call.
+func (c *httpClient) mustEcho(t testing.TB, id int) {
+	t.Helper()
+	m := c.call(t, id, "echo", map[string]any{"text": "still here"})
+	if got := httpResultText(m); got != "fakeup: still here" {
+		t.Fatalf("next call: got %q (%v)", got, m)
+	}
+}
+
+// httpExec runs a command and returns its combined output.
+func httpExec(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// sseEvents POSTs body and streams the SSE events' data on a channel, which is
+// closed at the end of the stream.
+func (c *httpClient) sseEvents(t testing.TB, ctx context.Context, body string) <-chan map[string]any {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan map[string]any, 16)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil {
+					ch <- m
+				}
+			}
+		}
+	}()
+	return ch
+}

@@ -1,0 +1,471 @@
+package httpfront
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// Backend is one MCP session behind the front, started by an initialize request.
+type Backend interface {
+	// Run reads client messages (one per line) from in and writes server messages
+	// (one per line) to out until in ends or ctx is done.
+	Run(ctx context.Context, in io.Reader, out io.Writer) error
+	// Close releases what the backend holds (its upstream process); called after Run.
+	Close() error
+}
+
+// StartFunc starts the backend of a new session for the caller. An error is answered
+// to the initialize request as an HTTP 502 with a JSON-RPC error.
+type StartFunc func(ctx context.Context, user ctxapi.User) (Backend, error)
+
+// Options configure a Front.
+type Options struct {
+	Start  StartFunc
+	Auth   Authenticator
+	Hosts  *HostAllowlist
+	Logger *slog.Logger
+	// MaxMessageBytes limits one POST body (jsonrpc.DefaultMaxMessageBytes when ≤ 0).
+	MaxMessageBytes int
+	// MaxDepth limits JSON nesting of a client message (DefaultMaxDepth when ≤ 0).
+	MaxDepth int
+	// MaxSessions limits concurrent sessions (DefaultMaxSessions when ≤ 0).
+	MaxSessions int
+	// IdleTimeout ends a session with no traffic and no open stream (30 min when 0).
+	IdleTimeout time.Duration
+	// ReplayEvents is how many events a stream keeps for Last-Event-ID (256 when ≤ 0).
+	ReplayEvents int
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxDepth    = 512
+	DefaultMaxSessions = 1024
+)
+
+// JSON-RPC error code for an unknown or expired session (the MCP SDKs' convention).
+const codeSessionNotFound = -32001
+
+// Front is the Streamable HTTP endpoint. Mount it with http.Handle("/mcp", front).
+type Front struct {
+	opts     Options
+	log      *slog.Logger
+	ctx      context.Context // sessions run under this context, not a request's
+	cancel   context.CancelFunc
+	draining atomic.Bool
+	drainCh  chan struct{}
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	wg       sync.WaitGroup // running backends
+}
+
+// New returns a Front.
+func New(opts Options) *Front {
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = jsonrpc.DefaultMaxMessageBytes
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultMaxDepth
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = 30 * time.Minute
+	}
+	if opts.ReplayEvents <= 0 {
+		opts.ReplayEvents = 256
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Hosts == nil {
+		opts.Hosts = NewHostAllowlist("")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Front{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, drainCh: make(chan struct{}), sessions: map[string]*session{}}
+	go f.reap()
+	return f
+}
+
+// Sessions returns the number of open sessions.
+func (f *Front) Sessions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sessions)
+}
+
+// Drain stops accepting new requests (503) and ends every GET stream; requests in
+// flight go on. Call it before http.Server.Shutdown, then Close.
+func (f *Front) Drain() {
+	if f.draining.CompareAndSwap(false, true) {
+		close(f.drainCh)
+	}
+}
+
+// Close ends every session (closing each backend's input, then the backend) and
+// waits for them, or for ctx.
+func (f *Front) Close(ctx context.Context) error {
+	f.Drain()
+	f.mu.Lock()
+	all := make([]*session, 0, len(f.sessions))
+	for _, s := range f.sessions {
+		all = append(all, s)
+	}
+	f.mu.Unlock()
+	for _, s := range all {
+		s.end("gateway shutting down")
+	}
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		f.cancel()
+		return nil
+	case <-ctx.Done():
+		f.cancel() // backends still running are cancelled
+		return ctx.Err()
+	}
+}
+
+// ServeHTTP implements the MCP endpoint: POST, GET and DELETE.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := f.opts.Hosts.Check(r.Host, r.Header.Get("Origin")); err != nil {
+		f.log.Warn("request rejected: DNS rebinding protection", "host", r.Host, "origin", r.Header.Get("Origin"))
+		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
+		return
+	}
+	id, err := f.opts.Auth(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpgate"`)
+		httpError(w, http.StatusUnauthorized, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		f.post(w, r, id)
+	case http.MethodGet:
+		f.get(w, r, id)
+	case http.MethodDelete:
+		f.delete(w, r, id)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, "mcpgate: method not allowed")
+	}
+}
+
+// supportedVersions are the MCP protocol versions accepted in MCP-Protocol-Version.
+var supportedVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
+	if f.draining.Load() {
+		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
+		return
+	}
+	sse, ok := acceptsSSE(r.Header.Get("Accept"))
+	if !ok {
+		httpError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "mcpgate: Accept must include application/json or text/event-stream")
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		httpError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.CodeInvalidRequest, "mcpgate: Content-Type must be application/json")
+		return
+	}
+	max := f.opts.MaxMessageBytes
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(max)))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			f.log.Warn("client message over the size limit rejected", "limit_bytes", max)
+			httpError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
+			return
+		}
+		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "mcpgate: could not read the request body")
+		return
+	}
+	line, msg, status, code, text := f.checkMessage(body)
+	if status != 0 {
+		var rid json.RawMessage
+		if msg != nil {
+			rid = msg.ID
+		}
+		f.log.Warn("client message rejected", "reason", text)
+		httpError(w, status, rid, code, "mcpgate: "+text)
+		return
+	}
+
+	sid := r.Header.Get("Mcp-Session-Id")
+	var s *session
+	if sid == "" {
+		if msg.Kind != jsonrpc.KindRequest || msg.Method != "initialize" {
+			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: missing Mcp-Session-Id header: start a session with initialize")
+			return
+		}
+		if s, err = f.newSession(id); err != nil {
+			status := http.StatusBadGateway
+			if errors.Is(err, errTooManySessions) {
+				status = http.StatusServiceUnavailable
+			}
+			httpError(w, status, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
+			return
+		}
+	} else {
+		if s = f.lookup(sid); s == nil {
+			httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session not found (it ended or never existed): start a new one with initialize")
+			return
+		}
+		if s.key != id.Key {
+			httpError(w, http.StatusForbidden, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+			return
+		}
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !supportedVersions[v] {
+			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: unsupported MCP-Protocol-Version %q", v))
+			return
+		}
+	}
+	s.touch()
+
+	if msg.Kind != jsonrpc.KindRequest { // notification or response: accepted, no body
+		if err := s.send(line); err != nil {
+			httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session ended")
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", s.id)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	st, err := s.openRequest(msg, !sse)
+	if errors.Is(err, errSessionEnded) {
+		httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session ended")
+		return
+	}
+	if err != nil {
+		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
+		return
+	}
+	if err := s.send(line); err != nil {
+		s.dropRequest(st, msg)
+		httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session ended")
+		return
+	}
+	w.Header().Set("Mcp-Session-Id", s.id)
+	if sse {
+		s.serveSSE(w, r, st, 0)
+		return
+	}
+	s.serveJSON(w, r, st)
+}
+
+// checkMessage validates one POST body: JSON, no batch, nesting depth, JSON-RPC
+// shape. It returns the compacted line and message, or an HTTP status and error.
+func (f *Front) checkMessage(body []byte) (line []byte, msg *jsonrpc.Message, status, code int, text string) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body"
+	}
+	if !json.Valid(trimmed) {
+		return nil, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
+	}
+	if trimmed[0] == '[' {
+		return nil, nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request"
+	}
+	if checkDepth(trimmed, f.opts.MaxDepth) != nil {
+		return nil, nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth)
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(trimmed))
+	if err := json.Compact(&buf, trimmed); err != nil {
+		return nil, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
+	}
+	line = buf.Bytes()
+	msg, err := jsonrpc.Parse(line)
+	if err != nil {
+		return nil, msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: ")
+	}
+	return line, msg, 0, 0, ""
+}
+
+func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
+	if sse, ok := acceptsSSE(r.Header.Get("Accept")); !ok || !sse {
+		httpError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "mcpgate: GET needs Accept: text/event-stream")
+		return
+	}
+	s := f.lookup(r.Header.Get("Mcp-Session-Id"))
+	if s == nil {
+		httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session not found: start a new one with initialize")
+		return
+	}
+	if s.key != id.Key {
+		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+		return
+	}
+	if f.draining.Load() {
+		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
+		return
+	}
+	s.touch()
+	st, after := s.standalone, uint64(0)
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		var ok bool
+		if st, after, ok = s.resume(last); !ok {
+			httpError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "mcpgate: Last-Event-ID names no stream this session still keeps")
+			return
+		}
+	}
+	w.Header().Set("Mcp-Session-Id", s.id)
+	s.serveSSE(w, r, st, after)
+}
+
+func (f *Front) delete(w http.ResponseWriter, r *http.Request, id Identity) {
+	s := f.lookup(r.Header.Get("Mcp-Session-Id"))
+	if s == nil {
+		httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session not found")
+		return
+	}
+	if s.key != id.Key {
+		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+		return
+	}
+	s.end("client ended the session")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+var errTooManySessions = errors.New("too many open sessions; try again later")
+
+func (f *Front) newSession(id Identity) (*session, error) {
+	f.mu.Lock()
+	if len(f.sessions) >= f.opts.MaxSessions {
+		f.mu.Unlock()
+		return nil, errTooManySessions
+	}
+	f.mu.Unlock()
+	be, err := f.opts.Start(f.ctx, id.User)
+	if err != nil {
+		f.log.Error("could not start the session's upstream", "err", err)
+		return nil, fmt.Errorf("could not start the upstream MCP server: %w", err)
+	}
+	s := newSession(f, randomID(), id)
+	f.mu.Lock()
+	f.sessions[s.id] = s
+	f.mu.Unlock()
+	f.wg.Add(2)
+	go func() {
+		defer f.wg.Done()
+		s.route()
+	}()
+	go func() {
+		defer f.wg.Done()
+		err := be.Run(f.ctx, s.inR, s.outW)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			f.log.Warn("session ended with an error", "session", s.id, "err", err)
+		}
+		_ = s.inR.CloseWithError(errSessionEnded)
+		_ = s.outW.Close()
+		if err := be.Close(); err != nil {
+			f.log.Debug("closing the session's upstream", "session", s.id, "err", err)
+		}
+		f.remove(s)
+		f.log.Info("session closed", "session", s.id)
+	}()
+	f.log.Info("session opened", "session", s.id, "user_id", id.User.UserID, "caller_id", id.User.CallerID)
+	return s, nil
+}
+
+func (f *Front) lookup(sid string) *session {
+	if sid == "" {
+		return nil
+	}
+	f.mu.Lock()
+	s := f.sessions[sid]
+	f.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended { // ending: its backend is shutting down
+		return nil
+	}
+	return s
+}
+
+func (f *Front) remove(s *session) {
+	f.mu.Lock()
+	if f.sessions[s.id] == s {
+		delete(f.sessions, s.id)
+	}
+	f.mu.Unlock()
+	s.end("backend ended")
+}
+
+// reap ends sessions idle for longer than IdleTimeout.
+func (f *Front) reap() {
+	every := f.opts.IdleTimeout / 4
+	if every > time.Minute {
+		every = time.Minute
+	}
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+		}
+		f.mu.Lock()
+		var idle []*session
+		for _, s := range f.sessions {
+			if s.idle(f.opts.IdleTimeout) {
+				idle = append(idle, s)
+			}
+		}
+		f.mu.Unlock()
+		for _, s := range idle {
+			f.log.Info("ending idle session", "session", s.id)
+			s.end("idle timeout")
+		}
+	}
+}
+
+// acceptsSSE reads an Accept header: sse says whether text/event-stream is
+// acceptable, ok whether anything we can send is.
+func acceptsSSE(accept string) (sse, ok bool) {
+	if strings.TrimSpace(accept) == "" {
+		return true, true
+	}
+	a := strings.ToLower(accept)
+	sse = strings.Contains(a, "text/event-stream") || strings.Contains(a, "*/*")
+	js := strings.Contains(a, "application/json") || strings.Contains(a, "application/*") || strings.Contains(a, "*/*")
+	return sse, sse || js
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// httpError answers with an HTTP status and a JSON-RPC error body.
+func httpError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonrpc.ErrorResponse(id, code, message))
+}

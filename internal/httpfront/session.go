@@ -1,0 +1,430 @@
+package httpfront
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+var errSessionEnded = errors.New("httpfront: session ended")
+
+// keepFinished is how many finished request streams a session keeps for resumption.
+const keepFinished = 32
+
+// session is one MCP session: its backend's pipes and its streams.
+type session struct {
+	f   *Front
+	id  string
+	key string // the caller identity key it is bound to
+
+	inR  *io.PipeReader
+	inW  *io.PipeWriter
+	in   *jsonrpc.Writer
+	outR *io.PipeReader
+	outW *io.PipeWriter
+
+	mu         sync.Mutex
+	streams    map[string]*stream // by stream id, for Last-Event-ID
+	waiters    map[string]*stream // by request id key
+	progress   map[string]*stream // by progressToken key
+	open       []*stream          // request streams still waiting for their response
+	finished   []*stream          // recently finished request streams (bounded)
+	standalone *stream            // the GET stream
+	seq        int
+	last       time.Time
+	ended      bool
+	done       chan struct{}
+}
+
+// stream is one SSE stream: a request's response stream or the standalone GET stream.
+type stream struct {
+	id      string
+	json    bool // the POST asked for application/json: intermediate messages go to GET
+	events  []event
+	next    uint64 // seq of the next event; seqs start at 1
+	final   bool   // the response is in events: the stream ends once it is sent
+	notify  chan struct{}
+	owner   uint64 // generation of the connection serving it; 0 when none
+	reqID   string // the request id key, for request streams
+	created time.Time
+}
+
+type event struct {
+	seq  uint64
+	data []byte
+}
+
+func newSession(f *Front, id string, who Identity) *session {
+	s := &session{
+		f: f, id: id, key: who.Key,
+		streams:  map[string]*stream{},
+		waiters:  map[string]*stream{},
+		progress: map[string]*stream{},
+		last:     time.Now(),
+		done:     make(chan struct{}),
+	}
+	s.inR, s.inW = io.Pipe()
+	s.outR, s.outW = io.Pipe()
+	s.in = jsonrpc.NewWriter(s.inW)
+	s.standalone = s.newStreamLocked(false)
+	return s
+}
+
+func (s *session) newStreamLocked(jsonMode bool) *stream {
+	s.seq++
+	st := &stream{id: "s" + strconv.Itoa(s.seq), json: jsonMode, next: 1, notify: make(chan struct{}), created: time.Now()}
+	s.streams[st.id] = st
+	return st
+}
+
+// send writes one client message to the backend.
+func (s *session) send(line []byte) error {
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if ended {
+		return errSessionEnded
+	}
+	return s.in.Write(line)
+}
+
+func (s *session) touch() {
+	s.mu.Lock()
+	s.last = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *session) idle(limit time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.open) > 0 || s.standalone.owner != 0 {
+		return false
+	}
+	return time.Since(s.last) > limit
+}
+
+// end closes the backend's input; the backend then ends and the session is removed.
+func (s *session) end(reason string) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended = true
+	close(s.done)
+	s.mu.Unlock()
+	s.f.log.Debug("ending session", "session", s.id, "reason", reason)
+	_ = s.inW.Close()
+}
+
+// openRequest registers a request's stream before the request reaches the backend.
+func (s *session) openRequest(msg *jsonrpc.Message, jsonMode bool) (*stream, error) {
+	key := msg.IDKey()
+	var p struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	_ = json.Unmarshal(msg.Params, &p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return nil, errSessionEnded
+	}
+	if _, dup := s.waiters[key]; dup {
+		return nil, fmt.Errorf("request id %s is already in flight in this session", key)
+	}
+	st := s.newStreamLocked(jsonMode)
+	st.reqID = key
+	s.waiters[key] = st
+	if len(p.Meta.ProgressToken) > 0 {
+		s.progress[jsonrpc.IDKey(p.Meta.ProgressToken)] = st
+	}
+	s.open = append(s.open, st)
+	return st, nil
+}
+
+// dropRequest forgets a request that never reached the backend.
+func (s *session) dropRequest(st *stream, msg *jsonrpc.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finishLocked(st)
+}
+
+// finishLocked retires a request stream: no more routing to it; it stays resumable
+// among the last keepFinished streams.
+func (s *session) finishLocked(st *stream) {
+	delete(s.waiters, st.reqID)
+	for k, v := range s.progress {
+		if v == st {
+			delete(s.progress, k)
+		}
+	}
+	for i, o := range s.open {
+		if o == st {
+			s.open = append(s.open[:i], s.open[i+1:]...)
+			break
+		}
+	}
+	s.finished = append(s.finished, st)
+	if len(s.finished) > keepFinished {
+		old := s.finished[0]
+		s.finished = s.finished[1:]
+		delete(s.streams, old.id)
+	}
+}
+
+// appendLocked adds an event to a stream and wakes its connection.
+func (s *session) appendLocked(st *stream, data []byte) {
+	st.events = append(st.events, event{seq: st.next, data: data})
+	st.next++
+	if max := s.f.opts.ReplayEvents; len(st.events) > max {
+		dropped := len(st.events) - max
+		if st == s.standalone && st.owner == 0 {
+			s.f.log.Warn("no GET stream is open; dropping old server messages", "session", s.id, "dropped", dropped)
+		}
+		st.events = append(st.events[:0:0], st.events[dropped:]...)
+	}
+	close(st.notify)
+	st.notify = make(chan struct{})
+}
+
+// route reads the backend's output and puts each message on its stream.
+func (s *session) route() {
+	r := jsonrpc.NewReader(s.outR, s.f.opts.MaxMessageBytes)
+	for {
+		line, err := r.ReadLine()
+		if errors.Is(err, jsonrpc.ErrTooLarge) {
+			continue
+		}
+		if err != nil {
+			s.end("backend output ended")
+			return
+		}
+		data := append([]byte(nil), line...)
+		msg, err := jsonrpc.Parse(data)
+		if err != nil {
+			s.f.log.Warn("malformed message from the backend dropped", "session", s.id, "err", err)
+			continue
+		}
+		s.deliver(msg)
+	}
+}
+
+func (s *session) deliver(msg *jsonrpc.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch msg.Kind {
+	case jsonrpc.KindResponse:
+		st := s.waiters[msg.IDKey()]
+		if st == nil {
+			s.f.log.Debug("response for no waiting request dropped", "session", s.id, "id", msg.IDKey())
+			return
+		}
+		s.appendLocked(st, msg.Raw)
+		st.final = true
+		s.finishLocked(st)
+		return
+	case jsonrpc.KindNotification:
+		if msg.Method == "notifications/progress" {
+			var p struct {
+				Token json.RawMessage `json:"progressToken"`
+			}
+			_ = json.Unmarshal(msg.Params, &p)
+			if st := s.progress[jsonrpc.IDKey(p.Token)]; st != nil && !st.json {
+				s.appendLocked(st, msg.Raw)
+				return
+			}
+		}
+		if msg.Method == "notifications/message" || msg.Method == "notifications/progress" {
+			if st := s.relatedLocked(); st != nil {
+				s.appendLocked(st, msg.Raw)
+				return
+			}
+		}
+	case jsonrpc.KindRequest: // sampling, elicitation, roots, ping
+		if st := s.relatedLocked(); st != nil {
+			s.appendLocked(st, msg.Raw)
+			return
+		}
+	}
+	s.appendLocked(s.standalone, msg.Raw)
+}
+
+// relatedLocked picks the stream for a server message that a stdio upstream cannot
+// tie to a request: the oldest in-flight SSE request stream with a live connection,
+// else the oldest in-flight SSE request stream, else nil (the GET stream).
+func (s *session) relatedLocked() *stream {
+	var fallback *stream
+	for _, st := range s.open {
+		if st.json {
+			continue
+		}
+		if st.owner != 0 {
+			return st
+		}
+		if fallback == nil {
+			fallback = st
+		}
+	}
+	return fallback
+}
+
+// resume finds the stream and position named by a Last-Event-ID.
+func (s *session) resume(last string) (*stream, uint64, bool) {
+	i := strings.LastIndexByte(last, '/')
+	if i < 0 {
+		return nil, 0, false
+	}
+	seq, err := strconv.ParseUint(last[i+1:], 10, 64)
+	if err != nil {
+		return nil, 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[last[:i]]
+	return st, seq, st != nil
+}
+
+var connGen struct {
+	sync.Mutex
+	n uint64
+}
+
+func nextGen() uint64 {
+	connGen.Lock()
+	defer connGen.Unlock()
+	connGen.n++
+	return connGen.n
+}
+
+// serveSSE writes a stream's events after seq `after` until its response is sent,
+// the client goes away, a newer connection takes the stream over, or the session
+// ends. The standalone stream also ends when the gateway drains.
+func (s *session) serveSSE(w http.ResponseWriter, r *http.Request, st *stream, after uint64) {
+	fl, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	gen := nextGen()
+	s.mu.Lock()
+	st.owner = gen
+	if after == 0 && st == s.standalone && len(st.events) > 0 {
+		// A fresh GET gets what no connection has taken yet: replay from the start of
+		// the buffer (messages queued while no GET stream was open).
+		after = st.events[0].seq - 1
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if st.owner == gen {
+			st.owner = 0
+		}
+		s.mu.Unlock()
+	}()
+	var drain <-chan struct{}
+	if st == s.standalone {
+		drain = s.f.drainCh
+	}
+	var buf []byte
+	ending := false
+	for {
+		s.mu.Lock()
+		if st.owner != gen {
+			s.mu.Unlock()
+			return
+		}
+		buf = buf[:0]
+		for _, e := range st.events {
+			if e.seq <= after {
+				continue
+			}
+			buf = append(buf, "id: "...)
+			buf = append(buf, st.id...)
+			buf = append(buf, '/')
+			buf = strconv.AppendUint(buf, e.seq, 10)
+			buf = append(buf, "\nevent: message\ndata: "...)
+			buf = append(buf, e.data...)
+			buf = append(buf, "\n\n"...)
+			after = e.seq
+		}
+		complete := st.final && after >= st.next-1
+		ch := st.notify
+		if st == s.standalone && len(buf) > 0 {
+			// Delivered: a later fresh GET does not get these again.
+			n := 0
+			for n < len(st.events) && st.events[n].seq <= after {
+				n++
+			}
+			st.events = append(st.events[:0:0], st.events[n:]...)
+		}
+		s.mu.Unlock()
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if complete {
+			return
+		}
+		if ending {
+			if st != s.standalone {
+				// The backend answers nothing more; say so instead of hanging.
+				_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", jsonrpc.ErrorResponse(json.RawMessage(st.reqID), jsonrpc.CodeUpstreamUnavailable, "mcpgate: the session ended before the request was answered"))
+			}
+			return
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			ending = true // flush what is there, then end
+		case <-drain:
+			return
+		}
+	}
+}
+
+// serveJSON waits for a request's response and sends it as application/json.
+func (s *session) serveJSON(w http.ResponseWriter, r *http.Request, st *stream) {
+	for {
+		s.mu.Lock()
+		var resp []byte
+		if st.final && len(st.events) > 0 {
+			resp = st.events[len(st.events)-1].data
+		}
+		ch := st.notify
+		s.mu.Unlock()
+		if resp != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(resp)
+			return
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			httpError(w, http.StatusBadGateway, json.RawMessage(st.reqID), jsonrpc.CodeUpstreamUnavailable, "mcpgate: the session ended before the request was answered")
+			return
+		}
+	}
+}

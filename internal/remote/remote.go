@@ -1,0 +1,320 @@
+// Package remote is an MCP client for a remote server over Streamable HTTP (MCP
+// 2025-11-25, "Transports: Streamable HTTP"), shaped like a stdio process: Send one
+// JSON-RPC message, ReadLine the server's messages. It implements relay.Upstream and
+// upstream.Conn, so the relay, the supervisor and the multiplexer use a remote server
+// exactly like a local one.
+//
+// Each request is POSTed on its own goroutine and its answer (application/json or an
+// SSE stream) is queued for ReadLine; notifications and responses are POSTed in order.
+// After initialize, the GET stream carries server-initiated messages; it is reopened
+// with Last-Event-ID when it drops. A failed request is answered with a JSON-RPC
+// error for its id, so the caller never waits forever.
+package remote
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// Options configure Dial.
+type Options struct {
+	URL             string
+	Headers         map[string]string // sent on every request (e.g. Authorization)
+	MaxMessageBytes int
+	Logger          *slog.Logger
+	Client          *http.Client // http.DefaultClient's transport when nil
+}
+
+// Client is one session with a remote MCP server.
+type Client struct {
+	opts Options
+	log  *slog.Logger
+	hc   *http.Client
+	out  chan []byte
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	sendMu sync.Mutex // keeps notifications and responses in order
+
+	mu        sync.Mutex
+	sessionID string
+	version   string
+	getOn     bool
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// Dial prepares a client; nothing is sent until the first message.
+func Dial(opts Options) (*Client, error) {
+	if !strings.HasPrefix(opts.URL, "http://") && !strings.HasPrefix(opts.URL, "https://") {
+		return nil, fmt.Errorf("remote: url %q must be http:// or https://", opts.URL)
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = jsonrpc.DefaultMaxMessageBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	hc := opts.Client
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{opts: opts, log: opts.Logger, hc: hc, out: make(chan []byte, 64), ctx: ctx, cancel: cancel}, nil
+}
+
+// Send delivers one client message to the server.
+func (c *Client) Send(msg []byte) error {
+	m, err := jsonrpc.Parse(msg)
+	if err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	if c.ctx.Err() != nil {
+		return errors.New("remote: closed")
+	}
+	msg = append([]byte(nil), msg...)
+	if m.Kind != jsonrpc.KindRequest {
+		c.sendMu.Lock()
+		defer c.sendMu.Unlock()
+		c.post(m, msg)
+		if m.Method == "notifications/initialized" {
+			c.startGet()
+		}
+		return nil
+	}
+	if m.Method == "initialize" { // synchronous: later messages need the session id
+		c.sendMu.Lock()
+		defer c.sendMu.Unlock()
+		c.post(m, msg)
+		return nil
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.post(m, msg)
+	}()
+	return nil
+}
+
+// post sends one message and queues whatever comes back.
+func (c *Client) post(m *jsonrpc.Message, body []byte) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.opts.URL, bytes.NewReader(body))
+	if err != nil {
+		c.fail(m, err.Error())
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	c.headers(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.fail(m, "remote MCP server unreachable: "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && m.Method == "initialize" {
+		c.mu.Lock()
+		c.sessionID = sid
+		c.mu.Unlock()
+	}
+	switch {
+	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
+		return
+	case resp.StatusCode >= 300:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		// A JSON-RPC error body for our id is the server's own answer: pass it on.
+		if r, err := jsonrpc.Parse(bytes.TrimSpace(b)); err == nil && r.Kind == jsonrpc.KindResponse && m.Kind == jsonrpc.KindRequest && r.IDKey() == m.IDKey() {
+			c.queue(r.Raw)
+			return
+		}
+		c.fail(m, fmt.Sprintf("remote MCP server answered HTTP %d", resp.StatusCode))
+		return
+	}
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	if strings.HasPrefix(ct, "text/event-stream") {
+		got := c.readSSE(resp.Body, m.IDKey(), nil)
+		if !got && m.Kind == jsonrpc.KindRequest {
+			c.fail(m, "remote MCP server closed the stream before answering")
+		}
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.opts.MaxMessageBytes)+1))
+	if err != nil || len(b) > c.opts.MaxMessageBytes {
+		c.fail(m, "remote MCP server sent an unreadable or oversized response")
+		return
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		c.queue(b)
+	}
+}
+
+// readSSE queues each event's data; it reports whether the response with id arrived.
+func (c *Client) readSSE(body io.Reader, id string, lastID *string) bool {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var data bytes.Buffer
+	got := false
+	for {
+		line, err := br.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if data.Len() > 0 {
+				b := append([]byte(nil), data.Bytes()...)
+				if m, err := jsonrpc.Parse(b); err == nil && m.Kind == jsonrpc.KindResponse && m.IDKey() == id {
+					got = true
+				}
+				c.queue(b)
+				data.Reset()
+			}
+		case strings.HasPrefix(line, "data:"):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+			if data.Len() > c.opts.MaxMessageBytes {
+				c.log.Warn("remote SSE event over the size limit dropped")
+				data.Reset()
+			}
+		case strings.HasPrefix(line, "id:") && lastID != nil:
+			*lastID = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		}
+		if err != nil {
+			return got
+		}
+	}
+}
+
+// startGet opens the GET stream for server-initiated messages, once.
+func (c *Client) startGet() {
+	c.mu.Lock()
+	if c.getOn || c.sessionID == "" {
+		c.mu.Unlock()
+		return
+	}
+	c.getOn = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		last, backoff := "", 200*time.Millisecond
+		for c.ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(c.ctx, http.MethodGet, c.opts.URL, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			if last != "" {
+				req.Header.Set("Last-Event-ID", last)
+			}
+			c.headers(req)
+			resp, err := c.hc.Do(req)
+			if err == nil && resp.StatusCode == http.StatusMethodNotAllowed {
+				resp.Body.Close()
+				return // the server offers no GET stream
+			}
+			if err == nil && resp.StatusCode == http.StatusOK {
+				c.readSSE(resp.Body, "", &last)
+				resp.Body.Close()
+				backoff = 200 * time.Millisecond
+			} else if err == nil {
+				resp.Body.Close()
+			}
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 30*time.Second)
+		}
+	}()
+}
+
+func (c *Client) headers(req *http.Request) {
+	for k, v := range c.opts.Headers {
+		req.Header.Set(k, v)
+	}
+	c.mu.Lock()
+	if c.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", c.sessionID)
+	}
+	if c.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", c.version)
+	}
+	c.mu.Unlock()
+}
+
+// queue hands a server message to ReadLine, noting the negotiated version.
+func (c *Client) queue(b []byte) {
+	b = bytes.TrimSpace(b)
+	var compact bytes.Buffer
+	if json.Compact(&compact, b) == nil {
+		b = compact.Bytes()
+	}
+	if m, err := jsonrpc.Parse(b); err == nil && m.Kind == jsonrpc.KindResponse && m.Result != nil {
+		var r struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if json.Unmarshal(m.Result, &r) == nil && r.ProtocolVersion != "" {
+			c.mu.Lock()
+			if c.version == "" {
+				c.version = r.ProtocolVersion
+			}
+			c.mu.Unlock()
+		}
+	}
+	select {
+	case c.out <- b:
+	case <-c.ctx.Done():
+	}
+}
+
+func (c *Client) fail(m *jsonrpc.Message, why string) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.log.Warn("remote MCP request failed", "method", m.Method, "err", why)
+	if m.Kind == jsonrpc.KindRequest {
+		c.queue(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+why))
+	}
+}
+
+// ReadLine returns the next server message, or io.EOF after Close.
+func (c *Client) ReadLine() ([]byte, error) {
+	select {
+	case b := <-c.out:
+		return b, nil
+	case <-c.ctx.Done():
+		return nil, io.EOF
+	}
+}
+
+// Close ends the session (DELETE) and stops every stream.
+func (c *Client) Close(ctx context.Context, _ time.Duration) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	sid := c.sessionID
+	c.mu.Unlock()
+	if sid != "" {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, c.opts.URL, nil)
+		c.headers(req)
+		if resp, err := c.hc.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}
