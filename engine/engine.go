@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -99,6 +98,9 @@ type Finding struct {
 	Pointer  string   `json:"pointer"`
 	Start    int      `json:"start"`
 	End      int      `json:"end"`
+	// InKey is true when the match lies in an object member's name rather than its
+	// value; Pointer then names that member.
+	InKey bool `json:"in_key,omitempty"`
 }
 
 // Report is the result of one analysis. Verdict follows the highest severity.
@@ -142,16 +144,4 @@ func sortStrings(s []string) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-}
-
-// decodeResultTexts is a placeholder used until the full engine lands.
-func decodeObject(b []byte) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
-	}
-	if m == nil {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrUndecodable)
-	}
-	return m, nil
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	resultFile := filepath.Join(dir, "result.json")
+	if err := os.WriteFile(resultFile, []byte(`{"content":[{"type":"text","text":"a \u001b]52;c;aGk=\u0007 b"}],"isError":false}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      string
+		code       int
+		want       []string // substrings of stdout
+		notWant    []string // never in stdout
+		wantStderr string
+	}{
+		{"plain text allows", []string{"check", "-"}, "The build finished in 4.2 s; 17 tests passed.\n", exitOK,
+			[]string{"verdict: allow (highest NONE, 0 findings)", "sanitized:\nThe build finished"}, nil, ""},
+		{"no arg reads stdin", []string{"check"}, "\x1b[31mred\x1b[0m", exitOK, []string{"verdict: allow", "sanitized:\nred\n"}, nil, ""},
+		{"hidden text warns", []string{"check"}, "v \x1b[37;47m hidden \x1b[0m", exitWarn,
+			[]string{"verdict: warn", "output_hidden_text", "sgr_same_colour", "(text) [2,18)", "v  hidden "}, []string{"\x1b"}, ""},
+		{"osc52 blocks", []string{"check", "-"}, "x \x1b]52;c;aGk=\x07", exitBlock, []string{"verdict: block", "output_osc52_clipboard_write"}, []string{"aGk="}, ""},
+		{"result file", []string{"check", resultFile}, "", exitBlock,
+			[]string{"/content/0/text [2,14)", `{"content":[{"type":"text","text":"a  b"}],"isError":false}`}, []string{"aGk="}, ""},
+		{"json format", []string{"check", "--format", "json", "-"}, "mail bob@example.com", exitOK,
+			[]string{`"verdict": "allow"`, `"rule_ids": [`, `"pii_email"`, `"entity": "email"`, `"input": "text"`}, nil, ""},
+		{"json without content is text", []string{"check", "-"}, `{"a":"\u202e"}`, exitOK, []string{"verdict: allow"}, nil, ""},
+		{"bad format", []string{"check", "--format", "yaml", "-"}, "", exitError, nil, nil, "--format must be text or json"},
+		{"missing file", []string{"check", filepath.Join(dir, "nope")}, "", exitError, nil, nil, "no such file"},
+		{"two args", []string{"check", "a", "b"}, "", exitError, nil, nil, "accepts at most 1 arg"},
+		{"bad result JSON", []string{"check", "-"}, `{"content":[{"type":"text","text":"x"}], "b":}`, exitOK, []string{"verdict: allow", "sanitized:"}, nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout.String(), stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout holds %q:\n%s", w, stdout.String())
+				}
+			}
+			if !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.wantStderr)
+			}
+		})
+	}
+}
+
+// TestCheckJSONNeverCarriesValues: findings in --format json hold no matched value.
+func TestCheckJSONNeverCarriesValues(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	in := `{"content":[{"type":"text","text":"key AKIA2OGYBAH6STMMNXNN mail bob@example.com"}],"structuredContent":{"card":"4111 1111 1111 1111"}}`
+	code := run(context.Background(), []string{"check", "--format", "json"}, strings.NewReader(in), &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var out struct {
+		Input    string            `json:"input"`
+		RuleIDs  []string          `json:"rule_ids"`
+		Findings []json.RawMessage `json:"findings"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Input != "result" || len(out.Findings) != 3 || len(out.RuleIDs) != 3 {
+		t.Fatalf("output %s", stdout.String())
+	}
+	for _, f := range out.Findings {
+		for _, v := range []string{"AKIA2OGYBAH6STMMNXNN", "bob@example.com", "4111"} {
+			if strings.Contains(string(f), v) {
+				t.Errorf("finding %s carries a value", f)
+			}
+		}
+	}
+}

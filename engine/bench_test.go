@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+// cleanProse is ASCII prose and log text with no escapes, no PII and no secrets.
+const cleanProse = `The gateway relays every tools/call to the upstream server and scans the result before
+it reaches the agent. Most results are plain text: build logs, file listings, search hits
+and short answers. This paragraph is the kind of text a file reader returns, with words,
+commas, periods and the odd number such as 42 or 3.14 in it. Nothing in it is hostile.
+INFO server started on port 8080 with 4 workers; cache warm after 12 ms.
+WARN request took longer than expected; retrying with backoff of 250 ms.
+`
+
+// mixedText is realistic mixed output: coloured build lines, multilingual text,
+// emoji, JSON with ids and timestamps, a little PII.
+const mixedText = "\x1b[1m\x1b[32m   Compiling\x1b[0m serde v1.0.219 (2026-11-29T19:49:50Z)\n" +
+	"\x1b[31m--- FAIL: TestRedact (0.02s)\x1b[0m got \"[REDACTED:EMAIL]\"\n" +
+	"{\"id\":\"550e8400-e29b-41d4-a716-446655440000\",\"sha\":\"037cc07e4b1f\",\"total\":4999.95}\n" +
+	"مرحبا بالعالم — שלום עולם — 部署已完成，没有错误。 — परिनियोजन पूरा हुआ\n" +
+	"Release 🎉 👨‍👩‍👧 🇩🇪 ❤️ contact ops@example.com or +1 415 555 2671\n" +
+	"2026-11-29T19:49:51.002Z DEBUG [pipeline] tools/call id=17 tool=read_text_file elapsed=1.42ms\n"
+
+func repeatTo(s string, n int) string {
+	return strings.Repeat(s, n/len(s)+1)[:n]
+}
+
+func BenchmarkAnalyzeTextCleanASCII(b *testing.B) {
+	a, _ := New(Options{})
+	text := repeatTo(cleanProse, 1<<20)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		a.AnalyzeText(text)
+	}
+}
+
+func BenchmarkAnalyzeTextMixed1MiB(b *testing.B) {
+	a, _ := New(Options{})
+	text := repeatTo(mixedText, 1<<20)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		a.AnalyzeText(text)
+	}
+}
+
+func benchResult(b *testing.B, text string) {
+	a, _ := New(Options{})
+	doc := []byte(`{"content":[{"type":"text","text":` + string(appendQuoted(nil, text)) + `}],"structuredContent":{"path":"/srv/app","count":3},"isError":false}`)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.AnalyzeResult(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAnalyzeResult4KiB is the typical result: 4 KiB of clean text.
+func BenchmarkAnalyzeResult4KiB(b *testing.B) { benchResult(b, repeatTo(cleanProse, 4<<10)) }
+
+// BenchmarkAnalyzeResult4KiBMixed is 4 KiB of mixed text (escapes, PII, emoji).
+func BenchmarkAnalyzeResult4KiBMixed(b *testing.B) { benchResult(b, repeatTo(mixedText, 4<<10)) }
+
+func BenchmarkSanitizeMixed1MiB(b *testing.B) {
+	text := repeatTo(mixedText, 1<<20)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Sanitize(text)
+	}
+}
+
+func BenchmarkRedact4KiB(b *testing.B) {
+	a, _ := New(Options{})
+	text := repeatTo(mixedText, 4<<10)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Redact(text, StrategyRedact, []string{"email"})
+	}
+}

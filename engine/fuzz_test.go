@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+var fuzzSeeds = []string{
+	"", "plain", esc + "[31mred" + esc + "[0m", esc + "]52;c;eA==" + bel, "\u009d52;c;eA==\u009c",
+	esc + "]8;id=1;https://e.example" + st + "github.com" + esc + "]8;;" + st,
+	esc + "[38:2::1:2:3;48:2::1:2:3mx", "a\u200b\u200bb", "🏴\U000E0067\U000E0062\U000E007F", "😀\U000E0100\U000E0101",
+	"\xc0\x9b", "\x9b31m", "a\rb\r\n", "[root@h ~]# ", "<|im_start|>", "a@b.io 4111 1111 1111 1111 +1 415 555 2671",
+	"DE89 3704 0044 0532 0130 00", "-----BEGIN PRIVATE KEY-----\nAAAA", "eyJhbGciOiJub25lIn0.e30.", "fe80::1 1.2.3.4",
+	esc + "Ptmux;" + esc + esc + "]52;c;x" + bel + st,
+}
+
+// FuzzAnalyze: AnalyzeText never panics and its findings lie inside the text.
+func FuzzAnalyze(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	a, _ := New(Options{})
+	f.Fuzz(func(t *testing.T, s string) {
+		r := a.AnalyzeText(s)
+		for _, fd := range r.Findings {
+			if fd.Start < 0 || fd.End > len(s) || fd.Start > fd.End {
+				t.Fatalf("finding %+v outside [0,%d]", fd, len(s))
+			}
+		}
+		if r.Verdict != VerdictFor(r.Highest) {
+			t.Fatalf("verdict %v for %v", r.Verdict, r.Highest)
+		}
+		out, _ := a.Redact(s, StrategyMask, nil)
+		if utf8.ValidString(s) && !utf8.ValidString(out) {
+			t.Fatalf("Redact broke UTF-8: %q", out)
+		}
+	})
+}
+
+// FuzzSanitize: valid UTF-8 out, idempotent, no control or hidden character left.
+func FuzzSanitize(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkSanitized(t, s, Sanitize(s))
+	})
+}
+
+// FuzzAnalyzeResult: arbitrary bytes never panic; a valid object gets a report, and
+// SanitizeResult of it is valid JSON whose rewritten strings are clean.
+func FuzzAnalyzeResult(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"a\u001b]52;c;eA==\u0007"}]}`))
+	f.Add([]byte(`{"content":[{"type":"resource","resource":{"blob":"eA==","mimeType":"text/plain"}}],"structuredContent":{"k":["v",1,null]}}`))
+	f.Add([]byte(`{"a":"\ud800","b":[[[]]],"c":-1.5e+3}`))
+	f.Add([]byte(`{"content":"x"}`))
+	a, _ := New(Options{MaxScanBytes: 64})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err1 := a.AnalyzeResult(b)
+		out, err2 := SanitizeResult(b)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("AnalyzeResult err %v, SanitizeResult err %v", err1, err2)
+		}
+		if err2 != nil {
+			return
+		}
+		if json.Valid(b) && !json.Valid(out) {
+			t.Fatalf("SanitizeResult output is not JSON: %q", out)
+		}
+		again, err := SanitizeResult(out)
+		if err != nil || string(again) != string(out) {
+			t.Fatalf("SanitizeResult not idempotent: %q -> %q (%v)", out, again, err)
+		}
+		_, _ = a.AnalyzeArguments(b)
+	})
+}

@@ -1,0 +1,790 @@
+package engine
+
+import (
+	"encoding/base64"
+	"net/netip"
+	"strings"
+)
+
+// PII and secret matchers. Each validates what it finds (Luhn, mod-97, SSA rules,
+// octet ranges, a decodable JWT header) instead of trusting the shape alone.
+
+func isWordByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
+
+// word handles a pre-scan hit on a digit, 'A', 'J', '_' or '-': it finds the whole
+// word ([A-Za-z0-9_-]+) around s[i] and runs the number, secret and IBAN matchers on
+// it once, returning where scanning resumes.
+func (t *textScan) word(i int) int {
+	s := t.s
+	n := len(s)
+	ws := i
+	for ws > t.done && isWordByte(s[ws-1]) {
+		ws--
+	}
+	we := i + 1
+	for we < n && isWordByte(s[we]) {
+		we++
+	}
+	end := we
+	if ws == t.done && ws > 0 && isWordByte(s[ws-1]) {
+		// the rest of a word an earlier matcher consumed
+		t.done = end
+		return end
+	}
+	c := s[ws]
+	switch {
+	case isDigit(c):
+		// quick reject: a short number that no separator continues can match nothing
+		d := ws + 1
+		for d < n && isDigit(s[d]) {
+			d++
+		}
+		if d-ws < 13 && (d == n || !numberContinues(s[d])) && (ws == 0 || s[ws-1] != '(' && s[ws-1] != '+') {
+			break
+		}
+		if numberBoundary(s, ws) {
+			end = max(end, t.numeric(ws))
+		}
+	case c == '-':
+		if strings.HasPrefix(s[ws:], "-----BEGIN ") {
+			end = max(end, t.privateKey(ws))
+		}
+	default:
+		end = max(end, t.secret(ws, we))
+	}
+	t.done = end
+	return end
+}
+
+// numberContinues reports whether c after a digit group may continue a number run.
+func numberContinues(c byte) bool {
+	return c == ' ' || c == '-' || c == '.' || c == ')' || isAlpha(c) || c == '_'
+}
+
+// numberBoundary reports whether a number may start at s[i]: not inside an
+// identifier, version, date, time or thousands-grouped number.
+func numberBoundary(s string, i int) bool {
+	if i == 0 {
+		return true
+	}
+	c := s[i-1]
+	if isWordByte(c) {
+		return false
+	}
+	switch c {
+	case '.', ',', ':', '/', '#', '=':
+		if i >= 2 && isAlnum(s[i-2]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sign handles '+' and '(' that may open a phone number.
+func (t *textScan) sign(i int) int {
+	s := t.s
+	if i+1 < len(s) && isDigit(s[i+1]) && numberBoundary(s, i) && i >= t.done {
+		end := t.numeric(i)
+		t.done = max(t.done, end)
+		return max(end, i+1)
+	}
+	return i + 1
+}
+
+// numRun is a run of digit groups and the single separators between them.
+type numRun struct {
+	n     int
+	plus  bool
+	gs    [8]int
+	ge    [8]int
+	paren [8]bool
+	sep   [8]byte // separator after group k; ')' marks "(415)555"
+}
+
+// numeric parses the number run starting at s[i] (a digit, '+' or '(') and reports
+// IPv4 addresses, SSNs, payment cards and phone numbers among its group spans.
+func (t *textScan) numeric(i int) int {
+	s := t.s
+	n := len(s)
+	var r numRun
+	j := i
+	if s[j] == '+' {
+		r.plus = true
+		j++
+	}
+	for r.n < len(r.gs) {
+		open := false
+		if j < n && s[j] == '(' {
+			open = true
+			j++
+		}
+		st := j
+		for j < n && isDigit(s[j]) {
+			j++
+		}
+		if j == st || j-st > 19 {
+			return skipWord(s, j)
+		}
+		if open {
+			if j >= n || s[j] != ')' {
+				return skipWord(s, j)
+			}
+			j++
+		}
+		r.gs[r.n], r.ge[r.n], r.paren[r.n] = st, j, open
+		if open {
+			r.ge[r.n] = j - 1
+		}
+		r.n++
+		if j >= n {
+			break
+		}
+		c := s[j]
+		if (c == ' ' || c == '-' || c == '.') && j+1 < n && (isDigit(s[j+1]) || (c == ' ' && s[j+1] == '(' && j+2 < n && isDigit(s[j+2]))) {
+			r.sep[r.n-1] = c
+			j++
+			continue
+		}
+		if open && isDigit(c) {
+			r.sep[r.n-1] = ')'
+			continue
+		}
+		break
+	}
+	end := j
+	if end < n {
+		c := s[end]
+		if isWordByte(c) || c == '@' {
+			return skipWord(s, end)
+		}
+		if (c == '.' || c == ',' || c == ':') && end+1 < n && isDigit(s[end+1]) {
+			dottedQuad := r.n == 4 && r.sep[0] == '.' && r.sep[1] == '.' && r.sep[2] == '.'
+			if c != ':' || !dottedQuad { // 192.168.0.1:80 keeps its address
+				return skipWord(s, end+1)
+			}
+		}
+	}
+	// try spans [a,b) of groups, longest first; spans start and end at spaces
+	for a := 0; a < r.n; {
+		matched := false
+		for b := r.n; b > a; b-- {
+			if b < r.n && r.sep[b-1] != ' ' {
+				continue
+			}
+			if t.numberSpan(&r, a, b, i) {
+				a = b
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			a++
+			for a < r.n && r.sep[a-1] != ' ' {
+				a++
+			}
+		}
+	}
+	return end
+}
+
+func skipWord(s string, j int) int {
+	for j < len(s) && (isWordByte(s[j]) || s[j] == '.') {
+		j++
+	}
+	return j
+}
+
+// numberSpan tests groups [a,b) of r against the numeric matchers.
+func (t *textScan) numberSpan(r *numRun, a, b, runStart int) bool {
+	s := t.s
+	plus := r.plus && a == 0
+	start := r.gs[a]
+	if r.paren[a] {
+		start--
+	}
+	if plus {
+		start = runStart
+	}
+	end := r.ge[b-1]
+	if r.paren[b-1] {
+		end++
+	}
+	k := b - a
+	var digits [24]byte
+	nd := 0
+	anyParen := false
+	for g := a; g < b; g++ {
+		if r.ge[g]-r.gs[g] > len(digits)-nd {
+			return false
+		}
+		nd += copy(digits[nd:], s[r.gs[g]:r.ge[g]])
+		anyParen = anyParen || r.paren[g]
+	}
+	glen := func(g int) int { return r.ge[a+g] - r.gs[a+g] }
+	sepsAll := func(c byte) bool {
+		for g := a; g < b-1; g++ {
+			if r.sep[g] != c {
+				return false
+			}
+		}
+		return true
+	}
+	if !plus && !anyParen {
+		// IPv4: four dotted octets
+		if k == 4 && sepsAll('.') && validIPv4(s, r, a) && !afterVersionWord(s, start) {
+			t.k.add(rIP, "ipv4", start, end)
+			return true
+		}
+		// US SSN: AAA-GG-SSSS
+		if k == 3 && sepsAll('-') && glen(0) == 3 && glen(1) == 2 && glen(2) == 4 && validSSN(digits[:9]) {
+			t.k.add(rSSN, "ssn", start, end)
+			return true
+		}
+		// payment card
+		if nd >= 13 && nd <= 19 && cardGrouping(r, a, b) && validCard(digits[:nd]) {
+			t.k.add(rCard, "card", start, end)
+			return true
+		}
+	}
+	if isPhone(r, a, b, plus, digits[:nd]) {
+		t.k.add(rPhone, "phone", start, end)
+		return true
+	}
+	return false
+}
+
+func validIPv4(s string, r *numRun, a int) bool {
+	for g := a; g < a+4; g++ {
+		o := s[r.gs[g]:r.ge[g]]
+		if len(o) > 3 || (len(o) > 1 && o[0] == '0') {
+			return false
+		}
+		v := 0
+		for i := 0; i < len(o); i++ {
+			v = v*10 + int(o[i]-'0')
+		}
+		if v > 255 {
+			return false
+		}
+	}
+	return true
+}
+
+// afterVersionWord reports whether the dotted quad at s[i] follows "version" or "v".
+func afterVersionWord(s string, i int) bool {
+	j := i
+	for j > 0 && s[j-1] == ' ' {
+		j--
+	}
+	w := j
+	for w > 0 && isAlpha(s[w-1]) {
+		w--
+	}
+	word := s[w:j]
+	return strings.EqualFold(word, "version") || strings.EqualFold(word, "ver") || strings.EqualFold(word, "v") || strings.EqualFold(word, "build")
+}
+
+// validSSN applies the SSA rules: area not 000, 666 or 900–999; group not 00; serial
+// not 0000; and not the two numbers published in advertising (078-05-1120, 219-09-9999).
+func validSSN(d []byte) bool {
+	area := string(d[:3])
+	if area == "000" || area == "666" || d[0] == '9' {
+		return false
+	}
+	if string(d[3:5]) == "00" || string(d[5:9]) == "0000" {
+		return false
+	}
+	return string(d) != "078051120" && string(d) != "219099999"
+}
+
+// cardGrouping accepts a card written as one group, or in groups of 4 (the last 1–4),
+// 4-6-5 (American Express) or 4-6-4 (Diners), with one kind of separator.
+func cardGrouping(r *numRun, a, b int) bool {
+	k := b - a
+	if k == 1 {
+		return true
+	}
+	sep := r.sep[a]
+	if sep != ' ' && sep != '-' {
+		return false
+	}
+	for g := a; g < b-1; g++ {
+		if r.sep[g] != sep {
+			return false
+		}
+	}
+	l := func(g int) int { return r.ge[a+g] - r.gs[a+g] }
+	if k == 3 && l(0) == 4 && l(1) == 6 && (l(2) == 5 || l(2) == 4) {
+		return true
+	}
+	for g := 0; g < k-1; g++ {
+		if l(g) != 4 {
+			return false
+		}
+	}
+	return l(k-1) >= 1 && l(k-1) <= 4
+}
+
+// validCard checks the issuer prefix (IIN) against the card length, then Luhn.
+func validCard(d []byte) bool {
+	n := len(d)
+	p2 := int(d[0]-'0')*10 + int(d[1]-'0')
+	p3 := p2*10 + int(d[2]-'0')
+	p4 := p3*10 + int(d[3]-'0')
+	p6 := p4*100 + int(d[4]-'0')*10 + int(d[5]-'0')
+	ok := false
+	switch {
+	case d[0] == '4': // Visa
+		ok = n == 13 || n == 16 || n == 19
+	case p2 >= 51 && p2 <= 55, p4 >= 2221 && p4 <= 2720: // Mastercard
+		ok = n == 16
+	case p2 == 34 || p2 == 37: // American Express
+		ok = n == 15
+	case p4 == 6011, p2 == 65, p3 >= 644 && p3 <= 649, p6 >= 622126 && p6 <= 622925: // Discover
+		ok = n >= 16 && n <= 19
+	case p4 >= 3528 && p4 <= 3589: // JCB
+		ok = n >= 16 && n <= 19
+	case p3 >= 300 && p3 <= 305, p2 == 36, p2 == 38, p2 == 39: // Diners Club
+		ok = n >= 14 && n <= 19
+	case p2 == 62: // UnionPay
+		ok = n >= 16 && n <= 19
+	case p2 == 50, p2 >= 56 && p2 <= 58, p2 == 67: // Maestro
+		ok = n >= 12 && n <= 19
+	}
+	return ok && luhn(d)
+}
+
+func luhn(d []byte) bool {
+	sum := 0
+	double := false
+	for i := len(d) - 1; i >= 0; i-- {
+		v := int(d[i] - '0')
+		if double {
+			v *= 2
+			if v > 9 {
+				v -= 9
+			}
+		}
+		sum += v
+		double = !double
+	}
+	return sum%10 == 0
+}
+
+// isPhone accepts E.164 ("+" and 8–15 digits, grouped freely) and two national
+// groupings: NANP 3-3-4 (optionally after a "1" group, area code in parentheses
+// allowed) and trunk-prefix numbers (first group starts with 0, 2–5 groups of at
+// least 2 digits, 10–11 digits). Ungrouped national digit strings are not phones.
+func isPhone(r *numRun, a, b int, plus bool, d []byte) bool {
+	k := b - a
+	nd := len(d)
+	l := func(g int) int { return r.ge[a+g] - r.gs[a+g] }
+	if plus {
+		if nd < 8 || nd > 15 || d[0] == '0' {
+			return false
+		}
+		for g := a; g < b-1; g++ {
+			if r.sep[g] == '.' && k < 3 {
+				return false
+			}
+		}
+		return true
+	}
+	consistent := func(from int) bool {
+		var sep byte
+		for g := a + from; g < b-1; g++ {
+			c := r.sep[g]
+			if c == ')' {
+				continue
+			}
+			if r.paren[g] && c == ' ' {
+				continue
+			}
+			if sep == 0 {
+				sep = c
+			} else if c != sep {
+				return false
+			}
+		}
+		return true
+	}
+	// NANP
+	off := 0
+	if k == 4 && l(0) == 1 && d[0] == '1' {
+		off = 1
+	}
+	if k-off == 3 && l(off) == 3 && l(off+1) == 3 && l(off+2) == 4 {
+		area := d[off]
+		exch := d[off+3]
+		if area >= '2' && exch >= '2' && consistent(off) && !r.paren[a+off+1] && !r.paren[a+off+2] {
+			return true
+		}
+	}
+	// trunk prefix 0
+	if k >= 2 && k <= 5 && d[0] == '0' && nd >= 10 && nd <= 11 && l(0) >= 2 && l(0) <= 5 && consistent(0) {
+		for g := 0; g < k; g++ {
+			if l(g) < 2 || (g > 0 && r.paren[a+g]) {
+				return false
+			}
+		}
+		for g := a; g < b-1; g++ {
+			if r.sep[g] == '.' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// ---- e-mail ----
+
+func isLocalByte(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
+}
+
+// email handles '@' at s[i]: a local part of up to 64 bytes before it and a dotted
+// domain with an alphabetic TLD after it.
+func (t *textScan) email(i int) int {
+	s := t.s
+	n := len(s)
+	j := i
+	for j > 0 && isLocalByte(s[j-1]) && i-j <= 64 {
+		j--
+	}
+	if j == i || i-j > 64 || s[j] == '.' || s[i-1] == '.' || (j > 0 && (s[j-1] == '@')) {
+		return i + 1
+	}
+	// domain labels
+	k := i + 1
+	labels := 0
+	lastDot := -1
+	firstEnd := -1
+	for {
+		ls := k
+		for k < n && (isAlnum(s[k]) || s[k] == '-') && k-ls < 63 {
+			k++
+		}
+		if k == ls || s[ls] == '-' || s[k-1] == '-' {
+			if labels > 0 && k == ls {
+				k-- // the trailing dot is not part of the address
+			}
+			break
+		}
+		labels++
+		if firstEnd < 0 {
+			firstEnd = k
+		}
+		if k+1 < n && s[k] == '.' && isAlnum(s[k+1]) {
+			lastDot = k
+			k++
+			continue
+		}
+		break
+	}
+	if labels < 2 || lastDot < 0 || k-i > 254 {
+		return max(k, i+1)
+	}
+	end := lastDot + 1
+	for end < n && (isAlnum(s[end]) || s[end] == '-') {
+		end++
+	}
+	tld := s[lastDot+1 : end]
+	if len(tld) < 2 {
+		return end
+	}
+	for x := 0; x < len(tld); x++ {
+		if !isAlpha(tld[x]) {
+			return end
+		}
+	}
+	if end < n && (s[end] == '_' || s[end] == '@' || (s[end] == ':' && end+1 < n && s[end+1] != ' ' && s[end+1] != '\n')) {
+		return end // scp-style git@host:path, or not an address
+	}
+	// "icon@2x.png": a density suffix, not a domain
+	first := s[i+1 : firstEnd]
+	if len(first) >= 2 && first[len(first)-1] == 'x' && strings.Trim(first[:len(first)-1], "0123456789") == "" {
+		return end
+	}
+	t.k.add(rEmail, "email", j, end)
+	t.done = max(t.done, end)
+	return end
+}
+
+// ---- IPv6 ----
+
+func isHex(c byte) bool { return isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'f') }
+
+// ipv6 handles ':' at s[i]: the surrounding run of hex digits, colons and dots must
+// parse as an IPv6 address with at least two colons and one digit.
+func (t *textScan) ipv6(i int) int {
+	s := t.s
+	n := len(s)
+	prevHex := i > 0 && isHex(s[i-1])
+	if !prevHex && !(i+1 < n && s[i+1] == ':') {
+		return i + 1
+	}
+	j := i
+	for j > 0 && (isHex(s[j-1]) || s[j-1] == ':') && i-j < 40 {
+		j--
+	}
+	if j > 0 && (isWordByte(s[j-1]) || s[j-1] == '.' || s[j-1] == ':') {
+		return i + 1
+	}
+	k := i
+	for k < n && (isHex(s[k]) || s[k] == ':' || s[k] == '.') && k-j < 46 {
+		k++
+	}
+	for k > i && s[k-1] == '.' {
+		k--
+	}
+	if k < n && (isWordByte(s[k]) || s[k] == ':' || s[k] == '.') {
+		return k
+	}
+	cand := s[j:k]
+	colons, digit := 0, false
+	for x := 0; x < len(cand); x++ {
+		if cand[x] == ':' {
+			colons++
+		} else if isDigit(cand[x]) {
+			digit = true
+		}
+	}
+	if colons < 2 || !digit {
+		return k
+	}
+	if a, err := netip.ParseAddr(cand); err == nil && a.Is6() {
+		t.k.add(rIP, "ipv6", j, k)
+		t.done = max(t.done, k)
+	}
+	return max(k, i+1)
+}
+
+// ---- secrets and IBAN ----
+
+// secret runs the token matchers on the word s[ws:we] (it starts with a letter, '_'
+// or '-') and returns where scanning resumes.
+func (t *textScan) secret(ws, we int) int {
+	s := t.s
+	w := s[ws:we]
+	switch {
+	case len(w) == 20 && (strings.HasPrefix(w, "AKIA") || strings.HasPrefix(w, "ASIA")):
+		if allIn(w[4:], upperDigit) && varied(w[4:]) {
+			t.k.add(rAWS, "aws_access_key", ws, we)
+		}
+	case len(w) == 39 && strings.HasPrefix(w, "AIza"):
+		if allIn(w[4:], base64URL) && varied(w[4:]) {
+			t.k.add(rGoogle, "google_api_key", ws, we)
+		}
+	case len(w) >= 40 && w[0] == 'g' && w[1] == 'h' && strings.IndexByte("pousr", w[2]) >= 0 && w[3] == '_':
+		if allIn(w[4:], alnum) && varied(w[4:]) {
+			t.k.add(rGitHub, "github_token", ws, we)
+		}
+	case len(w) >= 11+30 && strings.HasPrefix(w, "github_pat_"):
+		if allIn(w[11:], alnumUnderscore) && varied(w[11:]) {
+			t.k.add(rGitHub, "github_token", ws, we)
+		}
+	case len(w) >= 15 && strings.HasPrefix(w, "xox") && strings.IndexByte("baprse", w[3]) >= 0 && w[4] == '-',
+		len(w) >= 15 && strings.HasPrefix(w, "xapp-"):
+		if allIn(w[5:], slackBody) && varied(w[5:]) {
+			t.k.add(rSlack, "slack_token", ws, we)
+		}
+	case len(w) >= 8+16 && (strings.HasPrefix(w, "sk_live_") || strings.HasPrefix(w, "sk_test_") || strings.HasPrefix(w, "rk_live_") || strings.HasPrefix(w, "rk_test_")):
+		if allIn(w[8:], alnum) && varied(w[8:]) {
+			t.k.add(rStripe, "stripe_key", ws, we)
+		}
+	case len(w) >= 10 && strings.HasPrefix(w, "eyJ"):
+		return max(we, t.jwt(ws, we))
+	case len(w) >= 4 && isUpper(w[0]) && isUpper(w[1]) && isDigit(w[2]) && isDigit(w[3]):
+		return max(we, t.iban(ws))
+	}
+	return we
+}
+
+// varied rejects placeholders such as "xxxxxxxx" or "0000…": a real token has at
+// least 8 distinct characters.
+func varied(s string) bool {
+	var seen [256]bool
+	d := 0
+	for i := 0; i < len(s); i++ {
+		if !seen[s[i]] {
+			seen[s[i]] = true
+			d++
+			if d >= 8 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+type byteSet [256]bool
+
+func mkSet(chars string) *byteSet {
+	var b byteSet
+	for i := 0; i < len(chars); i++ {
+		b[chars[i]] = true
+	}
+	return &b
+}
+
+const (
+	digitChars = "0123456789"
+	upperChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	lowerChars = "abcdefghijklmnopqrstuvwxyz"
+)
+
+var (
+	upperDigit      = mkSet(upperChars + digitChars)
+	alnum           = mkSet(upperChars + lowerChars + digitChars)
+	alnumUnderscore = mkSet(upperChars + lowerChars + digitChars + "_")
+	base64URL       = mkSet(upperChars + lowerChars + digitChars + "_-")
+	slackBody       = mkSet(upperChars + lowerChars + digitChars + "-")
+)
+
+func allIn(s string, set *byteSet) bool {
+	for i := 0; i < len(s); i++ {
+		if !set[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// jwt matches header.payload.signature whose header is base64url JSON with "alg".
+func (t *textScan) jwt(ws, we int) int {
+	s := t.s
+	n := len(s)
+	if we >= n || s[we] != '.' {
+		return we
+	}
+	p := we + 1
+	for p < n && base64URL[s[p]] {
+		p++
+	}
+	if p-(we+1) < 2 || p >= n || s[p] != '.' {
+		return p
+	}
+	q := p + 1
+	for q < n && base64URL[s[q]] {
+		q++
+	}
+	if q < n && (isWordByte(s[q]) || s[q] == '.') {
+		return q
+	}
+	header := s[ws:we]
+	if len(header) > 1024 {
+		return q
+	}
+	var buf [768]byte
+	dn, err := base64.RawURLEncoding.Decode(buf[:], []byte(strings.TrimRight(header, "=")))
+	if err != nil {
+		return q
+	}
+	h := buf[:dn]
+	if len(h) < 2 || h[0] != '{' || !strings.Contains(string(h), `"alg"`) {
+		return q
+	}
+	t.k.add(rJWT, "jwt", ws, q)
+	return q
+}
+
+// privateKeyWindow bounds how far the END line of a private-key block is looked for.
+const privateKeyWindow = 64 << 10
+
+// privateKey matches a PEM, OpenSSH or PGP private-key block starting at s[i]
+// ("-----BEGIN "): the whole block through its END line, or, when the END line is
+// missing, through the last line of key body.
+func (t *textScan) privateKey(i int) int {
+	s := t.s
+	rest := s[i+len("-----BEGIN "):]
+	e := strings.Index(rest[:min(len(rest), 80)], "-----")
+	if e < 0 {
+		return i + 11
+	}
+	label := rest[:e]
+	if !strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
+		return i + 11 + e + 5
+	}
+	bodyStart := i + 11 + e + 5
+	win := s[bodyStart:min(len(s), bodyStart+privateKeyWindow)]
+	if k := strings.Index(win, "-----END "); k >= 0 {
+		tail := win[k+9:]
+		if m := strings.Index(tail[:min(len(tail), 80)], "-----"); m >= 0 {
+			end := bodyStart + k + 9 + m + 5
+			t.k.add(rPrivateKey, "private_key", i, end)
+			return end
+		}
+	}
+	// unterminated: the key body (base64, whitespace, escaped newlines, headers)
+	j := bodyStart
+	for j < len(s) && j-bodyStart < privateKeyWindow {
+		c := s[j]
+		if isAlnum(c) || c == '+' || c == '/' || c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\\' || c == ':' || c == '-' || c == ',' {
+			j++
+			continue
+		}
+		break
+	}
+	t.k.add(rPrivateKey, "private_key", i, j)
+	return j
+}
+
+// ibanLength is the IBAN length per country (SWIFT IBAN registry).
+var ibanLength = map[string]int{
+	"AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22,
+	"BH": 22, "BR": 29, "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22,
+	"DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18, "FO": 18, "FR": 27,
+	"GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28,
+	"IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20,
+	"LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24,
+	"ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24,
+	"PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31,
+	"SE": 24, "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24,
+	"TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+}
+
+// iban matches an IBAN at s[i], compact or printed in groups of four, with the
+// country's length and a mod-97 remainder of 1.
+func (t *textScan) iban(i int) int {
+	s := t.s
+	n := len(s)
+	want, ok := ibanLength[s[i:i+2]]
+	if !ok {
+		return i + 4
+	}
+	var buf [34]byte
+	nb := 0
+	j := i
+	for j < n && nb < want {
+		c := s[j]
+		if isDigit(c) || isUpper(c) {
+			buf[nb] = c
+			nb++
+			j++
+			continue
+		}
+		if c == ' ' && nb%4 == 0 && nb > 0 && j+1 < n && (isDigit(s[j+1]) || isUpper(s[j+1])) {
+			j++
+			continue
+		}
+		break
+	}
+	if nb != want || (j < n && isWordByte(s[j])) {
+		return j
+	}
+	// mod 97 of BBAN + country + check digits, letters as 10–35
+	rem := 0
+	for k := 0; k < nb; k++ {
+		c := buf[(k+4)%nb]
+		if isDigit(c) {
+			rem = (rem*10 + int(c-'0')) % 97
+		} else {
+			rem = (rem*100 + int(c-'A'+10)) % 97
+		}
+	}
+	if rem == 1 {
+		t.k.add(rIBAN, "iban", i, j)
+	}
+	return j
+}

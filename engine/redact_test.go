@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	a, _ := New(Options{})
+	sum := sha256.Sum256([]byte("alice@example.com"))
+	h := hex.EncodeToString(sum[:4])
+	tests := []struct {
+		name     string
+		in       string
+		strategy Strategy
+		kinds    []string
+		want     string
+		n        int
+	}{
+		{"email redact", "mail alice@example.com now", StrategyRedact, nil, "mail [REDACTED:EMAIL] now", 1},
+		{"email hash", "alice@example.com", StrategyHash, []string{"email"}, "[HASH:EMAIL:" + h + "]", 1},
+		{"card mask", "card 4242424242424242.", StrategyMask, nil, "card ************4242.", 1},
+		{"mask short", "ip 1.2.3.4", StrategyMask, nil, "ip ***.3.4", 1},
+		{"kinds by rule id", "a@b.io 4111 1111 1111 1111", StrategyRedact, []string{"pii_payment_card"}, "a@b.io [REDACTED:CARD]", 1},
+		{"kinds filter out", "a@b.io", StrategyRedact, []string{"card"}, "a@b.io", 0},
+		{"all kinds", "a@b.io AKIA2OGYBAH6STMMNXNN 123-45-6789", StrategyRedact, nil, "[REDACTED:EMAIL] [REDACTED:AWS_ACCESS_KEY] [REDACTED:SSN]", 3},
+		{"private key whole block", "k: -----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY----- end", StrategyRedact, nil, "k: [REDACTED:PRIVATE_KEY] end", 1},
+		{"escapes are not PII", "\x1b]52;c;eA==\x07 <|im_start|>", StrategyRedact, nil, "\x1b]52;c;eA==\x07 <|im_start|>", 0},
+		{"unknown strategy redacts", "a@b.io", Strategy("x"), nil, "[REDACTED:EMAIL]", 1},
+		{"empty", "", StrategyRedact, nil, "", 0},
+		{"many", "a@b.io,c@d.io;e@f.io", StrategyRedact, nil, "[REDACTED:EMAIL],[REDACTED:EMAIL];[REDACTED:EMAIL]", 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, n := a.Redact(tc.in, tc.strategy, tc.kinds)
+			if got != tc.want || n != tc.n {
+				t.Errorf("Redact(%q) = %q, %d; want %q, %d", tc.in, got, n, tc.want, tc.n)
+			}
+		})
+	}
+}
+
+func TestRedactCleanNoAlloc(t *testing.T) {
+	a, _ := New(Options{})
+	s := "nothing sensitive here, just words and 42 numbers."
+	a.Redact(s, StrategyRedact, nil)
+	if n := testing.AllocsPerRun(100, func() { a.Redact(s, StrategyRedact, nil) }); n != 0 {
+		t.Errorf("Redact allocates %v times on clean text", n)
+	}
+}

@@ -1,0 +1,126 @@
+package engine
+
+// Rule ids. The six output_* ids of seed 000 ("Rule set") keep their names and
+// severities; the others are mcpgate additions (docs/engine.md).
+const (
+	RuleOSC52Clipboard    = "output_osc52_clipboard_write"
+	RuleHyperlinkMismatch = "output_terminal_hyperlink_mismatch"
+	RuleHiddenText        = "output_hidden_text"
+	RuleFakePrompt        = "output_fake_prompt"
+	RuleTitleManipulation = "output_title_manipulation"
+	RuleClearScreen       = "output_clear_screen"
+	RuleCursorOverwrite   = "output_cursor_overwrite"
+	RuleTerminalControl   = "output_terminal_control"
+	RulePromptInjection   = "output_prompt_injection"
+	RuleEmail             = "pii_email"
+	RulePhone             = "pii_phone"
+	RulePaymentCard       = "pii_payment_card"
+	RuleIBAN              = "pii_iban"
+	RuleUSSSN             = "pii_us_ssn"
+	RuleIPAddress         = "pii_ip_address"
+	RuleAWSAccessKey      = "secret_aws_access_key"
+	RuleGitHubToken       = "secret_github_token"
+	RuleSlackToken        = "secret_slack_token"
+	RuleStripeKey         = "secret_stripe_key"
+	RuleGoogleAPIKey      = "secret_google_api_key"
+	RuleJWT               = "secret_jwt"
+	RulePrivateKey        = "secret_private_key"
+)
+
+// Rule families, as reported in Rule.Family.
+const (
+	FamilyTerminalEscape  = "terminal_escape"
+	FamilyHiddenText      = "hidden_text"
+	FamilyPromptInjection = "prompt_injection"
+	FamilyPII             = "pii"
+	FamilySecret          = "secret"
+)
+
+// Rule describes one built-in rule: a stable snake_case id, its family, its default
+// severity and a one-line explanation.
+type Rule struct {
+	ID       string   `json:"id"`
+	Family   string   `json:"family"`
+	Severity Severity `json:"severity"`
+	Summary  string   `json:"summary"`
+}
+
+// ruleIndex is a dense index into the rule table; findings carry it internally so
+// severity lookups need no map.
+type ruleIndex uint8
+
+const (
+	rOSC52 ruleIndex = iota
+	rHyperlink
+	rHidden
+	rFakePrompt
+	rTitle
+	rClear
+	rOverwrite
+	rControl
+	rInjection
+	rEmail
+	rPhone
+	rCard
+	rIBAN
+	rSSN
+	rIP
+	rAWS
+	rGitHub
+	rSlack
+	rStripe
+	rGoogle
+	rJWT
+	rPrivateKey
+	numRules
+)
+
+// ruleTable is the built-in rule set, indexed by ruleIndex.
+var ruleTable = [numRules]Rule{
+	rOSC52:      {RuleOSC52Clipboard, FamilyTerminalEscape, SeverityHigh, "OSC 52 (or kitty OSC 5522 / iTerm2 OSC 1337 Copy=) writes or reads the terminal clipboard"},
+	rHyperlink:  {RuleHyperlinkMismatch, FamilyTerminalEscape, SeverityHigh, "OSC 8 hyperlink whose visible label names a host other than the link target's"},
+	rHidden:     {RuleHiddenText, FamilyHiddenText, SeverityMedium, "text a human cannot see but a model reads: SGR 8 conceal, foreground = background, zero-width runs, Unicode Tags, bidi controls, variation-selector runs"},
+	rFakePrompt: {RuleFakePrompt, FamilyPromptInjection, SeverityMedium, "a line that is only a shell prompt of another (often root) session, e.g. \"[root@host ~]# \""},
+	rTitle:      {RuleTitleManipulation, FamilyTerminalEscape, SeverityInfo, "OSC 0/1/2 sets the terminal window or icon title"},
+	rClear:      {RuleClearScreen, FamilyTerminalEscape, SeverityInfo, "CSI 2J/3J, RIS (ESC c) or the alternate screen clears what the user saw"},
+	rOverwrite:  {RuleCursorOverwrite, FamilyTerminalEscape, SeverityMedium, "bare CR, backspaces, cursor-up/position/restore or line erase that overwrite earlier prose with other text"},
+	rControl:    {RuleTerminalControl, FamilyTerminalEscape, SeverityMedium, "DCS, APC, PM, SOS, stray C1 controls, unknown OSC, or CSI queries that make the terminal act or answer"},
+	rInjection:  {RulePromptInjection, FamilyPromptInjection, SeverityMedium, "forged role or system markup (<system-reminder>, <|im_start|>, [INST], Human:/Assistant: turns) or forged fence sentinels"},
+	rEmail:      {RuleEmail, FamilyPII, SeverityInfo, "e-mail address (RFC 5321 shape, dotted domain with an alphabetic TLD)"},
+	rPhone:      {RulePhone, FamilyPII, SeverityInfo, "phone number: E.164 (+ and 8-15 digits) or a national grouping (NANP 3-3-4, trunk-0 groups)"},
+	rCard:       {RulePaymentCard, FamilyPII, SeverityInfo, "payment card number: known IIN prefix and length, Luhn-valid, plain or grouped with spaces or dashes"},
+	rIBAN:       {RuleIBAN, FamilyPII, SeverityInfo, "IBAN with the country's length and a valid mod-97 check"},
+	rSSN:        {RuleUSSSN, FamilyPII, SeverityInfo, "US social security number AAA-GG-SSSS with valid area, group and serial"},
+	rIP:         {RuleIPAddress, FamilyPII, SeverityInfo, "IPv4 dotted quad or IPv6 address"},
+	rAWS:        {RuleAWSAccessKey, FamilySecret, SeverityInfo, "AWS access key id (AKIA/ASIA + 16)"},
+	rGitHub:     {RuleGitHubToken, FamilySecret, SeverityInfo, "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)"},
+	rSlack:      {RuleSlackToken, FamilySecret, SeverityInfo, "Slack token (xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxe-, xapp-)"},
+	rStripe:     {RuleStripeKey, FamilySecret, SeverityInfo, "Stripe secret or restricted key (sk_live_, sk_test_, rk_live_, rk_test_)"},
+	rGoogle:     {RuleGoogleAPIKey, FamilySecret, SeverityInfo, "Google API key (AIza + 35)"},
+	rJWT:        {RuleJWT, FamilySecret, SeverityInfo, "JSON Web Token whose header decodes to a JSON object with \"alg\""},
+	rPrivateKey: {RulePrivateKey, FamilySecret, SeverityInfo, "the whole PEM/OpenSSH/PGP private-key block, BEGIN line to END line"},
+}
+
+// ruleByID maps rule ids to their index.
+var ruleByID = func() map[string]ruleIndex {
+	m := make(map[string]ruleIndex, numRules)
+	for i, r := range ruleTable {
+		m[r.ID] = ruleIndex(i)
+	}
+	return m
+}()
+
+// Rules lists every built-in rule, sorted by id.
+func Rules() []Rule {
+	out := make([]Rule, 0, numRules)
+	out = append(out, ruleTable[:]...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].ID < out[j-1].ID; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// isRedactable reports whether findings of rule r carry a PII or secret value.
+func (r ruleIndex) isRedactable() bool { return r >= rEmail }

@@ -1,0 +1,724 @@
+package engine
+
+import (
+	"encoding/binary"
+	"unicode"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// load64 reads s[i:i+8] little-endian; the caller guarantees i+8 <= len(s).
+func load64(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+}
+
+// Byte classes of the pre-scan. Class 0 bytes can start nothing interesting, so the
+// scanner skips them eight at a time; only the other classes run a matcher.
+const (
+	cNone  = iota
+	cESC   // ESC (U+001B)
+	cLF    // line feed: line-start and line-end checks
+	cCR    // carriage return: CRLF or a bare CR overwrite
+	cBS    // backspace overwrite
+	cLead  // UTF-8 lead byte of a range with C1, invisible or format characters
+	cWord  // digits, 'A', 'J', '_', '-': numbers, secrets, IBANs
+	cAt    // '@': e-mail
+	cLT    // '<': role tags, ChatML tokens, fence sentinels
+	cLBr   // '[': [INST], forged gateway notices
+	cColon // ':': IPv6
+	cSign  // '+' or '(': phone numbers
+)
+
+// classFull is the pre-scan table of the full analysis; classPII the one Redact uses.
+var classFull, classPII [256]uint8
+
+func init() {
+	for _, t := range []*[256]uint8{&classFull, &classPII} {
+		for c := '0'; c <= '9'; c++ {
+			t[c] = cWord
+		}
+		for _, c := range "AJ_-" {
+			t[c] = cWord
+		}
+		t['@'] = cAt
+		t[':'] = cColon
+		t['+'] = cSign
+		t['('] = cSign
+	}
+	classFull[0x1B] = cESC
+	classFull['\n'] = cLF
+	classFull['\r'] = cCR
+	classFull['\b'] = cBS
+	classFull['<'] = cLT
+	classFull['['] = cLBr
+	// C2: U+0080–U+00BF (C1 controls). E1: U+1000–U+1FFF (U+180E). E2: U+2000–U+2FFF
+	// (zero-width, bidi, word joiner). EF: U+F000–U+FFFF (variation selectors, BOM).
+	// F3: U+C0000–U+FFFFF (Tags, variation selectors supplement).
+	for _, b := range []byte{0xC2, 0xE1, 0xE2, 0xEF, 0xF3} {
+		classFull[b] = cLead
+	}
+}
+
+// textScan is the state of one scan over one string.
+type textScan struct {
+	k       *sink
+	s       string
+	class   *[256]uint8
+	piiOnly bool
+
+	lineStart, prevLineStart int
+	done                     int // bytes before this were consumed by a word or number matcher
+
+	// SGR state and the start of the current hidden run (-1 when visible)
+	sgr        sgrState
+	hiddenFrom int
+	hiddenSGR  int
+	hiddenKind string
+
+	// OSC 8: an open hyperlink
+	linkOpen   bool
+	linkStart  int
+	labelStart int
+	linkHost   string
+
+	// isolated zero-width characters outside a joining context
+	zwCount, zwFirst, zwLast int
+}
+
+// scanText runs every matcher over s and reports hits to k.
+func scanText(k *sink, s string, piiOnly bool) {
+	t := textScan{k: k, s: s, class: &classFull, piiOnly: piiOnly, hiddenFrom: -1, prevLineStart: -1}
+	if piiOnly {
+		t.class = &classPII
+	}
+	t.run()
+}
+
+func (t *textScan) run() {
+	s := t.s
+	n := len(s)
+	tab := t.class
+	if !t.piiOnly {
+		t.atLineStart(0)
+	}
+	i := 0
+	for {
+		for i+8 <= n {
+			x := load64(s, i)
+			if tab[uint8(x)]|tab[uint8(x>>8)]|tab[uint8(x>>16)]|tab[uint8(x>>24)]|
+				tab[uint8(x>>32)]|tab[uint8(x>>40)]|tab[uint8(x>>48)]|tab[uint8(x>>56)] != 0 {
+				break
+			}
+			i += 8
+		}
+		for i < n && tab[s[i]] == 0 {
+			i++
+		}
+		if i >= n {
+			break
+		}
+		switch tab[s[i]] {
+		case cESC:
+			i = t.escape(i)
+		case cLF:
+			t.atLineEnd(i)
+			t.prevLineStart = t.lineStart
+			t.lineStart = i + 1
+			t.atLineStart(i + 1)
+			i++
+		case cCR:
+			if i+1 < n && s[i+1] == '\n' {
+				i++
+				continue
+			}
+			if i+1 < n && s[i+1] != '\r' {
+				t.overwrite(i, i+1, false, "carriage_return")
+			}
+			i++
+		case cBS:
+			j := i
+			for j < n && s[j] == '\b' {
+				j++
+			}
+			t.overwrite(i, j, false, "backspace")
+			i = j
+		case cLead:
+			i = t.unicode(i)
+		case cWord:
+			i = t.word(i)
+		case cAt:
+			i = t.email(i)
+		case cLT:
+			i = t.angle(i)
+		case cLBr:
+			i = t.bracket(i)
+		case cColon:
+			i = t.ipv6(i)
+		case cSign:
+			i = t.sign(i)
+		default:
+			i++
+		}
+	}
+	if !t.piiOnly {
+		t.atLineEnd(n)
+		t.finish()
+	}
+}
+
+// finish closes what is still open at the end of the string: a hidden SGR run, an
+// unterminated OSC 8 link, isolated zero-width characters.
+func (t *textScan) finish() {
+	n := len(t.s)
+	t.endHidden(n)
+	if t.linkOpen {
+		t.closeLink(n)
+	}
+	if t.zwCount >= zwIsolatedThreshold {
+		t.k.add(rHidden, "zero_width", t.zwFirst, t.zwLast)
+	}
+}
+
+// ---- escape sequences ----
+
+func (t *textScan) escape(i int) int {
+	e := parseEscape(t.s, i)
+	t.handleEscape(e)
+	if e.end <= i {
+		return i + 1
+	}
+	return e.end
+}
+
+func (t *textScan) handleEscape(e escSeq) {
+	s := t.s
+	switch e.kind {
+	case escCSI:
+		t.csi(e)
+	case escOSC:
+		t.osc(e)
+	case escDCS:
+		p := s[e.pStart:e.pEnd]
+		if hasPrefixFold(p, "tmux;") && containsOSC52(p) {
+			t.k.add(rOSC52, "osc52", e.start, e.end)
+			return
+		}
+		t.k.add(rControl, "dcs", e.start, e.end)
+	case escAPC:
+		t.k.add(rControl, "apc", e.start, e.end)
+	case escPM:
+		t.k.add(rControl, "pm", e.start, e.end)
+	case escSOS:
+		t.k.add(rControl, "sos", e.start, e.end)
+	case escC1:
+		t.k.add(rControl, "c1_control", e.start, e.end)
+	case escTwoByte:
+		switch e.final {
+		case 'c': // RIS, full reset: clears the screen
+			if e.pEnd == e.start+1 {
+				t.k.add(rClear, "ris", e.start, e.end)
+			}
+		case 'M': // RI, reverse index: cursor up
+			t.overwrite(e.start, e.end, true, "cursor_move")
+		case '8': // DECRC: restore a saved cursor position
+			if e.pEnd == e.start+1 {
+				t.overwrite(e.start, e.end, true, "cursor_move")
+			}
+		}
+	}
+}
+
+func containsOSC52(p string) bool {
+	for i := 0; i+3 < len(p); i++ {
+		if p[i] == ']' && p[i+1] == '5' && p[i+2] == '2' && p[i+3] == ';' {
+			return true
+		}
+	}
+	return false
+}
+
+// csi handles one CSI sequence: SGR state, clears, cursor moves, erases and queries.
+func (t *textScan) csi(e escSeq) {
+	s := t.s
+	p := s[e.pStart:e.pEnd]
+	private := len(p) > 0 && p[0] >= 0x3C && p[0] <= 0x3F
+	switch e.final {
+	case 'm':
+		if !e.terminated {
+			return
+		}
+		t.endHidden(e.start)
+		if applySGR(&t.sgr, p) {
+			if h, kind := t.sgr.hidden(); h {
+				t.hiddenFrom, t.hiddenSGR, t.hiddenKind = e.end, e.start, kind
+			}
+		}
+	case 'J':
+		if !private {
+			v, _ := sgrNum(p, 0)
+			switch v {
+			case 2, 3:
+				t.k.add(rClear, "clear_screen", e.start, e.end)
+			case 1:
+				t.overwrite(e.start, e.end, true, "erase_display")
+			}
+		}
+	case 'K':
+		if !private {
+			if v, _ := sgrNum(p, 0); v == 1 || v == 2 {
+				t.overwrite(e.start, e.end, false, "erase_line")
+			}
+		}
+	case 'A', 'F', 'd': // cursor up, cursor preceding line, line position absolute
+		if !private {
+			t.overwrite(e.start, e.end, true, "cursor_move")
+		}
+	case 'H', 'f': // cursor position; a bare home is the usual prelude to a clear
+		if !private && len(p) > 0 && !(p == "1;1" || p == "1" || p == ";") {
+			t.overwrite(e.start, e.end, true, "cursor_move")
+		}
+	case 'D', 'G': // cursor back, column absolute: same line
+		if !private {
+			t.overwrite(e.start, e.end, false, "cursor_move")
+		}
+	case 'u': // SCORC restore cursor
+		if len(p) == 0 {
+			t.overwrite(e.start, e.end, true, "cursor_move")
+		}
+	case 'h':
+		if p == "?1049" || p == "?47" || p == "?1047" {
+			t.k.add(rClear, "alt_screen", e.start, e.end)
+		}
+	case 'n': // DSR: the terminal answers on its input
+		if v, _ := sgrNum(p, boolInt(private)); v == 5 || v == 6 {
+			t.k.add(rControl, "terminal_query", e.start, e.end)
+		}
+	case 'c': // DA: device attributes, answered on input
+		t.k.add(rControl, "terminal_query", e.start, e.end)
+	case 't': // window operations: 20/21 report icon label and title on input
+		if !private {
+			v, _ := sgrNum(p, 0)
+			if v >= 11 && v <= 21 || v < 10 {
+				t.k.add(rControl, "terminal_query", e.start, e.end)
+			}
+		}
+	case 'p':
+		if len(p) > 0 && p[len(p)-1] == '$' { // DECRQM
+			t.k.add(rControl, "terminal_query", e.start, e.end)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// endHidden closes a hidden SGR run at position end, reporting it if any visible
+// character was drawn inside it.
+func (t *textScan) endHidden(end int) {
+	if t.hiddenFrom < 0 {
+		return
+	}
+	if hasVisible(t.s[t.hiddenFrom:end]) {
+		t.k.add(rHidden, t.hiddenKind, t.hiddenSGR, end)
+	}
+	t.hiddenFrom = -1
+}
+
+// hasVisible reports whether s draws a printable, non-space character outside escape
+// sequences.
+func hasVisible(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == 0x1B || isC1Lead(s, i) {
+			e := parseEscape(s, i)
+			i = max(e.end, i+1)
+			continue
+		}
+		if c < 0x80 {
+			if c > 0x20 && c != 0x7F {
+				return true
+			}
+			i++
+			continue
+		}
+		r, sz := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError && !unicode.IsSpace(r) && !isInvisible(r) {
+			return true
+		}
+		i += sz
+	}
+	return false
+}
+
+// osc handles one Operating System Command by its numeric selector Ps.
+func (t *textScan) osc(e escSeq) {
+	p := t.s[e.pStart:e.pEnd]
+	ps, j := sgrNum(p, 0)
+	numeric := j > 0 && (j == len(p) || p[j] == ';')
+	if !numeric {
+		t.k.add(rControl, "osc", e.start, e.end)
+		return
+	}
+	rest := ""
+	if j < len(p) {
+		rest = p[j+1:]
+	}
+	switch ps {
+	case 0, 1, 2:
+		t.k.add(rTitle, "osc_title", e.start, e.end)
+	case 8:
+		t.hyperlink(e, rest)
+	case 52:
+		t.k.add(rOSC52, "osc52", e.start, e.end)
+	case 5522: // kitty clipboard protocol
+		t.k.add(rOSC52, "osc5522", e.start, e.end)
+	case 1337: // iTerm2
+		switch {
+		case hasPrefixFold(rest, "Copy="):
+			t.k.add(rOSC52, "osc1337_copy", e.start, e.end)
+		case hasPrefixFold(rest, "File="):
+			t.k.add(rControl, "osc1337_file", e.start, e.end)
+		}
+	case 7, 133, 633, 3008: // shell integration: working directory, prompt marks
+	case 9:
+		if !hasPrefixFold(rest, "4;") { // OSC 9;4 is a progress report
+			t.k.add(rControl, "osc", e.start, e.end)
+		}
+	default:
+		t.k.add(rControl, "osc", e.start, e.end)
+	}
+}
+
+// ---- OSC 8 hyperlinks ----
+
+func (t *textScan) hyperlink(e escSeq, rest string) {
+	// rest is "params;URI"
+	uri := ""
+	for k := 0; k < len(rest); k++ {
+		if rest[k] == ';' {
+			uri = rest[k+1:]
+			break
+		}
+	}
+	if t.linkOpen {
+		t.closeLink(e.start)
+	}
+	if uri == "" {
+		return
+	}
+	t.linkOpen = true
+	t.linkStart = e.start
+	t.labelStart = e.end
+	t.linkHost = urlHost(uri)
+}
+
+// closeLink compares the visible label of the open link, ending at end, with the
+// link's host.
+func (t *textScan) closeLink(end int) {
+	t.linkOpen = false
+	var buf [256]byte
+	label := visibleText(buf[:0], t.s[t.labelStart:end])
+	lh, ok := labelHost(label)
+	if !ok {
+		return
+	}
+	if !sameSite(lh, t.linkHost) {
+		t.k.add(rHyperlink, "osc8", t.linkStart, end)
+	}
+}
+
+// ---- Unicode: C1, zero-width, bidi, Tags, variation selectors ----
+
+// zwIsolatedThreshold is how many isolated zero-width characters outside a joining
+// context one string may hold before output_hidden_text fires (docs/engine.md).
+const zwIsolatedThreshold = 4
+
+// invisible classes
+const (
+	invNone = iota
+	invZW   // zero-width: U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E
+	invBidi // U+202A–U+202E, U+2066–U+2069
+	invTag  // U+E0000–U+E007F
+	invVS   // U+FE00–U+FE0F, U+E0100–U+E01EF
+)
+
+func invClass(r rune) int {
+	switch {
+	case r >= 0x200B && r <= 0x200D, r >= 0x2060 && r <= 0x2064, r == 0xFEFF, r == 0x180E:
+		return invZW
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return invBidi
+	case r >= 0xE0000 && r <= 0xE007F:
+		return invTag
+	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
+		return invVS
+	}
+	return invNone
+}
+
+func isInvisible(r rune) bool { return invClass(r) != invNone || r == 0xAD }
+
+func (t *textScan) unicode(i int) int {
+	s := t.s
+	if isC1Lead(s, i) {
+		return t.escape(i)
+	}
+	r, sz := utf8.DecodeRuneInString(s[i:])
+	cls := invClass(r)
+	if cls == invNone {
+		return i + sz
+	}
+	// the maximal run of this class
+	j := i + sz
+	count := 1
+	for j < len(s) {
+		r2, sz2 := utf8.DecodeRuneInString(s[j:])
+		if invClass(r2) != cls {
+			break
+		}
+		j += sz2
+		count++
+	}
+	switch cls {
+	case invZW:
+		if count >= 2 {
+			t.k.add(rHidden, "zero_width", i, j)
+		} else if !zwLegit(s, i, j, r) {
+			if t.zwCount == 0 {
+				t.zwFirst = i
+			}
+			t.zwCount++
+			t.zwLast = j
+		}
+	case invBidi:
+		t.k.add(rHidden, "bidi_control", i, j)
+	case invTag:
+		if !validTagSequence(s, i, j) {
+			t.k.add(rHidden, "unicode_tag", i, j)
+		}
+	case invVS:
+		prev, _ := utf8.DecodeLastRuneInString(s[:i])
+		if count > 1 || i == 0 || !isBase(prev) {
+			t.k.add(rHidden, "variation_selector", i, j)
+		}
+	}
+	return j
+}
+
+// zwLegit reports whether the single zero-width character r at s[i:j] sits in a
+// legitimate context: a BOM at the start; ZWJ between emoji; ZWJ, ZWNJ, ZWSP or WJ
+// between two non-ASCII letters or marks (Persian, Arabic, Indic, Thai, CJK).
+func zwLegit(s string, i, j int, r rune) bool {
+	if r == 0xFEFF {
+		return i == 0
+	}
+	if i == 0 || j >= len(s) {
+		return false
+	}
+	prev, _ := utf8.DecodeLastRuneInString(s[:i])
+	next, _ := utf8.DecodeRuneInString(s[j:])
+	if r == 0x200D && isEmojiish(prev) && isEmojiish(next) {
+		return true
+	}
+	if r <= 0x200D || r == 0x2060 {
+		return isScriptLetter(prev) && isScriptLetter(next)
+	}
+	return false
+}
+
+func isScriptLetter(r rune) bool {
+	return r >= 0x300 && r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsMark(r))
+}
+
+// isEmojiish reports whether r can sit next to ZWJ in an emoji ZWJ sequence.
+func isEmojiish(r rune) bool {
+	switch {
+	case r >= 0x1F000 && r <= 0x1FAFF, r >= 0x2190 && r <= 0x2BFF, r >= 0x2300 && r <= 0x23FF:
+		return true
+	case r == 0xFE0F, r == 0x20E3, r == 0xA9, r == 0xAE, r == 0x203C, r == 0x2049, r == 0x2122, r == 0x2139:
+		return true
+	case r >= 0xE0020 && r <= 0xE007F:
+		return true
+	}
+	return false
+}
+
+// isBase reports whether r can carry a variation selector.
+func isBase(r rune) bool {
+	if r == utf8.RuneError || r < 0x21 || r == 0x7F || (r >= 0x80 && r <= 0x9F) {
+		return false
+	}
+	return invClass(r) == invNone && !unicode.IsSpace(r)
+}
+
+// validTagSequence reports whether the Tag run s[i:j] is an emoji tag sequence: it
+// follows U+1F3F4 WAVING BLACK FLAG, holds tag digits or small letters, and ends with
+// U+E007F CANCEL TAG.
+func validTagSequence(s string, i, j int) bool {
+	prev, _ := utf8.DecodeLastRuneInString(s[:i])
+	if prev != 0x1F3F4 {
+		return false
+	}
+	n := 0
+	for k := i; k < j; {
+		r, sz := utf8.DecodeRuneInString(s[k:])
+		k += sz
+		if k == j {
+			return r == 0xE007F && n >= 2
+		}
+		if !(r >= 0xE0030 && r <= 0xE0039 || r >= 0xE0061 && r <= 0xE007A) {
+			return false
+		}
+		n++
+	}
+	return false
+}
+
+// ---- overwrites: bare CR, backspace, cursor moves, erases ----
+
+// overwrite reports a cursor event at s[start:end] when it hides earlier prose:
+// the text it overwrites (the current line so far, or with up the line above) holds
+// at least 8 letters, does not look like a progress display, and the text that
+// follows does not start with the same words.
+func (t *textScan) overwrite(start, end int, up bool, entity string) {
+	if t.piiOnly {
+		return
+	}
+	s := t.s
+	before := s[t.lineStart:start]
+	if up && countLetters(before) == 0 && t.prevLineStart >= 0 {
+		before = s[t.prevLineStart : t.lineStart-1]
+	}
+	if countLetters(before) < 8 || progressLike(before) {
+		return
+	}
+	after := s[end:]
+	for k := 0; k < len(after); k++ {
+		if after[k] == '\n' || after[k] == '\r' {
+			after = after[:k]
+			break
+		}
+	}
+	var b1, b2 [64]byte
+	vb := trimLeadNoise(visibleText(b1[:0], lastSegment(before)))
+	va := trimLeadNoise(visibleText(b2[:0], after))
+	if commonPrefixFold(vb, va) >= 4 {
+		return
+	}
+	t.k.add(rOverwrite, entity, start, end)
+}
+
+// lastSegment returns the text after the last bare CR of a line.
+func lastSegment(s string) string {
+	for k := len(s) - 1; k >= 0; k-- {
+		if s[k] == '\r' {
+			if rest := s[k+1:]; countLetters(rest) > 0 {
+				return rest
+			}
+		}
+	}
+	return s
+}
+
+// countLetters counts the letters s draws (escape sequences skipped; every non-ASCII
+// character counts).
+func countLetters(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1B || isC1Lead(s, i) {
+			i = max(parseEscape(s, i).end, i+1) - 1
+			continue
+		}
+		c := s[i] | 0x20
+		if c >= 'a' && c <= 'z' {
+			n++
+		} else if s[i] >= 0xC0 {
+			n++
+		}
+	}
+	return n
+}
+
+// progressLike reports whether s looks like a progress display: a percentage, a bar
+// of '=' or '#', block elements or a braille spinner.
+func progressLike(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '%':
+			return true
+		case '=', '#':
+			if i+1 < len(s) && (s[i+1] == '=' || s[i+1] == '>' || s[i+1] == '#') {
+				return true
+			}
+		case 0xE2:
+			if i+1 < len(s) && (s[i+1] == 0x96 || s[i+1] == 0xA0 || s[i+1] == 0xA3) { // ▏█░ U+2580–25BF, braille U+2800–28FF
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func trimLeadNoise(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '|' || b[0] == '/' || b[0] == '-' || b[0] == '\\') {
+		b = b[1:]
+	}
+	return b
+}
+
+func commonPrefixFold(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n]|0x20 == b[n]|0x20 {
+		n++
+	}
+	return n
+}
+
+// visibleText appends to dst (up to its capacity) what s draws: escape sequences,
+// controls and invisible characters removed.
+func visibleText(dst []byte, s string) []byte {
+	for i := 0; i < len(s) && len(dst) < cap(dst); {
+		c := s[i]
+		if c == 0x1B || isC1Lead(s, i) {
+			e := parseEscape(s, i)
+			i = max(e.end, i+1)
+			continue
+		}
+		if c < 0x80 {
+			if c >= 0x20 && c != 0x7F {
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, sz := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError && !isInvisible(r) && len(dst)+sz <= cap(dst) {
+			dst = append(dst, s[i:i+sz]...)
+		}
+		i += sz
+	}
+	return dst
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		a, b := s[i], prefix[i]
+		if a >= 'A' && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if b >= 'A' && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,70 @@
+package engine
+
+// maxFindings bounds how many findings one Report keeps; the verdict still counts every
+// match (docs/engine.md, "Limits").
+const maxFindings = 10000
+
+// match is one detector hit before it becomes a Finding.
+type match struct {
+	rule       ruleIndex
+	entity     string
+	start, end int
+}
+
+// sink receives detector hits for the string being scanned. It turns them into
+// Findings (analysis) or collects redactable matches (Redact).
+type sink struct {
+	sev      *[numRules]Severity
+	findings []Finding
+	highest  Severity
+
+	// current string
+	w       *jsonWalker // nil for plain text
+	inKey   bool
+	ptr     string
+	ptrDone bool
+	first   int // index in findings of the first finding of the current string
+
+	// Redact mode
+	collect bool
+	matches []match
+}
+
+func (k *sink) beginString(inKey bool) {
+	k.inKey = inKey
+	k.ptrDone = false
+	k.first = len(k.findings)
+}
+
+func (k *sink) add(r ruleIndex, entity string, start, end int) {
+	if k.collect {
+		if r.isRedactable() {
+			k.matches = append(k.matches, match{r, entity, start, end})
+		}
+		return
+	}
+	sev := k.sev[r]
+	if sev == SeverityNone {
+		return // disabled by Options.Severities
+	}
+	if sev > k.highest {
+		k.highest = sev
+	}
+	if len(k.findings) >= maxFindings {
+		return
+	}
+	if !k.ptrDone {
+		if k.w != nil {
+			k.ptr = k.w.pointer()
+		} else {
+			k.ptr = ""
+		}
+		k.ptrDone = true
+	}
+	f := Finding{RuleID: ruleTable[r].ID, Severity: sev, Entity: entity, Pointer: k.ptr, Start: start, End: end, InKey: k.inKey}
+	k.findings = append(k.findings, f)
+	// keep the current string's findings ordered by offset
+	for j := len(k.findings) - 1; j > k.first && k.findings[j].Start < k.findings[j-1].Start; j-- {
+		k.findings[j], k.findings[j-1] = k.findings[j-1], k.findings[j]
+	}
+}
