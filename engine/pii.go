@@ -39,7 +39,7 @@ func (t *textScan) word(i int) int {
 		for d < n && isDigit(s[d]) {
 			d++
 		}
-		if d-ws < 13 && (d == n || !numberContinues(s[d])) && (ws == 0 || s[ws-1] != '(' && s[ws-1] != '+') {
+		if d-ws < 13 && !numberContinues(s, d) && (ws == 0 || s[ws-1] != '(' && s[ws-1] != '+') {
 			break
 		}
 		if numberBoundary(s, ws) {
@@ -56,9 +56,21 @@ func (t *textScan) word(i int) int {
 	return end
 }
 
-// numberContinues reports whether c after a digit group may continue a number run.
-func numberContinues(c byte) bool {
-	return c == ' ' || c == '-' || c == '.' || c == ')' || isAlpha(c) || c == '_'
+// numberContinues reports whether the digit group ending at s[d] may continue into a
+// longer number run: a separator (space, '-', '.') followed by a digit, "space (",
+// ')', or a word byte. "port 8080 with" stops at the space; "415 555" goes on.
+func numberContinues(s string, d int) bool {
+	if d >= len(s) {
+		return false
+	}
+	switch c := s[d]; {
+	case c == ' ' || c == '-' || c == '.':
+		return d+1 < len(s) && (isDigit(s[d+1]) || c == ' ' && s[d+1] == '(')
+	case c == ')' || c == '_':
+		return true
+	default:
+		return isAlpha(c)
+	}
 }
 
 // numberBoundary reports whether a number may start at s[i]: not inside an
