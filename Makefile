@@ -3,10 +3,13 @@ GO        ?= go
 BIN       ?= bin/mcpgate
 FUZZTIME  ?= 20s
 # Packages with concurrency run under the race detector (DECISIONS "CLI, tests and CI").
-RACE_PKGS ?= ./internal/relay/... ./internal/audit/... ./internal/pipeline/... ./internal/httpfront/... ./internal/multi/... ./internal/upstream/... ./gate/... ./ctxapi/...
+RACE_PKGS ?= ./internal/relay/... ./internal/audit/... ./internal/admin/... ./internal/pipeline/... ./internal/httpfront/... ./internal/multi/... ./internal/upstream/... ./gate/... ./ctxapi/...
 EVERYTHING_SERVER ?= github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
 
-.PHONY: all build demo deps test test-unit test-race fuzz bench load conformance vet clean
+# Packages with golden files under testdata/ (each defines -update).
+GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./cmd/mcpgate/
+
+.PHONY: all build demo deps test test-unit test-race fuzz bench golden load conformance vet clean
 
 all: build
 
@@ -46,9 +49,14 @@ fuzz:
 	  done; \
 	done
 
+## golden: rewrite the golden files; review the change with git diff.
+golden:
+	$(GO) test -count=1 $(GOLDEN_PKGS) -update
+
 ## bench: performance figures (reported, never asserted).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./engine/ ./gate/ ./internal/audit/...
+	$(GO) test -run '^$$' -bench . -benchmem ./engine/ ./gate/
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 20m ./internal/audit/
 
 ## load: the bounded HTTP load test (loopback only).
 load:

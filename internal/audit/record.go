@@ -1,5 +1,3 @@
-// Package audit defines mcpgate's audit record (one per tools/call, seeds 000 and 002)
-// and the sinks that store it off the hot path.
 package audit
 
 // Kinds of record (seed 000 "Audit format").

@@ -17,6 +17,25 @@ type Sink interface {
 	Close() error
 }
 
+// Flusher is a Sink that batches: the emitter calls Flush whenever its buffer is
+// empty, so a batch never waits for more traffic to be stored. A failed Flush should
+// return a *BatchError so the lost records are counted one by one.
+type Flusher interface {
+	Flush() error
+}
+
+// BatchError reports that N buffered records could not be stored.
+type BatchError struct {
+	N   int
+	Err error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("audit: %d records not stored: %v", e.N, e.Err)
+}
+
+func (e *BatchError) Unwrap() error { return e.Err }
+
 // JSONL writes one JSON object per line to w (seed 000: stderr by default).
 type JSONL struct {
 	w   io.Writer
@@ -49,7 +68,9 @@ func (s *JSONL) Close() error {
 type Stats struct {
 	Written uint64 `json:"written"`
 	Dropped uint64 `json:"dropped"` // buffer full
-	Errors  uint64 `json:"errors"`  // sink write failures
+	Errors  uint64 `json:"errors"`  // records a sink failed to store (write or batch flush)
+	Queued  int    `json:"queued"`  // records waiting in the buffer now
+	Cap     int    `json:"cap"`     // buffer capacity in records
 }
 
 // Emitter hands records to sinks off the hot path through a bounded buffer. A full
@@ -114,7 +135,41 @@ func (e *Emitter) loop() {
 		if e.OnWrite != nil {
 			e.OnWrite(r, err)
 		}
+		if len(e.ch) == 0 {
+			e.flush()
+		}
 	}
+	e.flush()
+}
+
+// flush hands every batching sink the signal that the buffer is empty.
+func (e *Emitter) flush() {
+	for _, s := range e.sinks {
+		f, ok := s.(Flusher)
+		if !ok {
+			continue
+		}
+		if err := safeFlush(f); err != nil {
+			lost := uint64(1)
+			var be *BatchError
+			if errors.As(err, &be) {
+				lost = uint64(be.N)
+			}
+			// The records were counted as written when handed over; move them.
+			subClamp(&e.written, lost)
+			n := e.errs.Add(lost)
+			e.log.Error("audit sink flush failed", "err", err, "records_lost", lost, "errors_total", n)
+		}
+	}
+}
+
+func safeFlush(f Flusher) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("audit: sink flush panicked: %v", p)
+		}
+	}()
+	return f.Flush()
 }
 
 func safeWrite(s Sink, r *Record) (err error) {
@@ -148,5 +203,16 @@ func (e *Emitter) Close(ctx context.Context) error {
 
 // Stats returns the running counters.
 func (e *Emitter) Stats() Stats {
-	return Stats{Written: e.written.Load(), Dropped: e.dropped.Load(), Errors: e.errs.Load()}
+	return Stats{Written: e.written.Load(), Dropped: e.dropped.Load(), Errors: e.errs.Load(), Queued: len(e.ch), Cap: cap(e.ch)}
+}
+
+// subClamp subtracts n from u, stopping at zero.
+func subClamp(u *atomic.Uint64, n uint64) {
+	for {
+		old := u.Load()
+		v := old - min(old, n)
+		if u.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }

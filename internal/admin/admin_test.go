@@ -1,0 +1,242 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/audit"
+)
+
+const token = "s3cret-token-0123456789"
+
+func record(i int, action, tool string) *audit.Record {
+	ts := time.Date(2026, 11, 29, 10, i, 0, 0, time.UTC)
+	return &audit.Record{
+		TS: ts.Format(audit.TSLayout), Kind: audit.KindGateway, EventID: "ev-" + string(rune('a'+i)),
+		ActionTaken: action, Blocked: action == audit.ActionBlock, Tool: tool, Outcome: audit.OutcomeOK,
+		RuleIDs: []string{}, GuardrailsTriggered: []string{}, InputRuleIDs: []string{"input_secret_aws"},
+		StageMS: map[string]float64{"pre_policies": 0.4, "post_policies": 2, "upstream": 12.5},
+	}
+}
+
+func fixture() (*audit.Ring, *Metrics) {
+	ring := audit.NewRing(10)
+	m := NewMetrics(
+		func() GateStatus {
+			return GateStatus{Generation: 7, LastError: "syntax error", LoadedAt: time.Unix(1700000000, 0)}
+		},
+		func() audit.Stats { return audit.Stats{Written: 5, Dropped: 2, Errors: 3, Queued: 1} })
+	for i, a := range []string{"pass", "warn", "redact", "mask", "block", "redact"} {
+		r := record(i, a, []string{"read_file", "customer_profile_get"}[i%2])
+		if a == "block" {
+			r.RuleIDs = []string{"output_osc52_clipboard_write"}
+		}
+		ring.Add(r)
+		m.Observe(r)
+	}
+	return ring, m
+}
+
+func handler(tok string) http.Handler {
+	ring, m := fixture()
+	o := Options{Store: ring, Metrics: m, Now: func() time.Time { return time.Date(2026, 11, 29, 10, 6, 0, 0, time.UTC) }}
+	return Handler(o, NewGuard([]string{"gw.internal"}, tok))
+}
+
+func do(h http.Handler, path, host string, hdr map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", path, nil)
+	req.Host = host
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+// TestTelemetryGuard proves the DNS-rebinding and token checks: only loopback names
+// and configured hosts pass, a foreign Origin is refused, and with a token the API and
+// metrics need the exact bearer while the data-free console page does not.
+func TestTelemetryGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name, tok, path, host string
+		hdr                   map[string]string
+		code                  int
+	}{
+		{"localhost", "", "/api/audit", "localhost:9090", nil, 200},
+		{"127.0.0.1", "", "/api/audit", "127.0.0.1:9090", nil, 200},
+		{"ipv6 loopback", "", "/api/audit", "[::1]:9090", nil, 200},
+		{"configured host", "", "/api/audit", "gw.internal:9090", nil, 200},
+		{"rebinding host", "", "/api/audit", "evil.example:9090", nil, 403},
+		{"rebinding console", "", "/", "evil.example", nil, 403},
+		{"foreign origin", "", "/api/audit", "localhost:9090", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"null origin", "", "/api/audit", "localhost:9090", map[string]string{"Origin": "null"}, 403},
+		{"same origin", "", "/api/audit", "localhost:9090", map[string]string{"Origin": "http://localhost:9090"}, 200},
+		{"no token", token, "/api/audit", "localhost", nil, 401},
+		{"wrong token", token, "/api/audit", "localhost", map[string]string{"Authorization": "Bearer " + token + "x"}, 401},
+		{"prefix token", token, "/metrics", "localhost", map[string]string{"Authorization": "Bearer " + token[:10]}, 401},
+		{"basic scheme", token, "/metrics", "localhost", map[string]string{"Authorization": "Basic " + token}, 401},
+		{"right token", token, "/api/audit", "localhost", map[string]string{"Authorization": "Bearer " + token}, 200},
+		{"metrics token", token, "/metrics", "localhost", map[string]string{"Authorization": "bearer " + token}, 200},
+		{"console without token", token, "/", "localhost", nil, 200},
+		{"console asset", token, "/static/console.js", "localhost", nil, 200},
+		{"healthz", token, "/healthz", "localhost", nil, 200},
+		{"unknown path", "", "/debug/pprof/", "localhost", nil, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := do(handler(tc.tok), tc.path, tc.host, tc.hdr)
+			if w.Code != tc.code {
+				t.Fatalf("%s %s: %d, want %d: %s", tc.host, tc.path, w.Code, tc.code, w.Body)
+			}
+		})
+	}
+}
+
+// TestTelemetryLoopback pins what counts as loopback for the token requirement.
+func TestTelemetryLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:9090": true, "localhost:0": true, "[::1]:9090": true, "127.1.2.3:80": true,
+		":9090": false, "0.0.0.0:9090": false, "[::]:9090": false, "10.0.0.5:9090": false,
+		"gw.example:9090": false, "garbage": false,
+	} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v", addr, got)
+		}
+	}
+}
+
+// TestTelemetryNewRefuses proves the listener refuses to start off loopback without a
+// token, with a short token, or without a store, and starts on loopback without one.
+func TestTelemetryNewRefuses(t *testing.T) {
+	ring := audit.NewRing(1)
+	for _, tc := range []struct {
+		o    Options
+		want error
+	}{
+		{Options{Addr: "0.0.0.0:0", Store: ring}, ErrNoToken},
+		{Options{Addr: ":0", Store: ring}, ErrNoToken},
+		{Options{Addr: "0.0.0.0:0", Store: ring, Token: "short"}, ErrShortToken},
+		{Options{Addr: "127.0.0.1:0"}, ErrNoStore},
+	} {
+		if _, err := New(tc.o); !errors.Is(err, tc.want) {
+			t.Errorf("%+v: err = %v, want %v", tc.o, err, tc.want)
+		}
+	}
+	s, err := New(Options{Addr: "127.0.0.1:0", Store: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	res, err := http.Get("http://" + s.Addr() + "/healthz")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", res, err)
+	}
+	res.Body.Close()
+}
+
+// TestTelemetryAPI proves /api/audit applies the same filters as `mcpgate audit`
+// (status=redact returns only redactions) and returns the count tiles.
+func TestTelemetryAPI(t *testing.T) {
+	h := handler("")
+	for _, tc := range []struct {
+		query  string
+		events []string
+		counts audit.Counts
+	}{
+		{"", []string{"ev-f", "ev-e", "ev-d", "ev-c", "ev-b", "ev-a"}, audit.Counts{Total: 6, Pass: 1, Warn: 1, Redact: 2, Mask: 1, Block: 1}},
+		{"?status=redact", []string{"ev-f", "ev-c"}, audit.Counts{Total: 6, Pass: 1, Warn: 1, Redact: 2, Mask: 1, Block: 1}},
+		{"?status=block&tool=read_file", []string{"ev-e"}, audit.Counts{Total: 3, Pass: 1, Redact: 1, Block: 1}},
+		{"?since=3m&limit=2", []string{"ev-f", "ev-e"}, audit.Counts{Total: 3, Mask: 1, Block: 1, Redact: 1}},
+	} {
+		w := do(h, "/api/audit"+tc.query, "localhost", nil)
+		var got AuditResponse
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 {
+			t.Fatalf("%s: %d %s", tc.query, w.Code, w.Body)
+		}
+		var ev []string
+		for _, r := range got.Records {
+			ev = append(ev, r.EventID)
+		}
+		if strings.Join(ev, ",") != strings.Join(tc.events, ",") || got.Counts != tc.counts {
+			t.Errorf("%s: events %v counts %+v; want %v %+v", tc.query, ev, got.Counts, tc.events, tc.counts)
+		}
+	}
+	for _, q := range []string{"?status=allow", "?since=soon", "?limit=0"} {
+		if w := do(h, "/api/audit"+q, "localhost", nil); w.Code != 400 || !strings.Contains(w.Body.String(), "error") {
+			t.Errorf("%s: %d %s, want 400", q, w.Code, w.Body)
+		}
+	}
+}
+
+// TestTelemetryMetrics proves /metrics exposes calls by tool and action, findings by
+// rule, the policy and upstream histograms, reload state and the audit sink counters.
+func TestTelemetryMetrics(t *testing.T) {
+	w := do(handler(""), "/metrics", "localhost", nil)
+	body, _ := io.ReadAll(w.Body)
+	for _, want := range []string{
+		`mcpgate_tool_calls_total{action="redact",tool="customer_profile_get"} 1`,
+		`mcpgate_tool_calls_total{action="redact",tool="read_file"} 1`,
+		`mcpgate_tool_calls_total{action="block",tool="read_file"} 1`,
+		`mcpgate_tool_call_outcomes_total{outcome="ok"} 6`,
+		`mcpgate_findings_total{rule="output_osc52_clipboard_write",stage="output"} 1`,
+		`mcpgate_findings_total{rule="input_secret_aws",stage="input"} 6`,
+		`mcpgate_policy_eval_seconds_count{phase="pre"} 6`,
+		`mcpgate_policy_eval_seconds_count{phase="post"} 6`,
+		`mcpgate_upstream_latency_seconds_sum 0.075`,
+		`mcpgate_policy_generation 7`,
+		`mcpgate_policy_reload_success 0`,
+		`mcpgate_policy_loaded_timestamp_seconds 1.7e+09`,
+		`mcpgate_audit_records_written_total 5`,
+		`mcpgate_audit_records_dropped_total 2`,
+		`mcpgate_audit_sink_errors_total 3`,
+		`mcpgate_audit_buffer_queued 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestTelemetryToolCap proves made-up tool names cannot grow the registry unbounded.
+func TestTelemetryToolCap(t *testing.T) {
+	m := NewMetrics(nil, nil)
+	for i := range MaxToolLabels + 10 {
+		m.Observe(&audit.Record{Tool: "t" + string(rune(0x4e00+i)), ActionTaken: "pass"})
+	}
+	if n := len(m.tools); n != MaxToolLabels {
+		t.Fatalf("%d tool labels, want %d", n, MaxToolLabels)
+	}
+}
+
+// TestTelemetryConsoleAssets proves the console is served from the embedded files
+// with a same-origin-only CSP, names every chip and tile, and inserts record fields
+// as text, never HTML.
+func TestTelemetryConsoleAssets(t *testing.T) {
+	h := handler("")
+	page := do(h, "/", "localhost", nil)
+	if page.Code != 200 || !strings.Contains(page.Header().Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Fatalf("console: %d %v", page.Code, page.Header())
+	}
+	js := do(h, "/static/console.js", "localhost", nil).Body.String()
+	html := page.Body.String()
+	for _, want := range []string{"PASS", "WARN", "REDACTED", "MASKED", "BLOCKED"} {
+		if !strings.Contains(js, `"`+want+`"`) {
+			t.Errorf("console.js lacks chip %s", want)
+		}
+	}
+	for _, want := range []string{"Total", "Blocked", "Redacted", "Warnings", "f-status", "f-tool", "f-auto"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("index.html lacks %s", want)
+		}
+	}
+	if strings.Contains(js, "innerHTML") || strings.Contains(html, "http://") || strings.Contains(html, "https://") {
+		t.Error("console uses innerHTML or loads from another origin")
+	}
+}

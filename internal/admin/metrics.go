@@ -1,0 +1,154 @@
+package admin
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/mcpgate/mcpgate/internal/audit"
+)
+
+// GateStatus is what the metrics read from the policy set: the gate package's Status,
+// copied so this package does not depend on the gate.
+type GateStatus struct {
+	Generation uint64
+	LastError  string // "" when the last reload succeeded
+	LoadedAt   time.Time
+}
+
+// MaxToolLabels caps distinct tool label values; later names count as "_other", so a
+// client calling made-up tool names cannot grow the registry without bound.
+const MaxToolLabels = 256
+
+// Metrics is mcpgate's Prometheus registry. Observe feeds it one record at a time;
+// the gate and emitter figures are read at scrape time.
+//
+//	mcpgate_tool_calls_total{tool,action}          counter: calls by final action (seed 002 ladder)
+//	mcpgate_tool_call_outcomes_total{outcome}      counter: ok, upstream_error, timeout, cancelled, rejected
+//	mcpgate_findings_total{rule,stage}             counter: calls in which a rule found something; stage input|output
+//	mcpgate_policy_eval_seconds{phase}             histogram: pre/post policy time (record stage_ms)
+//	mcpgate_upstream_latency_seconds               histogram: upstream time (record stage_ms.upstream)
+//	mcpgate_policy_generation                      gauge: generation of the running policy set
+//	mcpgate_policy_reload_success                  gauge: 1 when the last (re)load succeeded, else 0
+//	mcpgate_policy_loaded_timestamp_seconds        gauge: when the running set was loaded
+//	mcpgate_audit_records_written_total            counter: records every sink stored
+//	mcpgate_audit_records_dropped_total            counter: records lost to a full buffer
+//	mcpgate_audit_sink_errors_total                counter: records a sink failed to store
+//	mcpgate_audit_buffer_queued                    gauge: records waiting in the buffer
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	calls    *prometheus.CounterVec
+	outcomes *prometheus.CounterVec
+	findings *prometheus.CounterVec
+	policy   *prometheus.HistogramVec
+	upstream prometheus.Histogram
+
+	mu    sync.Mutex
+	tools map[string]bool
+}
+
+// NewMetrics builds the registry. gate and stats are called at scrape time; either
+// may be nil.
+func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_tool_calls_total", Help: "tools/call requests by tool and final action (pass, warn, redact, mask, block).",
+		}, []string{"tool", "action"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_tool_call_outcomes_total", Help: "tools/call requests by upstream outcome.",
+		}, []string{"outcome"}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_findings_total", Help: "tools/call requests in which a rule found something, by rule id and stage (input or output).",
+		}, []string{"rule", "stage"}),
+		policy: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mcpgate_policy_eval_seconds", Help: "Time spent running the policies of one phase for one call.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9), // 0.1 ms .. 6.6 s
+		}, []string{"phase"}),
+		upstream: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "mcpgate_upstream_latency_seconds", Help: "Time the upstream MCP server took to answer a tools/call.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms .. 262 s
+		}),
+		tools: map[string]bool{},
+	}
+	reg := m.Registry
+	reg.MustRegister(m.calls, m.outcomes, m.findings, m.policy, m.upstream)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if gate != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpgate_policy_generation", Help: "Generation of the running policy set."},
+				func() float64 { return float64(gate().Generation) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpgate_policy_reload_success", Help: "1 when the last policy (re)load succeeded, 0 when it failed and the last good set is running."},
+				func() float64 {
+					if gate().LastError != "" {
+						return 0
+					}
+					return 1
+				}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpgate_policy_loaded_timestamp_seconds", Help: "Unix time the running policy set was loaded (0 if unknown)."},
+				func() float64 {
+					if t := gate().LoadedAt; !t.IsZero() {
+						return float64(t.UnixNano()) / 1e9
+					}
+					return 0
+				}),
+		)
+	}
+	if stats != nil {
+		reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpgate_audit_records_written_total", Help: "Audit records every sink stored."},
+				func() float64 { return float64(stats().Written) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpgate_audit_records_dropped_total", Help: "Audit records lost because the buffer was full (or the emitter closed)."},
+				func() float64 { return float64(stats().Dropped) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpgate_audit_sink_errors_total", Help: "Audit records a sink failed to store."},
+				func() float64 { return float64(stats().Errors) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpgate_audit_buffer_queued", Help: "Audit records waiting in the buffer."},
+				func() float64 { return float64(stats().Queued) }),
+		)
+	}
+	return m
+}
+
+// Observe counts one record. It is cheap enough for the call path (a few atomic
+// adds and one map lookup under a mutex) and reads only names, codes and timings.
+func (m *Metrics) Observe(r *audit.Record) {
+	action := r.ActionTaken
+	if action == "" {
+		action = audit.ActionPass
+	}
+	m.calls.WithLabelValues(m.toolLabel(r.Tool), action).Inc()
+	if r.Outcome != "" {
+		m.outcomes.WithLabelValues(r.Outcome).Inc()
+	}
+	for _, id := range r.InputRuleIDs {
+		m.findings.WithLabelValues(id, "input").Inc()
+	}
+	for _, id := range r.RuleIDs {
+		m.findings.WithLabelValues(id, "output").Inc()
+	}
+	if v, ok := r.StageMS["pre_policies"]; ok {
+		m.policy.WithLabelValues("pre").Observe(v / 1000)
+	}
+	if v, ok := r.StageMS["post_policies"]; ok {
+		m.policy.WithLabelValues("post").Observe(v / 1000)
+	}
+	if v, ok := r.StageMS["upstream"]; ok {
+		m.upstream.Observe(v / 1000)
+	}
+}
+
+func (m *Metrics) toolLabel(tool string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tools[tool] {
+		return tool
+	}
+	if len(m.tools) >= MaxToolLabels {
+		return "_other"
+	}
+	m.tools[tool] = true
+	return tool
+}

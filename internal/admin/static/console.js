@@ -1,0 +1,117 @@
+// mcpgate audit console: reads GET /api/audit and renders it. All record fields are
+// inserted with textContent, never as HTML.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const CHIPS = {
+    pass: ["PASS", "chip-pass"], warn: ["WARN", "chip-warn"], redact: ["REDACTED", "chip-redact"],
+    mask: ["MASKED", "chip-mask"], block: ["BLOCKED", "chip-block"],
+  };
+  const tools = new Set();
+  let timer = null, inflight = false;
+
+  // The token comes from the URL fragment (never sent to a server) or the form, and
+  // lives in this tab's sessionStorage only.
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem("mcpgate-token", decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function chip(action) {
+    const [label, cls] = CHIPS[action || "pass"] || [String(action).toUpperCase(), "chip-other"];
+    const c = el("span", "chip " + cls, label);
+    c.dataset.action = action || "pass";
+    return c;
+  }
+
+  function tags(list) {
+    const td = el("td");
+    if (!list || list.length === 0) { td.textContent = "–"; return td; }
+    for (const x of list) td.appendChild(el("span", "tag", x));
+    return td;
+  }
+
+  function setTile(id, n) { $(id).querySelector(".n").textContent = String(n); }
+
+  function render(data) {
+    const c = data.counts;
+    setTile("tile-total", c.total);
+    setTile("tile-blocked", c.block);
+    setTile("tile-redacted", c.redact + c.mask);
+    setTile("tile-warnings", c.warn);
+    $("tile-masked").textContent = c.mask ? `${c.redact} redacted · ${c.mask} masked` : "";
+    const body = $("records").tBodies[0];
+    const rows = [];
+    for (const r of data.records) {
+      const a = r.action_taken || "pass";
+      const tr = el("tr", "r-" + a);
+      tr.dataset.event = r.event_id;
+      tr.appendChild(el("td", "mono", (r.ts || "").replace("T", " ").replace("Z", "")));
+      const s = el("td"); s.appendChild(chip(a)); tr.appendChild(s);
+      tr.appendChild(el("td", "mono tool", r.tool || "–"));
+      tr.appendChild(el("td", "", r.outcome + (r.reason ? " · " + r.reason : "")));
+      tr.appendChild(tags([...(r.input_rule_ids || []), ...(r.rule_ids || [])]));
+      tr.appendChild(tags(r.guardrails_triggered));
+      tr.appendChild(el("td", "num", (r.elapsed_ms ?? 0).toFixed(1)));
+      tr.appendChild(el("td", "mono ev", r.event_id));
+      rows.push(tr);
+      if (r.tool && !tools.has(r.tool)) { tools.add(r.tool); $("tools").appendChild(el("option", "", r.tool)).value = r.tool; }
+    }
+    body.replaceChildren(...rows);
+    $("empty").hidden = rows.length > 0;
+  }
+
+  function state(text, err) { const s = $("state"); s.textContent = text; s.classList.toggle("err", !!err); }
+
+  async function load() {
+    if (inflight) return;
+    inflight = true;
+    const q = new URLSearchParams();
+    for (const k of ["status", "tool", "since", "limit"]) {
+      const v = $("f-" + k).value.trim();
+      if (v) q.set(k, v);
+    }
+    const headers = {};
+    const tok = sessionStorage.getItem("mcpgate-token");
+    if (tok) headers.Authorization = "Bearer " + tok;
+    try {
+      const res = await fetch("/api/audit?" + q, { headers, cache: "no-store" });
+      if (res.status === 401) { $("token-form").hidden = false; state("token required", true); return; }
+      const data = await res.json();
+      if (!res.ok) { state(data.error || res.statusText, true); return; }
+      $("token-form").hidden = true;
+      render(data);
+      document.body.dataset.loaded = String(Date.now());
+      state(`${data.records.length} shown · updated ${new Date().toLocaleTimeString()}`);
+    } catch (e) {
+      state("gateway unreachable: " + e.message, true);
+    } finally { inflight = false; }
+  }
+
+  function schedule() {
+    clearInterval(timer);
+    if ($("f-auto").checked) timer = setInterval(load, 3000);
+  }
+
+  for (const id of ["f-status", "f-since", "f-limit"]) $(id).addEventListener("change", load);
+  $("f-tool").addEventListener("input", () => { clearTimeout(load.t); load.t = setTimeout(load, 250); });
+  $("f-auto").addEventListener("change", schedule);
+  $("refresh").addEventListener("click", load);
+  $("filters").addEventListener("submit", (e) => { e.preventDefault(); load(); });
+  $("token-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    sessionStorage.setItem("mcpgate-token", $("token").value);
+    $("token").value = "";
+    load();
+  });
+  load();
+  schedule();
+})();

@@ -1,0 +1,183 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Limits of a query.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 10000
+)
+
+// Statuses are the values a status filter accepts: the rungs of the seed 002 ladder.
+var Statuses = []string{ActionPass, ActionWarn, ActionRedact, ActionMask, ActionBlock}
+
+// Filter selects records. The zero Filter matches everything; Limit 0 means
+// DefaultLimit.
+type Filter struct {
+	Status string    // one of Statuses, or "" for any; matches action_taken exactly
+	Tool   string    // exact tool name, or "" for any
+	Since  time.Time // records with ts at or after Since; zero for any
+	Limit  int       // newest N records; 1..MaxLimit
+}
+
+// ErrBadFilter is wrapped by every ParseFilter error.
+var ErrBadFilter = errors.New("bad filter")
+
+// ParseFilter builds a Filter from the reader's textual inputs (CLI flags or query
+// parameters). since is a Go duration ("1h", "90m") counted back from now, or "".
+// limit is a decimal, or "" for DefaultLimit.
+func ParseFilter(status, tool, since, limit string, now time.Time) (Filter, error) {
+	f := Filter{Status: status, Tool: tool, Limit: DefaultLimit}
+	if status != "" && !validStatus(status) {
+		return f, fmt.Errorf("%w: status %q: want pass, warn, redact, mask or block", ErrBadFilter, status)
+	}
+	if since != "" {
+		d, err := time.ParseDuration(since)
+		if err != nil || d <= 0 {
+			return f, fmt.Errorf("%w: since %q: want a positive duration such as 90m or 24h", ErrBadFilter, since)
+		}
+		f.Since = now.Add(-d)
+	}
+	if limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 || n > MaxLimit {
+			return f, fmt.Errorf("%w: limit %q: want 1..%d", ErrBadFilter, limit, MaxLimit)
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+func validStatus(s string) bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (f Filter) limit() int {
+	if f.Limit <= 0 {
+		return DefaultLimit
+	}
+	return min(f.Limit, MaxLimit)
+}
+
+// since is the filter's lower bound in the records' own ts format, or "".
+func (f Filter) since() string {
+	if f.Since.IsZero() {
+		return ""
+	}
+	return f.Since.UTC().Format(TSLayout)
+}
+
+// TSLayout is the format of Record.TS: RFC 3339, UTC, milliseconds. Its strings sort
+// in time order.
+const TSLayout = "2006-01-02T15:04:05.000Z"
+
+// Match reports whether r passes the filter's status, tool and since tests.
+func (f Filter) Match(r *Record) bool {
+	return f.matchScope(r) && (f.Status == "" || r.ActionTaken == f.Status)
+}
+
+// matchScope is Match without the status test: the scope of the count tiles.
+func (f Filter) matchScope(r *Record) bool {
+	if f.Tool != "" && r.Tool != f.Tool {
+		return false
+	}
+	if s := f.since(); s != "" && r.TS < s {
+		return false
+	}
+	return true
+}
+
+// Counts are the console's tiles over a filter's tool and since (not its status or
+// limit): how many records hold each action.
+type Counts struct {
+	Total  int `json:"total"`
+	Pass   int `json:"pass"`
+	Warn   int `json:"warn"`
+	Redact int `json:"redact"`
+	Mask   int `json:"mask"`
+	Block  int `json:"block"`
+}
+
+func (c *Counts) add(action string, n int) {
+	c.Total += n
+	switch action {
+	case ActionWarn:
+		c.Warn += n
+	case ActionRedact:
+		c.Redact += n
+	case ActionMask:
+		c.Mask += n
+	case ActionBlock:
+		c.Block += n
+	default:
+		c.Pass += n
+	}
+}
+
+// Store answers queries over kept records; Ring and SQLite implement it.
+type Store interface {
+	// Query returns the newest records matching f, newest first.
+	Query(ctx context.Context, f Filter) ([]Record, error)
+	// Count returns the tiles over f's tool and since.
+	Count(ctx context.Context, f Filter) (Counts, error)
+}
+
+var (
+	_ Store = (*Ring)(nil)
+	_ Store = (*SQLite)(nil)
+)
+
+// ReadJSONL reads a JSONL audit stream (a file written by --audit-file, or a
+// captured stderr) and returns the newest records matching f, newest first, with the
+// counts over f's scope. Lines that are not records — log lines, blank lines, a torn
+// last line — are skipped: a record is an object with both event_id and kind.
+// Lines of any length are read (no 64 KiB token limit).
+func ReadJSONL(r io.Reader, f Filter) ([]Record, Counts, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	lim := f.limit()
+	ring := make([]Record, 0, min(lim, 1024))
+	next := 0 // next slot to overwrite once ring is full
+	var c Counts
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			var rec Record
+			if json.Unmarshal(line, &rec) == nil && rec.EventID != "" && rec.Kind != "" && f.matchScope(&rec) {
+				c.add(rec.ActionTaken, 1)
+				if f.Status == "" || rec.ActionTaken == f.Status {
+					if len(ring) < lim {
+						ring = append(ring, rec)
+					} else {
+						ring[next] = rec
+						next = (next + 1) % lim
+					}
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, c, fmt.Errorf("audit: read: %w", err)
+		}
+	}
+	out := make([]Record, 0, len(ring))
+	for i := len(ring) - 1; i >= 0; i-- { // newest first
+		out = append(out, ring[(next+i)%len(ring)])
+	}
+	return out, c, nil
+}

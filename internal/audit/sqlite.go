@@ -1,0 +1,248 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "modernc.org/sqlite" // pure Go driver "sqlite"; no cgo
+)
+
+// schema is the store's layout. The record column holds the record's JSON exactly as
+// the JSONL sink writes it; the other columns are copies kept for the indexes.
+// ts strings sort in time order (TSLayout), so "newest first" is ORDER BY ts DESC.
+// Each index is (column, ts) with the rowid implied last, so ORDER BY ts DESC, id DESC
+// walks an index backwards with no sort; Count runs one index-only range count per
+// action over records_action.
+const schema = `
+CREATE TABLE IF NOT EXISTS records (
+	id           INTEGER PRIMARY KEY,
+	ts           TEXT    NOT NULL,
+	event_id     TEXT    NOT NULL,
+	action_taken TEXT    NOT NULL,
+	tool         TEXT    NOT NULL,
+	blocked      INTEGER NOT NULL,
+	record       TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_ts     ON records (ts);
+CREATE INDEX IF NOT EXISTS records_action ON records (action_taken, ts);
+CREATE INDEX IF NOT EXISTS records_tool   ON records (tool, ts);
+`
+
+// DefaultBatch is how many records one insert transaction holds at most.
+const DefaultBatch = 512
+
+// SQLite is an embedded audit store (modernc.org/sqlite, pure Go). As a Sink it
+// batches: Write queues a record and commits when DefaultBatch are queued, and Flush
+// (called by the Emitter whenever its buffer empties) commits the rest, so inserts
+// run in transactions off the hot path. As a Store it answers queries, newest first,
+// through the indexes on ts, (action_taken, ts) and (tool, ts).
+//
+// Write and Flush are called from one goroutine; Query and Count are safe alongside
+// them (WAL mode lets readers run while a batch commits).
+type SQLite struct {
+	db      *sql.DB
+	path    string
+	pending [][]any // queued rows: ts, event_id, action_taken, tool, blocked, record
+	batch   int
+}
+
+// OpenSQLite opens (creating if needed) the store at path for writing and reading.
+func OpenSQLite(path string) (*SQLite, error) {
+	db, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	return &SQLite{db: db, path: path, batch: DefaultBatch}, nil
+}
+
+// OpenSQLiteReader opens an existing store read-only, for `mcpgate audit`.
+func OpenSQLiteReader(path string) (*SQLite, error) {
+	db, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	// A read-only open of a missing file fails only at first use; check now.
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'records'`).Scan(&n); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	if n == 0 {
+		db.Close()
+		return nil, fmt.Errorf("audit: %s is not an mcpgate audit store (no records table)", path)
+	}
+	return &SQLite{db: db, path: path}, nil
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	if readOnly {
+		q.Add("mode", "ro")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Write queues r and commits when a full batch is queued.
+func (s *SQLite) Write(r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("audit: encode record: %w", err)
+	}
+	blocked := 0
+	if r.Blocked {
+		blocked = 1
+	}
+	s.pending = append(s.pending, []any{r.TS, r.EventID, r.ActionTaken, r.Tool, blocked, string(b)})
+	if len(s.pending) >= s.batch {
+		return s.Flush()
+	}
+	return nil
+}
+
+// Flush commits the queued records in one transaction. On failure the batch is
+// dropped and a *BatchError says how many records were lost.
+func (s *SQLite) Flush() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	rows := s.pending
+	s.pending = s.pending[:0]
+	if err := s.insert(rows); err != nil {
+		return &BatchError{N: len(rows), Err: err}
+	}
+	return nil
+}
+
+func (s *SQLite) insert(rows [][]any) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	st, err := tx.Prepare(`INSERT INTO records (ts, event_id, action_taken, tool, blocked, record) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	for _, row := range rows {
+		if _, err := st.Exec(row...); err != nil {
+			st.Close()
+			tx.Rollback()
+			return err
+		}
+	}
+	st.Close()
+	return tx.Commit()
+}
+
+// Close commits what is queued and closes the database.
+func (s *SQLite) Close() error {
+	return errors.Join(s.Flush(), s.db.Close())
+}
+
+// where builds the WHERE clause of f; withStatus false leaves the status out.
+func where(f Filter, withStatus bool) (string, []any) {
+	var conds []string
+	var args []any
+	if withStatus && f.Status != "" {
+		conds, args = append(conds, "action_taken = ?"), append(args, f.Status)
+	}
+	if f.Tool != "" {
+		conds, args = append(conds, "tool = ?"), append(args, f.Tool)
+	}
+	if s := f.since(); s != "" {
+		conds, args = append(conds, "ts >= ?"), append(args, s)
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// querySQL is the statement Query runs, exposed to the query-plan test.
+func querySQL(f Filter) (string, []any) {
+	w, args := where(f, true)
+	return `SELECT record FROM records` + w + ` ORDER BY ts DESC, id DESC LIMIT ?`, append(args, f.limit())
+}
+
+// Query returns the newest records matching f, newest first.
+func (s *SQLite) Query(ctx context.Context, f Filter) ([]Record, error) {
+	q, args := querySQL(f)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: query %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	out := []Record{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("audit: query %s: %w", s.path, err)
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("audit: query %s: bad record: %w", s.path, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit: query %s: %w", s.path, err)
+	}
+	return out, nil
+}
+
+// Count returns the tiles over f's tool and since: one count per action, each a range
+// over records_action (index-only unless a tool is given), and the total; records
+// with an action off the ladder count as pass, as Counts does elsewhere.
+func (s *SQLite) Count(ctx context.Context, f Filter) (Counts, error) {
+	var c Counts
+	w, args := where(f, false)
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM records`+w, args...).Scan(&c.Total); err != nil {
+		return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
+	}
+	for _, a := range []struct {
+		action string
+		n      *int
+	}{{ActionWarn, &c.Warn}, {ActionRedact, &c.Redact}, {ActionMask, &c.Mask}, {ActionBlock, &c.Block}} {
+		g := f
+		g.Status = a.action
+		w, args := where(g, true)
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM records`+w, args...).Scan(a.n); err != nil {
+			return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
+		}
+	}
+	c.Pass = c.Total - c.Warn - c.Redact - c.Mask - c.Block
+	return c, nil
+}
+
+// queryPlan returns SQLite's plan for the statement Query would run (tests).
+func (s *SQLite) queryPlan(f Filter) (string, error) {
+	q, args := querySQL(f)
+	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return "", err
+		}
+		lines = append(lines, detail)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}
