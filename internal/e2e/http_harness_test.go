@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,7 +27,7 @@ var httpBins struct {
 	err           error
 }
 
-// httpBinaries builds mcpgate and fakeup once per test binary.
+// httpBinaries returns the mcpgate TestMain built and builds fakeup once.
 func httpBinaries(t testing.TB) (gw, fake string) {
 	t.Helper()
 	httpBins.once.Do(func() {
@@ -38,14 +37,11 @@ func httpBinaries(t testing.TB) (gw, fake string) {
 			return
 		}
 		httpBins.dir = dir
-		httpBins.gw = filepath.Join(dir, "mcpgate")
+		httpBins.gw = binary
 		httpBins.fake = filepath.Join(dir, "fakeup")
-		for _, b := range [][2]string{{httpBins.gw, "../../cmd/mcpgate"}, {httpBins.fake, "./testdata/fakeup"}} {
-			out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
-			if err != nil {
-				httpBins.err = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
-				return
-			}
+		out, err := exec.Command("go", "build", "-o", httpBins.fake, "./testdata/fakeup").CombinedOutput()
+		if err != nil {
+			httpBins.err = fmt.Errorf("go build ./testdata/fakeup: %v\n%s", err, out)
 		}
 	})
 	if httpBins.err != nil {
@@ -54,40 +50,10 @@ func httpBinaries(t testing.TB) (gw, fake string) {
 	return httpBins.gw, httpBins.fake
 }
 
-// httpLog collects the gateway's stderr.
-type httpLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *httpLog) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *httpLog) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// records returns the audit records written so far.
-func (b *httpLog) records() []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(b.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["event_id"] != nil && m["kind"] != nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 type httpGateway struct {
 	url    string
 	cmd    *exec.Cmd
-	stderr *httpLog
+	stderr *stderrLog
 	done   chan struct{}
 }
 
@@ -100,7 +66,7 @@ func startHTTPGateway(t testing.TB, args ...string) *httpGateway {
 	pol := t.TempDir()
 	full := append([]string{"gateway", "run", "--listen", "127.0.0.1:0", "--policies", pol, "--log-format", "json"}, args...)
 	cmd := exec.Command(gw, full...)
-	g := &httpGateway{cmd: cmd, stderr: &httpLog{}, done: make(chan struct{})}
+	g := &httpGateway{cmd: cmd, stderr: &stderrLog{}, done: make(chan struct{})}
 	cmd.Stderr = g.stderr
 	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {

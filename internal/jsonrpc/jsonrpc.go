@@ -239,15 +239,8 @@ func ErrorResponse(id json.RawMessage, code int, message string) []byte {
 
 // ErrorResponseObject encodes an error response carrying obj.
 func ErrorResponseObject(id json.RawMessage, obj ErrorObject) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	b, _ := Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   ErrorObject     `json:"error"`
-	}{"2.0", id, obj})
-	return b
+	b, _ := Marshal(obj)
+	return ErrorResponseObjectRaw(id, b)
 }
 
 // Request encodes a request.

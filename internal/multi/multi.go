@@ -28,14 +28,11 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
-// Conn is one server connection (upstream.Conn).
-type Conn interface {
-	Send(msg []byte) error
-	ReadLine() ([]byte, error)
-	Close(ctx context.Context, grace time.Duration) error
-}
+// Conn is one server connection: a stdio process, a remote session, or a supervisor.
+type Conn = upstream.Conn
 
 // Server is one named upstream.
 type Server struct {
