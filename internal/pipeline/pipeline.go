@@ -82,14 +82,19 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		t.emit()
 	}()
 
+	// Every tools/call counts once toward the rate limit when it arrives, even one
+	// rejected later (DECISIONS "Rate limit"); it runs on one policy set throughout.
+	p.Limiter.Arrive(c.User.UserID)
+	limit := func(n int) bool { return p.Limiter.Exceeded(c.User.UserID, n) }
+	set := p.Gate.Current()
+	t.policySet(set)
+
 	// Decode the request: name and arguments; every other key is kept as is.
 	params, name, args, err := decodeParams(c.Params)
 	if err != nil {
 		return t.invalidParams(err)
 	}
 	t.tool(name, c.ToolAccess, ctx)
-	p.Limiter.Arrive(c.User.UserID)
-	limit := func(n int) bool { return p.Limiter.Exceeded(c.User.UserID, n) }
 
 	// 1. Built-in input rules over the arguments' string leaves.
 	stage := time.Now()
@@ -100,8 +105,6 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	t.stage("input_rules", stage)
 
 	// 2. Pre-phase policies: reject or rewrite the arguments.
-	set := p.Gate.Current()
-	t.policySet(set)
 	stage = time.Now()
 	pre := set.Run(ctx, &ctxapi.Call{
 		Phase: ctxapi.PhasePre, Tool: name, ToolAccess: t.rec.ToolAccess, Params: args,

@@ -292,3 +292,21 @@ func TestAuditOutputOff(t *testing.T) {
 		t.Fatalf("input-only record: %+v", r)
 	}
 }
+
+// TestRateLimitCountsEachCallOnce: both phases ask, but a call counts once, when it
+// arrives; with n = 3 the 4th call in the hour is the first one rejected.
+func TestRateLimitCountsEachCallOnce(t *testing.T) {
+	p, rec := newPipeline(t, map[string]string{
+		"rl.js": `if (ctx.rateLimitExceeded(3)) { throw "rate limit exceeded (3/hour)" }`,
+	}, true, false)
+	for i := 1; i <= 5; i++ {
+		reply := p.Handle(context.Background(), call(`{}`), upstreamReturning(cleanResult, nil))
+		rejected := reply.Result != nil && strings.Contains(firstText(t, reply.Result), "rate limit exceeded")
+		if rejected != (i >= 4) {
+			t.Fatalf("call %d: rejected=%v", i, rejected)
+		}
+	}
+	if len(rec.recs) != 5 || rec.recs[3].Reason != "policy_throw" {
+		t.Fatalf("records: %d, 4th reason %q", len(rec.recs), rec.recs[3].Reason)
+	}
+}
