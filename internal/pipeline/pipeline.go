@@ -111,6 +111,9 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		User: c.User, Findings: in.Findings, RateLimitExceeded: limit,
 	})
 	t.stage("pre_policies", stage)
+	if ctx.Err() != nil { // the client cancelled or left: no policy failed
+		return t.upstreamFailed(ErrCancelled)
+	}
 	t.acted(pre.Acted)
 	if pre.Reject != nil {
 		t.rec.InputRuleIDs = in.RuleIDs()
@@ -164,6 +167,9 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		User:     c.User, Findings: out.Findings, RateLimitExceeded: limit,
 	})
 	t.stage("post_policies", stage)
+	if ctx.Err() != nil {
+		return t.upstreamFailed(ErrCancelled)
+	}
 	t.acted(post.Acted)
 	if post.Reject != nil {
 		return t.reject(post.Reject, audit.OutcomeOK)

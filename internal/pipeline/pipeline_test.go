@@ -310,3 +310,19 @@ func TestRateLimitCountsEachCallOnce(t *testing.T) {
 		t.Fatalf("records: %d, 4th reason %q", len(rec.recs), rec.recs[3].Reason)
 	}
 }
+
+// TestCancelledIsNotAPolicyFailure: a client that cancels or leaves while policies
+// run gets no reply and a "cancelled" record, never a policy_timeout block.
+func TestCancelledIsNotAPolicyFailure(t *testing.T) {
+	p, rec := newPipeline(t, map[string]string{"a.js": `ctx.params.x = 1`}, true, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	reply := p.Handle(ctx, call(`{}`), upstreamFailing(errors.New("must not be called")))
+	if !reply.NoReply {
+		t.Fatalf("want no reply, got %+v", reply)
+	}
+	r := rec.recs[0]
+	if r.Outcome != "cancelled" || r.Reason != "" || r.Blocked {
+		t.Fatalf("record %+v", r)
+	}
+}

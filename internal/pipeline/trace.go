@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mcpgate/mcpgate/engine"
@@ -45,7 +46,9 @@ func (p *Pipeline) begin(c Call) *trace {
 func (t *trace) tool(name string, access func(context.Context, string) string, ctx context.Context) {
 	t.rec.Tool = name
 	if access != nil {
-		t.rec.ToolAccess = access(ctx, name)
+		start := time.Now()
+		t.rec.ToolAccess = access(ctx, name) // may list the upstream's tools once
+		t.stage("tool_access", start)
 	}
 }
 
@@ -53,7 +56,10 @@ func (t *trace) policySet(s *gate.Set) {
 	t.rec.PolicyGen, t.rec.PolicySetHash = s.Generation, s.Hash
 }
 
+// ms converts to milliseconds with microsecond precision.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func roundMS(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func (t *trace) stage(name string, since time.Time) { t.rec.StageMS[name] = ms(time.Since(since)) }
 
@@ -211,7 +217,7 @@ func (t *trace) emit() {
 	r.TS = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	r.ElapsedMS = ms(time.Since(t.start))
 	if up, ok := r.StageMS["upstream"]; ok {
-		r.StageMS["gateway"] = r.ElapsedMS - up
+		r.StageMS["gateway"] = roundMS(r.ElapsedMS - up)
 	}
 	r.Blocked = r.ActionTaken == audit.ActionBlock
 	r.ToolCalls = []audit.ToolCall{{Name: r.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: r.ActionTaken}}}

@@ -53,6 +53,7 @@ type Session struct {
 	inflight map[string]context.CancelFunc
 	dead     error // set once the upstream is gone
 	draining atomic.Bool
+	closing  atomic.Bool // Run has returned; the caller closes the upstream
 
 	tools   *toolIndex
 	ownSeq  atomic.Uint64
@@ -90,6 +91,7 @@ func New(opts Options, up Upstream) *Session {
 // and the client has been told. It returns nil on a clean client EOF.
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.client = jsonrpc.NewWriter(out)
+	defer s.closing.Store(true)
 	parent := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -344,7 +346,12 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		delete(s.pending, msg.IDKey())
 		s.mu.Unlock()
 		switch {
-		case p == nil: // unknown id: pass it on; the client decides
+		case p == nil:
+			// Nothing waits for this id: a late answer to a call that timed out or was
+			// cancelled, or to the gateway's own request. Forwarding it would hand the
+			// client an unfiltered tools/call result, so it is dropped.
+			s.log.Debug("upstream response with no pending request dropped", "id", msg.IDKey())
+			return
 		case p.ch != nil:
 			p.ch <- msg
 			return
@@ -386,7 +393,11 @@ func (s *Session) upstreamGone(cause error) {
 	waiting := s.pending
 	s.pending = map[string]*pending{}
 	s.mu.Unlock()
-	s.log.Error("upstream MCP server is gone; answering its requests with errors", "err", cause, "in_flight", len(waiting))
+	level := slog.LevelError
+	if s.closing.Load() {
+		level = slog.LevelDebug // the session ended and its upstream was closed: expected
+	}
+	s.log.Log(context.Background(), level, "upstream MCP server is gone; answering its requests with errors", "err", cause, "in_flight", len(waiting))
 	for _, p := range waiting {
 		if p.ch != nil {
 			close(p.ch)

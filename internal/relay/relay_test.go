@@ -248,6 +248,13 @@ func TestRelayCallTimeoutSendsCancel(t *testing.T) {
 	if rec := <-h.recs.ch; rec.Outcome != "timeout" {
 		t.Fatalf("record %+v", rec)
 	}
+	// The late answer must never reach the client: it skipped the output filter.
+	h.up.lines <- `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"late \u001b]52;c;eA==\u0007"}]}}`
+	next := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"after"}}`
+	h.up.lines <- next
+	if got := h.clientGets(); got != next {
+		t.Fatalf("the client got %q, want the notification after the dropped late answer", got)
+	}
 }
 
 func TestRelayClientCancel(t *testing.T) {
