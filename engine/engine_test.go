@@ -206,3 +206,14 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleSummariesAreClean: explaining a rule (mcp-server's explain_rule, mcpgate
+// rules) must not trip the rules it explains.
+func TestRuleSummariesAreClean(t *testing.T) {
+	a, _ := New(Options{})
+	for _, r := range Rules() {
+		if rep := a.AnalyzeText(r.ID + ": " + r.Summary); len(rep.Findings) != 0 {
+			t.Errorf("summary of %s fires %v", r.ID, rep.RuleIDs())
+		}
+	}
+}

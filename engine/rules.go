@@ -85,7 +85,7 @@ var ruleTable = [numRules]Rule{
 	rClear:      {RuleClearScreen, FamilyTerminalEscape, SeverityInfo, "CSI 2J/3J, RIS (ESC c) or the alternate screen clears what the user saw"},
 	rOverwrite:  {RuleCursorOverwrite, FamilyTerminalEscape, SeverityMedium, "bare CR, backspaces, cursor-up/position/restore or line erase that overwrite earlier prose with other text"},
 	rControl:    {RuleTerminalControl, FamilyTerminalEscape, SeverityMedium, "DCS, APC, PM, SOS, stray C1 controls, unknown OSC, or CSI queries that make the terminal act or answer"},
-	rInjection:  {RulePromptInjection, FamilyPromptInjection, SeverityMedium, "forged role or system markup (<system-reminder>, <|im_start|>, [INST], Human:/Assistant: turns) or forged fence sentinels"},
+	rInjection:  {RulePromptInjection, FamilyPromptInjection, SeverityMedium, "forged role or system markup (system-reminder tags, ChatML im_start tokens, Llama INST tags, Human and Assistant turns at line start) or forged fence sentinels"},
 	rEmail:      {RuleEmail, FamilyPII, SeverityInfo, "e-mail address (RFC 5321 shape, dotted domain with an alphabetic TLD)"},
 	rPhone:      {RulePhone, FamilyPII, SeverityInfo, "phone number: E.164 (+ and 8-15 digits) or a national grouping (NANP 3-3-4, trunk-0 groups)"},
 	rCard:       {RulePaymentCard, FamilyPII, SeverityInfo, "payment card number: known IIN prefix and length, Luhn-valid, plain or grouped with spaces or dashes"},

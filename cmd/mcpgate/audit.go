@@ -30,8 +30,8 @@ func newAuditCmd() *cobra.Command {
 		Short: "Read stored audit records, newest first",
 		Long: `Read the audit records a gateway stored: a SQLite store (gateway run --audit-db) or a
 JSONL stream (gateway run --audit-file, or a captured stderr; log lines are skipped).
-Records are listed newest first. The status is the call's final action on the seed 002
-ladder, so a redacted call reads REDACTED, never PASS, and an output block reads BLOCKED.
+Records are listed newest first. The status is the call's final action on the ladder
+pass < warn < redact/mask < block, so a redacted call reads REDACTED, never PASS, and an output block reads BLOCKED.
 
 Records hold tool names, actions, rule ids, reasons and timings: never an argument
 or any text of a result.

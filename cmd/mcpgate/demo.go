@@ -37,7 +37,7 @@ what the server returned, what the client received, and the call's audit record:
 a clean call, a redaction, a block, a warning and a policy rejection.
 
 The policies are the shipped set (policies/*.js, built into the binary) plus the
-seed example block-force-delete.js, unless --policies names a directory.`,
+example policies/examples/block-force-delete.js, unless --policies names a directory.`,
 		Example: "  mcpgate demo\n  mcpgate demo --policies ./policies",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

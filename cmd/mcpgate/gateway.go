@@ -85,7 +85,7 @@ Environment:
 		},
 	}
 	fl := run.Flags()
-	fl.BoolVar(&f.filterOutput, "filter-output", false, "apply the output filter: block, warn or allow each tool result (seed 000)")
+	fl.BoolVar(&f.filterOutput, "filter-output", false, "apply the output filter: block, warn or allow each tool result (off: rules only report)")
 	fl.StringVar(&f.policies, "policies", "./policies", "directory of *.js policies (top level only, lexical order); must exist")
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
 	fl.StringVar(&f.auditFile, "audit-file", "", "append audit records (JSONL) to this file instead of stderr")

@@ -52,7 +52,7 @@ func newMCPServerCmd() *cobra.Command {
 Every tools/call goes through the same pipeline as the gateway and writes one audit
 record of kind mcp_output_filter, with the client's clientInfo from initialize and
 no agent_origin. With --sanitize-tool-output the tool results go through the output
-filter, fail-closed: a truncated scan or an undecodable result is blocked (seed 000).`,
+filter, fail-closed: a truncated scan or an undecodable result is blocked.`,
 		Example: `  mcpgate mcp-server --sanitize-tool-output
   # Claude Desktop:  "mcpgate": {"command": "/usr/local/bin/mcpgate", "args": ["mcp-server", "--sanitize-tool-output"]}`,
 		Args: cobra.NoArgs,
@@ -61,7 +61,7 @@ filter, fail-closed: a truncated scan or an undecodable result is blocked (seed 
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.sanitize, "sanitize-tool-output", false, "filter every tool result through the output filter, fail-closed (seed 000)")
+	fl.BoolVar(&f.sanitize, "sanitize-tool-output", false, "filter every tool result through the output filter, fail-closed")
 	fl.StringVar(&f.policies, "policies", "", "directory of *.js policies to run on these tools too (default: none)")
 	fl.StringVar(&f.auditFile, "audit-file", "", "append audit records (JSONL) to this file instead of stderr")
 	fl.StringVar(&f.config, "config", "", "JSON configuration file (mcpgate key: user, tokens, rules)")
@@ -187,6 +187,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithDescription("Run mcpgate's built-in rules (terminal escapes, hidden text, prompt injection, PII, secrets) over a text. Returns the verdict and the findings (rule, severity, byte range), never the matched values."),
 		mcp.WithString("text", mcp.Required(), mcp.Description("the text to scan")),
 		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		text, err := req.RequireString("text")
 		if err != nil {
@@ -198,6 +201,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithDescription("Remove escape sequences, bare CR, control characters and zero-width or other hidden characters from a text."),
 		mcp.WithString("text", mcp.Required(), mcp.Description("the text to clean")),
 		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		text, err := req.RequireString("text")
 		if err != nil {
@@ -211,6 +217,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithString("strategy", mcp.Enum("redact", "mask", "hash"), mcp.Description("how to replace a value (default redact)")),
 		mcp.WithArray("kinds", mcp.WithStringItems(), mcp.Description("entity kinds or rule ids to redact (default: all)")),
 		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		text, err := req.RequireString("text")
 		if err != nil {
@@ -232,6 +241,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithDescription("Describe one built-in rule by id (family, default severity, what it finds), or list every rule when id is empty."),
 		mcp.WithString("id", mcp.Description("a rule id such as output_osc52_clipboard_write; empty lists all")),
 		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := strings.TrimSpace(req.GetString("id", ""))
 		rules := engine.Rules()
