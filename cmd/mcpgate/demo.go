@@ -33,7 +33,8 @@ func newDemoCmd() *cobra.Command {
 		Short: "Show every kind of decision on a built-in sample server",
 		Long: `Run a real MCP client, in this process, through "mcpgate gateway run --filter-output"
 to a small sample MCP server built into this binary. For each sample call it prints
-what the server returned, what the client received, and the call's audit record:
+what the server returns when called directly, what the client received through the
+gateway, and the call's audit record:
 a clean call, a redaction, a block, a warning and a policy rejection.
 
 The policies are the shipped set (policies/*.js, built into the binary) plus the
@@ -121,7 +122,7 @@ func runDemo(ctx context.Context, policyDir string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("demo: call %s through the gateway: %w", step.Tool, err)
 		}
-		fmt.Fprintf(out, "   server returned: %s\n   client received: %s\n", sent, got)
+		fmt.Fprintf(out, "   server (direct): %s\n   client received: %s\n", sent, got)
 		select {
 		case rec := <-records:
 			fmt.Fprintf(out, "   audit record:    %s\n", summarize(rec))

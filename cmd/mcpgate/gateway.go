@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
@@ -77,14 +78,16 @@ Environment:
   }`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dash := cmd.ArgsLenAtDash()
-			if dash < 0 && len(args) > 0 {
-				return fmt.Errorf("put the upstream command after --, as in: mcpgate gateway run -- %s", strings.Join(args, " "))
+			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
+				return fmt.Errorf("put the upstream command after --, as in:\n  mcpgate gateway run%s -- %s", setFlags(cmd), strings.Join(args, " "))
 			}
 			return runGateway(cmd.Context(), f, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := run.Flags()
+	// Stop at the first non-flag word: "run --policies p npx -y server" then fails
+	// with the "put it after --" hint instead of "unknown shorthand flag: 'y'".
+	fl.SetInterspersed(false)
 	fl.BoolVar(&f.filterOutput, "filter-output", false, "apply the output filter: block, warn or allow each tool result (off: rules only report)")
 	fl.StringVar(&f.policies, "policies", "./policies", "directory of *.js policies (top level only, lexical order); must exist")
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
@@ -188,8 +191,6 @@ func setupGateway(ctx context.Context, f gatewayFlags, stderr io.Writer, kind st
 		Origin:       origin,
 		AuditOutput:  auditOutput,
 	}
-	st := g.Status()
-	log.Info("policies loaded", "dir", f.policies, "generation", st.Generation, "files", len(st.Files), "hash", short(st.Hash))
 	return &gatewayDeps{log: log, stderr: errw, cfg: cfg, gate: g, emitter: em, pipe: p}, nil
 }
 
@@ -289,9 +290,15 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
+// setFlags renders the flags the user set, for a corrected command line.
+func setFlags(cmd *cobra.Command) string {
+	var b strings.Builder
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" {
+			fmt.Fprintf(&b, " --%s", f.Name)
+			return
+		}
+		fmt.Fprintf(&b, " --%s %s", f.Name, f.Value.String())
+	})
+	return b.String()
 }

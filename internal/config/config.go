@@ -141,8 +141,14 @@ func (c *Config) validate() error {
 	for _, id := range sortedKeys(c.Gate.Callers) {
 		checkClass(fmt.Sprintf(`"mcpgate.callers.%s"`, id), c.Gate.Callers[id])
 	}
+	known := map[string]bool{}
+	for _, r := range engine.Rules() {
+		known[r.ID] = true
+	}
 	for _, id := range sortedKeys(c.Gate.Rules) {
-		if _, err := engine.ParseSeverity(c.Gate.Rules[id]); err != nil {
+		if !known[id] {
+			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": no such rule id (mcpgate rules lists them)`, id))
+		} else if _, err := engine.ParseSeverity(c.Gate.Rules[id]); err != nil {
 			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": %w`, id, err))
 		}
 	}
