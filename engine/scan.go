@@ -145,6 +145,14 @@ func (t *textScan) run() {
 		case cLead:
 			i = t.unicode(i)
 		case cWord:
+			// 'A' and 'J' only matter where a secret's prefix can start: "AKIA",
+			// "ASIA", "AIza" at a word start, and the "J" of a JWT's "eyJ". Every
+			// other secret word carries '_', '-' or a digit, which still trigger.
+			if c := s[i]; c == 'A' && !(i+1 < n && (s[i+1] == 'K' || s[i+1] == 'S' || s[i+1] == 'I') && (i == 0 || !isWordByte(s[i-1]))) ||
+				c == 'J' && !(i >= 2 && s[i-1] == 'y' && s[i-2] == 'e') {
+				i++
+				continue
+			}
 			i = t.word(i)
 		case cAt:
 			i = t.email(i)
