@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 )
 
@@ -30,9 +31,31 @@ const (
 // DefaultMaxMessageBytes is the default per-message limit: 64 MiB (DECISIONS "Message size").
 const DefaultMaxMessageBytes = 64 << 20
 
-// ErrTooLarge is returned by Reader.Read for a line longer than the limit; the line is
-// discarded and the stream stays usable.
+// ErrTooLarge is returned (as a *TooLargeError) by Reader.ReadLine for a line longer
+// than the limit; the line is discarded and the stream stays usable.
 var ErrTooLarge = errors.New("jsonrpc: message exceeds the size limit")
+
+// TooLargeError reports an oversized line. Head holds its first bytes (at most
+// 64 KiB), enough for PeekID to find an id written early.
+type TooLargeError struct {
+	Head []byte
+	Size int // bytes read before the line ended
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("jsonrpc: message of %d bytes exceeds the size limit", e.Size)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) true.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// ResponseError builds an error response for an upstream message that could not be
+// relayed, so the request it answers fails at once instead of timing out.
+func ResponseError(id json.RawMessage, why string) []byte {
+	return ErrorResponse(id, CodeInternalError, "mcpgate: the upstream's response was dropped: "+why)
+}
+
+const tooLargeHead = 64 << 10
 
 // Kind classifies a message.
 type Kind uint8
@@ -61,9 +84,19 @@ type Message struct {
 // IDKey returns a map key for the message id; equal ids give equal keys.
 func (m *Message) IDKey() string { return IDKey(m.ID) }
 
-// IDKey canonicalises a raw id (a JSON string or number) into a map key.
+// IDKey canonicalises a raw id (a JSON string or number) into a map key: equal
+// numbers give equal keys (1, 1.0 and 1e0 are one id, as a JSON peer decoding
+// numbers sees them), and a string never equals a number ("1" is not 1).
 func IDKey(id json.RawMessage) string {
-	return string(bytes.TrimSpace(id))
+	id = bytes.TrimSpace(id)
+	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
+		return string(id)
+	}
+	f, err := strconv.ParseFloat(string(id), 64)
+	if err != nil {
+		return string(id)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 type envelope struct {
@@ -106,7 +139,10 @@ func Parse(line []byte) (*Message, error) {
 	default:
 		return m, errors.New("jsonrpc: message is neither a request, a notification nor a response")
 	}
-	if m.Kind != KindNotification && !validID(m.ID) {
+	switch {
+	case m.Kind == KindRequest && string(bytes.TrimSpace(m.ID)) == "null":
+		return m, errors.New("jsonrpc: a request id must be a string or a number, not null")
+	case m.Kind != KindNotification && !validID(m.ID):
 		return m, errors.New("jsonrpc: id must be a string, a number or null")
 	}
 	return m, nil
@@ -146,15 +182,22 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	for {
 		r.buf = r.buf[:0]
 		tooLarge := false
+		var head []byte
+		size := 0
 		for {
 			chunk, err := r.br.ReadSlice('\n')
+			size += len(chunk)
 			if !tooLarge {
 				if len(r.buf)+len(chunk) > r.max+2 { // +2 for a CRLF ending
 					tooLarge = true
+					head = append(head, r.buf[:min(len(r.buf), tooLargeHead)]...)
 					r.buf = r.buf[:0]
 				} else {
 					r.buf = append(r.buf, chunk...)
 				}
+			}
+			if tooLarge && len(head) < tooLargeHead {
+				head = append(head, chunk[:min(len(chunk), tooLargeHead-len(head))]...)
 			}
 			if err == bufio.ErrBufferFull {
 				continue
@@ -164,14 +207,14 @@ func (r *Reader) ReadLine() ([]byte, error) {
 					return bytes.TrimRight(r.buf, "\r\n"), nil
 				}
 				if err == io.EOF && tooLarge {
-					return nil, ErrTooLarge
+					return nil, &TooLargeError{Head: head, Size: size}
 				}
 				return nil, err
 			}
 			break
 		}
 		if tooLarge {
-			return nil, ErrTooLarge
+			return nil, &TooLargeError{Head: head, Size: size}
 		}
 		line := bytes.TrimRight(r.buf, "\r\n")
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -275,4 +318,108 @@ func ErrorResponseObjectRaw(id json.RawMessage, obj json.RawMessage) []byte {
 		Error   json.RawMessage `json:"error"`
 	}{"2.0", id, obj})
 	return b
+}
+
+// PeekID finds the top-level "id" of a message that does not decode (too deep,
+// invalid, or cut short), so the request it answers can still be failed. It scans
+// object members without decoding their values and reports false when it cannot
+// tell.
+func PeekID(line []byte) (json.RawMessage, bool) {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return nil, false
+	}
+	i++
+	for {
+		i = skipSpace(line, i)
+		if i >= len(line) || line[i] != '"' {
+			return nil, false
+		}
+		keyEnd := skipString(line, i)
+		if keyEnd < 0 {
+			return nil, false
+		}
+		key := line[i:keyEnd]
+		i = skipSpace(line, keyEnd)
+		if i >= len(line) || line[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(line, i+1)
+		valEnd := skipValue(line, i)
+		if valEnd < 0 {
+			return nil, false
+		}
+		if string(key) == `"id"` {
+			id := line[i:valEnd]
+			if validID(id) && json.Valid(id) {
+				return bytes.Clone(id), true
+			}
+			return nil, false
+		}
+		i = skipSpace(line, valEnd)
+		if i >= len(line) || line[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] == '"', or -1.
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index after the JSON value starting at b[i], matching
+// brackets without decoding, or -1 when the value does not end.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				if j = skipString(b, j); j < 0 {
+					return -1
+				}
+				j--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
 }

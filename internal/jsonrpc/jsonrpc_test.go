@@ -162,3 +162,56 @@ func TestParseCopiesTheLine(t *testing.T) {
 		t.Fatalf("Raw changed under a later read: %s", m.Raw)
 	}
 }
+
+func TestIDKey(t *testing.T) {
+	same := [][]string{{"1", "1.0", "1e0", " 1 "}, {`"a"`}, {"-0.5", "-5e-1"}, {"12345678901234567890", "1.2345678901234567e19"}}
+	for _, group := range same {
+		for _, id := range group {
+			if IDKey(json.RawMessage(id)) != IDKey(json.RawMessage(group[0])) {
+				t.Errorf("IDKey(%s) = %q, want it equal to IDKey(%s) = %q", id, IDKey(json.RawMessage(id)), group[0], IDKey(json.RawMessage(group[0])))
+			}
+		}
+	}
+	if IDKey(json.RawMessage(`"1"`)) == IDKey(json.RawMessage(`1`)) {
+		t.Error(`the string "1" must not equal the number 1`)
+	}
+}
+
+func TestRequestIDMustNotBeNull(t *testing.T) {
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":null,"method":"tools/call"}`)); err == nil {
+		t.Fatal("a request with a null id was accepted")
+	}
+}
+
+func TestPeekID(t *testing.T) {
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	tests := []struct {
+		line, id string
+		ok       bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, "7", true},
+		{`{"result":{"a":"}\"{"},"jsonrpc":"2.0","id":"x-1"}`, `"x-1"`, true},
+		{`{"jsonrpc":"2.0","result":{"deep":` + deep + `},"id":3}`, "3", true},
+		{`{"jsonrpc":"2.0","id":9,"result":{"cut short`, "9", true},
+		{`{"jsonrpc":"2.0","result":{"cut short`, "", false},
+		{`{"jsonrpc":"2.0","id":{"no":1}}`, "", false},
+		{`[1,2]`, "", false},
+		{`not json`, "", false},
+	}
+	for _, tc := range tests {
+		id, ok := PeekID([]byte(tc.line))
+		if ok != tc.ok || string(id) != tc.id {
+			t.Errorf("PeekID(%.60s) = %s, %v; want %s, %v", tc.line, id, ok, tc.id, tc.ok)
+		}
+	}
+}
+
+func FuzzPeekID(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"b":"\"]"}],"id":5}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, ok := PeekID(b)
+		if ok && !json.Valid(id) {
+			t.Fatalf("PeekID returned invalid JSON %q", id)
+		}
+	})
+}

@@ -94,6 +94,11 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	if err != nil {
 		return t.invalidParams(err)
 	}
+	if string(params["arguments"]) == "null" {
+		// "arguments": null makes TypeScript servers fail with -32603; send {} instead.
+		params["arguments"] = args
+		c.Params, _ = jsonrpc.Marshal(params)
+	}
 	t.tool(name, c.ToolAccess, ctx)
 
 	// 1. Built-in input rules over the arguments' string leaves.
@@ -178,17 +183,31 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	// 6. Merge: policy edits, then the Warn sanitizer over the final content.
 	stage = time.Now()
 	defer t.stage("merge", stage)
+	findings := len(out.Findings)
 	if post.Changed {
 		t.escalate(policyAction(post.Action))
 		if result, err = replaceContent(result, post.Content, post.StructuredContent); err != nil {
 			return t.reject(&gate.Rejection{Policy: lastOf(post.Acted), Code: "bad_ctx_shape", Message: err.Error()}, audit.OutcomeOK)
 		}
 		t.outputChanged()
-	} else if post.Action == audit.ActionWarn {
+		// What a policy wrote is scanned too, so a policy can never put escapes back.
+		if p.FilterOutput {
+			if again, err := p.Analyzer.AnalyzeResult(result); err == nil && again.Verdict > verdict {
+				verdict, findings = again.Verdict, findings+len(again.Findings)
+				t.rescanned(again)
+				if verdict == engine.Block {
+					return t.block("filter_block")
+				}
+			}
+		}
+	}
+	// ctx.warn in either phase is a warning the agent sees, like the filter's.
+	warnings := len(pre.Warnings) + len(post.Warnings)
+	if warnings > 0 {
 		t.escalate(audit.ActionWarn)
 	}
-	if verdict == engine.Warn {
-		warned, err := warnResult(result, t.rec.EventID, len(out.Findings))
+	if verdict == engine.Warn || warnings > 0 {
+		warned, err := warnResult(result, t.rec.EventID, findings+warnings)
 		if err != nil { // cannot rewrite safely: fail closed rather than pass escapes on
 			t.rec.Reason = "sanitize_failed"
 			return t.block("sanitize_failed")

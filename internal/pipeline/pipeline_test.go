@@ -326,3 +326,53 @@ func TestCancelledIsNotAPolicyFailure(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// TestPolicyOutputIsScanned: what a post policy writes goes through the output rules
+// too, so a policy can never put escapes back; ctx.warn shows the agent a warning.
+func TestPolicyOutputIsScanned(t *testing.T) {
+	tests := []struct {
+		name, src, prefix, absent, action string
+	}{
+		{"OSC 52 written by a policy blocks", `ctx.response.content[0].text = "\u001b]52;c;eA==\u0007"`,
+			"[mcpgate: tool output blocked", "eA==", "block"},
+		{"hidden text written by a policy warns and is stripped", `ctx.response.content[0].text = "a \u001b[8mhidden\u001b[0m"`,
+			"[mcpgate: WARNING — 1 findings", "\x1b", "redact"}, // the edit outranks the warning
+		{"ctx.warn shows the notice", `ctx.warn("looks odd")`, "[mcpgate: WARNING — 1 findings", "looks odd", "warn"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, map[string]string{"p.js": `if (ctx.phase === "post") { ` + tc.src + ` }`}, true, false)
+			reply := p.Handle(context.Background(), call(`{}`), upstreamReturning(cleanResult, nil))
+			if got := firstText(t, reply.Result); !strings.HasPrefix(got, tc.prefix) {
+				t.Fatalf("first text %q, want prefix %q", got, tc.prefix)
+			}
+			if strings.Contains(string(reply.Result), tc.absent) {
+				t.Fatalf("result holds %q: %s", tc.absent, reply.Result)
+			}
+			if r := rec.recs[0]; r.ActionTaken != tc.action {
+				t.Fatalf("action %s, want %s", r.ActionTaken, tc.action)
+			}
+		})
+	}
+}
+
+// TestRejectionTextIsSanitizedAndBounded: a thrown message may quote content; the
+// agent gets it without escapes and cut to 1 KiB.
+func TestRejectionTextIsSanitizedAndBounded(t *testing.T) {
+	p, _ := newPipeline(t, map[string]string{"p.js": `if (ctx.phase === "pre") { throw "\u001b]52;c;eA==\u0007" + "ü".repeat(5000) }`}, true, false)
+	reply := p.Handle(context.Background(), call(`{}`), upstreamReturning(cleanResult, nil))
+	text := firstText(t, reply.Result)
+	if strings.ContainsRune(text, 0x1b) || len(text) > 1300 || !strings.Contains(text, "…") {
+		t.Fatalf("rejection text (%d bytes): %.200q", len(text), text)
+	}
+}
+
+// TestNullArgumentsAreSentAsObject: TypeScript servers fail on "arguments": null.
+func TestNullArgumentsAreSentAsObject(t *testing.T) {
+	p, _ := newPipeline(t, nil, true, false)
+	var sent json.RawMessage
+	p.Handle(context.Background(), call(`null`), upstreamReturning(cleanResult, &sent))
+	if !strings.Contains(string(sent), `"arguments":{}`) {
+		t.Fatalf("upstream got %s", sent)
+	}
+}

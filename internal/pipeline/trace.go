@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
@@ -90,6 +91,28 @@ func (t *trace) escalate(action string) {
 	t.rec.Blocked = t.rec.ActionTaken == audit.ActionBlock
 }
 
+// rescanned records what the output rules found in content a post policy wrote.
+func (t *trace) rescanned(again engine.Report) {
+	t.rec.FindingsCount += len(again.Findings)
+	for _, id := range again.RuleIDs() {
+		t.rec.RuleIDs = appendUnique(t.rec.RuleIDs, id)
+	}
+	if again.Highest > t.highest() {
+		t.rec.HighestSeverity = again.Highest.String()
+	}
+	t.rec.Decision = again.Verdict.String()
+	for _, f := range again.Findings {
+		if engine.VerdictFor(f.Severity) >= engine.Warn {
+			t.guardrail(f.RuleID)
+		}
+	}
+}
+
+func (t *trace) highest() engine.Severity {
+	s, _ := engine.ParseSeverity(t.rec.HighestSeverity)
+	return s
+}
+
 // outputChanged marks that the output stage changed or withheld data.
 func (t *trace) outputChanged() { t.guardrail(audit.GuardrailOutputSanitization) }
 
@@ -121,7 +144,24 @@ func (t *trace) reject(r *gate.Rejection, outcome string) Reply {
 	if msg == "" {
 		msg = "the policy rejected the call"
 	}
+	// A thrown message may quote content: it gets the Warn sanitizer and a bound.
+	msg = capText(engine.Sanitize(msg), maxRejectionText)
 	return Reply{Result: errorResult(rejectText(r.Policy, msg, t.rec.EventID))}
+}
+
+// maxRejectionText bounds the policy message an agent sees, in bytes.
+const maxRejectionText = 1024
+
+// capText cuts s to at most max bytes on a UTF-8 boundary, marking the cut.
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 var rejectionReasons = map[string]string{

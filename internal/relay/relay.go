@@ -191,6 +191,11 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 		s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
 		return
 	}
+	if s.busy(msg.IDKey()) {
+		s.mu.Unlock()
+		s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
+		return
+	}
 	s.pending[msg.IDKey()] = &pending{method: msg.Method, id: msg.ID}
 	s.mu.Unlock()
 	if err := s.up.Send(msg.Raw); err != nil {
@@ -207,9 +212,14 @@ func (s *Session) send(raw []byte) {
 // toolCall runs the pipeline for one tools/call in its own goroutine; responses can
 // go back out of order, as MCP allows.
 func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
-	ctx, cancel := context.WithCancel(ctx)
 	key := msg.IDKey()
 	s.mu.Lock()
+	if s.busy(key) {
+		s.mu.Unlock()
+		s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	s.inflight[key] = cancel
 	s.mu.Unlock()
 	s.calls.Add(1)
@@ -239,6 +249,14 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			s.write(jsonrpc.Response(msg.ID, reply.Result))
 		}
 	}()
+}
+
+// busy reports whether a client request with this id key is still in flight; the
+// caller holds s.mu.
+func (s *Session) busy(key string) bool {
+	_, fwd := s.pending[key]
+	_, call := s.inflight[key]
+	return fwd || call
 }
 
 // callUpstream forwards a tools/call (rewritten when params changed) and waits for
@@ -321,8 +339,10 @@ func (s *Session) cancelled(params json.RawMessage) {
 func (s *Session) readUpstream() {
 	for {
 		line, err := s.up.ReadLine()
-		if errors.Is(err, jsonrpc.ErrTooLarge) {
+		var tooLarge *jsonrpc.TooLargeError
+		if errors.As(err, &tooLarge) {
 			s.log.Warn("upstream message over the size limit dropped", "limit_bytes", s.opts.MaxMessageBytes)
+			s.failDropped(tooLarge.Head, "it exceeds the gateway's message size limit (--max-message-bytes)")
 			continue
 		}
 		if err != nil {
@@ -332,6 +352,7 @@ func (s *Session) readUpstream() {
 		msg, err := jsonrpc.Parse(line)
 		if err != nil {
 			s.log.Warn("malformed upstream message dropped", "err", err)
+			s.failDropped(line, "it is not valid JSON-RPC")
 			continue
 		}
 		s.fromUpstream(msg)
@@ -370,6 +391,18 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		return
 	}
 	s.write(msg.Raw)
+}
+
+// failDropped fails the request a dropped upstream message answered, when its id can
+// be read, instead of letting the client wait for the call timeout.
+func (s *Session) failDropped(line []byte, why string) {
+	id, ok := jsonrpc.PeekID(line)
+	if !ok {
+		return
+	}
+	if msg, err := jsonrpc.Parse(jsonrpc.ResponseError(id, why)); err == nil {
+		s.fromUpstream(msg)
+	}
 }
 
 func (s *Session) write(raw []byte) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
@@ -30,10 +31,15 @@ func newFakeUpstream() *fakeUpstream {
 
 func (f *fakeUpstream) Send(b []byte) error { f.sent <- string(b); return nil }
 
+// ReadLine returns the next scripted line; "TOOLARGE:<head>" stands for an oversized
+// line whose first bytes are <head>.
 func (f *fakeUpstream) ReadLine() ([]byte, error) {
 	l, ok := <-f.lines
 	if !ok {
 		return nil, io.EOF
+	}
+	if head, ok := strings.CutPrefix(l, "TOOLARGE:"); ok {
+		return nil, &jsonrpc.TooLargeError{Head: []byte(head), Size: 1 << 30}
 	}
 	return []byte(l), nil
 }
@@ -271,5 +277,51 @@ func TestRelayClientCancel(t *testing.T) {
 	}
 	if rec := <-h.recs.ch; rec.Outcome != "cancelled" {
 		t.Fatalf("record %+v", rec)
+	}
+}
+
+// TestRelayFailsDroppedResponses: an upstream answer the gateway cannot relay (too
+// deep to decode, or over the size limit) fails its request at once, instead of
+// leaving the client to wait for the call timeout.
+func TestRelayFailsDroppedResponses(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"t"}]}}`
+	h.clientGets()
+
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	h.client(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":4,"result":{"structuredContent":` + deep + `}}`
+	if got := errorCode(t, h.clientGets()); got != jsonrpc.CodeInternalError {
+		t.Fatalf("too deep: code %d", got)
+	}
+	if rec := <-h.recs.ch; rec.Outcome != "upstream_error" {
+		t.Fatalf("record %+v", rec)
+	}
+
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"file:///big"}}`)
+	h.upstreamGets()
+	h.up.lines <- `TOOLARGE:{"jsonrpc":"2.0","id":5,"result":{"contents":[{"text":"aaaa`
+	if got := errorCode(t, h.clientGets()); got != jsonrpc.CodeInternalError {
+		t.Fatalf("oversized: code %d", got)
+	}
+}
+
+// TestRelayRejectsDuplicateInFlightIDs: a second request with the id of one still in
+// flight would steal its answer; it is refused.
+func TestRelayRejectsDuplicateInFlightIDs(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
+	h.upstreamGets()
+	h.client(`{"jsonrpc":"2.0","id":1.0,"method":"prompts/list"}`)
+	if got := errorCode(t, h.clientGets()); got != jsonrpc.CodeInvalidRequest {
+		t.Fatalf("code %d", got)
+	}
+	// The first request is still answered normally.
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"resources":[]}}`
+	if got := h.clientGets(); !strings.Contains(got, `"resources":[]`) {
+		t.Fatalf("client got %q", got)
 	}
 }

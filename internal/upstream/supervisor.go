@@ -190,15 +190,23 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 func (s *Supervisor) pump(c Conn, started time.Time) {
 	for {
 		line, err := c.ReadLine()
-		if errors.Is(err, jsonrpc.ErrTooLarge) {
-			s.log.Warn("upstream message over the size limit dropped")
+		var tooLarge *jsonrpc.TooLargeError
+		if errors.As(err, &tooLarge) {
+			s.log.Warn("upstream message over the size limit dropped", "bytes", tooLarge.Size)
+			s.failDropped(tooLarge.Head, "it exceeds the gateway's message size limit (--max-message-bytes)")
 			continue
 		}
 		if err != nil {
 			break
 		}
 		line = append([]byte(nil), line...)
-		if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindResponse {
+		m, perr := jsonrpc.Parse(line)
+		if perr != nil {
+			s.log.Warn("malformed upstream message dropped", "err", perr)
+			s.failDropped(line, "it is not valid JSON-RPC")
+			continue
+		}
+		if m.Kind == jsonrpc.KindResponse {
 			key := m.IDKey()
 			s.mu.Lock()
 			ch := s.reinit[key]
@@ -235,6 +243,23 @@ func (s *Supervisor) pump(c Conn, started time.Time) {
 		s.emit(jsonrpc.ErrorResponse(id, jsonrpc.CodeUpstreamUnavailable, "mcpgate: upstream MCP server exited while the request was in flight; it is being restarted"))
 	}
 	s.restart(backoff)
+}
+
+// failDropped answers the pending request a dropped upstream message was meant to
+// answer, when its id can be read, so the call fails at once instead of timing out.
+func (s *Supervisor) failDropped(line []byte, why string) {
+	id, ok := jsonrpc.PeekID(line)
+	if !ok {
+		return
+	}
+	key := jsonrpc.IDKey(id)
+	s.mu.Lock()
+	_, pending := s.pending[key]
+	delete(s.pending, key)
+	s.mu.Unlock()
+	if pending {
+		s.emit(jsonrpc.ResponseError(id, why))
+	}
 }
 
 func (s *Supervisor) restart(backoff time.Duration) {
