@@ -186,6 +186,9 @@ func (t *telemetryFlags) serve(ctx context.Context, d *gatewayDeps) (stop func()
 		Addr: addr, Token: tok, TokenSHA256: tokHash,
 		AllowedHosts: append(ac.AllowedHosts, s.allowHosts...),
 		Store:        store, Metrics: metrics, Logger: d.log,
+		Status: func() any {
+			return map[string]any{"policies": d.gate.Status(), "audit": d.emitter.Stats()}
+		},
 	})
 	if err != nil {
 		d.pipe.Observe = prev

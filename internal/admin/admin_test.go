@@ -46,7 +46,8 @@ func fixture() (*audit.Ring, *Metrics) {
 
 func handler(tok string) http.Handler {
 	ring, m := fixture()
-	o := Options{Store: ring, Metrics: m, Now: func() time.Time { return time.Date(2026, 11, 29, 10, 6, 0, 0, time.UTC) }}
+	o := Options{Store: ring, Metrics: m, Now: func() time.Time { return time.Date(2026, 11, 29, 10, 6, 0, 0, time.UTC) },
+		Status: func() any { return map[string]any{"policies": map[string]any{"generation": 7}} }}
 	return Handler(o, NewGuard([]string{"gw.internal"}, tok))
 }
 
@@ -238,5 +239,18 @@ func TestTelemetryConsoleAssets(t *testing.T) {
 	}
 	if strings.Contains(js, "innerHTML") || strings.Contains(html, "http://") || strings.Contains(html, "https://") {
 		t.Error("console uses innerHTML or loads from another origin")
+	}
+}
+
+// TestTelemetryStatus: /api/status shows the reload state, behind the token.
+func TestTelemetryStatus(t *testing.T) {
+	const tok = "0123456789abcdef0123"
+	h := handler(tok)
+	if w := do(h, "/api/status", "localhost", nil); w.Code != 401 {
+		t.Fatalf("without the token: %d", w.Code)
+	}
+	w := do(h, "/api/status", "localhost", map[string]string{"Authorization": "Bearer " + tok})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `"generation":7`) {
+		t.Fatalf("%d %s", w.Code, w.Body)
 	}
 }

@@ -2,6 +2,7 @@
 //
 //	GET /            the audit console (embedded HTML, CSS and JS; no build step, no CDN)
 //	GET /api/audit   records as JSON: ?status=pass|warn|redact|mask|block&tool=NAME&since=1h&limit=100
+//	GET /api/status  policy set generation, hash, files, last reload error; audit counters
 //	GET /metrics     Prometheus exposition from the server's own registry
 //	GET /healthz     "ok"
 //

@@ -33,6 +33,9 @@ type Options struct {
 	Metrics      *Metrics    // nil: /metrics answers 404
 	Logger       *slog.Logger
 	Now          func() time.Time // for since=; time.Now when nil
+	// Status, when set, is served as JSON at GET /api/status: the policy set's
+	// generation, hash, files and last reload error, and the audit counters.
+	Status func() any
 }
 
 // Server is a running admin listener.
@@ -101,7 +104,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // Handler is the admin mux behind g: the console (no token: it holds no data),
-// /api/audit and /metrics (token when g requires one) and /healthz.
+// /api/audit, /api/status and /metrics (token when g requires one) and /healthz.
 func Handler(o Options, g *Guard) http.Handler {
 	now := o.Now
 	if now == nil {
@@ -117,6 +120,11 @@ func Handler(o Options, g *Guard) http.Handler {
 		w.Write([]byte("ok\n"))
 	}), false))
 	mux.Handle("GET /api/audit", g.Wrap(auditHandler(o.Store, now, o.Logger), true))
+	if o.Status != nil {
+		mux.Handle("GET /api/status", g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, o.Status())
+		}), true))
+	}
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", g.Wrap(promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{}), true))
 	}
