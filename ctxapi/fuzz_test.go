@@ -1,0 +1,35 @@
+package ctxapi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzRewriteStrings: the streaming JSON rewriter never panics; on a valid document
+// the identity rewrite returns the input unchanged, and a rewrite that changes
+// strings still returns valid JSON.
+func FuzzRewriteStrings(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"a@b.example"}],"k":{"x":["y",1,null]}}`))
+	f.Add([]byte(`"just a string"`))
+	f.Add([]byte(`[1,"\u00e9\ud83d\ude00",{"":""}]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		same, n, err := RewriteStrings(raw, nil, func(s string) (string, int) { return s, 0 })
+		if err != nil || !json.Valid(raw) {
+			return
+		}
+		if n != 0 || string(same) != string(raw) {
+			t.Fatalf("identity rewrite changed %q into %q", raw, same)
+		}
+		upper, _, err := RewriteStrings(raw, map[string]bool{"type": true}, func(s string) (string, int) {
+			u := strings.ToUpper(s)
+			if u == s {
+				return s, 0
+			}
+			return u, 1
+		})
+		if err != nil || !json.Valid(upper) {
+			t.Fatalf("rewrite of valid %q gave invalid %q (%v)", raw, upper, err)
+		}
+	})
+}

@@ -1,0 +1,29 @@
+package audit
+
+import (
+	"testing"
+	"time"
+)
+
+// FuzzParseFilter: the reader's filter parser never panics, and what it accepts has a
+// known status and a sane limit.
+func FuzzParseFilter(f *testing.F) {
+	f.Add("redact", "read_file", "1h", "100")
+	f.Add("", "", "", "")
+	f.Add("BLOCK", "x", "-5m", "0")
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, status, tool, since, limit string) {
+		flt, err := ParseFilter(status, tool, since, limit, now)
+		if err != nil {
+			return
+		}
+		switch flt.Status {
+		case "", ActionPass, ActionWarn, ActionRedact, ActionMask, ActionBlock:
+		default:
+			t.Fatalf("accepted status %q", flt.Status)
+		}
+		if flt.Limit <= 0 {
+			t.Fatalf("accepted limit %d", flt.Limit)
+		}
+	})
+}
