@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -276,5 +278,49 @@ func TestNoValuesInStderr(t *testing.T) {
 		if strings.Contains(line, canary) {
 			t.Errorf("stderr line holds a value: %s", line)
 		}
+	}
+}
+
+// TestSeveralUpstreamsOnStdio: with several mcpServers in --config, tools are named
+// <server>_<tool>, calls reach the right server, and ctx.tool and the record use the
+// name the client sees.
+func TestSeveralUpstreamsOnStdio(t *testing.T) {
+	up := upstreamMJS(t)
+	cfg := filepath.Join(t.TempDir(), "mcpgate.json")
+	servers := map[string]any{
+		"alpha": map[string]any{"command": up[0], "args": up[1:], "env": map[string]string{"EXTRA_TOOLS": "only_alpha"}},
+		"beta":  map[string]any{"command": up[0], "args": up[1:]},
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": servers, "mcpgate": map[string]any{"tools": map[string]string{"beta_echo_args": "admin"}}})
+	os.WriteFile(cfg, b, 0o600)
+	pol := t.TempDir()
+	os.WriteFile(filepath.Join(pol, "tag.js"), []byte(`if (ctx.phase === "pre") { ctx.params.seen_as = ctx.tool }`), 0o600)
+	c, log := mcpClient(t, nil, binary, "gateway", "run", "--log-format", "json", "--policies", pol, "--config", cfg)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tool := range list.Tools {
+		names[tool.Name] = true
+	}
+	for _, want := range []string{"alpha_emit", "alpha_echo_args", "alpha_only_alpha", "beta_emit", "beta_echo_args"} {
+		if !names[want] {
+			t.Errorf("tools/list lacks %s: %v", want, names)
+		}
+	}
+	if names["beta_only_alpha"] || names["echo_args"] {
+		t.Errorf("tools/list has a tool in the wrong namespace: %v", names)
+	}
+	res := callTool(t, c, "beta_echo_args", map[string]any{"x": 1})
+	if text := res.Content[0].(mcp.TextContent).Text; !strings.Contains(text, `"seen_as":"beta_echo_args"`) {
+		t.Fatalf("ctx.tool or routing wrong: %s", text)
+	}
+	recs := log.waitRecords(t, 1)
+	if recs[0]["tool"] != "beta_echo_args" || recs[0]["tool_access"] != "admin" {
+		t.Errorf("record: tool %v access %v", recs[0]["tool"], recs[0]["tool_access"])
 	}
 }
