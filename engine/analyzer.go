@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -68,7 +69,8 @@ func putState(st *state) {
 	st.k.findings = nil
 	st.k.w = nil
 	st.k.matches = st.k.matches[:0]
-	st.v = docVisitor{}
+	st.v.blobs.reset()
+	st.v = docVisitor{blobs: st.v.blobs}
 	if cap(st.buf) > 1<<20 {
 		st.buf = nil
 	}
@@ -95,7 +97,7 @@ func (a *Analyzer) AnalyzeText(text string) Report {
 		truncated = true
 	}
 	st.k.beginString(false)
-	scanText(&st.k, text, false)
+	scanText(&st.k, text, false, truncated)
 	return st.report(truncated)
 }
 
@@ -145,7 +147,7 @@ const (
 func (a *Analyzer) analyzeDoc(doc []byte, mode docMode) (Report, error) {
 	st := a.getState()
 	defer putState(st)
-	st.v = docVisitor{st: st, mode: mode, budget: a.opts.MaxScanBytes}
+	st.v = docVisitor{st: st, mode: mode, budget: a.opts.MaxScanBytes, blobs: st.v.blobs}
 	st.k.w = &st.w
 	st.w.reset(doc, &st.v)
 	if err := st.w.walk(); err != nil {
@@ -160,13 +162,7 @@ type docVisitor struct {
 	mode      docMode
 	budget    int
 	truncated bool
-
-	// a pending base64 blob of the content item or resource being walked
-	blobDepth int
-	blobRaw   []byte
-	blobEsc   bool
-	mimeDepth int
-	mimeText  bool
+	blobs     blobTracker
 }
 
 // role of a string in a result
@@ -177,55 +173,116 @@ const (
 	roleMime
 )
 
-func (v *docVisitor) role(w *jsonWalker, isKey bool) int {
-	if v.mode == modeArguments {
-		return roleScan
-	}
+// resultRole says what a string of a CallToolResult is: text to scan (and, on Warn,
+// to sanitize), a base64 blob, a blob's mimeType, or something that is not text
+// (type, mimeType, image/audio data, isError, the member names of the result, of a
+// content item and of a resource). AnalyzeResult and SanitizeResult share it, so the
+// sanitizer cleans exactly what the analyzer scans.
+func resultRole(w *jsonWalker, isKey bool) int {
 	d := w.depth()
-	if d == 0 {
+	if d == 0 || w.keyIs(0, "isError") {
 		return roleSkip
 	}
-	switch {
-	case w.keyIs(0, "structuredContent"):
-		if isKey && d == 1 {
+	content := w.keyIs(0, "content")
+	// a content item's own members, or an embedded resource's
+	item := content && (d == 3 || d == 4 && w.keyIs(2, "resource"))
+	if isKey {
+		// member names at fixed-schema positions are not text; names inside
+		// structuredContent, _meta, annotations and unknown members are
+		if d == 1 || item {
 			return roleSkip
 		}
 		return roleScan
-	case isKey:
-		return roleSkip
-	case w.keyIs(0, "content"):
-		// content[i].<k2> or content[i].resource.<k3>
-		if d == 3 || (d == 4 && w.keyIs(2, "resource")) {
-			last := w.key(d - 1)
-			switch string(last) {
-			case "type", "mimeType":
-				if string(last) == "mimeType" {
-					return roleMime
-				}
-				return roleSkip
-			case "data":
-				return roleSkip // image and audio data are never text
-			case "blob":
-				return roleBlob
-			}
+	}
+	if item {
+		switch string(w.key(d - 1)) {
+		case "type":
+			return roleSkip
+		case "mimeType":
+			return roleMime
+		case "data":
+			return roleSkip // image and audio data are never text
+		case "blob":
+			return roleBlob
 		}
-		return roleScan
-	case w.keyIs(0, "isError"):
-		return roleSkip
 	}
 	return roleScan
 }
 
 func (v *docVisitor) visitString(w *jsonWalker, raw []byte, start int, esc, isKey bool) {
-	switch v.role(w, isKey) {
+	role := roleScan
+	if v.mode == modeResult {
+		role = resultRole(w, isKey)
+	}
+	switch role {
 	case roleScan:
 		v.scanRaw(raw, esc, isKey)
 	case roleBlob:
-		v.blobDepth, v.blobRaw, v.blobEsc = w.depth()-1, raw, esc
+		v.blobs.blob(w, raw, start, esc)
 	case roleMime:
-		v.mimeDepth = w.depth() - 1
-		v.mimeText = isTextMIME(raw)
+		v.st.buf = v.blobs.mime(w, raw, esc, v.st.buf)
 	}
+}
+
+// pendingBlob is a base64 blob whose object's mimeType may still follow.
+type pendingBlob struct {
+	depth int // depth of the object holding it
+	start int // offset of its JSON text in the document
+	raw   []byte
+	esc   bool
+}
+
+// blobTracker holds the blobs of the content item and resource being walked until
+// their object ends and its mimeType is known. Blobs pend only in objects of depth 2
+// (content[i]) and 3 (content[i].resource).
+type blobTracker struct {
+	pending  []pendingBlob
+	mimeText [4]bool // by object depth: the object's mimeType is a text type
+}
+
+func (b *blobTracker) blob(w *jsonWalker, raw []byte, start int, esc bool) {
+	b.pending = append(b.pending, pendingBlob{depth: w.depth() - 1, start: start, raw: raw, esc: esc})
+}
+
+// mime records a mimeType; buf is scratch for unescaping, returned for reuse.
+func (b *blobTracker) mime(w *jsonWalker, raw []byte, esc bool, buf []byte) []byte {
+	d := w.depth() - 1
+	if esc {
+		var ok bool
+		buf, ok = appendUnquoted(buf[:0], raw)
+		if !ok {
+			return buf
+		}
+		raw = buf
+	}
+	if d < len(b.mimeText) {
+		b.mimeText[d] = isTextMIME(raw)
+	}
+	return buf
+}
+
+// end closes the object at depth d: it returns the blobs that were pending in it (to
+// be handled when text is true) and forgets them. The returned slice is valid until
+// the next call.
+func (b *blobTracker) end(d int) (blobs []pendingBlob, text bool) {
+	if d >= len(b.mimeText) {
+		return nil, false
+	}
+	text = b.mimeText[d]
+	b.mimeText[d] = false
+	k := len(b.pending)
+	for k > 0 && b.pending[k-1].depth == d {
+		k--
+	}
+	blobs = b.pending[k:]
+	b.pending = b.pending[:k]
+	return blobs, text
+}
+
+func (b *blobTracker) reset() {
+	clear(b.pending)
+	b.pending = b.pending[:0]
+	b.mimeText = [4]bool{}
 }
 
 // isTextMIME reports whether a blob's mimeType makes it text: text/*, JSON, XML,
@@ -246,43 +303,57 @@ func isTextMIME(m []byte) bool {
 }
 
 func (v *docVisitor) objectEnd(w *jsonWalker) {
-	d := w.depth()
-	if v.blobRaw != nil && v.blobDepth == d {
-		raw, esc := v.blobRaw, v.blobEsc
-		isText := v.mimeText && v.mimeDepth == d
-		v.blobRaw = nil
-		if isText {
-			v.scanBlob(w, raw, esc)
+	blobs, text := v.blobs.end(w.depth())
+	if !text {
+		return
+	}
+	for _, pb := range blobs {
+		v.scanBlob(w, pb.raw, pb.esc)
+	}
+}
+
+// decodeBlob base64-decodes a blob's JSON text raw (escaped when esc) into dst,
+// using scratch for unescaping. Standard padded base64 and the unpadded form are
+// accepted (line breaks are ignored); padded reports which one the blob used (a blob
+// whose length is a multiple of 4 counts as padded).
+func decodeBlob(dst, scratch, raw []byte, esc bool) (dec, scratchOut []byte, padded, ok bool) {
+	if esc {
+		scratch, ok = appendUnquoted(scratch[:0], raw)
+		if !ok {
+			return dst, scratch, false, false
 		}
+		raw = scratch
 	}
-	if v.mimeDepth == d {
-		v.mimeDepth, v.mimeText = -1, false
+	n := max(base64.StdEncoding.DecodedLen(len(raw)), base64.RawStdEncoding.DecodedLen(len(raw)))
+	if cap(dst) < n {
+		dst = make([]byte, n)
 	}
+	dst = dst[:n]
+	// unpadded when it has no '=' and a length (line breaks aside) that needs one
+	nb := len(raw) - bytes.Count(raw, []byte{'\n'}) - bytes.Count(raw, []byte{'\r'})
+	padded = nb%4 == 0 || bytes.IndexByte(raw, '=') >= 0
+	m, err := base64.StdEncoding.Decode(dst, raw)
+	if err != nil && !padded {
+		m, err = base64.RawStdEncoding.Decode(dst, raw)
+	}
+	if err != nil {
+		return dst[:0], scratch, padded, false
+	}
+	return dst[:m], scratch, padded, true
 }
 
 // scanBlob decodes a base64 blob and scans it under the pointer ".../blob".
 func (v *docVisitor) scanBlob(w *jsonWalker, raw []byte, esc bool) {
 	st := v.st
-	if esc {
-		var ok bool
-		st.buf, ok = appendUnquoted(st.buf[:0], raw)
-		if !ok {
-			return
-		}
-		raw = st.buf
-	}
-	n := base64.StdEncoding.DecodedLen(len(raw))
-	if cap(st.blobBuf) < n {
-		st.blobBuf = make([]byte, n)
-	}
-	dec, err := base64.StdEncoding.Decode(st.blobBuf[:n], raw)
-	if err != nil {
+	dec, scratch, _, ok := decodeBlob(st.blobBuf, st.buf, raw, esc)
+	st.blobBuf, st.buf = dec[:0], scratch
+	if !ok {
 		return
 	}
 	koff := len(w.keys)
 	w.keys = append(w.keys, "blob"...)
 	w.path = append(w.path, pathSeg{idx: -1, koff: koff, klen: 4})
-	v.scanBytes(st.blobBuf[:dec], false)
+	v.scanBytes(dec, false)
 	w.path = w.path[:len(w.path)-1]
 	w.keys = w.keys[:koff]
 }
@@ -317,11 +388,12 @@ func (v *docVisitor) scanBytes(b []byte, isKey bool) {
 		return
 	}
 	s := unsafe.String(unsafe.SliceData(b), len(b))
+	cut := false
 	if len(s) > v.budget {
 		s = s[:runeStart(s, v.budget)]
-		v.truncated = true
+		v.truncated, cut = true, true
 	}
 	v.budget -= len(s) + 1 // +1 for the NUL separator of seed 000
 	v.st.k.beginString(isKey)
-	scanText(&v.st.k, s, false)
+	scanText(&v.st.k, s, false, cut)
 }

@@ -36,7 +36,7 @@ func (a *Analyzer) Redact(s string, strategy Strategy, kinds []string) (string, 
 	defer putState(st)
 	st.k.collect = true
 	st.k.matches = st.k.matches[:0]
-	scanText(&st.k, s, true)
+	scanText(&st.k, s, true, false)
 	if len(st.k.matches) == 0 {
 		return s, 0
 	}

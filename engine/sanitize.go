@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/base64"
+	"slices"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -159,12 +161,20 @@ func sanitizeAppend(out []byte, s string, i int) []byte {
 	return out
 }
 
-// SanitizeResult applies Sanitize to content[].text, content[].resource.text and every
-// string value of structuredContent, and returns the rewritten JSON. Every other byte
-// (member order, unknown fields, image and audio data, whitespace) is copied as is;
+// SanitizeResult applies Sanitize to every string of an MCP CallToolResult that
+// AnalyzeResult scans, and returns the rewritten JSON: content[].text, resource text,
+// resource_link name, title, description and uri, annotations, item-level and
+// result-level _meta, the strings of unknown content types and of unknown members,
+// every string value and member name of structuredContent (and of the other free-form
+// objects), and text blobs (content[].blob or resource.blob whose mimeType is text/*,
+// JSON, XML, YAML or JavaScript), which are base64-decoded, sanitized and re-encoded
+// with the blob's padding style. It never alters image or audio data, non-text blobs,
+// type, mimeType, isError or the member names of the result, its content items and
+// resources. Every other byte (member order, whitespace, numbers) is copied as is;
 // when nothing changes the input slice itself is returned. It errors (wrapping
 // ErrUndecodable) when result is not a JSON object. Unlike analysis it has no scan
-// cap: every byte is cleaned.
+// cap: every byte is cleaned. It is idempotent, and re-analysing its output finds
+// nothing from the terminal_escape and hidden_text families.
 func SanitizeResult(result []byte) ([]byte, error) {
 	i := 0
 	for i < len(result) && (result[i] == ' ' || result[i] == '\t' || result[i] == '\n' || result[i] == '\r') {
@@ -173,31 +183,88 @@ func SanitizeResult(result []byte) ([]byte, error) {
 	if i >= len(result) || result[i] != '{' {
 		return nil, errNotObject()
 	}
-	var sv sanitizeVisitor
+	return sanitizeDoc(result, false)
+}
+
+// SanitizeJSON applies Sanitize to every string of any JSON value — member names and
+// string values at any depth — and returns the rewritten JSON. It is meant for
+// free-form values such as a JSON-RPC error's data. Bytes outside the rewritten
+// strings are copied as is, and when nothing changes v itself is returned. It errors
+// (wrapping ErrUndecodable) when v is not one valid JSON value. Like SanitizeResult it
+// has no cap and is idempotent.
+func SanitizeJSON(v []byte) ([]byte, error) {
+	return sanitizeDoc(v, true)
+}
+
+func sanitizeDoc(doc []byte, all bool) ([]byte, error) {
+	sv := sanitizeVisitor{src: doc, all: all}
 	var w jsonWalker
-	sv.src = result
-	w.reset(result, &sv)
+	w.reset(doc, &sv)
 	if err := w.walk(); err != nil {
 		return nil, err
 	}
-	if sv.out == nil {
-		return result, nil
+	if len(sv.edits) == 0 {
+		return doc, nil
 	}
-	return append(sv.out, result[sv.copied:]...), nil
+	// edits are in document order but for blobs, which are decided when their object
+	// ends; the edits never overlap
+	slices.SortFunc(sv.edits, func(a, b sanitizeEdit) int { return a.start - b.start })
+	out := make([]byte, 0, len(doc)+len(sv.arena)/4)
+	copied := 0
+	for _, e := range sv.edits {
+		out = append(out, doc[copied:e.start]...)
+		out = append(out, sv.arena[e.off:e.off+e.n]...)
+		copied = e.end
+	}
+	return append(out, doc[copied:]...), nil
 }
 
-// sanitizeVisitor rewrites target strings, copying the bytes between them.
+// sanitizeEdit replaces doc[start:end] (a JSON string with its quotes) with
+// arena[off:off+n].
+type sanitizeEdit struct {
+	start, end int
+	off, n     int
+}
+
+// sanitizeVisitor collects the rewrites of the strings SanitizeResult (or, with all,
+// SanitizeJSON) cleans.
 type sanitizeVisitor struct {
-	src    []byte
-	out    []byte
-	copied int // src[:copied] is already in out
-	buf    []byte
+	src   []byte
+	all   bool
+	edits []sanitizeEdit
+	arena []byte
+	buf   []byte
+	dec   []byte
+	blobs blobTracker
 }
 
-func (v *sanitizeVisitor) objectEnd(*jsonWalker) {}
+func (v *sanitizeVisitor) objectEnd(w *jsonWalker) {
+	if v.all {
+		return
+	}
+	blobs, text := v.blobs.end(w.depth())
+	if !text {
+		return
+	}
+	for _, pb := range blobs {
+		v.sanitizeBlob(pb)
+	}
+}
 
 func (v *sanitizeVisitor) visitString(w *jsonWalker, raw []byte, start int, esc, isKey bool) {
-	if isKey || !sanitizeTarget(w) {
+	role := roleScan
+	if !v.all {
+		role = resultRole(w, isKey)
+	}
+	switch role {
+	case roleScan:
+	case roleBlob:
+		v.blobs.blob(w, raw, start, esc)
+		return
+	case roleMime:
+		v.buf = v.blobs.mime(w, raw, esc, v.buf)
+		return
+	default:
 		return
 	}
 	text := raw
@@ -213,25 +280,31 @@ func (v *sanitizeVisitor) visitString(w *jsonWalker, raw []byte, start int, esc,
 	if firstDirty(s) == len(s) {
 		return
 	}
-	clean := Sanitize(s)
-	if v.out == nil {
-		v.out = make([]byte, 0, len(v.src))
-	}
-	v.out = append(v.out, v.src[v.copied:start-1]...) // up to the opening quote
-	v.out = appendQuoted(v.out, clean)
-	v.copied = start + len(raw) + 1 // past the closing quote
+	off := len(v.arena)
+	v.arena = appendQuoted(v.arena, Sanitize(s))
+	v.edits = append(v.edits, sanitizeEdit{start: start - 1, end: start + len(raw) + 1, off: off, n: len(v.arena) - off})
 }
 
-// sanitizeTarget reports whether the current string is one SanitizeResult rewrites.
-func sanitizeTarget(w *jsonWalker) bool {
-	d := w.depth()
-	switch {
-	case d >= 1 && w.keyIs(0, "structuredContent"):
-		return true
-	case d == 3 && w.keyIs(0, "content") && w.keyIs(2, "text"):
-		return true
-	case d == 4 && w.keyIs(0, "content") && w.keyIs(2, "resource") && w.keyIs(3, "text"):
-		return true
+// sanitizeBlob rewrites a text blob whose decoded text is not clean: decoded,
+// sanitized and re-encoded with the same padding style.
+func (v *sanitizeVisitor) sanitizeBlob(pb pendingBlob) {
+	dec, scratch, padded, ok := decodeBlob(v.dec, v.buf, pb.raw, pb.esc)
+	v.dec, v.buf = dec[:0], scratch
+	if !ok {
+		return
 	}
-	return false
+	s := unsafe.String(unsafe.SliceData(dec), len(dec))
+	if firstDirty(s) == len(s) {
+		return
+	}
+	clean := Sanitize(s)
+	enc := base64.RawStdEncoding
+	if padded {
+		enc = base64.StdEncoding
+	}
+	off := len(v.arena)
+	v.arena = append(v.arena, '"')
+	v.arena = enc.AppendEncode(v.arena, []byte(clean))
+	v.arena = append(v.arena, '"')
+	v.edits = append(v.edits, sanitizeEdit{start: pb.start - 1, end: pb.start + len(pb.raw) + 1, off: off, n: len(v.arena) - off})
 }

@@ -65,6 +65,7 @@ type textScan struct {
 	s       string
 	class   *[256]uint8
 	piiOnly bool
+	cut     bool // s was cut at the scan cap: its end is not the string's end
 
 	lineStart, prevLineStart int
 	done                     int // bytes before this were consumed by a word or number matcher
@@ -85,9 +86,10 @@ type textScan struct {
 	zwCount, zwFirst, zwLast int
 }
 
-// scanText runs every matcher over s and reports hits to k.
-func scanText(k *sink, s string, piiOnly bool) {
-	t := textScan{k: k, s: s, class: &classFull, piiOnly: piiOnly, hiddenFrom: -1, prevLineStart: -1}
+// scanText runs every matcher over s and reports hits to k. cut says s is a prefix
+// cut at the scan cap, so nothing at its end is "dangling".
+func scanText(k *sink, s string, piiOnly, cut bool) {
+	t := textScan{k: k, s: s, class: &classFull, piiOnly: piiOnly, cut: cut, hiddenFrom: -1, prevLineStart: -1}
 	if piiOnly {
 		t.class = &classPII
 	}
@@ -132,7 +134,7 @@ func (t *textScan) run() {
 				continue
 			}
 			if i+1 < n && s[i+1] != '\r' {
-				t.overwrite(i, i+1, false, "carriage_return")
+				t.overwrite(i, i+1, 0, "carriage_return")
 			}
 			i++
 		case cBS:
@@ -140,7 +142,7 @@ func (t *textScan) run() {
 			for j < n && s[j] == '\b' {
 				j++
 			}
-			t.overwrite(i, j, false, "backspace")
+			t.backspace(i, j)
 			i = j
 		case cLead:
 			i = t.unicode(i)
@@ -192,6 +194,12 @@ func (t *textScan) finish() {
 func (t *textScan) escape(i int) int {
 	e := parseEscape(t.s, i)
 	t.handleEscape(e)
+	if !e.terminated && e.end == len(t.s) && !t.cut && e.kind != escST {
+		// A lone ESC, or a CSI/OSC/DCS/... introducer unterminated at the end of the
+		// string: a client that concatenates strings (content items) completes it with
+		// the next one's bytes (docs/engine.md, "Dangling escapes").
+		t.k.add(rControl, "dangling_escape", e.start, e.end)
+	}
 	if e.end <= i {
 		return i + 1
 	}
@@ -227,10 +235,10 @@ func (t *textScan) handleEscape(e escSeq) {
 				t.k.add(rClear, "ris", e.start, e.end)
 			}
 		case 'M': // RI, reverse index: cursor up
-			t.overwrite(e.start, e.end, true, "cursor_move")
+			t.overwrite(e.start, e.end, 1, "cursor_move")
 		case '8': // DECRC: restore a saved cursor position
 			if e.pEnd == e.start+1 {
-				t.overwrite(e.start, e.end, true, "cursor_move")
+				t.overwrite(e.start, e.end, lineUnknown, "cursor_move")
 			}
 		}
 	}
@@ -268,30 +276,35 @@ func (t *textScan) csi(e escSeq) {
 			case 2, 3:
 				t.k.add(rClear, "clear_screen", e.start, e.end)
 			case 1:
-				t.overwrite(e.start, e.end, true, "erase_display")
+				t.overwrite(e.start, e.end, lineUnknown, "erase_display")
 			}
 		}
 	case 'K':
 		if !private {
 			if v, _ := sgrNum(p, 0); v == 1 || v == 2 {
-				t.overwrite(e.start, e.end, false, "erase_line")
+				t.overwrite(e.start, e.end, 0, "erase_line")
 			}
 		}
-	case 'A', 'F', 'd': // cursor up, cursor preceding line, line position absolute
+	case 'A', 'F': // cursor up, cursor preceding line: n lines up
 		if !private {
-			t.overwrite(e.start, e.end, true, "cursor_move")
+			n, _ := sgrNum(p, 0)
+			t.overwrite(e.start, e.end, max(n, 1), "cursor_move")
+		}
+	case 'd': // line position absolute
+		if !private {
+			t.overwrite(e.start, e.end, lineUnknown, "cursor_move")
 		}
 	case 'H', 'f': // cursor position; a bare home is the usual prelude to a clear
 		if !private && len(p) > 0 && !(p == "1;1" || p == "1" || p == ";") {
-			t.overwrite(e.start, e.end, true, "cursor_move")
+			t.overwrite(e.start, e.end, lineUnknown, "cursor_move")
 		}
 	case 'D', 'G': // cursor back, column absolute: same line
 		if !private {
-			t.overwrite(e.start, e.end, false, "cursor_move")
+			t.overwrite(e.start, e.end, 0, "cursor_move")
 		}
 	case 'u': // SCORC restore cursor
 		if len(p) == 0 {
-			t.overwrite(e.start, e.end, true, "cursor_move")
+			t.overwrite(e.start, e.end, lineUnknown, "cursor_move")
 		}
 	case 'h':
 		if p == "?1049" || p == "?47" || p == "?1047" {
@@ -468,12 +481,22 @@ func invClass(r rune) int {
 	return invNone
 }
 
+func prevRune(s string, i int) rune {
+	r, _ := utf8.DecodeLastRuneInString(s[:i])
+	return r
+}
+
 func isInvisible(r rune) bool { return invClass(r) != invNone || r == 0xAD }
 
 func (t *textScan) unicode(i int) int {
 	s := t.s
 	if isC1Lead(s, i) {
 		return t.escape(i)
+	}
+	if s[i] == 0xC2 && i+1 == len(s) && !t.cut {
+		// the first byte of a C1 control whose second byte would come from the next string
+		t.k.add(rControl, "dangling_escape", i, i+1)
+		return i + 1
 	}
 	r, sz := utf8.DecodeRuneInString(s[i:])
 	cls := invClass(r)
@@ -505,7 +528,7 @@ func (t *textScan) unicode(i int) int {
 	case invBidi:
 		t.k.add(rHidden, "bidi_control", i, j)
 	case invTag:
-		if !validTagSequence(s, i, j) {
+		if !validTagSequence(s, i, j) && !(t.cut && j == len(s) && prevRune(s, i) == 0x1F3F4) {
 			t.k.add(rHidden, "unicode_tag", i, j)
 		}
 	case invVS:
@@ -588,23 +611,54 @@ func validTagSequence(s string, i, j int) bool {
 
 // ---- overwrites: bare CR, backspace, cursor moves, erases ----
 
-// overwrite reports a cursor event at s[start:end] when it hides earlier prose:
-// the text it overwrites (the current line so far, or with up the line above) holds
-// at least 8 letters, does not look like a progress display, and the text that
-// follows does not start with the same words.
-func (t *textScan) overwrite(start, end int, up bool, entity string) {
+// overwriteWindow bounds how many bytes an overwrite looks back for the text it hides
+// and ahead for the text that replaces it, so each event costs O(1).
+const overwriteWindow = 1024
+
+// lineUnknown is the line argument of overwrite for moves to an unknown row (cursor
+// position, restore, erase above): the current line if it has letters, else the one
+// above.
+const lineUnknown = -1
+
+// overwrite reports a cursor event at s[start:end] when it hides earlier prose. lines
+// says which line is overwritten: 0 the current one, n > 0 the line n above,
+// lineUnknown see above. It fires when that text holds at least 8 letters, does not
+// look like a progress display, and the text that follows does not redraw it (a
+// common prefix of 4 or more characters covering at least half of the shorter one).
+func (t *textScan) overwrite(start, end int, lines int, entity string) {
 	if t.piiOnly {
 		return
 	}
 	s := t.s
-	before := s[t.lineStart:start]
-	if up && countLetters(before) == 0 && t.prevLineStart >= 0 {
-		before = s[t.prevLineStart : t.lineStart-1]
+	lo := max(0, start-overwriteWindow)
+	before := s[max(t.lineStart, lo):start]
+	switch {
+	case lines == lineUnknown:
+		if countLetters(before) == 0 && t.prevLineStart >= 0 && t.lineStart-1 > lo {
+			before = s[max(t.prevLineStart, lo) : t.lineStart-1]
+		}
+	case lines > 0 && t.lineStart > lo:
+		// the line n above (or the first one within the window)
+		le := t.lineStart - 1 // its terminating LF
+		for k := 1; ; k++ {
+			ls := lo
+			for p := le - 1; p >= lo; p-- {
+				if s[p] == '\n' {
+					ls = p + 1
+					break
+				}
+			}
+			before = s[ls:le]
+			if k >= lines || ls <= lo {
+				break
+			}
+			le = ls - 1
+		}
 	}
 	if countLetters(before) < 8 || progressLike(before) {
 		return
 	}
-	after := s[end:]
+	after := s[end:min(len(s), end+overwriteWindow)]
 	for k := 0; k < len(after); k++ {
 		if after[k] == '\n' || after[k] == '\r' {
 			after = after[:k]
@@ -614,10 +668,91 @@ func (t *textScan) overwrite(start, end int, up bool, entity string) {
 	var b1, b2 [64]byte
 	vb := trimLeadNoise(visibleText(b1[:0], lastSegment(before)))
 	va := trimLeadNoise(visibleText(b2[:0], after))
-	if commonPrefixFold(vb, va) >= 4 {
+	if redraws(vb, va) {
 		return
 	}
 	t.k.add(rOverwrite, entity, start, end)
+}
+
+// redraws reports whether after redraws before: a common prefix of at least 4
+// characters that covers at least half of the shorter text ("Compiling a" over
+// "Compiling b"), not just a shared first word ("Send the key to evil" under "Send
+// nothing").
+func redraws(before, after []byte) bool {
+	cp := commonPrefixFold(before, after)
+	return cp >= 4 && 2*cp >= min(len(before), len(after))
+}
+
+// backspace reports a run of backspaces at s[start:end] that erases visible text and
+// draws other text in its place: the erased cells (one per backspace) hold at least 3
+// letters or digits (8 letters when nothing visible replaces them), do not look like
+// progress, and differ from what is drawn over them. Spinners (|\b/\b-), overstrike
+// bold (X\bX) and underline (_\bX) never fire.
+func (t *textScan) backspace(start, end int) {
+	if t.piiOnly {
+		return
+	}
+	s := t.s
+	before := lastSegment(s[max(t.lineStart, start-overwriteWindow):start])
+	if len(before) > 256 {
+		k := len(before) - 256
+		for k < len(before) && !utf8.RuneStart(before[k]) {
+			k++
+		}
+		before = before[k:]
+	}
+	var b1, b2 [256]byte
+	vb := visibleText(b1[:0], before)
+	cells := end - start
+	erased := vb
+	for n, k := 0, len(vb); n < cells && k > 0; n++ {
+		_, sz := utf8.DecodeLastRune(vb[:k])
+		k -= sz
+		erased = vb[k:]
+	}
+	if len(erased) == 0 || progressLike(unsafe.String(unsafe.SliceData(erased), len(erased))) {
+		return
+	}
+	after := s[end:min(len(s), end+overwriteWindow)]
+	for k := 0; k < len(after); k++ {
+		if after[k] == '\n' || after[k] == '\r' {
+			after = after[:k]
+			break
+		}
+	}
+	va := visibleText(b2[:0], after)
+	drawn := va
+	for n, k := 0, 0; k < len(va); n++ {
+		if n == cells {
+			drawn = va[:k]
+			break
+		}
+		_, sz := utf8.DecodeRune(va[k:])
+		k += sz
+	}
+	alnum, letters := 0, 0
+	for _, c := range erased {
+		if l := c | 0x20; l >= 'a' && l <= 'z' || c >= 0xC0 {
+			letters++
+			alnum++
+		} else if c >= '0' && c <= '9' {
+			alnum++
+		}
+	}
+	blank := true
+	for _, c := range drawn {
+		if c != ' ' && c != '\t' {
+			blank = false
+			break
+		}
+	}
+	if blank && letters < 8 || !blank && alnum < 3 {
+		return
+	}
+	if len(drawn) == len(erased) && commonPrefixFold(erased, drawn) == len(erased) {
+		return // redrawn as it was
+	}
+	t.k.add(rOverwrite, "backspace", start, end)
 }
 
 // lastSegment returns the text after the last bare CR of a line.
