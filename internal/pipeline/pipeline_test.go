@@ -376,3 +376,36 @@ func TestNullArgumentsAreSentAsObject(t *testing.T) {
 		t.Fatalf("upstream got %s", sent)
 	}
 }
+
+// TestUpstreamErrorIsFiltered: a JSON-RPC error's message and data are scanned like
+// a result; a block withholds both, a warn cleans both and cites the record.
+func TestUpstreamErrorIsFiltered(t *testing.T) {
+	tests := []struct {
+		name, errObj, wantPrefix, absent string
+		action                           string
+	}{
+		{"OSC 52 in data blocks", `{"code":-32000,"message":"failed","data":{"log":"\u001b]52;c;eA==\u0007"}}`,
+			"[mcpgate: tool output blocked", "eA==", "block"},
+		{"hidden text in the message warns", `{"code":-32000,"message":"x \u001b[8mhidden\u001b[0m","data":"a\u200b\u200b\u200bb"}`,
+			"[mcpgate: WARNING — ", "\u200b", "warn"},
+		{"a clean error passes as sent", `{"code":-32602,"message":"unknown tool <x>"}`, "unknown tool <x>", "", "pass"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, nil, true, false)
+			reply := p.Handle(context.Background(), call(`{}`), func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+				return &jsonrpc.Message{Kind: jsonrpc.KindResponse, Error: json.RawMessage(tc.errObj)}, nil
+			})
+			var e jsonrpc.ErrorObject
+			if err := json.Unmarshal(reply.Error, &e); err != nil {
+				t.Fatalf("%s: %v", reply.Error, err)
+			}
+			if !strings.HasPrefix(e.Message, tc.wantPrefix) || (tc.absent != "" && strings.Contains(string(reply.Error), tc.absent)) || strings.Contains(string(reply.Error), `\u001b`) {
+				t.Fatalf("client got %s", reply.Error)
+			}
+			if r := rec.recs[0]; r.ActionTaken != tc.action || r.Outcome != "upstream_error" {
+				t.Fatalf("record action %s outcome %s", r.ActionTaken, r.Outcome)
+			}
+		})
+	}
+}

@@ -195,7 +195,9 @@ func (t *trace) upstreamFailed(err error) Reply {
 	return Reply{Error: b}
 }
 
-// upstreamError filters the message of a JSON-RPC error the upstream returned.
+// upstreamError filters a JSON-RPC error the upstream returned: its message and its
+// data are scanned like a result; a block withholds both, a warn sanitizes both and
+// puts the notice in front of the message.
 func (t *trace) upstreamError(raw json.RawMessage) Reply {
 	t.rec.Outcome = audit.OutcomeUpstreamError
 	var e map[string]json.RawMessage
@@ -203,17 +205,26 @@ func (t *trace) upstreamError(raw json.RawMessage) Reply {
 	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e["message"], &msg) != nil {
 		return Reply{Error: raw}
 	}
-	rep := t.p.Analyzer.AnalyzeText(msg)
+	scan, _ := jsonrpc.Marshal(map[string]json.RawMessage{"message": e["message"], "data": orNull(e["data"])})
+	rep, err := t.p.Analyzer.AnalyzeArguments(scan)
 	for i := range rep.Findings {
-		rep.Findings[i].Pointer = "/error/message"
+		rep.Findings[i].Pointer = "/error" + rep.Findings[i].Pointer
 	}
-	switch t.verdict(rep, nil) {
+	switch t.verdict(rep, err) {
 	case engine.Block:
 		msg = blockText(t.rec.EventID)
+		delete(e, "data")
 		t.escalate(audit.ActionBlock)
 		t.outputChanged()
 	case engine.Warn:
-		msg = engine.Sanitize(msg)
+		msg = warnText(t.rec.EventID, len(rep.Findings)) + " " + engine.Sanitize(msg)
+		if d, ok := e["data"]; ok {
+			if clean, err := engine.SanitizeJSON(d); err == nil {
+				e["data"] = clean
+			} else {
+				delete(e, "data")
+			}
+		}
 		t.escalate(audit.ActionWarn)
 		t.outputChanged()
 	default:
@@ -222,6 +233,13 @@ func (t *trace) upstreamError(raw json.RawMessage) Reply {
 	e["message"], _ = jsonrpc.Marshal(msg)
 	b, _ := jsonrpc.Marshal(e)
 	return Reply{Error: b}
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
 }
 
 // emitInputOnly is MCPGATE_AUDIT_OUTPUT=off: the input decision is recorded before
