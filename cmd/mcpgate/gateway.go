@@ -54,7 +54,8 @@ func newGatewayCmd() *cobra.Command {
 	run := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
 		Short: "Relay an MCP client on stdio to an MCP server started as CMD ARGS",
-		Long: `Speak MCP over stdio to the client and start CMD ARGS as the upstream MCP server.
+		Long: `Speak MCP to the client over stdio (or Streamable HTTP with --listen) and start
+CMD ARGS as the upstream MCP server (or the servers of --config's mcpServers).
 Every message is relayed unchanged, except tools/call: its arguments go through the
 built-in input rules and the pre-phase policies, and its result through the output
 rules and the post-phase policies. Each tools/call writes one JSON audit record to
