@@ -17,12 +17,13 @@ type binding struct {
 	contentGet, contentSet goja.Value
 	scGet, scSet           goja.Value
 	findingsGet            goja.Value
+	responseSet            goja.Value
 	warn, rate             goja.Value
 	redact, mask, hash     goja.Value
 	redactAll              goja.Value
 
-	ctx      *goja.Object // the global ctx: one per runtime, non-extensible, accessors only
-	response *goja.Object // ctx.response in the post phase
+	ctx      *goja.Object // the global ctx: a proxy (delete trap) over one non-extensible object per runtime
+	response *goja.Object // ctx.response in the post phase: a proxy like ctx
 
 	lastUser    ctxapi.User // cache: a frozen ctx.user is reused while the user is the same
 	lastUserVal goja.Value
@@ -69,6 +70,28 @@ func (v *vm) bind(p *pool) error {
 	v.b.scSet = fn(func(a goja.FunctionCall) goja.Value {
 		c := st()
 		v.setSlot(c, &c.sc, a.Argument(0))
+		return goja.Undefined()
+	})
+	// ctx.response = {content, structuredContent} replaces both (post only); anything
+	// else is a bad shape, recorded so that a policy cannot catch it and go on.
+	v.b.responseSet = fn(func(a goja.FunctionCall) goja.Value {
+		c := st()
+		val := a.Argument(0)
+		if c.phase != ctxapi.PhasePost {
+			c.badShape("ctx.response can only be assigned in the post phase")
+			return goja.Undefined()
+		}
+		o, ok := val.(*goja.Object)
+		if ok && o == v.b.response {
+			return goja.Undefined() // ctx.response = ctx.response
+		}
+		if !ok || o.ClassName() == "Array" || o.ClassName() == "Function" {
+			c.badShape("ctx.response must be assigned an object {content, structuredContent}")
+			return goja.Undefined()
+		}
+		content, sc := o.Get("content"), o.Get("structuredContent")
+		v.setSlot(c, &c.content, orUndefined(content))
+		v.setSlot(c, &c.sc, orUndefined(sc))
 		return goja.Undefined()
 	})
 	v.b.findingsGet = fn(func(goja.FunctionCall) goja.Value {
@@ -147,45 +170,80 @@ func (v *vm) buildCtx(st func() *callState) error {
 		}
 		return o
 	}
-	ctx := rt.NewObject()
+	target := rt.NewObject()
 	get := func(o *goja.Object, name string, getter, setter goja.Value) {
 		if err := o.DefineAccessorProperty(name, getter, setter, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 			panic(err)
 		}
 	}
 	ro := func(name string, val goja.Value) {
-		if err := ctx.DefineDataProperty(name, val, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+		if err := target.DefineDataProperty(name, val, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 			panic(err)
 		}
 	}
-	get(ctx, "phase", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(string(st().phase)) }), nil)
-	get(ctx, "tool", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Tool) }), nil)
-	get(ctx, "toolAccess", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.ToolAccess) }), nil)
-	get(ctx, "user", fn(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) }), nil)
-	get(ctx, "params", v.b.paramsGet, v.b.paramsSet)
-	resp := rt.NewObject()
-	get(resp, "content", v.b.contentGet, v.b.contentSet)
-	get(resp, "structuredContent", v.b.scGet, v.b.scSet)
-	if _, err := v.preventExt(goja.Undefined(), resp); err != nil {
+	get(target, "phase", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(string(st().phase)) }), nil)
+	get(target, "tool", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Tool) }), nil)
+	get(target, "toolAccess", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.ToolAccess) }), nil)
+	get(target, "user", fn(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) }), nil)
+	get(target, "params", v.b.paramsGet, v.b.paramsSet)
+	respTarget := rt.NewObject()
+	get(respTarget, "content", v.b.contentGet, v.b.contentSet)
+	get(respTarget, "structuredContent", v.b.scGet, v.b.scSet)
+	if _, err := v.preventExt(goja.Undefined(), respTarget); err != nil {
 		return err
 	}
+	// Every field is non-configurable, so a sloppy `delete` would fail silently and leave
+	// the value as it was; the proxies turn a delete into an assignment of undefined
+	// (structuredContent: dropped; content, params: bad_ctx_shape) or a recorded bad
+	// shape (ctx.response), and still report failure to JavaScript (a strict-mode
+	// delete throws a TypeError).
+	resp := rt.ToValue(rt.NewProxy(respTarget, &goja.ProxyTrapConfig{
+		DeleteProperty: func(_ *goja.Object, prop string) bool {
+			c := st()
+			switch prop {
+			case "content":
+				v.setSlot(c, &c.content, goja.Undefined())
+			case "structuredContent":
+				v.setSlot(c, &c.sc, goja.Undefined())
+			default:
+				return true // not an own property: delete succeeds trivially
+			}
+			return false
+		},
+	})).(*goja.Object)
 	v.b.response = resp
-	get(ctx, "response", fn(func(goja.FunctionCall) goja.Value {
+	get(target, "response", fn(func(goja.FunctionCall) goja.Value {
 		if st().phase != ctxapi.PhasePost {
 			return goja.Undefined()
 		}
 		return resp
-	}), nil)
-	get(ctx, "findings", v.b.findingsGet, nil)
+	}), v.b.responseSet)
+	get(target, "findings", v.b.findingsGet, nil)
 	ro("rateLimitExceeded", v.b.rate)
 	ro("warn", v.b.warn)
 	ro("redact", v.b.redact)
 	ro("mask", v.b.mask)
 	ro("hash", v.b.hash)
 	ro("redactAll", v.b.redactAll)
-	if _, err := v.preventExt(goja.Undefined(), ctx); err != nil {
+	if _, err := v.preventExt(goja.Undefined(), target); err != nil {
 		return err
 	}
+	own := map[string]bool{}
+	for _, k := range target.GetOwnPropertyNames() {
+		own[k] = true
+	}
+	ctx := rt.ToValue(rt.NewProxy(target, &goja.ProxyTrapConfig{
+		DeleteProperty: func(_ *goja.Object, prop string) bool {
+			switch prop {
+			case "params":
+				c := st()
+				v.setSlot(c, &c.params, goja.Undefined()) // throws when read-only (post)
+			case "response":
+				st().badShape("ctx.response cannot be deleted")
+			}
+			return !own[prop]
+		},
+	})).(*goja.Object)
 	v.b.ctx = ctx
 	// the global ctx: a non-enumerable, non-configurable accessor on globalThis
 	getter := fn(func(goja.FunctionCall) goja.Value {
@@ -447,6 +505,14 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 	}
 	s.touched = true
 	return s.js
+}
+
+// orUndefined maps a missing property (nil) to undefined.
+func orUndefined(val goja.Value) goja.Value {
+	if val == nil {
+		return goja.Undefined()
+	}
+	return val
 }
 
 func (v *vm) setSlot(c *callState, s *slot, val goja.Value) {

@@ -8,19 +8,33 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/file"
 	"github.com/dop251/goja/parser"
 )
 
 // wrapPrefix opens the per-policy function scope on the policy's first line, so line
-// numbers in errors stay those of the file (DECISIONS "Gate", "Isolation").
+// numbers in errors stay those of the file (DECISIONS "Gate", "Isolation"). The outer
+// function binds ctx as a const (assigning ctx throws a TypeError instead of silently
+// rebinding a local); the inner one is the policy's own function body (top-level
+// return, "use strict" directive, private names). compilePolicy checks that the inner
+// body spans the whole file, so a file cannot close the wrapper and run at top level.
 const (
-	wrapPrefix = "(function (ctx) {"
-	wrapSuffix = "\n})"
+	wrapPrefix = "(function (ctx$gate) { const ctx = ctx$gate; return (function () {"
+	wrapSuffix = "\n})(); })"
 )
+
+// wrap returns the wrapped source with tail appended inside the policy body, and the
+// byte offsets of the policy body's opening and closing braces.
+func wrap(src []byte, tail string) (text string, open, close int) {
+	text = wrapPrefix + string(src) + tail + wrapSuffix
+	return text, len(wrapPrefix) - 1, len(wrapPrefix) + len(src) + len(tail) + 1
+}
 
 // policy is one compiled file.
 type policy struct {
@@ -88,7 +102,7 @@ func hashSources(names []string, srcs [][]byte) string {
 // compilePolicy wraps src in its function scope and compiles it once; the program is
 // shared by every pooled runtime. Source maps are never read (parser option).
 func compilePolicy(name string, src []byte) (*goja.Program, error) {
-	text := wrapPrefix + string(src) + wrapSuffix
+	text, open, close := wrap(src, "")
 	ast, err := parser.ParseFile(nil, name, text, 0, parser.WithDisableSourceMaps)
 	if err != nil {
 		var list parser.ErrorList
@@ -101,10 +115,14 @@ func compilePolicy(name string, src []byte) (*goja.Program, error) {
 		}
 		return nil, &CompileError{File: name, Msg: err.Error()}
 	}
+	if err := checkWrapper(name, ast, open, close); err != nil {
+		return nil, err
+	}
 	if names := implicitGlobals(ast); len(names) > 0 {
 		// declare sloppy implicit globals as the policy's own locals (see implicitGlobals)
-		decl := wrapPrefix + string(src) + "\n;var " + strings.Join(names, ", ") + ";})"
-		if a2, err := parser.ParseFile(nil, name, decl, 0, parser.WithDisableSourceMaps); err == nil {
+		decl, open, close := wrap(src, "\n;var "+strings.Join(names, ", ")+";")
+		if a2, err := parser.ParseFile(nil, name, decl, 0, parser.WithDisableSourceMaps); err == nil &&
+			checkWrapper(name, a2, open, close) == nil {
 			if prg, err := goja.CompileAST(a2, false); err == nil {
 				return prg, nil
 			}
@@ -125,6 +143,75 @@ func compilePolicy(name string, src []byte) (*goja.Program, error) {
 		return nil, &CompileError{File: name, Msg: err.Error()}
 	}
 	return prg, nil
+}
+
+// errWrapper is the message for a file that closes its function wrapper early.
+const errWrapper = "unexpected '}': a policy file is a function body and cannot close it (unbalanced braces or parentheses)"
+
+// checkWrapper verifies that the parsed program is exactly the wrapper, with the policy
+// body running from the wrapper's opening brace (offset open) to its closing one
+// (offset close): a file like `}); evil(); (function () {` parses, but its body ends
+// early, so it is refused as a syntax error at the brace that closed it.
+func checkWrapper(name string, prg *ast.Program, open, close int) error {
+	base := 1
+	if prg.File != nil {
+		base = prg.File.Base()
+	}
+	at := func(idx file.Idx) error {
+		line, col := 1, 1
+		if prg.File != nil && idx > 0 {
+			p := prg.File.Position(int(idx) - base)
+			line, col = p.Line, p.Column
+		}
+		return compileErr(name, line, col, errWrapper)
+	}
+	body := wrapperBody(prg)
+	if body != nil && int(body.LeftBrace)-base == open && int(body.RightBrace)-base == close && len(prg.Body) == 1 {
+		return nil
+	}
+	if b := blockAt(prg, file.Idx(open+base)); b != nil {
+		return at(b.RightBrace) // where the file closed the policy body
+	}
+	return at(0)
+}
+
+// blockAt finds the block statement opening at idx (the policy body), wherever a
+// malformed file left it in the tree.
+func blockAt(prg *ast.Program, idx file.Idx) *ast.BlockStatement {
+	var found *ast.BlockStatement
+	var walk func(v reflect.Value, depth int)
+	walk = func(v reflect.Value, depth int) {
+		if found != nil || depth > 64 {
+			return
+		}
+		switch v.Kind() {
+		case reflect.Pointer:
+			if v.IsNil() {
+				return
+			}
+			if b, ok := v.Interface().(*ast.BlockStatement); ok && b.LeftBrace == idx {
+				found = b
+				return
+			}
+			walk(v.Elem(), depth+1)
+		case reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), depth+1)
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				if v.Type().Field(i).IsExported() && v.Type().Field(i).Name != "File" {
+					walk(v.Field(i), depth+1)
+				}
+			}
+		case reflect.Slice:
+			for i := 0; i < v.Len() && found == nil; i++ {
+				walk(v.Index(i), depth+1)
+			}
+		}
+	}
+	walk(reflect.ValueOf(prg), 0)
+	return found
 }
 
 func compileErr(name string, line, col int, msg string) *CompileError {

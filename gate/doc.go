@@ -8,7 +8,9 @@
 //
 // Load and Reload compile each file once per policy-set generation into a shared
 // *goja.Program, wrapped in its own function scope on the file's first line so line
-// numbers stay right and two policies' top-level names never collide. Calls run on a
+// numbers stay right and two policies' top-level names never collide; ctx is a const
+// of an outer wrapper, and a file whose body would close the wrapper early is refused
+// as a syntax error (the parsed body must span the whole file). Calls run on a
 // pool of locked-down runtimes (Options.PoolSize, GOMAXPROCS by default). A runtime
 // that was interrupted, panicked or tripped a guard is thrown away.
 //
@@ -21,7 +23,9 @@
 // accessors over the current call; values are materialised lazily with JSON.parse
 // inside the runtime, so push, splice and delete behave as JavaScript, and read back
 // with JSON.stringify after each policy, validated (bad_ctx_shape) and compared by JSON
-// equality. There is no eval, no Function constructor by any path, no require,
+// equality. ctx and ctx.response are proxies whose delete trap turns a delete into an
+// assignment (or a recorded bad shape), and ctx.response = {content,
+// structuredContent} replaces both, so no change to ctx is ignored silently. There is no eval, no Function constructor by any path, no require,
 // network, file system, process, timers or (unless Options.Console) console; a
 // self-test at Load proves it.
 //
@@ -32,9 +36,12 @@
 // regexp2.DefaultMatchTimeout; the built-ins that amplify memory or recurse natively
 // (repeat, padStart/padEnd, Array(n), Array.from, every Array.prototype method, join,
 // split, flat, apply, typed arrays, ArrayBuffer, JSON.parse/stringify) are guarded
-// (policy_memory_limit, policy_stack_limit), and a heap watchdog interrupts running
-// policies past Options.HeapSoftLimit. Thrown values are described without running
-// their toString. Every policy error rejects the call (fail closed); the thrown message
+// (policy_memory_limit, policy_stack_limit), and a heap watchdog sampling every
+// millisecond while policies run interrupts a policy whose heap growth passes its
+// budget (Options.PolicyHeapBudget, scaled by its input), which stops `s = s + s`, and
+// every policy past Options.HeapSoftLimit. Thrown values, and the reasons of promises
+// still rejected without a handler when a policy ends (policy_throw), are described
+// without running their toString. Every policy error rejects the call (fail closed); the thrown message
 // goes to the client only and is never logged.
 //
 // See docs/policies.md for the policy author's guide.

@@ -22,6 +22,11 @@ import (
 // DefaultTimeout is the per-policy budget of seed 003.
 const DefaultTimeout = 5 * time.Second
 
+// DefaultPolicyHeapBudget is the heap growth one policy may cause, plus 32 bytes per
+// byte of its input JSON: string doubling (`s = s + s`) stops at a 128 MiB string with
+// about 225 MiB of heap.
+const DefaultPolicyHeapBudget = 128 << 20
+
 // DefaultDebounce is how long Watch waits for a burst of file events to settle.
 const DefaultDebounce = 150 * time.Millisecond
 
@@ -39,6 +44,11 @@ type Options struct {
 	// running policies (policy_memory_limit). 0 means 75% of the Go memory limit when
 	// one is set (GOMEMLIMIT), else 1 GiB.
 	HeapSoftLimit uint64
+	// PolicyHeapBudget is how far the heap may grow while one policy runs before the
+	// watchdog interrupts it (policy_memory_limit); it grows by 32 bytes per byte of
+	// the phase's input JSON. The heap is the process's, so an unrelated burst of
+	// allocation during a long policy counts too. 0 means DefaultPolicyHeapBudget.
+	PolicyHeapBudget uint64
 	// Debounce is Watch's settle time for file events; 0 means DefaultDebounce.
 	Debounce time.Duration
 }
@@ -123,6 +133,9 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 			opts.HeapSoftLimit = uint64(lim) / 4 * 3
 		}
 	}
+	if opts.PolicyHeapBudget == 0 {
+		opts.PolicyHeapBudget = DefaultPolicyHeapBudget
+	}
 	an := opts.Analyzer
 	if an == nil {
 		var err error
@@ -132,7 +145,7 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 	}
 	lowerRegexpTimeout(opts.Timeout)
 	g := &Gate{opts: opts, analyzer: an, log: opts.Logger, closed: make(chan struct{})}
-	g.pool = newPool(g, opts.PoolSize, opts.Console, opts.Logger, opts.HeapSoftLimit)
+	g.pool = newPool(g, opts.PoolSize, opts.Console, opts.Logger, opts.HeapSoftLimit, opts.PolicyHeapBudget)
 	if err := ctx.Err(); err != nil {
 		g.pool.close()
 		return nil, err

@@ -13,7 +13,7 @@ import (
 // builtinGlobals are the names of a plain runtime's globals; an assignment to one of
 // them is never turned into a local.
 var builtinGlobals = func() map[string]bool {
-	m := map[string]bool{"ctx": true, "arguments": true, "console": true}
+	m := map[string]bool{"ctx": true, "ctx$gate": true, "arguments": true, "console": true}
 	for _, k := range goja.New().GlobalObject().GetOwnPropertyNames() {
 		m[k] = true
 	}
@@ -144,7 +144,9 @@ func collectBinding(t ast.BindingTarget, into map[string]bool) {
 	}
 }
 
-// wrapperBody finds the body of the `(function (ctx) { ... })` wrapper.
+// wrapperBody finds the policy body of the wrapper
+// `(function (ctx$gate) { const ctx = ctx$gate; return (function () { ... })(); })`, or nil
+// when the program does not have exactly that shape.
 func wrapperBody(prg *ast.Program) *ast.BlockStatement {
 	if len(prg.Body) == 0 {
 		return nil
@@ -153,11 +155,26 @@ func wrapperBody(prg *ast.Program) *ast.BlockStatement {
 	if !ok {
 		return nil
 	}
-	fl, ok := es.Expression.(*ast.FunctionLiteral)
+	outer, ok := es.Expression.(*ast.FunctionLiteral)
+	if !ok || outer.Body == nil || len(outer.Body.List) != 2 {
+		return nil
+	}
+	if _, ok := outer.Body.List[0].(*ast.LexicalDeclaration); !ok {
+		return nil
+	}
+	ret, ok := outer.Body.List[1].(*ast.ReturnStatement)
 	if !ok {
 		return nil
 	}
-	return fl.Body
+	call, ok := ret.Argument.(*ast.CallExpression)
+	if !ok || len(call.ArgumentList) != 0 {
+		return nil
+	}
+	inner, ok := call.Callee.(*ast.FunctionLiteral)
+	if !ok {
+		return nil
+	}
+	return inner.Body
 }
 
 func isPlainIdent(s string) bool {

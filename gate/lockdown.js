@@ -44,6 +44,29 @@
       };
     });
   });
+  // `+` and template literals cannot be hooked (the heap watchdog stops those);
+  // concat is checked before it allocates, replace/replaceAll after (one step at most)
+  method(String.prototype, 'concat', function (orig) {
+    return function concat() {
+      if (this === null || this === undefined) return apply(orig, this, arguments); // TypeError
+      var s = str(this), n = s.length, parts = new OrigArray(arguments.length);
+      for (var i = 0; i < arguments.length; i++) {
+        parts[i] = str(arguments[i]);
+        n += parts[i].length;
+        if (n > MAXS) oom();
+      }
+      return apply(orig, s, parts);
+    };
+  });
+  ['replace', 'replaceAll'].forEach(function (name) {
+    method(String.prototype, name, function (orig) {
+      return function (pattern, replacement) {
+        var r = apply(orig, this, arguments);
+        if (typeof r === 'string' && r.length > MAXS) oom();
+        return r;
+      };
+    });
+  });
   method(String.prototype, 'split', function (orig) {
     return function split(sep, limit) {
       var lim = limit === undefined ? MAXA + 1 : (num(limit) >>> 0);
@@ -332,7 +355,7 @@
   });
 
   return freeze({
-    runner: runner, stringify: safeStringify, parse: safeParse, deepFreeze: deepFreeze,
+    runner: runner, describe: describe, stringify: safeStringify, parse: safeParse, deepFreeze: deepFreeze,
     preventExtensions: preventExtensions, freeze: freeze
   });
 })

@@ -69,6 +69,15 @@ type callState struct {
 	warned     bool
 	helperRung string
 	warnings   []Warning
+	shapeErr   string // a bad shape no read-back can see (ctx.response replaced or deleted)
+}
+
+// badShape records the first bad shape of the running policy; it rejects the call with
+// bad_ctx_shape when the policy ends, even if the policy caught an error meanwhile.
+func (c *callState) badShape(msg string) {
+	if c.shapeErr == "" {
+		c.shapeErr = msg
+	}
 }
 
 func (c *callState) noteHelper(s engine.Strategy) {
@@ -143,7 +152,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	anyChange := false
 	for _, p := range s.policies {
 		c.policy = p.name
-		c.warned, c.helperRung = false, ActionNone
+		c.warned, c.helperRung, c.shapeErr = false, ActionNone, ""
 		changed, rej := s.runOne(v, c, p)
 		if rej != nil {
 			rej.Policy = p.name
@@ -194,23 +203,22 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 // runOne runs one policy under its deadline, then reads the changed ctx back.
 func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejection) {
 	tok := tokens.Add(1)
-	s.pool.begin(v, tok)
+	s.pool.begin(v, tok, c.inputBytes())
+	v.clearRejected()
 	timer := time.AfterFunc(s.timeout, func() { v.interruptIf(tok, errTimeout) })
 	defer func() {
 		timer.Stop()
 		s.pool.end(v)
+		v.clearRejected()
 		if r := recover(); r != nil {
 			v.broken.Store(true)
 			changed, rej = false, classify(r)
 		}
 	}()
-	fv, err := v.rt.RunProgram(p.prg)
+	fv, err := v.wrapper(s, p)
 	if err != nil {
 		v.broken.Store(true)
 		return false, classify(err)
-	}
-	if _, ok := goja.AssertFunction(fv); !ok {
-		return false, &Rejection{Code: CodeError, Message: "policy did not compile to a function"}
 	}
 	out, err := v.runner(goja.Undefined(), fv, v.b.ctx)
 	if err != nil {
@@ -220,12 +228,74 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 	if o, ok := out.(*goja.Object); ok { // [message]: the policy threw
 		return false, &Rejection{Code: CodeThrow, Message: truncate(o.Get("0").String())}
 	}
-	return v.readBack(c)
+	if rej := v.unhandledRejection(); rej != nil {
+		return false, rej
+	}
+	changed, rej = v.readBack(c)
+	if rej == nil {
+		rej = v.unhandledRejection() // a toJSON run by the read-back may reject a promise too
+	}
+	return changed, rej
+}
+
+// wrapper returns the policy's wrapper function on this runtime, evaluating its program
+// once per runtime and policy set (no policy code runs; the function is unreachable
+// from JavaScript, and each call gets a fresh scope).
+func (v *vm) wrapper(s *Set, p policy) (goja.Value, error) {
+	if v.fnSet != s {
+		v.fnSet, v.fns = s, make(map[*goja.Program]goja.Value, len(s.policies))
+	}
+	if fv, ok := v.fns[p.prg]; ok {
+		return fv, nil
+	}
+	fv, err := v.rt.RunProgram(p.prg)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := goja.AssertFunction(fv); !ok {
+		return nil, errors.New("gate: policy did not compile to a function")
+	}
+	v.fns[p.prg] = fv
+	return fv, nil
+}
+
+// unhandledRejection turns the first promise still rejected without a handler once the
+// policy and its jobs have run into policy_throw, its reason described like a throw.
+// A promise handled later in the same run (`p.catch(...)` after the rejection) is not
+// counted; an async policy that needs its result must still finish within the run.
+func (v *vm) unhandledRejection() *Rejection {
+	if len(v.rejected) == 0 {
+		return nil
+	}
+	reason := v.rejected[0].Result()
+	v.clearRejected()
+	if reason == nil {
+		reason = goja.Undefined()
+	}
+	msg, err := v.describe(goja.Undefined(), reason)
+	if err != nil {
+		panic(err) // classified by runOne's recover
+	}
+	return &Rejection{Code: CodeThrow, Message: truncate(msg.String())}
+}
+
+func (v *vm) clearRejected() {
+	clear(v.rejected)
+	v.rejected = v.rejected[:0]
+}
+
+// inputBytes is the size of the JSON the policies of this phase start from; the heap
+// watchdog scales a policy's allocation budget with it.
+func (c *callState) inputBytes() int {
+	return len(c.params.raw) + len(c.content.raw) + len(c.sc.raw)
 }
 
 // readBack stringifies each value the policy touched (still under the deadline),
 // validates its shape and detects changes by JSON equality.
 func (v *vm) readBack(c *callState) (bool, *Rejection) {
+	if c.shapeErr != "" {
+		return false, &Rejection{Code: CodeBadShape, Message: c.shapeErr}
+	}
 	changed := false
 	for _, s := range []*slot{&c.params, &c.content, &c.sc} {
 		if s.changed {

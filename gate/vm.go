@@ -19,12 +19,13 @@ import (
 // Sandbox limits. A guard that trips interrupts the policy with policy_memory_limit or
 // policy_stack_limit; the runtime is then thrown away.
 const (
-	maxStringLen  = 1 << 25 // UTF-16 units a guarded built-in may produce (repeat, padStart, join)
-	maxArrayLen   = 1 << 22 // elements: Array(n), Array.from, any Array.prototype receiver, split, apply
-	maxBufferLen  = 1 << 26 // bytes: ArrayBuffer and typed arrays
-	maxNesting    = 512     // JSON.parse/stringify nesting, Array.prototype.flat depth, helper walks
-	maxCallStack  = 2048    // JS frames (goja SetMaxCallStackSize)
-	watchInterval = 5 * time.Millisecond
+	maxStringLen  = 1 << 25          // UTF-16 units a guarded built-in may produce (repeat, padStart, join)
+	maxArrayLen   = 1 << 22          // elements: Array(n), Array.from, any Array.prototype receiver, split, apply
+	maxBufferLen  = 1 << 26          // bytes: ArrayBuffer and typed arrays
+	maxNesting    = 512              // JSON.parse/stringify nesting, Array.prototype.flat depth, helper walks
+	maxCallStack  = 2048             // JS frames (goja SetMaxCallStackSize)
+	watchInterval = time.Millisecond // heap sampling while a policy runs (none while idle)
+	inputFactor   = 32               // heap budget bytes per byte of a phase's input JSON
 )
 
 //go:embed lockdown.js
@@ -52,6 +53,7 @@ func init() { lowerRegexpTimeout(DefaultTimeout) }
 type vm struct {
 	rt         *goja.Runtime
 	runner     goja.Callable // (fn, ctx) → undefined or [message]
+	describe   goja.Callable // thrown value → message, without running its toString
 	stringify  goja.Callable // guarded JSON.stringify
 	parse      goja.Callable // guarded JSON.parse
 	deepFreeze goja.Callable
@@ -67,6 +69,14 @@ type vm struct {
 
 	cur *callState // the call being run (natives read it)
 	b   binding    // per-runtime native functions for ctx
+
+	// rejected are the promises rejected without a handler during the running policy,
+	// in order (SetPromiseRejectionTracker); a handler added later removes its promise.
+	rejected []*goja.Promise
+
+	fnSet *Set                         // the set fns belongs to
+	fns   map[*goja.Program]goja.Value // wrapper functions of fnSet's policies
+	heap  []metrics.Sample             // begin's reusable heap sample
 }
 
 var tokens atomic.Uint64
@@ -88,6 +98,19 @@ func newVM(p *pool) (*vm, error) {
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	rt.SetMaxCallStackSize(maxCallStack)
 	v := &vm{rt: rt, global: rt.GlobalObject()}
+	rt.SetPromiseRejectionTracker(func(p *goja.Promise, op goja.PromiseRejectionOperation) {
+		switch op {
+		case goja.PromiseRejectionReject:
+			v.rejected = append(v.rejected, p)
+		case goja.PromiseRejectionHandle:
+			for i := len(v.rejected) - 1; i >= 0; i-- { // usually the last one
+				if v.rejected[i] == p {
+					v.rejected = append(v.rejected[:i], v.rejected[i+1:]...)
+					break
+				}
+			}
+		}
+	})
 	host := rt.NewObject()
 	_ = host.Set("maxString", maxStringLen)
 	_ = host.Set("maxArray", maxArrayLen)
@@ -134,7 +157,7 @@ func newVM(p *pool) (*vm, error) {
 	}
 	t := tools.ToObject(rt)
 	for name, dst := range map[string]*goja.Callable{
-		"runner": &v.runner, "stringify": &v.stringify, "parse": &v.parse,
+		"runner": &v.runner, "describe": &v.describe, "stringify": &v.stringify, "parse": &v.parse,
 		"deepFreeze": &v.deepFreeze, "preventExtensions": &v.preventExt, "freeze": &v.freeze,
 	} {
 		f, ok := goja.AssertFunction(t.Get(name))
@@ -222,20 +245,32 @@ type pool struct {
 	idle    chan *vm
 	slots   chan struct{} // one token per runtime that exists or is being built
 	mu      sync.Mutex
-	active  map[*vm]uint64 // running runtimes → token, for the heap watchdog
+	active  map[*vm]activeRun // running runtimes, for the heap watchdog
 	closed  atomic.Bool
 	softCap uint64
+	budget  uint64        // Options.PolicyHeapBudget
+	wake    chan struct{} // begin → an idle watchdog
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
 
-func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft uint64) *pool {
+// activeRun is one policy run the watchdog watches: its token, the heap when it began,
+// the growth it may cause, and whether it was interrupted already (it may take a while
+// to stop: a huge string copy is one instruction).
+type activeRun struct {
+	tok, base, budget uint64
+	hit               bool
+}
+
+func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft, budget uint64) *pool {
 	p := &pool{
 		size: size, console: console, logger: logger, gate: g,
 		idle:    make(chan *vm, size),
 		slots:   make(chan struct{}, size),
-		active:  make(map[*vm]uint64),
+		active:  make(map[*vm]activeRun),
 		softCap: soft,
+		budget:  budget,
+		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
 	p.wg.Add(1)
@@ -280,14 +315,23 @@ func (p *pool) put(v *vm) {
 	p.idle <- v
 }
 
-func (p *pool) begin(v *vm, tok uint64) {
+func (p *pool) begin(v *vm, tok uint64, input int) {
 	v.mu.Lock()
 	v.token = tok
 	v.mu.Unlock()
 	v.rt.ClearInterrupt() // k6: clear on activation; a stale interrupt cannot reach us (token)
+	if v.heap == nil {
+		v.heap = []metrics.Sample{{Name: heapMetric}}
+	}
+	metrics.Read(v.heap)
+	run := activeRun{tok: tok, base: sampleUint(v.heap[0]), budget: p.budget + inputFactor*uint64(input)}
 	p.mu.Lock()
-	p.active[v] = tok
+	p.active[v] = run
 	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (p *pool) end(v *vm) {
@@ -299,44 +343,91 @@ func (p *pool) end(v *vm) {
 	p.mu.Unlock()
 }
 
-var heapMetric = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+const heapMetric = "/memory/classes/heap/objects:bytes"
 
-// watchdog interrupts every running policy once live heap objects pass the soft cap:
-// allocation in a loop is JS and stops at the next instruction (policy_memory_limit).
+// heapBytes is the heap in use by objects, live or not yet swept (about 0.3 µs).
+func heapBytes() uint64 {
+	s := [1]metrics.Sample{{Name: heapMetric}}
+	metrics.Read(s[:])
+	return sampleUint(s[0])
+}
+
+func sampleUint(s metrics.Sample) uint64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s.Value.Uint64()
+}
+
+// watchdog samples the heap every millisecond while a policy runs (and sleeps while
+// none does). Past the soft cap it interrupts every running policy; past a policy's
+// own budget of growth since it began, that policy. Allocation in a loop is JS and
+// stops at the next instruction (policy_memory_limit), so string doubling with `+` or
+// template literals, which no built-in guard sees, stops one doubling step past the
+// budget. (A garbage collection to tell live growth from garbage would not help: it
+// cannot stop the world while a policy copies a huge string, and it stalls this loop.)
 func (p *pool) watchdog() {
 	defer p.wg.Done()
 	t := time.NewTicker(watchInterval)
 	defer t.Stop()
-	sample := make([]metrics.Sample, 1)
-	copy(sample, heapMetric)
+	ticking := true
 	for {
+		p.mu.Lock()
+		n := len(p.active)
+		p.mu.Unlock()
+		if n == 0 {
+			if ticking {
+				t.Stop()
+				ticking = false
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-p.wake:
+			}
+			continue
+		}
+		if !ticking {
+			t.Reset(watchInterval)
+			ticking = true
+		}
 		select {
 		case <-p.stop:
 			return
 		case <-t.C:
 		}
-		p.mu.Lock()
-		n := len(p.active)
-		p.mu.Unlock()
-		if n == 0 {
+		heap := heapBytes()
+		if heap >= p.softCap {
+			if n := p.interrupt(func(activeRun) bool { return true }); n > 0 {
+				p.logger.Warn("gate: heap passed the soft limit; running policies interrupted",
+					"heap_bytes", heap, "soft_limit", p.softCap, "interrupted", n)
+			}
 			continue
 		}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 || sample[0].Value.Uint64() < p.softCap {
-			continue
+		if n := p.interrupt(func(r activeRun) bool { return heap > r.base+r.budget }); n > 0 {
+			p.logger.Warn("gate: the heap grew past a running policy's budget; interrupted",
+				"heap_bytes", heap, "interrupted", n)
 		}
-		p.mu.Lock()
-		victims := make(map[*vm]uint64, len(p.active))
-		for v, tok := range p.active {
-			victims[v] = tok
-		}
-		p.mu.Unlock()
-		for v, tok := range victims {
-			v.interruptIf(tok, errMemory)
-		}
-		p.logger.Warn("gate: heap passed the soft limit; running policies interrupted",
-			"heap_bytes", sample[0].Value.Uint64(), "soft_limit", p.softCap, "interrupted", len(victims))
 	}
+}
+
+// interrupt interrupts the running policies that match f and were not interrupted
+// yet (policy_memory_limit), and returns how many.
+func (p *pool) interrupt(f func(activeRun) bool) int {
+	p.mu.Lock()
+	victims := make(map[*vm]uint64, len(p.active))
+	for v, r := range p.active {
+		if !r.hit && f(r) {
+			victims[v] = r.tok
+			r.hit = true
+			p.active[v] = r
+		}
+	}
+	p.mu.Unlock()
+	for v, tok := range victims {
+		v.interruptIf(tok, errMemory)
+	}
+	return len(victims)
 }
 
 func (p *pool) close() {
@@ -346,8 +437,8 @@ func (p *pool) close() {
 	close(p.stop)
 	p.wg.Wait()
 	p.mu.Lock()
-	for v, tok := range p.active {
-		v.interruptIf(tok, errClosing)
+	for v, r := range p.active {
+		v.interruptIf(r.tok, errClosing)
 	}
 	p.mu.Unlock()
 	for {
