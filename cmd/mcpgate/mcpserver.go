@@ -179,6 +179,19 @@ func (t *toolServer) Close(ctx context.Context, _ time.Duration) error {
 	return nil
 }
 
+// pureTool annotates a tool that only computes on its arguments: it reads nothing,
+// changes nothing and reaches nothing outside this process.
+var pureTool = func(t *mcp.Tool) {
+	for _, opt := range []mcp.ToolOption{
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	} {
+		opt(t)
+	}
+}
+
 // newToolMCPServer builds the MCP server and its four tools.
 func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 	s := server.NewMCPServer("mcpgate", version, server.WithToolCapabilities(false),
@@ -186,10 +199,7 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 	s.AddTool(mcp.NewTool("scan_text",
 		mcp.WithDescription("Run mcpgate's built-in rules (terminal escapes, hidden text, prompt injection, PII, secrets) over a text. Returns the verdict and the findings (rule, severity, byte range), never the matched values."),
 		mcp.WithString("text", mcp.Required(), mcp.Description("the text to scan")),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		text, err := req.RequireString("text")
 		if err != nil {
@@ -200,10 +210,7 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 	s.AddTool(mcp.NewTool("sanitize_text",
 		mcp.WithDescription("Remove escape sequences, bare CR, control characters and zero-width or other hidden characters from a text."),
 		mcp.WithString("text", mcp.Required(), mcp.Description("the text to clean")),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		text, err := req.RequireString("text")
 		if err != nil {
@@ -216,10 +223,7 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithString("text", mcp.Required(), mcp.Description("the text to redact")),
 		mcp.WithString("strategy", mcp.Enum("redact", "mask", "hash"), mcp.Description("how to replace a value (default redact)")),
 		mcp.WithArray("kinds", mcp.WithStringItems(), mcp.Description("entity kinds or rule ids to redact (default: all)")),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		text, err := req.RequireString("text")
 		if err != nil {
@@ -240,10 +244,7 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 	s.AddTool(mcp.NewTool("explain_rule",
 		mcp.WithDescription("Describe one built-in rule by id (family, default severity, what it finds), or list every rule when id is empty."),
 		mcp.WithString("id", mcp.Description("a rule id such as output_osc52_clipboard_write; empty lists all")),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
+		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := strings.TrimSpace(req.GetString("id", ""))
 		rules := engine.Rules()

@@ -264,15 +264,24 @@ type ErrorObject struct {
 
 // Response encodes a result response for id.
 func Response(id json.RawMessage, result json.RawMessage) []byte {
+	return response(id, "result", result)
+}
+
+// response writes {"jsonrpc":"2.0","id":id,key:value} around already-encoded JSON
+// (from a parsed line or from Marshal, so one line), without re-encoding a result
+// that may be megabytes long. A nil id becomes null.
+func response(id json.RawMessage, key string, value json.RawMessage) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	b, _ := Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  json.RawMessage `json:"result"`
-	}{"2.0", id, result})
-	return b
+	b := make([]byte, 0, len(id)+len(key)+len(value)+32)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, bytes.TrimSpace(id)...)
+	b = append(b, `,"`...)
+	b = append(b, key...)
+	b = append(b, `":`...)
+	b = append(b, bytes.TrimSpace(value)...)
+	return append(b, '}')
 }
 
 // ErrorResponse encodes an error response for id (null when id is nil).
@@ -309,15 +318,7 @@ func Notification(method string, params any) []byte {
 
 // ErrorResponseObjectRaw encodes an error response carrying an already-encoded error object.
 func ErrorResponseObjectRaw(id json.RawMessage, obj json.RawMessage) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	b, _ := Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   json.RawMessage `json:"error"`
-	}{"2.0", id, obj})
-	return b
+	return response(id, "error", obj)
 }
 
 // PeekID finds the top-level "id" of a message that does not decode (too deep,
