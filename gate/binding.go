@@ -290,9 +290,10 @@ func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strat
 	return strategy, kinds
 }
 
-// redactCopy returns a JSON-like copy of val with every string leaf redacted: own
-// enumerable string keys of objects, array elements; other values as they are.
-func (v *vm) redactCopy(c *callState, val goja.Value, s engine.Strategy, kinds []string, depth int, nodes *int) (goja.Value, int) {
+// walkGuard stops a helper's walk over a value nested too deeply or too large: the
+// policy is interrupted (policy_stack_limit or policy_memory_limit) and its runtime
+// discarded.
+func (v *vm) walkGuard(depth int, nodes *int) {
 	if depth > maxNesting {
 		v.rt.Interrupt(errStack)
 		v.broken.Store(true)
@@ -303,6 +304,12 @@ func (v *vm) redactCopy(c *callState, val goja.Value, s engine.Strategy, kinds [
 		v.broken.Store(true)
 		panic(v.rt.NewTypeError("value too large"))
 	}
+}
+
+// redactCopy returns a JSON-like copy of val with every string leaf redacted: own
+// enumerable string keys of objects, array elements; other values as they are.
+func (v *vm) redactCopy(c *callState, val goja.Value, s engine.Strategy, kinds []string, depth int, nodes *int) (goja.Value, int) {
+	v.walkGuard(depth, nodes)
 	switch x := val.(type) {
 	case *goja.Object:
 		if x.ClassName() == "Function" {
@@ -377,16 +384,7 @@ func (v *vm) redactInPlace(c *callState, val goja.Value, skip map[string]bool, s
 	if !ok || x.ClassName() == "Function" {
 		return 0
 	}
-	if depth > maxNesting {
-		v.rt.Interrupt(errStack)
-		v.broken.Store(true)
-		panic(v.rt.NewTypeError("value nested too deeply"))
-	}
-	if *nodes++; *nodes > maxArrayLen {
-		v.rt.Interrupt(errMemory)
-		v.broken.Store(true)
-		panic(v.rt.NewTypeError("value too large"))
-	}
+	v.walkGuard(depth, nodes)
 	total := 0
 	visit := func(key string, isKey bool) {
 		e := x.Get(key)
