@@ -71,14 +71,7 @@ func firstDirty(s string) int {
 			}
 		case invTag:
 			// a tag run is kept only as part of a valid flag; check from its start
-			j := i
-			for j < n {
-				r2, sz2 := utf8.DecodeRuneInString(s[j:])
-				if invClass(r2) != invTag {
-					break
-				}
-				j += sz2
-			}
+			j := tagRunEnd(s, i)
 			if !validTagSequence(s, i, j) {
 				return i
 			}
@@ -141,14 +134,7 @@ func sanitizeAppend(out []byte, s string, i int) []byte {
 			i += sz
 			continue
 		case invTag:
-			j := i
-			for j < n {
-				r2, sz2 := utf8.DecodeRuneInString(s[j:])
-				if invClass(r2) != invTag {
-					break
-				}
-				j += sz2
-			}
+			j := tagRunEnd(s, i)
 			if prev, _ := utf8.DecodeLastRune(out); prev == 0x1F3F4 && validTagSequence(s, i, j) {
 				out = append(out, s[i:j]...)
 			}
@@ -307,4 +293,16 @@ func (v *sanitizeVisitor) sanitizeBlob(pb pendingBlob) {
 	v.arena = enc.AppendEncode(v.arena, []byte(clean))
 	v.arena = append(v.arena, '"')
 	v.edits = append(v.edits, sanitizeEdit{start: pb.start - 1, end: pb.start + len(pb.raw) + 1, off: off, n: len(v.arena) - off})
+}
+
+// tagRunEnd returns the end of the run of Unicode Tags (U+E0000–E007F) starting at s[i].
+func tagRunEnd(s string, i int) int {
+	for i < len(s) {
+		r, sz := utf8.DecodeRuneInString(s[i:])
+		if invClass(r) != invTag {
+			break
+		}
+		i += sz
+	}
+	return i
 }
