@@ -37,9 +37,9 @@
 // (repeat, padStart/padEnd, Array(n), Array.from, every Array.prototype method, join,
 // split, flat, apply, typed arrays, ArrayBuffer, JSON.parse/stringify) are guarded
 // (policy_memory_limit, policy_stack_limit), and a heap watchdog sampling every
-// millisecond while policies run interrupts a policy whose heap growth passes its
-// budget (Options.PolicyHeapBudget, scaled by its input), which stops `s = s + s`, and
-// every policy past Options.HeapSoftLimit. Thrown values, and the reasons of promises
+// millisecond while policies run interrupts every policy once the heap passes
+// Options.HeapSoftLimit, and, when Options.PolicyHeapBudget is set, a policy whose
+// heap growth passes that budget (which stops `s = s + s` early). Thrown values, and the reasons of promises
 // still rejected without a handler when a policy ends (policy_throw), are described
 // without running their toString. Every policy error rejects the call (fail closed); the thrown message
 // goes to the client only and is never logged.

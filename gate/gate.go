@@ -22,10 +22,12 @@ import (
 // DefaultTimeout is the per-policy budget of seed 003.
 const DefaultTimeout = 5 * time.Second
 
-// DefaultPolicyHeapBudget is the heap growth one policy may cause, plus 32 bytes per
-// byte of its input JSON: string doubling (`s = s + s`) stops at a 128 MiB string with
-// about 225 MiB of heap.
-const DefaultPolicyHeapBudget = 128 << 20
+// SuggestedPolicyHeapBudget is a per-policy heap budget for Options.PolicyHeapBudget
+// (128 MiB plus 32 bytes per byte of input): string doubling (`s = s + s`) then stops
+// at a 128 MiB string with about 225 MiB of heap. It is off by default because the
+// heap is the process's: a large result handled by another call at the same time
+// would count against an innocent policy.
+const SuggestedPolicyHeapBudget = 128 << 20
 
 // DefaultDebounce is how long Watch waits for a burst of file events to settle.
 const DefaultDebounce = 150 * time.Millisecond
@@ -47,7 +49,8 @@ type Options struct {
 	// PolicyHeapBudget is how far the heap may grow while one policy runs before the
 	// watchdog interrupts it (policy_memory_limit); it grows by 32 bytes per byte of
 	// the phase's input JSON. The heap is the process's, so an unrelated burst of
-	// allocation during a long policy counts too. 0 means DefaultPolicyHeapBudget.
+	// allocation during a long policy counts too. 0 (the default) turns it off and
+	// leaves HeapSoftLimit as the only heap guard; see SuggestedPolicyHeapBudget.
 	PolicyHeapBudget uint64
 	// Debounce is Watch's settle time for file events; 0 means DefaultDebounce.
 	Debounce time.Duration
@@ -132,9 +135,6 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 		if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < 1<<62 {
 			opts.HeapSoftLimit = uint64(lim) / 4 * 3
 		}
-	}
-	if opts.PolicyHeapBudget == 0 {
-		opts.PolicyHeapBudget = DefaultPolicyHeapBudget
 	}
 	an := opts.Analyzer
 	if an == nil {

@@ -192,8 +192,8 @@ func TestUnhandledRejection(t *testing.T) {
 }
 
 // String doubling, which no built-in guard sees, ends in policy_memory_limit well
-// before the deadline, and the gate keeps working. Timings depend on the machine and
-// are only logged (go test -v -run TestStringDoubling).
+// before the deadline with a per-policy heap budget, and the gate keeps working.
+// Timings depend on the machine and are only logged (go test -v -run TestStringDoubling).
 func TestStringDoubling(t *testing.T) {
 	cases := []struct{ name, src string }{
 		{"plus", `var s = "x"; for (;;) s = s + s;`},
@@ -206,7 +206,10 @@ func TestStringDoubling(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := loadGate(t, map[string]string{"p.js": `if (ctx.params.go) { ` + tc.src + ` }`},
-				func(o *Options) { o.Timeout = 20 * time.Second * raceSlowdown })
+				func(o *Options) {
+					o.Timeout = 20 * time.Second * raceSlowdown
+					o.PolicyHeapBudget = SuggestedPolicyHeapBudget
+				})
 			start := time.Now()
 			r := run(g, preCall(`{"go":true}`))
 			if r.Reject == nil || r.Reject.Code != CodeMemoryLimit || r.Reject.Policy != "p.js" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -242,16 +243,17 @@ type pool struct {
 	logger  *slog.Logger
 	gate    *Gate
 
-	idle    chan *vm
-	slots   chan struct{} // one token per runtime that exists or is being built
-	mu      sync.Mutex
-	active  map[*vm]activeRun // running runtimes, for the heap watchdog
-	closed  atomic.Bool
-	softCap uint64
-	budget  uint64        // Options.PolicyHeapBudget
-	wake    chan struct{} // begin → an idle watchdog
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	idle       chan *vm
+	slots      chan struct{} // one token per runtime that exists or is being built
+	mu         sync.Mutex
+	active     map[*vm]activeRun // running runtimes, for the heap watchdog
+	closed     atomic.Bool
+	softCap    uint64
+	budget     uint64        // Options.PolicyHeapBudget
+	collecting atomic.Bool   // a GC started by the watchdog is running
+	wake       chan struct{} // begin → an idle watchdog
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 // activeRun is one policy run the watchdog watches: its token, the heap when it began,
@@ -345,6 +347,23 @@ func (p *pool) end(v *vm) {
 
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
+// liveHeapBytes is the heap the last GC found live (runtime/metrics /gc/heap/live:bytes).
+func liveHeapBytes() uint64 {
+	s := [1]metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s[:])
+	return sampleUint(s[0])
+}
+
+// collect starts one garbage collection in the background, unless one is running.
+func (p *pool) collect() {
+	if p.collecting.CompareAndSwap(false, true) {
+		go func() {
+			defer p.collecting.Store(false)
+			runtime.GC()
+		}()
+	}
+}
+
 // heapBytes is the heap in use by objects, live or not yet swept (about 0.3 µs).
 func heapBytes() uint64 {
 	s := [1]metrics.Sample{{Name: heapMetric}}
@@ -360,12 +379,13 @@ func sampleUint(s metrics.Sample) uint64 {
 }
 
 // watchdog samples the heap every millisecond while a policy runs (and sleeps while
-// none does). Past the soft cap it interrupts every running policy; past a policy's
-// own budget of growth since it began, that policy. Allocation in a loop is JS and
-// stops at the next instruction (policy_memory_limit), so string doubling with `+` or
-// template literals, which no built-in guard sees, stops one doubling step past the
-// budget. (A garbage collection to tell live growth from garbage would not help: it
-// cannot stop the world while a policy copies a huge string, and it stalls this loop.)
+// none does). Once the live heap passes the soft cap it interrupts every running
+// policy; with a per-policy budget set, a policy whose heap growth since it began
+// passes that budget. Allocation in a loop is JS and stops at the next instruction
+// (policy_memory_limit), so string doubling with `+` or template literals, which no
+// built-in guard sees, stops soon after the limit. The GC that tells live memory from
+// garbage runs on its own goroutine, so a policy copying a huge string never stalls
+// this loop.
 func (p *pool) watchdog() {
 	defer p.wg.Done()
 	t := time.NewTicker(watchInterval)
@@ -398,10 +418,20 @@ func (p *pool) watchdog() {
 		}
 		heap := heapBytes()
 		if heap >= p.softCap {
+			// The heap counts garbage until the next GC: only live memory past the cap
+			// interrupts, or a big burst of garbage would reject every clean call. A GC
+			// is started (off this loop) to learn what is live.
+			if live := liveHeapBytes(); live < p.softCap {
+				p.collect()
+				continue
+			}
 			if n := p.interrupt(func(activeRun) bool { return true }); n > 0 {
-				p.logger.Warn("gate: heap passed the soft limit; running policies interrupted",
+				p.logger.Warn("gate: live heap passed the soft limit; running policies interrupted",
 					"heap_bytes", heap, "soft_limit", p.softCap, "interrupted", n)
 			}
+			continue
+		}
+		if p.budget == 0 {
 			continue
 		}
 		if n := p.interrupt(func(r activeRun) bool { return heap > r.base+r.budget }); n > 0 {
