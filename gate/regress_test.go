@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +288,38 @@ func TestRejectionMessageBounded(t *testing.T) {
 				t.Fatalf("message of %d bytes, valid %v: %q…", len(msg), utf8.ValidString(msg), msg[:min(len(msg), 40)])
 			}
 		})
+	}
+}
+
+// garbageSink keeps the compiler from dropping the test's allocation.
+var garbageSink []byte
+
+// makeGarbage allocates n bytes that are garbage once it returns.
+//
+//go:noinline
+func makeGarbage(n int) {
+	b := make([]byte, n)
+	b[0] = 1
+	garbageSink = b
+	garbageSink = nil
+}
+
+// A burst of garbage past the soft limit (a large result another call has finished
+// with) must not reject a clean policy: only heap a GC finds live counts. (Memory
+// still live, even briefly, does count: that is what a soft limit is.)
+func TestGarbageDoesNotTripTheHeapLimit(t *testing.T) {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	g := loadGate(t, map[string]string{"p.js": `var n = 0; for (var i = 0; i < 200000; i++) { n += i } ctx.params.n = n`},
+		func(o *Options) { o.HeapSoftLimit = ms.HeapAlloc + 64<<20 })
+	for i := 0; i < 4; i++ {
+		makeGarbage(160 << 20)
+		for g.pool.collecting.Load() { // a GC marking during the allocation saw it live
+			time.Sleep(time.Millisecond)
+		}
+		if r := run(g, preCall(`{}`)); r.Reject != nil {
+			t.Fatalf("clean policy rejected after a garbage burst: %+v", r.Reject)
+		}
 	}
 }

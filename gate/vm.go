@@ -251,6 +251,9 @@ type pool struct {
 	softCap    uint64
 	budget     uint64        // Options.PolicyHeapBudget
 	collecting atomic.Bool   // a GC started by the watchdog is running
+	gcLive     atomic.Uint64 // live heap the watchdog's last GC found
+	gcSeq      atomic.Uint64 // number of the watchdog's last completed collection
+	gcStarted  atomic.Uint64 // collections begun
 	wake       chan struct{} // begin → an idle watchdog
 	stop       chan struct{}
 	wg         sync.WaitGroup
@@ -354,12 +357,20 @@ func liveHeapBytes() uint64 {
 	return sampleUint(s[0])
 }
 
-// collect starts one garbage collection in the background, unless one is running.
+// collect runs two full garbage collections in the background, unless they are
+// running; when they end, gcLive holds the smaller live heap they found and gcSeq
+// the number of this collection (gcStarted counts the ones begun). Two, because a GC counts what is allocated while it marks as live: a
+// burst of garbage made during the first is gone by the second, a bomb is not.
 func (p *pool) collect() {
 	if p.collecting.CompareAndSwap(false, true) {
+		n := p.gcStarted.Add(1)
 		go func() {
 			defer p.collecting.Store(false)
 			runtime.GC()
+			first := liveHeapBytes()
+			runtime.GC()
+			p.gcLive.Store(min(first, liveHeapBytes()))
+			p.gcSeq.Store(n)
 		}()
 	}
 }
@@ -391,6 +402,7 @@ func (p *pool) watchdog() {
 	t := time.NewTicker(watchInterval)
 	defer t.Stop()
 	ticking := true
+	seenGC, trustFrom := p.gcSeq.Load(), p.gcStarted.Load()+1
 	for {
 		p.mu.Lock()
 		n := len(p.active)
@@ -410,6 +422,7 @@ func (p *pool) watchdog() {
 		if !ticking {
 			t.Reset(watchInterval)
 			ticking = true
+			trustFrom = p.gcStarted.Load() + 1
 		}
 		select {
 		case <-p.stop:
@@ -418,17 +431,21 @@ func (p *pool) watchdog() {
 		}
 		heap := heapBytes()
 		if heap >= p.softCap {
-			// The heap counts garbage until the next GC: only live memory past the cap
-			// interrupts, or a big burst of garbage would reject every clean call. A GC
-			// is started (off this loop) to learn what is live.
-			if live := liveHeapBytes(); live < p.softCap {
-				p.collect()
-				continue
+			// The heap counts garbage until the next GC: only memory a GC forced here
+			// found live interrupts, or a burst of garbage (a large result handled by
+			// another call) would reject every clean call. The GC runs off this loop,
+			// and again while the heap stays high, so a growing bomb is re-measured.
+			// Only a collection begun in this busy period describes these policies.
+			if seq := p.gcSeq.Load(); seq != seenGC && seq >= trustFrom {
+				seenGC = seq
+				if live := p.gcLive.Load(); live >= p.softCap {
+					if n := p.interrupt(func(activeRun) bool { return true }); n > 0 {
+						p.logger.Warn("gate: live heap passed the soft limit; running policies interrupted",
+							"live_bytes", live, "soft_limit", p.softCap, "interrupted", n)
+					}
+				}
 			}
-			if n := p.interrupt(func(activeRun) bool { return true }); n > 0 {
-				p.logger.Warn("gate: live heap passed the soft limit; running policies interrupted",
-					"heap_bytes", heap, "soft_limit", p.softCap, "interrupted", n)
-			}
+			p.collect()
 			continue
 		}
 		if p.budget == 0 {
