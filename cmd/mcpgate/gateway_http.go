@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/httpfront"
+	"github.com/mcpgate/mcpgate/internal/loopback"
 	"github.com/mcpgate/mcpgate/internal/multi"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/remote"
@@ -129,7 +130,7 @@ func httpAuth(cfg *config.Config, listen string) (httpfront.Authenticator, error
 	if len(cfg.Gate.Tokens) > 0 {
 		return httpfront.TokenAuth(cfg.Gate.Tokens, cfg.ClassFor)
 	}
-	if !httpfront.IsLoopbackListen(listen) {
+	if !loopback.Addr(listen) {
 		return nil, fmt.Errorf("--listen %s is not a loopback address and no bearer tokens are configured (mcpgate.tokens in --config): refusing to serve unauthenticated callers; listen on 127.0.0.1 or configure tokens", listen)
 	}
 	return httpfront.LocalAuth(cfg.Gate.User), nil

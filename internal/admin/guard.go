@@ -96,17 +96,3 @@ func (g *Guard) Wrap(h http.Handler, needToken bool) http.Handler {
 		}
 	})
 }
-
-// IsLoopback reports whether a listen address binds only loopback: localhost or a
-// loopback IP. An empty host, 0.0.0.0, :: and other names are not loopback.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/loopback"
 )
 
 //go:embed static
@@ -65,7 +66,7 @@ func New(o Options) (*Server, error) {
 			return nil, ErrBadDigest
 		}
 		digest = d
-	case !IsLoopback(o.Addr):
+	case !loopback.Addr(o.Addr):
 		return nil, fmt.Errorf("--admin %s: %w", o.Addr, ErrNoToken)
 	}
 	if o.Logger == nil {

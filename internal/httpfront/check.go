@@ -65,19 +65,6 @@ func (a *HostAllowlist) Check(hostHeader, origin string) error {
 	return nil
 }
 
-// IsLoopbackListen reports whether a listen address binds only loopback interfaces.
-func IsLoopbackListen(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
 var errTooDeep = errors.New("too deeply nested")
 
 // checkDepth returns errTooDeep when JSON nesting (arrays and objects) exceeds max.

@@ -37,17 +37,6 @@ func TestHostAllowlist(t *testing.T) {
 	}
 }
 
-func TestIsLoopbackListen(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"127.0.0.1:80": true, "localhost:1": true, "[::1]:9": true,
-		":8080": false, "0.0.0.0:80": false, "192.168.0.1:80": false, "bad": false,
-	} {
-		if got := IsLoopbackListen(addr); got != want {
-			t.Errorf("IsLoopbackListen(%q) = %v", addr, got)
-		}
-	}
-}
-
 func TestCheckDepth(t *testing.T) {
 	tests := []struct {
 		in  string
