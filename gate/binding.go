@@ -39,15 +39,18 @@ func rethrow(err error) {
 	panic(err)
 }
 
+// frozenFunc wraps a Go function as a frozen JS function, so no policy can change it.
+func (v *vm) frozenFunc(f func(goja.FunctionCall) goja.Value) goja.Value {
+	o := v.rt.ToValue(f)
+	if _, err := v.deepFreeze(goja.Undefined(), o); err != nil {
+		panic(err)
+	}
+	return o
+}
+
 func (v *vm) bind(p *pool) error {
 	rt := v.rt
-	fn := func(f func(goja.FunctionCall) goja.Value) goja.Value {
-		o := rt.ToValue(f)
-		if _, err := v.deepFreeze(goja.Undefined(), o); err != nil {
-			panic(err)
-		}
-		return o
-	}
+	fn := v.frozenFunc
 	st := func() *callState {
 		if v.cur == nil {
 			v.throwType("ctx is only available while a policy runs")
@@ -163,13 +166,7 @@ func (v *vm) bind(p *pool) error {
 // a policy does to ctx outlives its call.
 func (v *vm) buildCtx(st func() *callState) error {
 	rt := v.rt
-	fn := func(f func(goja.FunctionCall) goja.Value) goja.Value {
-		o := rt.ToValue(f)
-		if _, err := v.deepFreeze(goja.Undefined(), o); err != nil {
-			panic(err)
-		}
-		return o
-	}
+	fn := v.frozenFunc
 	target := rt.NewObject()
 	get := func(o *goja.Object, name string, getter, setter goja.Value) {
 		if err := o.DefineAccessorProperty(name, getter, setter, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {

@@ -179,39 +179,55 @@ func checkWrapper(name string, prg *ast.Program, open, close int) error {
 // malformed file left it in the tree.
 func blockAt(prg *ast.Program, idx file.Idx) *ast.BlockStatement {
 	var found *ast.BlockStatement
+	walkAST(prg, 64, func(node any) bool {
+		if found != nil {
+			return false
+		}
+		if b, ok := node.(*ast.BlockStatement); ok && b.LeftBrace == idx {
+			found = b
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// walkAST calls visit on every AST node (a non-nil pointer) under root, depth first,
+// each once, down to maxDepth levels of the reflected tree; visit returns whether to
+// go into the node's fields. Unexported fields and the source File are skipped.
+func walkAST(root any, maxDepth int, visit func(node any) bool) {
+	seen := map[uintptr]bool{}
 	var walk func(v reflect.Value, depth int)
 	walk = func(v reflect.Value, depth int) {
-		if found != nil || depth > 64 {
+		if depth > maxDepth {
 			return
 		}
 		switch v.Kind() {
 		case reflect.Pointer:
-			if v.IsNil() {
+			if v.IsNil() || seen[v.Pointer()] {
 				return
 			}
-			if b, ok := v.Interface().(*ast.BlockStatement); ok && b.LeftBrace == idx {
-				found = b
-				return
+			seen[v.Pointer()] = true
+			if visit(v.Interface()) {
+				walk(v.Elem(), depth+1)
 			}
-			walk(v.Elem(), depth+1)
 		case reflect.Interface:
 			if !v.IsNil() {
 				walk(v.Elem(), depth+1)
 			}
 		case reflect.Struct:
 			for i := 0; i < v.NumField(); i++ {
-				if v.Type().Field(i).IsExported() && v.Type().Field(i).Name != "File" {
+				if f := v.Type().Field(i); f.IsExported() && f.Name != "File" {
 					walk(v.Field(i), depth+1)
 				}
 			}
 		case reflect.Slice:
-			for i := 0; i < v.Len() && found == nil; i++ {
+			for i := 0; i < v.Len(); i++ {
 				walk(v.Index(i), depth+1)
 			}
 		}
 	}
-	walk(reflect.ValueOf(prg), 0)
-	return found
+	walk(reflect.ValueOf(root), 0)
 }
 
 func compileErr(name string, line, col int, msg string) *CompileError {

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"reflect"
 	"sort"
 	"strings"
 
@@ -53,48 +52,21 @@ func implicitGlobals(prg *ast.Program) []string {
 		}
 	}
 	lexical := map[string]bool{}
-	seen := map[uintptr]bool{}
-	var walk func(v reflect.Value, depth int)
-	walk = func(v reflect.Value, depth int) {
-		if depth > 10000 {
-			return
+	walkAST(prg, 10000, func(node any) bool {
+		switch x := node.(type) {
+		case *ast.AssignExpression:
+			target(x.Left)
+		case *ast.UnaryExpression:
+			if x.Operator == token.INCREMENT || x.Operator == token.DECREMENT {
+				target(x.Operand)
+			}
+		case *ast.ForIntoExpression:
+			target(x.Expression)
+		case *ast.Identifier, *ast.PrivateIdentifier:
+			return false
 		}
-		switch v.Kind() {
-		case reflect.Pointer:
-			if v.IsNil() || seen[v.Pointer()] {
-				return
-			}
-			seen[v.Pointer()] = true
-			switch x := v.Interface().(type) {
-			case *ast.AssignExpression:
-				target(x.Left)
-			case *ast.UnaryExpression:
-				if x.Operator == token.INCREMENT || x.Operator == token.DECREMENT {
-					target(x.Operand)
-				}
-			case *ast.ForIntoExpression:
-				target(x.Expression)
-			case *ast.Identifier, *ast.PrivateIdentifier:
-				return
-			}
-			walk(v.Elem(), depth+1)
-		case reflect.Interface:
-			if !v.IsNil() {
-				walk(v.Elem(), depth+1)
-			}
-		case reflect.Struct:
-			for i := 0; i < v.NumField(); i++ {
-				if v.Type().Field(i).IsExported() {
-					walk(v.Field(i), depth+1)
-				}
-			}
-		case reflect.Slice:
-			for i := 0; i < v.Len(); i++ {
-				walk(v.Index(i), depth+1)
-			}
-		}
-	}
-	walk(reflect.ValueOf(prg), 0)
+		return true
+	})
 	// top-level lexical names of the wrapper function would clash with a var
 	if fn := wrapperBody(prg); fn != nil {
 		for _, st := range fn.List {
