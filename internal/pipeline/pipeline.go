@@ -159,25 +159,28 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	if verdict == engine.Block {
 		return t.block(t.rec.Reason)
 	}
-	content, structured, ok := splitResult(result)
-	if !ok { // undecodable and fail-open: forward untouched, nothing else can read it
-		return Reply{Original: resp.Raw}
-	}
-
-	// 5. Post-phase policies, each on the content the previous one left.
-	stage = time.Now()
-	post := set.Run(ctx, &ctxapi.Call{
-		Phase: ctxapi.PhasePost, Tool: name, ToolAccess: t.rec.ToolAccess, Params: args,
-		Response: &ctxapi.Response{Content: content, StructuredContent: structured},
-		User:     c.User, Findings: out.Findings, RateLimitExceeded: limit,
-	})
-	t.stage("post_policies", stage)
-	if ctx.Err() != nil {
-		return t.upstreamFailed(ErrCancelled)
-	}
-	t.acted(post.Acted)
-	if post.Reject != nil {
-		return t.reject(post.Reject, audit.OutcomeOK)
+	// 5. Post-phase policies, each on the content the previous one left. With no
+	// policies the result is never decoded here: the clean path stays one scan.
+	var post gate.Result
+	if len(set.Files) > 0 {
+		content, structured, ok := splitResult(result)
+		if !ok { // undecodable and fail-open: forward untouched, nothing else can read it
+			return Reply{Original: resp.Raw}
+		}
+		stage = time.Now()
+		post = set.Run(ctx, &ctxapi.Call{
+			Phase: ctxapi.PhasePost, Tool: name, ToolAccess: t.rec.ToolAccess, Params: args,
+			Response: &ctxapi.Response{Content: content, StructuredContent: structured},
+			User:     c.User, Findings: out.Findings, RateLimitExceeded: limit,
+		})
+		t.stage("post_policies", stage)
+		if ctx.Err() != nil {
+			return t.upstreamFailed(ErrCancelled)
+		}
+		t.acted(post.Acted)
+		if post.Reject != nil {
+			return t.reject(post.Reject, audit.OutcomeOK)
+		}
 	}
 
 	// 6. Merge: policy edits, then the Warn sanitizer over the final content.
