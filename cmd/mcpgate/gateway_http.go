@@ -97,7 +97,8 @@ func serveFront(ctx context.Context, d *gatewayDeps, front *httpfront.Front, h h
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Header values are bounded too: 64 KiB for all of a request's headers.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	d.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")

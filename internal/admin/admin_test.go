@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/mcpgate/mcpgate/internal/audit"
 )
 
@@ -20,7 +22,7 @@ func record(i int, action, tool string) *audit.Record {
 	ts := time.Date(2026, 11, 29, 10, i, 0, 0, time.UTC)
 	return &audit.Record{
 		TS: ts.Format(audit.TSLayout), Kind: audit.KindGateway, EventID: "ev-" + string(rune('a'+i)),
-		ActionTaken: action, Blocked: action == audit.ActionBlock, Tool: tool, Outcome: audit.OutcomeOK,
+		ActionTaken: action, Blocked: action == audit.ActionBlock, Tool: tool, Listed: true, Outcome: audit.OutcomeOK,
 		RuleIDs: []string{}, GuardrailsTriggered: []string{}, InputRuleIDs: []string{"input_secret_aws"},
 		StageMS: map[string]float64{"pre_policies": 0.4, "post_policies": 2, "upstream": 12.5},
 	}
@@ -196,10 +198,29 @@ func TestTelemetryMetrics(t *testing.T) {
 func TestTelemetryToolCap(t *testing.T) {
 	m := NewMetrics(nil, nil)
 	for i := range MaxToolLabels + 10 {
-		m.Observe(&audit.Record{Tool: "t" + string(rune(0x4e00+i)), ActionTaken: "pass"})
+		m.Observe(&audit.Record{Tool: "t" + string(rune(0x4e00+i)), ActionTaken: "pass", Listed: true})
 	}
 	if n := len(m.tools); n != MaxToolLabels {
 		t.Fatalf("%d tool labels, want %d", n, MaxToolLabels)
+	}
+}
+
+// TestTelemetryUnlistedTools proves a name the upstream never listed is counted under
+// the one other label, however many such names a client makes up.
+func TestTelemetryUnlistedTools(t *testing.T) {
+	m := NewMetrics(nil, nil)
+	m.Observe(&audit.Record{Tool: "echo", ActionTaken: "pass", Listed: true})
+	for i := range 50 {
+		m.Observe(&audit.Record{Tool: "made_up_" + strings.Repeat("x", i), ActionTaken: "block"})
+	}
+	if len(m.tools) != 1 || !m.tools["echo"] {
+		t.Fatalf("tool labels %v, want only echo", m.tools)
+	}
+	if n := testutil.ToFloat64(m.calls.WithLabelValues(OtherTool, "block")); n != 50 {
+		t.Fatalf("%v calls under %s, want 50", n, OtherTool)
+	}
+	if n := testutil.CollectAndCount(m.calls); n != 2 {
+		t.Fatalf("%d tool call series, want 2 (echo and %s)", n, OtherTool)
 	}
 }
 

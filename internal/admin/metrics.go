@@ -18,9 +18,13 @@ type GateStatus struct {
 	LoadedAt   time.Time
 }
 
-// MaxToolLabels caps distinct tool label values; later names count as "_other", so a
-// client calling made-up tool names cannot grow the registry without bound.
+// MaxToolLabels caps distinct tool label values. Only names the upstream listed
+// become labels (a record's Listed); any other name, and names past the cap, count as
+// OtherTool, so a client calling made-up tool names cannot grow the registry.
 const MaxToolLabels = 256
+
+// OtherTool is the tool label of calls to names the upstream never listed.
+const OtherTool = "_other"
 
 // Metrics is mcpgate's Prometheus registry. Observe feeds it one record at a time;
 // the gate and emitter figures are read at scrape time.
@@ -119,7 +123,11 @@ func (m *Metrics) Observe(r *audit.Record) {
 	if action == "" {
 		action = audit.ActionPass
 	}
-	m.calls.WithLabelValues(m.toolLabel(r.Tool), action).Inc()
+	tool := OtherTool
+	if r.Listed {
+		tool = m.toolLabel(r.Tool)
+	}
+	m.calls.WithLabelValues(tool, action).Inc()
 	if r.Outcome != "" {
 		m.outcomes.WithLabelValues(r.Outcome).Inc()
 	}
@@ -147,7 +155,7 @@ func (m *Metrics) toolLabel(tool string) string {
 		return tool
 	}
 	if len(m.tools) >= MaxToolLabels {
-		return "_other"
+		return OtherTool
 	}
 	m.tools[tool] = true
 	return tool

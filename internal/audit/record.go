@@ -112,4 +112,8 @@ type Record struct {
 	ClientInfo      map[string]string  `json:"client_info,omitempty"`  // name and version from initialize (mcp-server)
 	StageMS         map[string]float64 `json:"stage_ms,omitempty"`     // input_rules, pre_policies, upstream, output_rules, post_policies, merge
 	AuditOutput     string             `json:"audit_output,omitempty"` // "off" when MCPGATE_AUDIT_OUTPUT=off
+
+	// Listed says the upstream listed Tool in tools/list (or the configuration tags
+	// it): /metrics labels only such names. Not stored.
+	Listed bool `json:"-"`
 }

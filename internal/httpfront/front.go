@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
@@ -71,6 +72,7 @@ type Front struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	starting int            // sessions whose backend is starting: they count toward MaxSessions
 	wg       sync.WaitGroup // running backends
 }
 
@@ -146,7 +148,8 @@ func (f *Front) Close(ctx context.Context) error {
 // ServeHTTP implements the MCP endpoint: POST, GET and DELETE.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := f.opts.Hosts.Check(r.Host, r.Header.Get("Origin")); err != nil {
-		f.log.Warn("request rejected: DNS rebinding protection", "host", r.Host, "origin", r.Header.Get("Origin"))
+		f.log.Warn("request rejected: DNS rebinding protection",
+			"host", bound.Truncate(r.Host, bound.Header), "origin", bound.Truncate(r.Header.Get("Origin"), bound.Header))
 		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
 		return
 	}
@@ -187,6 +190,12 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	max := f.opts.MaxMessageBytes
+	if r.ContentLength > int64(max) { // refused before a byte of the body is read
+		f.log.Warn("client message over the size limit rejected", "limit_bytes", max, "content_length", r.ContentLength)
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(max)))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -234,7 +243,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 			return
 		}
 		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !supportedVersions[v] {
-			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: unsupported MCP-Protocol-Version %q", v))
+			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: unsupported MCP-Protocol-Version %q", bound.Truncate(v, bound.Header)))
 			return
 		}
 	}
@@ -320,7 +329,7 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	s.touch()
 	st, after := s.standalone, uint64(0)
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
+	if last := r.Header.Get("Last-Event-ID"); last != "" && len(last) <= bound.SessionID {
 		var ok bool
 		if st, after, ok = s.resume(last); !ok {
 			httpError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "mcpgate: Last-Event-ID names no stream this session still keeps")
@@ -347,20 +356,27 @@ func (f *Front) delete(w http.ResponseWriter, r *http.Request, id Identity) {
 
 var errTooManySessions = errors.New("too many open sessions; try again later")
 
+// newSession reserves a place under MaxSessions before the backend starts, so
+// concurrent initialize requests never open more sessions than the cap.
 func (f *Front) newSession(id Identity) (*session, error) {
 	f.mu.Lock()
-	if len(f.sessions) >= f.opts.MaxSessions {
+	if len(f.sessions)+f.starting >= f.opts.MaxSessions {
 		f.mu.Unlock()
 		return nil, errTooManySessions
 	}
+	f.starting++
 	f.mu.Unlock()
 	be, err := f.opts.Start(f.ctx, id.User)
 	if err != nil {
+		f.mu.Lock()
+		f.starting--
+		f.mu.Unlock()
 		f.log.Error("could not start the session's upstream", "err", err)
 		return nil, fmt.Errorf("could not start the upstream MCP server: %w", err)
 	}
 	s := newSession(f, randomID(), id)
 	f.mu.Lock()
+	f.starting--
 	f.sessions[s.id] = s
 	f.mu.Unlock()
 	f.wg.Add(2)
@@ -387,7 +403,7 @@ func (f *Front) newSession(id Identity) (*session, error) {
 }
 
 func (f *Front) lookup(sid string) *session {
-	if sid == "" {
+	if sid == "" || len(sid) > bound.SessionID {
 		return nil
 	}
 	f.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
@@ -59,6 +60,9 @@ type Call struct {
 	User       ctxapi.User
 	ToolAccess func(ctx context.Context, tool string) string
 	ClientInfo map[string]string
+	// Listed, when set, reports whether the upstream listed the tool (or the
+	// configuration tags it); only such names become /metrics labels.
+	Listed func(tool string) bool
 }
 
 // Reply is what the relay sends back: a result, an error object, or nothing (the
@@ -92,6 +96,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	// Decode the request: name and arguments; every other key is kept as is.
 	params, name, args, err := decodeParams(c.Params)
 	if err != nil {
+		t.rec.Tool = bound.Truncate(name, bound.ToolName) // set only for a name too long
 		return t.invalidParams(err)
 	}
 	if string(params["arguments"]) == "null" {
@@ -99,7 +104,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		params["arguments"] = args
 		c.Params, _ = jsonrpc.Marshal(params)
 	}
-	t.tool(name, c.ToolAccess, ctx)
+	t.tool(name, c.ToolAccess, c.Listed, ctx)
 
 	// 1. Built-in input rules over the arguments' string leaves.
 	stage := time.Now()
@@ -287,6 +292,9 @@ func decodeParams(raw json.RawMessage) (map[string]json.RawMessage, string, json
 	var name string
 	if err := json.Unmarshal(params["name"], &name); err != nil || name == "" {
 		return nil, "", nil, errors.New(`tools/call params need a string "name"`)
+	}
+	if !bound.ToolNameOK(name) {
+		return nil, name, nil, fmt.Errorf("tool name is %d bytes long; MCP tool names have 1 to %d characters", len(name), bound.ToolName)
 	}
 	args := params["arguments"]
 	if len(args) == 0 || string(args) == "null" {

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
@@ -407,5 +408,34 @@ func TestUpstreamErrorIsFiltered(t *testing.T) {
 				t.Fatalf("record action %s outcome %s", r.ActionTaken, r.Outcome)
 			}
 		})
+	}
+}
+
+// TestLongToolNameIsInvalidParams proves a tool name past the MCP limit is refused
+// with -32602 before anything else runs, recorded once, and recorded truncated.
+func TestLongToolNameIsInvalidParams(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	name := strings.Repeat("x", 4<<20)
+	called := false
+	reply := p.Handle(context.Background(), Call{Params: json.RawMessage(`{"name":"` + name + `","arguments":{}}`)},
+		func(context.Context, json.RawMessage) (*jsonrpc.Message, error) {
+			called = true
+			return nil, ErrUnavailable
+		})
+	var e jsonrpc.ErrorObject
+	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("reply %+v: want a %d error", reply, jsonrpc.CodeInvalidParams)
+	}
+	if called {
+		t.Fatal("the upstream was called")
+	}
+	if len(rec.recs) != 1 {
+		t.Fatalf("%d records, want 1", len(rec.recs))
+	}
+	if r := rec.recs[0]; len(r.Tool) > bound.ToolName || !strings.HasPrefix(r.Tool, "xxx") || r.Reason != "invalid_params" {
+		t.Fatalf("record tool %d bytes, reason %q", len(r.Tool), r.Reason)
+	}
+	if strings.Contains(e.Message, "xxxx") {
+		t.Fatal("the error message echoes the name")
 	}
 }

@@ -44,13 +44,14 @@ func (p *Pipeline) begin(c Call) *trace {
 	return t
 }
 
-func (t *trace) tool(name string, access func(context.Context, string) string, ctx context.Context) {
+func (t *trace) tool(name string, access func(context.Context, string) string, listed func(string) bool, ctx context.Context) {
 	t.rec.Tool = name
 	if access != nil {
 		start := time.Now()
 		t.rec.ToolAccess = access(ctx, name) // may list the upstream's tools once
 		t.stage("tool_access", start)
 	}
+	t.rec.Listed = listed != nil && listed(name)
 }
 
 func (t *trace) policySet(s *gate.Set) {

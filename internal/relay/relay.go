@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
@@ -235,6 +236,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			Params:     msg.Params,
 			User:       s.opts.User,
 			ToolAccess: s.tools.access,
+			Listed:     s.tools.listed,
 			ClientInfo: s.clientInfo(),
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			return s.callUpstream(ctx, msg, params)
@@ -451,7 +453,10 @@ func (s *Session) noteClientInfo(params json.RawMessage) {
 		return
 	}
 	s.clientM.Lock()
-	s.client_ = map[string]string{"name": p.ClientInfo.Name, "version": p.ClientInfo.Version}
+	s.client_ = map[string]string{
+		"name":    bound.Truncate(p.ClientInfo.Name, bound.ClientInfo),
+		"version": bound.Truncate(p.ClientInfo.Version, bound.ClientInfo),
+	}
 	s.clientM.Unlock()
 }
 

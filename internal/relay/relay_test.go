@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
@@ -59,7 +60,7 @@ type harness struct {
 	done   chan error
 }
 
-func newHarness(t *testing.T, timeout time.Duration) *harness {
+func newHarness(t *testing.T, timeout time.Duration, opts ...func(*Options)) *harness {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	an, _ := engine.New(engine.Options{})
@@ -72,7 +73,11 @@ func newHarness(t *testing.T, timeout time.Duration) *harness {
 	p := &pipeline.Pipeline{Analyzer: an, Gate: g, Limiter: ctxapi.NewRateLimiter(time.Hour, nil), Audit: recs,
 		Logger: log, FilterOutput: true, Kind: audit.KindGateway, AuditOutput: true}
 	up := newFakeUpstream()
-	s := New(Options{Pipeline: p, Logger: log, User: ctxapi.User{UserID: "u"}, MaxMessageBytes: 1 << 10, CallTimeout: timeout}, up)
+	o := Options{Pipeline: p, Logger: log, User: ctxapi.User{UserID: "u"}, MaxMessageBytes: 1 << 10, CallTimeout: timeout}
+	for _, f := range opts {
+		f(&o)
+	}
+	s := New(o, up)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -204,8 +209,36 @@ func TestRelayToolCallAndRecord(t *testing.T) {
 		t.Fatalf("client got %q", got)
 	}
 	rec := <-h.recs.ch
-	if rec.Tool != "t" || rec.ToolAccess != "read" || rec.ActionTaken != "pass" {
+	if rec.Tool != "t" || rec.ToolAccess != "read" || rec.ActionTaken != "pass" || !rec.Listed {
 		t.Fatalf("record %+v", rec)
+	}
+}
+
+// TestRelayBoundsClientInput proves clientInfo is cut to bound.ClientInfo bytes
+// before it reaches a record, and a tool the upstream never listed is marked so
+// (it never becomes a /metrics label).
+func TestRelayBoundsClientInput(t *testing.T) {
+	h := newHarness(t, 0, func(o *Options) { o.RecordClientInfo = true; o.MaxMessageBytes = 4 << 10 })
+	long := strings.Repeat("n", 3000)
+	h.client(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + long + `","version":"1"}}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"made_up","arguments":{}}}`)
+	h.upstreamGets() // the gateway's own tools/list
+	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"Unknown tool"}}`
+	h.clientGets()
+	rec := <-h.recs.ch
+	if n := len(rec.ClientInfo["name"]); n > bound.ClientInfo || n == 0 {
+		t.Fatalf("clientInfo name kept %d bytes, want 1..%d", n, bound.ClientInfo)
+	}
+	if rec.ClientInfo["version"] != "1" {
+		t.Fatalf("clientInfo version %q", rec.ClientInfo["version"])
+	}
+	if rec.Listed {
+		t.Fatal("a tool the upstream never listed is marked listed")
 	}
 }
 

@@ -90,6 +90,17 @@ func (x *toolIndex) access(ctx context.Context, tool string) string {
 	return x.access_[tool]
 }
 
+// listed reports whether the upstream listed tool (or the configuration tags it).
+func (x *toolIndex) listed(tool string) bool {
+	if _, ok := x.s.opts.Access[tool]; ok {
+		return true
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.access_[tool]
+	return ok
+}
+
 // fetch lists every page of the upstream's tools with the gateway's own request ids,
 // which live in their own "mcpgate-" namespace and never reach the client.
 func (x *toolIndex) fetch(ctx context.Context) {

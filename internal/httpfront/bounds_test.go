@@ -1,0 +1,187 @@
+package httpfront
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+)
+
+// echoBackend answers every request with an empty result.
+type echoBackend struct{}
+
+func (echoBackend) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		if _, err := io.WriteString(out, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (echoBackend) Close() error { return nil }
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+func post(f *Front, body string, hdr map[string]string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json")
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	f.ServeHTTP(w, r)
+	return w
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSessionCapUnderConcurrentInitialize proves the cap holds when initialize
+// requests race: with a cap of 2, twelve concurrent ones open exactly 2 sessions and
+// start exactly 2 backends; the rest get 503.
+func TestSessionCapUnderConcurrentInitialize(t *testing.T) {
+	var started, refused atomic.Int32
+	release := make(chan struct{})
+	f := New(Options{
+		Auth:        LocalAuth(ctxapi.User{UserID: "u"}),
+		MaxSessions: 2,
+		Start: func(context.Context, ctxapi.User) (Backend, error) {
+			started.Add(1)
+			<-release // every racing initialize arrives while these backends start
+			return echoBackend{}, nil
+		},
+	})
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	const n = 12
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = post(f, initBody, nil).Code
+			if codes[i] == http.StatusServiceUnavailable {
+				refused.Add(1)
+			}
+		}()
+	}
+	waitFor(t, "every initialize to be refused or starting", func() bool { return started.Load()+refused.Load() == n })
+	close(release)
+	wg.Wait()
+	ok := 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusOK:
+			ok++
+		case http.StatusServiceUnavailable:
+		default:
+			t.Errorf("unexpected status %d", c)
+		}
+	}
+	if ok != 2 || started.Load() != 2 || f.Sessions() != 2 {
+		t.Fatalf("%d sessions answered 200, %d backends started, %d open; want 2, 2, 2", ok, started.Load(), f.Sessions())
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	n atomic.Int64
+	r io.Reader
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+// TestOversizedBodyRefusedEarly proves a request whose declared length passes the
+// limit is refused with 413 before its body is read, and one without a declared
+// length (chunked) is refused once the bytes read pass the limit.
+func TestOversizedBodyRefusedEarly(t *testing.T) {
+	const limit = 1 << 10
+	f := New(Options{Auth: LocalAuth(ctxapi.User{UserID: "u"}), MaxMessageBytes: limit,
+		Start: func(context.Context, ctxapi.User) (Backend, error) { return echoBackend{}, nil }})
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	for _, tc := range []struct {
+		name     string
+		declared int64
+		maxRead  int64
+	}{
+		{"declared", 70 << 20, 0},
+		{"chunked", -1, limit + 4096}, // read until past the limit, not to the end
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &countingReader{r: io.LimitReader(neverEnding('x'), 70<<20)}
+			r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", body)
+			r.ContentLength = tc.declared
+			r.Header.Set("Accept", "application/json")
+			w := httptest.NewRecorder()
+			f.ServeHTTP(w, r)
+			if w.Code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("status %d, want 413", w.Code)
+			}
+			if got := body.n.Load(); got > tc.maxRead {
+				t.Fatalf("read %d body bytes before the 413, want at most %d", got, tc.maxRead)
+			}
+		})
+	}
+}
+
+type neverEnding byte
+
+func (b neverEnding) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+// TestClientHeadersBounded proves an oversized Mcp-Session-Id names no session and
+// an oversized MCP-Protocol-Version is not echoed in full.
+func TestClientHeadersBounded(t *testing.T) {
+	f := New(Options{Auth: LocalAuth(ctxapi.User{UserID: "u"}),
+		Start: func(context.Context, ctxapi.User) (Backend, error) { return echoBackend{}, nil }})
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	w := post(f, initBody, nil)
+	sid := w.Header().Get("Mcp-Session-Id")
+	if w.Code != 200 || sid == "" {
+		t.Fatalf("initialize: %d", w.Code)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	if w := post(f, ping, map[string]string{"Mcp-Session-Id": sid + strings.Repeat("0", 1<<16)}); w.Code != http.StatusNotFound {
+		t.Fatalf("long session id: %d, want 404", w.Code)
+	}
+	w = post(f, ping, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": strings.Repeat("v", 1<<16)})
+	if w.Code != http.StatusBadRequest || w.Body.Len() > 1024 {
+		t.Fatalf("long protocol version: %d with a %d-byte body", w.Code, w.Body.Len())
+	}
+}
