@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 const twoBlocks = `[{"type":"text","text":"a"},{"type":"text","text":"b"}]`
@@ -39,7 +40,7 @@ func TestContentMutations(t *testing.T) {
 				t.Fatalf("content %s, want %s", r.Content, tc.want)
 			}
 			changed := tc.want != twoBlocks
-			if r.Changed != changed || (r.Action == ActionRedact) != changed || (len(r.Acted) == 1) != changed {
+			if r.Changed != changed || (r.Action == vocab.Redact) != changed || (len(r.Acted) == 1) != changed {
 				t.Fatalf("Changed=%v Action=%q Acted=%v", r.Changed, r.Action, r.Acted)
 			}
 		})
@@ -68,7 +69,7 @@ func TestParamsRewrite(t *testing.T) {
 				t.Fatalf("params %s, want %s", r.Params, tc.want)
 			}
 			changed := tc.want != tc.in
-			if r.Changed != changed || r.Action != ActionNone {
+			if r.Changed != changed || r.Action != vocab.Pass {
 				t.Fatalf("Changed=%v Action=%q", r.Changed, r.Action)
 			}
 		})
@@ -95,7 +96,7 @@ func TestShapeValidation(t *testing.T) {
 				c = postCall(twoBlocks, `{"k":1}`)
 			}
 			r := run(g, c)
-			if r.Reject == nil || r.Reject.Code != CodeBadShape || r.Reject.Policy != "p.js" {
+			if r.Reject == nil || r.Reject.Code != vocab.ReasonBadCtxShape || r.Reject.Policy != "p.js" {
 				t.Fatalf("got %+v", r.Reject)
 			}
 		})
@@ -116,7 +117,7 @@ func TestShapeValidation(t *testing.T) {
 func TestStructuredContent(t *testing.T) {
 	g := loadGate(t, map[string]string{"p.js": `if (ctx.phase === "post") { ctx.response.structuredContent.user.email = "x"; }`})
 	r := run(g, postCall(twoBlocks, `{"user":{"email":"a@b.example"}}`))
-	if r.Reject != nil || string(r.StructuredContent) != `{"user":{"email":"x"}}` || !r.Changed || r.Action != ActionRedact {
+	if r.Reject != nil || string(r.StructuredContent) != `{"user":{"email":"x"}}` || !r.Changed || r.Action != vocab.Redact {
 		t.Fatalf("%+v %s %+v", r.Reject, r.StructuredContent, r)
 	}
 	if string(r.Content) != twoBlocks {
@@ -157,14 +158,14 @@ func TestActionsAndWarn(t *testing.T) {
 		"c.js": `var nothing = 1`,
 	})
 	r := run(g, postCall(twoBlocks, ""))
-	if r.Action != ActionRedact || strings.Join(r.Acted, ",") != "a.js,b.js" {
+	if r.Action != vocab.Redact || strings.Join(r.Acted, ",") != "a.js,b.js" {
 		t.Fatalf("Action %q Acted %v", r.Action, r.Acted)
 	}
 	if len(r.Warnings) != 1 || r.Warnings[0].Policy != "b.js" || r.Warnings[0].Reason != "tool t looked odd" {
 		t.Fatalf("warnings %+v", r.Warnings)
 	}
 	r = run(g, preCall(`{}`))
-	if r.Action != ActionWarn || r.Changed || strings.Join(r.Acted, ",") != "b.js" {
+	if r.Action != vocab.Warn || r.Changed || strings.Join(r.Acted, ",") != "b.js" {
 		t.Fatalf("pre: Action %q Acted %v", r.Action, r.Acted)
 	}
 }
@@ -187,25 +188,26 @@ func TestRedactHelpers(t *testing.T) {
 	mail := `[{"type":"text","text":"write to alice@example.com"},{"type":"image","data":"alice@example.com","mimeType":"image/png"}]`
 	sc := `{"content":"write to alice@example.com","n":1}`
 	cases := []struct {
-		name, src, action string
-		check             func(r Result) bool
+		name, src string
+		action    vocab.Action
+		check     func(r Result) bool
 	}{
-		{"redactAll post", `ctx.redactAll({kinds: ["pii_email"]})`, ActionRedact, func(r Result) bool {
+		{"redactAll post", `ctx.redactAll({kinds: ["pii_email"]})`, vocab.Redact, func(r Result) bool {
 			return !strings.Contains(string(r.Content[:40]), "alice@") && strings.Contains(string(r.Content), `"data":"alice@example.com"`) &&
 				!strings.Contains(string(r.StructuredContent), "alice@")
 		}},
-		{"redactAll mask", `ctx.redactAll({strategy: "mask"})`, ActionMask, func(r Result) bool { return !strings.Contains(string(r.StructuredContent), "alice@") }},
-		{"redactAll hash", `ctx.redactAll({strategy: "hash"})`, ActionRedact, func(r Result) bool { return !strings.Contains(string(r.StructuredContent), "alice@") }},
-		{"redactAll after materialise", `var keep = ctx.response.content; ctx.redactAll(); keep.push({type: "text", text: "more"})`, ActionRedact, func(r Result) bool {
+		{"redactAll mask", `ctx.redactAll({strategy: "mask"})`, vocab.Mask, func(r Result) bool { return !strings.Contains(string(r.StructuredContent), "alice@") }},
+		{"redactAll hash", `ctx.redactAll({strategy: "hash"})`, vocab.Redact, func(r Result) bool { return !strings.Contains(string(r.StructuredContent), "alice@") }},
+		{"redactAll after materialise", `var keep = ctx.response.content; ctx.redactAll(); keep.push({type: "text", text: "more"})`, vocab.Redact, func(r Result) bool {
 			return !strings.Contains(string(r.Content[:40]), "alice@") && strings.Contains(string(r.Content), "more")
 		}},
-		{"redact copy string", `ctx.response.content[0].text = ctx.redact(ctx.response.content[0].text)`, ActionRedact, func(r Result) bool {
+		{"redact copy string", `ctx.response.content[0].text = ctx.redact(ctx.response.content[0].text)`, vocab.Redact, func(r Result) bool {
 			return !strings.Contains(string(r.Content[:40]), "alice@")
 		}},
-		{"mask copy object", `ctx.response.structuredContent = ctx.mask(ctx.response.structuredContent)`, ActionMask, func(r Result) bool {
+		{"mask copy object", `ctx.response.structuredContent = ctx.mask(ctx.response.structuredContent)`, vocab.Mask, func(r Result) bool {
 			return !strings.Contains(string(r.StructuredContent), "alice@") && strings.Contains(string(r.StructuredContent), `"n":1`)
 		}},
-		{"copy unused", `var copy = ctx.redact(ctx.response.structuredContent)`, ActionNone, func(r Result) bool { return !r.Changed }},
+		{"copy unused", `var copy = ctx.redact(ctx.response.structuredContent)`, vocab.Pass, func(r Result) bool { return !r.Changed }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,7 +234,7 @@ if (ctx.params.ok) {
 }`})
 	for i := 1; i <= 3; i++ {
 		r := run(g, preCall(`{"bad":`+itoa(i)+`}`))
-		if r.Reject == nil || r.Reject.Code != CodeThrow || !strings.HasPrefix(r.Reject.Message, "TypeError") {
+		if r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyThrow || !strings.HasPrefix(r.Reject.Message, "TypeError") {
 			t.Errorf("bad %d: %+v", i, r.Reject)
 		}
 	}
@@ -286,7 +288,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("after an hour: %+v", rej)
 	}
 	g2 := loadGate(t, map[string]string{"rl.js": `ctx.rateLimitExceeded("x")`})
-	if r := run(g2, preCall(`{}`)); r.Reject == nil || r.Reject.Code != CodeThrow {
+	if r := run(g2, preCall(`{}`)); r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyThrow {
 		t.Fatalf("bad n: %+v", r.Reject)
 	}
 }
@@ -329,7 +331,7 @@ func TestCancelledCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	r := g.Current().Run(ctx, preCall(`{"go":true}`))
-	if r.Reject == nil || r.Reject.Code != CodeTimeout {
+	if r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyTimeout {
 		t.Fatalf("%+v", r.Reject)
 	}
 	if r := run(g, preCall(`{}`)); r.Reject != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/policies"
 )

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/dop251/goja"
+
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 )

@@ -3,17 +3,8 @@ package gate
 import (
 	"errors"
 	"fmt"
-)
 
-// Rejection codes (DECISIONS "Audit records"): snake_case, safe to log and to put in
-// an audit record; the thrown message never is.
-const (
-	CodeThrow       = "policy_throw"        // the policy threw (a string, an Error, anything)
-	CodeTimeout     = "policy_timeout"      // the policy ran past Options.Timeout or the call was cancelled
-	CodeStackLimit  = "policy_stack_limit"  // JS or native recursion too deep
-	CodeMemoryLimit = "policy_memory_limit" // an allocation guard or the heap watchdog fired
-	CodeBadShape    = "bad_ctx_shape"       // ctx.params / ctx.response read back with the wrong shape
-	CodeError       = "policy_error"        // anything else: a host-side failure while running the policy
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // Load and reload errors. Match them with errors.Is.
@@ -46,14 +37,17 @@ func (e *CompileError) Error() string {
 func (e *CompileError) Is(target error) bool { return target == ErrSyntax }
 
 // interrupt reasons handed to goja's Runtime.Interrupt; they pick the rejection code.
-type interruptReason struct{ code, msg string }
+type interruptReason struct {
+	code vocab.Reason
+	msg  string
+}
 
 func (r *interruptReason) Error() string { return r.msg }
 
 var (
-	errTimeout   = &interruptReason{CodeTimeout, "policy ran past its time limit"}
-	errCancelled = &interruptReason{CodeTimeout, "call cancelled while the policy ran"}
-	errMemory    = &interruptReason{CodeMemoryLimit, "policy exceeded the memory limit"}
-	errStack     = &interruptReason{CodeStackLimit, "policy exceeded the nesting limit"}
-	errClosing   = &interruptReason{CodeError, "gate closed while the policy ran"}
+	errTimeout   = &interruptReason{vocab.ReasonPolicyTimeout, "policy ran past its time limit"}
+	errCancelled = &interruptReason{vocab.ReasonPolicyTimeout, "call cancelled while the policy ran"}
+	errMemory    = &interruptReason{vocab.ReasonPolicyMemoryLimit, "policy exceeded the memory limit"}
+	errStack     = &interruptReason{vocab.ReasonPolicyStackLimit, "policy exceeded the nesting limit"}
+	errClosing   = &interruptReason{vocab.ReasonPolicyError, "gate closed while the policy ran"}
 )

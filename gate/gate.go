@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // DefaultTimeout is the per-policy budget of seed 003.
@@ -57,12 +59,8 @@ type Options struct {
 }
 
 // Rejection is a policy's refusal of a call. Message goes to the client only, never
-// to an audit record or a log.
-type Rejection struct {
-	Policy  string // file name, e.g. "block-force-delete.js"
-	Code    string // policy_throw, policy_timeout, policy_stack_limit, policy_memory_limit, bad_ctx_shape, policy_error
-	Message string
-}
+// to an audit record or a log; errors.Is matches its Code (a vocab.Reason).
+type Rejection = vocab.Rejection
 
 // Result is what one phase of the policy set did.
 type Result struct {
@@ -70,7 +68,7 @@ type Result struct {
 	Content           json.RawMessage // post: the content array to return
 	StructuredContent json.RawMessage // post: structuredContent (nil when absent)
 	Changed           bool            // by JSON equality with the input
-	Action            string          // strongest policy effect: "", "warn", "redact" or "mask"
+	Action            vocab.Action    // strongest policy effect: pass, warn, redact or mask (docs/decisions.md#ladder)
 	Acted             []string        // policy files that changed, warned or rejected, in order
 	Reject            *Rejection
 	Elapsed           time.Duration

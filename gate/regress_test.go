@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // Security-test regressions: assigning or deleting ctx.response (and ctx itself) must
@@ -17,10 +19,10 @@ func TestResponseReassign(t *testing.T) {
 	redacted := `[{"type":"text","text":"REDACTED"}]`
 	cases := []struct {
 		name, src string
-		pre       bool   // run in the pre phase instead
-		code      string // expected rejection code, or "" for none
-		content   string // expected content ("" = unchanged)
-		sc        string // expected structuredContent ("-" = removed, "" = unchanged)
+		pre       bool         // run in the pre phase instead
+		code      vocab.Reason // expected rejection code, or "" for none
+		content   string       // expected content ("" = unchanged)
+		sc        string       // expected structuredContent ("-" = removed, "" = unchanged)
 	}{
 		{name: "object replaces content, drops structuredContent", src: `ctx.response = {content: [{type: "text", text: "REDACTED"}]}`, content: redacted, sc: "-"},
 		{name: "object with both", src: `ctx.response = {content: [{type: "text", text: "REDACTED"}], structuredContent: {k: 2}}`, content: redacted, sc: `{"k":2}`},
@@ -28,27 +30,27 @@ func TestResponseReassign(t *testing.T) {
 		{name: "spread keeps structuredContent", src: `ctx.response = Object.assign({}, ctx.response, {content: [{type: "text", text: "REDACTED"}]})`, content: redacted},
 		{name: "edit after reassign", src: `ctx.response = {content: []}; ctx.response.content.push({type: "text", text: "REDACTED"})`, content: redacted, sc: "-"},
 		{name: "self assignment", src: `ctx.response = ctx.response`},
-		{name: "string", src: `ctx.response = "str"`, code: CodeBadShape},
-		{name: "null", src: `ctx.response = null`, code: CodeBadShape},
-		{name: "undefined", src: `ctx.response = undefined`, code: CodeBadShape},
-		{name: "array", src: `ctx.response = [{type: "text", text: "x"}]`, code: CodeBadShape},
-		{name: "function", src: `ctx.response = function () {}`, code: CodeBadShape},
-		{name: "caught is still rejected", src: `try { ctx.response = 5 } catch (e) {} ctx.response.content[0].text = "fine"`, code: CodeBadShape},
-		{name: "without content", src: `ctx.response = {structuredContent: {k: 2}}`, code: CodeBadShape},
-		{name: "content number", src: `ctx.response = {content: 5}`, code: CodeBadShape},
-		{name: "content = 5", src: `ctx.response.content = 5`, code: CodeBadShape},
-		{name: "delete ctx.response", src: `delete ctx.response`, code: CodeBadShape},
-		{name: "strict delete caught", src: `"use strict"; try { delete ctx.response } catch (e) {}`, code: CodeBadShape},
-		{name: "delete content", src: `delete ctx.response.content`, code: CodeBadShape},
+		{name: "string", src: `ctx.response = "str"`, code: vocab.ReasonBadCtxShape},
+		{name: "null", src: `ctx.response = null`, code: vocab.ReasonBadCtxShape},
+		{name: "undefined", src: `ctx.response = undefined`, code: vocab.ReasonBadCtxShape},
+		{name: "array", src: `ctx.response = [{type: "text", text: "x"}]`, code: vocab.ReasonBadCtxShape},
+		{name: "function", src: `ctx.response = function () {}`, code: vocab.ReasonBadCtxShape},
+		{name: "caught is still rejected", src: `try { ctx.response = 5 } catch (e) {} ctx.response.content[0].text = "fine"`, code: vocab.ReasonBadCtxShape},
+		{name: "without content", src: `ctx.response = {structuredContent: {k: 2}}`, code: vocab.ReasonBadCtxShape},
+		{name: "content number", src: `ctx.response = {content: 5}`, code: vocab.ReasonBadCtxShape},
+		{name: "content = 5", src: `ctx.response.content = 5`, code: vocab.ReasonBadCtxShape},
+		{name: "delete ctx.response", src: `delete ctx.response`, code: vocab.ReasonBadCtxShape},
+		{name: "strict delete caught", src: `"use strict"; try { delete ctx.response } catch (e) {}`, code: vocab.ReasonBadCtxShape},
+		{name: "delete content", src: `delete ctx.response.content`, code: vocab.ReasonBadCtxShape},
 		{name: "delete content then set", src: `delete ctx.response.content; ctx.response.content = [{type: "text", text: "REDACTED"}]`, content: redacted},
 		{name: "delete structuredContent drops it", src: `delete ctx.response.structuredContent; if (ctx.response.structuredContent !== undefined) throw "still there"`, sc: "-"},
-		{name: "reassign ctx throws", src: `ctx = {response: {content: []}}`, code: CodeThrow},
-		{name: "strict reassign ctx throws", src: `"use strict"; ctx = {}`, code: CodeThrow},
-		{name: "pre: assign response", src: `ctx.response = {content: []}`, pre: true, code: CodeBadShape},
-		{name: "pre: params null", src: `ctx.params = null`, pre: true, code: CodeBadShape},
-		{name: "pre: delete params", src: `delete ctx.params`, pre: true, code: CodeBadShape},
+		{name: "reassign ctx throws", src: `ctx = {response: {content: []}}`, code: vocab.ReasonPolicyThrow},
+		{name: "strict reassign ctx throws", src: `"use strict"; ctx = {}`, code: vocab.ReasonPolicyThrow},
+		{name: "pre: assign response", src: `ctx.response = {content: []}`, pre: true, code: vocab.ReasonBadCtxShape},
+		{name: "pre: params null", src: `ctx.params = null`, pre: true, code: vocab.ReasonBadCtxShape},
+		{name: "pre: delete params", src: `delete ctx.params`, pre: true, code: vocab.ReasonBadCtxShape},
 		{name: "pre: delete unknown field", src: `delete ctx.nothing; delete ctx.phase`, pre: true},
-		{name: "post: delete params is read-only", src: `delete ctx.params`, code: CodeThrow},
+		{name: "post: delete params is read-only", src: `delete ctx.params`, code: vocab.ReasonPolicyThrow},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,7 +99,7 @@ func TestResponseReassign(t *testing.T) {
 				t.Fatalf("content %s sc %s, want %s %s", r.Content, r.StructuredContent, wantContent, wantSC)
 			}
 			changed := wantContent != twoBlocks || wantSC != sc
-			if r.Changed != changed || (r.Action == ActionRedact) != changed {
+			if r.Changed != changed || (r.Action == vocab.Redact) != changed {
 				t.Fatalf("Changed=%v Action=%q", r.Changed, r.Action)
 			}
 		})
@@ -181,7 +183,7 @@ func TestUnhandledRejection(t *testing.T) {
 					if r.Reject != nil {
 						t.Fatalf("%s: rejected %+v", c.name, r.Reject)
 					}
-				} else if r.Reject == nil || r.Reject.Code != CodeThrow || r.Reject.Policy != "p.js" || r.Reject.Message != tc.msg {
+				} else if r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyThrow || r.Reject.Policy != "p.js" || r.Reject.Message != tc.msg {
 					t.Fatalf("%s: got %+v, want policy_throw %q", c.name, r.Reject, tc.msg)
 				}
 				if r := run(g, preCall(`{"go":false}`)); r.Reject != nil {
@@ -213,7 +215,7 @@ func TestStringDoubling(t *testing.T) {
 				})
 			start := time.Now()
 			r := run(g, preCall(`{"go":true}`))
-			if r.Reject == nil || r.Reject.Code != CodeMemoryLimit || r.Reject.Policy != "p.js" {
+			if r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyMemoryLimit || r.Reject.Policy != "p.js" {
 				t.Fatalf("got %+v, want policy_memory_limit", r.Reject)
 			}
 			t.Logf("%s: %v", tc.name, time.Since(start))
@@ -231,13 +233,13 @@ func TestWarnBothPhases(t *testing.T) {
 	cases := []struct {
 		name, src string
 		post      bool
-		action    string
+		action    vocab.Action
 		acted     string
 	}{
-		{"pre warn", `ctx.warn("odd " + ctx.phase)`, false, ActionWarn, "w.js"},
-		{"post warn", `ctx.warn("odd " + ctx.phase)`, true, ActionWarn, "w.js"},
-		{"post warn and redact", `ctx.warn("odd " + ctx.phase); if (ctx.phase === "post") ctx.response.content[0].text = "x"`, true, ActionRedact, "w.js"},
-		{"pre warn and rewrite", `ctx.warn("odd " + ctx.phase); ctx.params.b = 2`, false, ActionWarn, "w.js"},
+		{"pre warn", `ctx.warn("odd " + ctx.phase)`, false, vocab.Warn, "w.js"},
+		{"post warn", `ctx.warn("odd " + ctx.phase)`, true, vocab.Warn, "w.js"},
+		{"post warn and redact", `ctx.warn("odd " + ctx.phase); if (ctx.phase === "post") ctx.response.content[0].text = "x"`, true, vocab.Redact, "w.js"},
+		{"pre warn and rewrite", `ctx.warn("odd " + ctx.phase); ctx.params.b = 2`, false, vocab.Warn, "w.js"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

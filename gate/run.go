@@ -8,29 +8,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
-
-// Actions on the ladder "" < warn < mask < redact (a policy escalates, never downgrades).
-const (
-	ActionNone   = ""
-	ActionWarn   = "warn"
-	ActionMask   = "mask"
-	ActionRedact = "redact"
-)
-
-func rank(a string) int {
-	switch a {
-	case ActionWarn:
-		return 1
-	case ActionMask:
-		return 2
-	case ActionRedact:
-		return 3
-	}
-	return 0
-}
 
 // Warning is one ctx.warn(reason). Reason is policy text that may quote call data: it
 // goes to the client or a debug view only, never to a log or an audit record.
@@ -67,7 +49,7 @@ type callState struct {
 	findings goja.Value
 
 	warned     bool
-	helperRung string
+	helperRung vocab.Action
 	warnings   []Warning
 	shapeErr   string // a bad shape no read-back can see (ctx.response replaced or deleted)
 }
@@ -81,13 +63,11 @@ func (c *callState) badShape(msg string) {
 }
 
 func (c *callState) noteHelper(s engine.Strategy) {
-	a := ActionRedact
+	a := vocab.Redact
 	if s == engine.StrategyMask {
-		a = ActionMask
+		a = vocab.Mask
 	}
-	if rank(a) > rank(c.helperRung) {
-		c.helperRung = a
-	}
+	c.helperRung = vocab.Strongest(c.helperRung, a)
 }
 
 // Run runs every policy of the set for call.Phase, in lexical file order, each on the
@@ -105,18 +85,18 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		return res
 	}
 	if call.Phase != ctxapi.PhasePre && call.Phase != ctxapi.PhasePost {
-		res.Reject = &Rejection{Code: CodeBadShape, Message: "unknown phase"}
+		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "unknown phase"}
 		return res
 	}
 	if call.Phase == ctxapi.PhasePost && call.Response == nil {
-		res.Reject = &Rejection{Code: CodeBadShape, Message: "post phase without a response"}
+		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "post phase without a response"}
 		return res
 	}
 	v, err := s.pool.get(ctx.Done())
 	if err != nil {
-		res.Reject = &Rejection{Code: CodeError, Message: "no policy runtime available"}
+		res.Reject = &Rejection{Code: vocab.ReasonPolicyError, Message: "no policy runtime available"}
 		if errors.Is(err, errCancelled) {
-			res.Reject.Code = CodeTimeout
+			res.Reject.Code = vocab.ReasonPolicyTimeout
 			res.Reject.Message = errCancelled.msg
 		}
 		return res
@@ -148,11 +128,11 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		defer stopCancel()
 	}
 
-	action := ActionNone
+	action := vocab.Pass
 	anyChange := false
 	for _, p := range s.policies {
 		c.policy = p.name
-		c.warned, c.helperRung, c.shapeErr = false, ActionNone, ""
+		c.warned, c.helperRung, c.shapeErr = false, vocab.Pass, ""
 		changed, rej := s.runOne(v, c, p)
 		if rej != nil {
 			rej.Policy = p.name
@@ -164,18 +144,16 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		if changed || c.warned {
 			res.Acted = append(res.Acted, p.name)
 		}
-		if c.warned && rank(ActionWarn) > rank(action) {
-			action = ActionWarn
+		if c.warned {
+			action = vocab.Strongest(action, vocab.Warn)
 		}
 		if changed {
 			anyChange = true
 			a := c.helperRung
-			if a == ActionNone && call.Phase == ctxapi.PhasePost {
-				a = ActionRedact // a plain-JS edit of what the client receives
+			if a == vocab.Pass && call.Phase == ctxapi.PhasePost {
+				a = vocab.Redact // a plain-JS edit of what the client receives
 			}
-			if rank(a) > rank(action) {
-				action = a
-			}
+			action = vocab.Strongest(action, a)
 		}
 	}
 	res.Action = action
@@ -226,7 +204,7 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 		return false, classify(err)
 	}
 	if o, ok := out.(*goja.Object); ok { // [message]: the policy threw
-		return false, &Rejection{Code: CodeThrow, Message: truncate(o.Get("0").String())}
+		return false, &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(o.Get("0").String())}
 	}
 	if rej := v.unhandledRejection(); rej != nil {
 		return false, rej
@@ -276,7 +254,7 @@ func (v *vm) unhandledRejection() *Rejection {
 	if err != nil {
 		panic(err) // classified by runOne's recover
 	}
-	return &Rejection{Code: CodeThrow, Message: truncate(msg.String())}
+	return &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(msg.String())}
 }
 
 func (v *vm) clearRejected() {
@@ -294,7 +272,7 @@ func (c *callState) inputBytes() int {
 // validates its shape and detects changes by JSON equality.
 func (v *vm) readBack(c *callState) (bool, *Rejection) {
 	if c.shapeErr != "" {
-		return false, &Rejection{Code: CodeBadShape, Message: c.shapeErr}
+		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: c.shapeErr}
 	}
 	changed := false
 	for _, s := range []*slot{&c.params, &c.content, &c.sc} {
@@ -310,7 +288,7 @@ func (v *vm) readBack(c *callState) (bool, *Rejection) {
 			continue
 		}
 		if msg := v.checkShape(c, s); msg != "" {
-			return false, &Rejection{Code: CodeBadShape, Message: msg}
+			return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: msg}
 		}
 		if !s.present {
 			if s.raw != nil {
@@ -384,21 +362,21 @@ func classify(r any) *Rejection {
 		if why, ok := ie.Value().(*interruptReason); ok {
 			return &Rejection{Code: why.code, Message: why.msg}
 		}
-		return &Rejection{Code: CodeTimeout, Message: errTimeout.msg}
+		return &Rejection{Code: vocab.ReasonPolicyTimeout, Message: errTimeout.msg}
 	case err != nil && errors.As(err, &so):
-		return &Rejection{Code: CodeStackLimit, Message: "policy exceeded the call stack limit"}
+		return &Rejection{Code: vocab.ReasonPolicyStackLimit, Message: "policy exceeded the call stack limit"}
 	case err != nil && errors.As(err, &ex):
 		if v := ex.Value(); v != nil && goja.IsString(v) {
-			return &Rejection{Code: CodeThrow, Message: truncate(v.String())}
+			return &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(v.String())}
 		}
-		return &Rejection{Code: CodeThrow, Message: "policy threw a value that could not be described"}
+		return &Rejection{Code: vocab.ReasonPolicyThrow, Message: "policy threw a value that could not be described"}
 	case err != nil && errors.Is(err, errCancelled):
-		return &Rejection{Code: CodeTimeout, Message: errCancelled.msg}
+		return &Rejection{Code: vocab.ReasonPolicyTimeout, Message: errCancelled.msg}
 	}
 	if v, ok := r.(goja.Value); ok && goja.IsString(v) {
-		return &Rejection{Code: CodeThrow, Message: truncate(v.String())}
+		return &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(v.String())}
 	}
-	return &Rejection{Code: CodeError, Message: "policy failed"}
+	return &Rejection{Code: vocab.ReasonPolicyError, Message: "policy failed"}
 }
 
 // truncate caps a client message at 1 KiB of valid UTF-8.

@@ -6,51 +6,54 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // Each runaway must end in a clean rejection with its code, within about the deadline,
 // and the next call on the same gate must work.
 func TestRunaways(t *testing.T) {
 	cases := []struct {
-		name, src, code string
+		name, src string
+		code      vocab.Reason
 	}{
-		{"infinite loop", `for (;;) {}`, CodeTimeout},
-		{"loop swallowing errors", `for (;;) { try { for (;;) {} } catch (e) {} }`, CodeTimeout},
-		{"async loop", `(async function () { await null; for (;;) {} })()`, CodeTimeout},
-		{"deep recursion", `function f(n) { return f(n + 1) + 1 } f(0)`, CodeStackLimit},
-		{"catastrophic regex", `/^(a+)+\1$/.test("a".repeat(34) + "!"); for (;;) {}`, CodeTimeout},
-		{"regex lookahead backtracking", `/^(?=(a+)+$)b/.test("a".repeat(40) + "!"); for (;;) {}`, CodeTimeout},
-		{"JSON.stringify deep", `var o = {}; for (var i = 0; i < 30000; i++) o = {a: o}; JSON.stringify(o)`, CodeStackLimit},
-		{"JSON.stringify toJSON deep", `var o = {}; for (var i = 0; i < 30000; i++) o = {a: o}; JSON.stringify({toJSON: function () { return o }})`, CodeStackLimit},
-		{"String of deep array", `var a = []; for (var i = 0; i < 30000; i++) a = [a]; String(a)`, CodeStackLimit},
-		{"JSON.parse deep", `JSON.parse("[".repeat(1000000))`, CodeStackLimit},
-		{"flat(Infinity) deep", `var a = [1]; for (var i = 0; i < 30000; i++) a = [a]; a.flat(Infinity); for (;;) {}`, CodeTimeout},
-		{"repeat 2**40", `'x'.repeat(Math.pow(2, 40))`, CodeMemoryLimit},
-		{"repeat via call", `String.prototype.repeat.call('xy', 1e9)`, CodeMemoryLimit},
-		{"Array(1e9)", `Array(1e9)`, CodeMemoryLimit},
-		{"new Array(1e9)", `new Array(1e9)`, CodeMemoryLimit},
-		{"[].constructor(1e9)", `[].constructor(1e9)`, CodeMemoryLimit},
-		{"Array.from length", `Array.from({length: 1e9})`, CodeMemoryLimit},
-		{"padStart", `'x'.padStart(Math.pow(2, 40))`, CodeMemoryLimit},
-		{"padEnd", `'x'.padEnd(Math.pow(2, 40), 'ab')`, CodeMemoryLimit},
-		{"fill sparse", `var a = []; a.length = 1e9; a.fill(0)`, CodeMemoryLimit},
-		{"indexOf sparse", `var a = []; a.length = 4e9; a.indexOf(1)`, CodeMemoryLimit},
-		{"join long separator", `var a = []; a.length = 1e6; a.join('x'.repeat(1e6))`, CodeMemoryLimit},
-		{"join big elements", `var s = 'x'.repeat(1 << 24); var a = [s, s, s, s, s]; a.join('')`, CodeMemoryLimit},
-		{"split to chars", `'x'.repeat((1 << 22) + 1).split('')`, CodeMemoryLimit},
-		{"Uint8Array 2**31", `new Uint8Array(Math.pow(2, 31))`, CodeMemoryLimit},
-		{"Float64Array via constructor", `new (new Float64Array(1).constructor)(1e9)`, CodeMemoryLimit},
-		{"ArrayBuffer 2**40", `new ArrayBuffer(Math.pow(2, 40))`, CodeMemoryLimit},
-		{"apply huge array-like", `Math.max.apply(null, {length: 1e9})`, CodeMemoryLimit},
-		{"Reflect.apply huge", `Reflect.apply(Math.max, null, {length: 1e9})`, CodeMemoryLimit},
-		{"throw loops in toString", `throw {toString: function () { for (;;) {} }}`, CodeThrow},
-		{"throw proxy with looping trap", `throw new Proxy({}, {getOwnPropertyDescriptor: function () { for (;;) {} }})`, CodeTimeout},
-		{"error with looping message getter", `var e = new Error("x"); Object.defineProperty(e, "message", {get: function () { for (;;) {} }}); throw e`, CodeThrow},
+		{"infinite loop", `for (;;) {}`, vocab.ReasonPolicyTimeout},
+		{"loop swallowing errors", `for (;;) { try { for (;;) {} } catch (e) {} }`, vocab.ReasonPolicyTimeout},
+		{"async loop", `(async function () { await null; for (;;) {} })()`, vocab.ReasonPolicyTimeout},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1 } f(0)`, vocab.ReasonPolicyStackLimit},
+		{"catastrophic regex", `/^(a+)+\1$/.test("a".repeat(34) + "!"); for (;;) {}`, vocab.ReasonPolicyTimeout},
+		{"regex lookahead backtracking", `/^(?=(a+)+$)b/.test("a".repeat(40) + "!"); for (;;) {}`, vocab.ReasonPolicyTimeout},
+		{"JSON.stringify deep", `var o = {}; for (var i = 0; i < 30000; i++) o = {a: o}; JSON.stringify(o)`, vocab.ReasonPolicyStackLimit},
+		{"JSON.stringify toJSON deep", `var o = {}; for (var i = 0; i < 30000; i++) o = {a: o}; JSON.stringify({toJSON: function () { return o }})`, vocab.ReasonPolicyStackLimit},
+		{"String of deep array", `var a = []; for (var i = 0; i < 30000; i++) a = [a]; String(a)`, vocab.ReasonPolicyStackLimit},
+		{"JSON.parse deep", `JSON.parse("[".repeat(1000000))`, vocab.ReasonPolicyStackLimit},
+		{"flat(Infinity) deep", `var a = [1]; for (var i = 0; i < 30000; i++) a = [a]; a.flat(Infinity); for (;;) {}`, vocab.ReasonPolicyTimeout},
+		{"repeat 2**40", `'x'.repeat(Math.pow(2, 40))`, vocab.ReasonPolicyMemoryLimit},
+		{"repeat via call", `String.prototype.repeat.call('xy', 1e9)`, vocab.ReasonPolicyMemoryLimit},
+		{"Array(1e9)", `Array(1e9)`, vocab.ReasonPolicyMemoryLimit},
+		{"new Array(1e9)", `new Array(1e9)`, vocab.ReasonPolicyMemoryLimit},
+		{"[].constructor(1e9)", `[].constructor(1e9)`, vocab.ReasonPolicyMemoryLimit},
+		{"Array.from length", `Array.from({length: 1e9})`, vocab.ReasonPolicyMemoryLimit},
+		{"padStart", `'x'.padStart(Math.pow(2, 40))`, vocab.ReasonPolicyMemoryLimit},
+		{"padEnd", `'x'.padEnd(Math.pow(2, 40), 'ab')`, vocab.ReasonPolicyMemoryLimit},
+		{"fill sparse", `var a = []; a.length = 1e9; a.fill(0)`, vocab.ReasonPolicyMemoryLimit},
+		{"indexOf sparse", `var a = []; a.length = 4e9; a.indexOf(1)`, vocab.ReasonPolicyMemoryLimit},
+		{"join long separator", `var a = []; a.length = 1e6; a.join('x'.repeat(1e6))`, vocab.ReasonPolicyMemoryLimit},
+		{"join big elements", `var s = 'x'.repeat(1 << 24); var a = [s, s, s, s, s]; a.join('')`, vocab.ReasonPolicyMemoryLimit},
+		{"split to chars", `'x'.repeat((1 << 22) + 1).split('')`, vocab.ReasonPolicyMemoryLimit},
+		{"Uint8Array 2**31", `new Uint8Array(Math.pow(2, 31))`, vocab.ReasonPolicyMemoryLimit},
+		{"Float64Array via constructor", `new (new Float64Array(1).constructor)(1e9)`, vocab.ReasonPolicyMemoryLimit},
+		{"ArrayBuffer 2**40", `new ArrayBuffer(Math.pow(2, 40))`, vocab.ReasonPolicyMemoryLimit},
+		{"apply huge array-like", `Math.max.apply(null, {length: 1e9})`, vocab.ReasonPolicyMemoryLimit},
+		{"Reflect.apply huge", `Reflect.apply(Math.max, null, {length: 1e9})`, vocab.ReasonPolicyMemoryLimit},
+		{"throw loops in toString", `throw {toString: function () { for (;;) {} }}`, vocab.ReasonPolicyThrow},
+		{"throw proxy with looping trap", `throw new Proxy({}, {getOwnPropertyDescriptor: function () { for (;;) {} }})`, vocab.ReasonPolicyTimeout},
+		{"error with looping message getter", `var e = new Error("x"); Object.defineProperty(e, "message", {get: function () { for (;;) {} }}); throw e`, vocab.ReasonPolicyThrow},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			timeout := 300 * time.Millisecond
-			if tc.code != CodeTimeout {
+			if tc.code != vocab.ReasonPolicyTimeout {
 				timeout = 3 * time.Second * raceSlowdown // the guard, not the deadline, must stop it
 			}
 			g := loadGate(t, map[string]string{"p.js": `if (ctx.phase === "pre" && ctx.params.go) { ` + tc.src + ` }`},
@@ -80,7 +83,7 @@ func TestHeapWatchdog(t *testing.T) {
 		if (ctx.params.go) { var a = []; for (var i = 0; ; i++) a.push('x'.repeat(1 << 22) + i) }`},
 		func(o *Options) { o.HeapSoftLimit = ms.HeapAlloc + 96<<20; o.Timeout = 20 * time.Second * raceSlowdown })
 	r := run(g, preCall(`{"go":true}`))
-	if r.Reject == nil || r.Reject.Code != CodeMemoryLimit {
+	if r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyMemoryLimit {
 		t.Fatalf("got %+v", r.Reject)
 	}
 	runtime.GC()
@@ -110,7 +113,7 @@ func TestThrowForms(t *testing.T) {
 	g := loadGate(t, map[string]string{"t.js": `if (ctx.params.i !== undefined) { [` + joinFuncs(cases) + `][ctx.params.i]() }`})
 	for i, tc := range cases {
 		r := run(g, preCall(`{"i":`+itoa(i)+`}`))
-		if r.Reject == nil || r.Reject.Code != CodeThrow || r.Reject.Policy != "t.js" {
+		if r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyThrow || r.Reject.Policy != "t.js" {
 			t.Errorf("%s: got %+v", tc.src, r.Reject)
 			continue
 		}

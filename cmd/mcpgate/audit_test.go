@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite cmd/mcpgate/testdata/*.golden")
@@ -33,7 +34,7 @@ func auditStores(t *testing.T) (db, file string) {
 	var jsonl bytes.Buffer
 	jsonl.WriteString(`{"time":"2026-11-29T10:00:00Z","level":"INFO","msg":"policies loaded"}` + "\n")
 	js := audit.NewJSONL(&jsonl)
-	for i, a := range []string{"pass", "warn", "redact", "mask", "block", "redact"} {
+	for i, a := range []vocab.Action{"pass", "warn", "redact", "mask", "block", "redact"} {
 		tool := []string{"get_forecast", "customer_profile_get", "read_build_log"}[i%3]
 		r := &audit.Record{
 			TS: time.Date(2026, 11, 29, 10, i, 0, 0, time.UTC).Format(audit.TSLayout), Kind: audit.KindGateway,

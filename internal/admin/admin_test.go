@@ -14,17 +14,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 const token = "s3cret-token-0123456789"
 
-func record(i int, action, tool string) *audit.Record {
+func record(i int, action vocab.Action, tool string) *audit.Record {
 	ts := time.Date(2026, 11, 29, 10, i, 0, 0, time.UTC)
 	return &audit.Record{
 		TS: ts.Format(audit.TSLayout), Kind: audit.KindGateway, EventID: "ev-" + string(rune('a'+i)),
-		ActionTaken: action, Blocked: action == audit.ActionBlock, Tool: tool, Listed: true, Outcome: audit.OutcomeOK,
+		ActionTaken: action, Blocked: action == vocab.Block, Tool: tool, Listed: true, Outcome: vocab.OutcomeOK,
 		RuleIDs: []string{}, GuardrailsTriggered: []string{}, InputRuleIDs: []string{"input_secret_aws"},
-		StageMS: map[string]float64{"pre_policies": 0.4, "post_policies": 2, "upstream": 12.5},
+		StageMS: map[vocab.Stage]float64{"pre_policies": 0.4, "post_policies": 2, "upstream": 12.5},
 	}
 }
 
@@ -35,7 +36,7 @@ func fixture() (*audit.Ring, *Metrics) {
 			return GateStatus{Generation: 7, LastError: "syntax error", LoadedAt: time.Unix(1700000000, 0)}
 		},
 		func() audit.Stats { return audit.Stats{Written: 5, Dropped: 2, Errors: 3, Queued: 1} })
-	for i, a := range []string{"pass", "warn", "redact", "mask", "block", "redact"} {
+	for i, a := range []vocab.Action{"pass", "warn", "redact", "mask", "block", "redact"} {
 		r := record(i, a, []string{"read_file", "customer_profile_get"}[i%2])
 		if a == "block" {
 			r.RuleIDs = []string{"output_osc52_clipboard_write"}

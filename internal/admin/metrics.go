@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // GateStatus is what the metrics read from the policy set: the gate package's Status,
@@ -119,17 +120,14 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 // Observe counts one record. It is cheap enough for the call path (a few atomic
 // adds and one map lookup under a mutex) and reads only names, codes and timings.
 func (m *Metrics) Observe(r *audit.Record) {
-	action := r.ActionTaken
-	if action == "" {
-		action = audit.ActionPass
-	}
+	action := vocab.Strongest(r.ActionTaken, vocab.Pass) // "" reads as pass
 	tool := OtherTool
 	if r.Listed {
 		tool = m.toolLabel(r.Tool)
 	}
-	m.calls.WithLabelValues(tool, action).Inc()
+	m.calls.WithLabelValues(tool, string(action)).Inc()
 	if r.Outcome != "" {
-		m.outcomes.WithLabelValues(r.Outcome).Inc()
+		m.outcomes.WithLabelValues(string(r.Outcome)).Inc()
 	}
 	for _, id := range r.InputRuleIDs {
 		m.findings.WithLabelValues(id, "input").Inc()
@@ -137,13 +135,13 @@ func (m *Metrics) Observe(r *audit.Record) {
 	for _, id := range r.RuleIDs {
 		m.findings.WithLabelValues(id, "output").Inc()
 	}
-	if v, ok := r.StageMS["pre_policies"]; ok {
+	if v, ok := r.StageMS[vocab.StagePrePolicies]; ok {
 		m.policy.WithLabelValues("pre").Observe(v / 1000)
 	}
-	if v, ok := r.StageMS["post_policies"]; ok {
+	if v, ok := r.StageMS[vocab.StagePostPolicies]; ok {
 		m.policy.WithLabelValues("post").Observe(v / 1000)
 	}
-	if v, ok := r.StageMS["upstream"]; ok {
+	if v, ok := r.StageMS[vocab.StageUpstream]; ok {
 		m.upstream.Observe(v / 1000)
 	}
 }

@@ -16,25 +16,27 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // rec builds a record the way the pipeline does, at minute i after base.
-func rec(i int, action, tool string) *Record {
+func rec(i int, action vocab.Action, tool string) *Record {
 	ts := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute)
 	r := &Record{
 		TS: ts.Format(TSLayout), Kind: KindGateway, Decision: "allow",
 		EventID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), RuleIDs: []string{},
-		HighestSeverity: "NONE", ActionTaken: action, Blocked: action == ActionBlock,
-		GuardrailsTriggered: []string{}, Filter: "on", Tool: tool, Outcome: OutcomeOK,
+		HighestSeverity: "NONE", ActionTaken: action, Blocked: action == vocab.Block,
+		GuardrailsTriggered: []string{}, Filter: "on", Tool: tool, Outcome: vocab.OutcomeOK,
 		ToolCalls: []ToolCall{{Name: tool, Arguments: map[string]any{}, RBAC: RBAC{Action: action}}},
-		StageMS:   map[string]float64{"upstream": 1.5, "post_policies": 0.25},
+		StageMS:   map[vocab.Stage]float64{"upstream": 1.5, "post_policies": 0.25},
 	}
-	if action != ActionPass {
+	if action != vocab.Pass {
 		r.GuardrailsTriggered = []string{GuardrailOutputSanitization}
 	}
-	if action == ActionBlock {
+	if action == vocab.Block {
 		r.Decision, r.RuleIDs, r.Reason = "block", []string{"output_osc52_clipboard_write"}, "filter_block"
 	}
 	return r
@@ -42,7 +44,7 @@ func rec(i int, action, tool string) *Record {
 
 // corpus is 12 records over three tools and every action.
 func corpus() []*Record {
-	actions := []string{ActionPass, ActionWarn, ActionRedact, ActionMask, ActionBlock, ActionPass}
+	actions := []vocab.Action{vocab.Pass, vocab.Warn, vocab.Redact, vocab.Mask, vocab.Block, vocab.Pass}
 	tools := []string{"read_file", "customer_profile_get", "kyc_check"}
 	var out []*Record
 	for i := range 12 {
@@ -63,7 +65,9 @@ func TestAuditParseFilter(t *testing.T) {
 		{name: "all", status: "redact", tool: "t", since: "1h", limit: "5", want: Filter{Status: "redact", Tool: "t", Since: now.Add(-time.Hour), Limit: 5}},
 		{name: "mask", status: "mask", want: Filter{Status: "mask", Limit: DefaultLimit}},
 		{name: "bad status", status: "allow", err: true},
-		{name: "upper status", status: "BLOCK", err: true},
+		{name: "upper status", status: "BLOCK", want: Filter{Status: "block", Limit: DefaultLimit}},
+		{name: "table label", status: "redacted", want: Filter{Status: "redact", Limit: DefaultLimit}},
+		{name: "table label upper", status: "MASKED", want: Filter{Status: "mask", Limit: DefaultLimit}},
 		{name: "bad since", since: "yesterday", err: true},
 		{name: "negative since", since: "-1h", err: true},
 		{name: "zero limit", limit: "0", err: true},
@@ -148,10 +152,10 @@ func TestAuditStoresAgree(t *testing.T) {
 		counts Counts
 	}{
 		{"all", Filter{}, []int{11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
-		{"redact", Filter{Status: ActionRedact}, []int{8, 2}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
-		{"block", Filter{Status: ActionBlock}, []int{10, 4}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
+		{"redact", Filter{Status: vocab.Redact}, []int{8, 2}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
+		{"block", Filter{Status: vocab.Block}, []int{10, 4}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
 		{"tool", Filter{Tool: "kyc_check"}, []int{11, 8, 5, 2}, Counts{Total: 4, Pass: 2, Redact: 2}},
-		{"tool+status", Filter{Tool: "kyc_check", Status: ActionPass}, []int{11, 5}, Counts{Total: 4, Pass: 2, Redact: 2}},
+		{"tool+status", Filter{Tool: "kyc_check", Status: vocab.Pass}, []int{11, 5}, Counts{Total: 4, Pass: 2, Redact: 2}},
 		{"since", Filter{Since: now.Add(-3 * time.Minute)}, []int{11, 10, 9}, Counts{Total: 3, Pass: 1, Mask: 1, Block: 1}},
 		{"limit", Filter{Limit: 2}, []int{11, 10}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
 		{"none", Filter{Tool: "nope"}, nil, Counts{}},
@@ -213,8 +217,8 @@ func TestAuditQueryPlan(t *testing.T) {
 		f     Filter
 		index string
 	}{
-		{Filter{Status: ActionRedact, Limit: 100}, "records_action"},
-		{Filter{Status: ActionBlock, Since: now, Limit: 100}, "records_action"},
+		{Filter{Status: vocab.Redact, Limit: 100}, "records_action"},
+		{Filter{Status: vocab.Block, Since: now, Limit: 100}, "records_action"},
 		{Filter{Tool: "x", Limit: 100}, "records_tool"},
 		{Filter{Limit: 100}, "records_ts"},
 		{Filter{Since: now, Limit: 100}, "records_ts"},
@@ -375,7 +379,7 @@ func TestAuditSQLiteFlushOnClose(t *testing.T) {
 	e := NewEmitter(slog.New(slog.DiscardHandler), 0, db)
 	const n = DefaultBatch*2 + 7
 	for i := range n {
-		e.Emit(rec(i, ActionPass, "t"))
+		e.Emit(rec(i, vocab.Pass, "t"))
 	}
 	if err := e.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -400,7 +404,7 @@ func TestAuditRotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rec(0, ActionPass, strings.Repeat("t", 2000))
+	r := rec(0, vocab.Pass, strings.Repeat("t", 2000))
 	for range 700 { // ~1.5 MB
 		if err := s.Write(r); err != nil {
 			t.Fatal(err)
@@ -428,7 +432,7 @@ func TestAuditRotate(t *testing.T) {
 // TestAuditRecordFields pins the JSON keys a record may carry. A new key must be added
 // here on purpose, after checking it can never hold an argument or content value.
 func TestAuditRecordFields(t *testing.T) {
-	r := rec(0, ActionBlock, "t")
+	r := rec(0, vocab.Block, "t")
 	r.AgentOrigin, r.Reason, r.Policy = &Origin{Kind: "gateway"}, "filter_block", "p.js"
 	r.InputRuleIDs, r.Policies = []string{"x"}, []string{"p.js"}
 	r.Caller, r.ClientInfo, r.AuditOutput = &Caller{UserID: "u"}, map[string]string{"name": "c"}, "off"

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // BenchmarkEmitter measures the hot-path cost of one record: Emit, a channel send,
@@ -27,7 +29,7 @@ func BenchmarkEmitter(b *testing.B) {
 				s = db
 			}
 			e := NewEmitter(slog.New(slog.DiscardHandler), b.N+1, s)
-			r := rec(1, ActionRedact, "customer_profile_get")
+			r := rec(1, vocab.Redact, "customer_profile_get")
 			lat := make([]time.Duration, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -57,7 +59,7 @@ func BenchmarkSQLiteWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	r := rec(1, ActionPass, "read_file")
+	r := rec(1, vocab.Pass, "read_file")
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := db.Write(r); err != nil {
@@ -83,7 +85,7 @@ func BenchmarkSQLiteQuery1M(b *testing.B) {
 	}
 	defer db.Close()
 	db.batch = 20_000
-	actions := []string{ActionPass, ActionPass, ActionPass, ActionPass, ActionWarn, ActionRedact, ActionMask, ActionBlock}
+	actions := []vocab.Action{vocab.Pass, vocab.Pass, vocab.Pass, vocab.Pass, vocab.Warn, vocab.Redact, vocab.Mask, vocab.Block}
 	for i := range total {
 		r := rec(i, actions[i%len(actions)], "tool_"+strconv.Itoa(i%50))
 		r.TS = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second).Format(TSLayout)
@@ -99,8 +101,8 @@ func BenchmarkSQLiteQuery1M(b *testing.B) {
 		name string
 		f    Filter
 	}{
-		{"status=redact", Filter{Status: ActionRedact, Limit: 100}},
-		{"status=block,tool", Filter{Status: ActionBlock, Tool: "tool_7", Limit: 100}},
+		{"status=redact", Filter{Status: vocab.Redact, Limit: 100}},
+		{"status=block,tool", Filter{Status: vocab.Block, Tool: "tool_7", Limit: 100}},
 		{"newest", Filter{Limit: 100}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

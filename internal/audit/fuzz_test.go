@@ -3,6 +3,8 @@ package audit
 import (
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // FuzzParseFilter: the reader's filter parser never panics, and what it accepts has a
@@ -18,7 +20,7 @@ func FuzzParseFilter(f *testing.F) {
 			return
 		}
 		switch flt.Status {
-		case "", ActionPass, ActionWarn, ActionRedact, ActionMask, ActionBlock:
+		case "", vocab.Pass, vocab.Warn, vocab.Redact, vocab.Mask, vocab.Block:
 		default:
 			t.Fatalf("accepted status %q", flt.Status)
 		}

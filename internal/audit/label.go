@@ -7,24 +7,6 @@ import (
 	"text/tabwriter"
 )
 
-// Label is the status a reader shows for an action: PASS, WARN, REDACTED, MASKED or
-// BLOCKED. A redaction never reads as a pass (seed 002 §4 "Console").
-func Label(action string) string {
-	switch action {
-	case ActionPass, "":
-		return "PASS"
-	case ActionWarn:
-		return "WARN"
-	case ActionRedact:
-		return "REDACTED"
-	case ActionMask:
-		return "MASKED"
-	case ActionBlock:
-		return "BLOCKED"
-	}
-	return strings.ToUpper(action)
-}
-
 // WriteTable writes records as an aligned table, one row each, in the given order:
 // TIME, STATUS, TOOL, OUTCOME, RULES, GUARDRAILS, MS, EVENT. Cells hold names and
 // codes only, as the records do.
@@ -34,7 +16,7 @@ func WriteTable(w io.Writer, recs []Record) error {
 	for i := range recs {
 		r := &recs[i]
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n",
-			r.TS, Label(r.ActionTaken), cell(r.Tool), cell(r.Outcome),
+			r.TS, r.ActionTaken.Label(), cell(r.Tool), cell(string(r.Outcome)),
 			cell(strings.Join(r.RuleIDs, ",")), cell(strings.Join(r.GuardrailsTriggered, ",")),
 			r.ElapsedMS, r.EventID)
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // Limits of a query.
@@ -17,16 +19,13 @@ const (
 	MaxLimit     = 10000
 )
 
-// Statuses are the values a status filter accepts: the rungs of the seed 002 ladder.
-var Statuses = []string{ActionPass, ActionWarn, ActionRedact, ActionMask, ActionBlock}
-
 // Filter selects records. The zero Filter matches everything; Limit 0 means
 // DefaultLimit.
 type Filter struct {
-	Status string    // one of Statuses, or "" for any; matches action_taken exactly
-	Tool   string    // exact tool name, or "" for any
-	Since  time.Time // records with ts at or after Since; zero for any
-	Limit  int       // newest N records; 1..MaxLimit
+	Status vocab.Action // one of vocab.Actions, or "" for any; matches action_taken exactly
+	Tool   string       // exact tool name, or "" for any
+	Since  time.Time    // records with ts at or after Since; zero for any
+	Limit  int          // newest N records; 1..MaxLimit
 }
 
 // ErrBadFilter is wrapped by every ParseFilter error.
@@ -36,9 +35,13 @@ var ErrBadFilter = errors.New("bad filter")
 // parameters). since is a Go duration ("1h", "90m") counted back from now, or "".
 // limit is a decimal, or "" for DefaultLimit.
 func ParseFilter(status, tool, since, limit string, now time.Time) (Filter, error) {
-	f := Filter{Status: status, Tool: tool, Limit: DefaultLimit}
-	if status != "" && !validStatus(status) {
-		return f, fmt.Errorf("%w: status %q: want pass, warn, redact, mask or block", ErrBadFilter, status)
+	f := Filter{Tool: tool, Limit: DefaultLimit}
+	if status != "" {
+		a, ok := vocab.ParseAction(status)
+		if !ok {
+			return f, fmt.Errorf("%w: status %q: want pass, warn, redact, mask or block (or the table's PASS, WARN, REDACTED, MASKED, BLOCKED)", ErrBadFilter, status)
+		}
+		f.Status = a
 	}
 	if since != "" {
 		d, err := time.ParseDuration(since)
@@ -55,15 +58,6 @@ func ParseFilter(status, tool, since, limit string, now time.Time) (Filter, erro
 		f.Limit = n
 	}
 	return f, nil
-}
-
-func validStatus(s string) bool {
-	for _, v := range Statuses {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (f Filter) limit() int {
@@ -112,16 +106,16 @@ type Counts struct {
 	Block  int `json:"block"`
 }
 
-func (c *Counts) add(action string, n int) {
+func (c *Counts) add(action vocab.Action, n int) {
 	c.Total += n
 	switch action {
-	case ActionWarn:
+	case vocab.Warn:
 		c.Warn += n
-	case ActionRedact:
+	case vocab.Redact:
 		c.Redact += n
-	case ActionMask:
+	case vocab.Mask:
 		c.Mask += n
-	case ActionBlock:
+	case vocab.Block:
 		c.Block += n
 	default:
 		c.Pass += n

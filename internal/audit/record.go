@@ -1,48 +1,11 @@
 package audit
 
+import "github.com/mcpgate/mcpgate/internal/vocab"
+
 // Kinds of record (seed 000 "Audit format").
 const (
 	KindGateway   = "gateway_output_filter" // every call through the gateway
 	KindMCPServer = "mcp_output_filter"     // mcpgate's own MCP server
-)
-
-// Actions on the seed 002 ladder, weakest first: pass < warn < redact/mask < block.
-const (
-	ActionPass   = "pass"
-	ActionWarn   = "warn"
-	ActionRedact = "redact"
-	ActionMask   = "mask"
-	ActionBlock  = "block"
-)
-
-// Rank orders actions on the seed 002 ladder; unknown actions rank as pass.
-func Rank(action string) int {
-	switch action {
-	case ActionWarn:
-		return 1
-	case ActionRedact, ActionMask:
-		return 2
-	case ActionBlock:
-		return 3
-	}
-	return 0
-}
-
-// Strongest returns the stronger of a and b on the ladder (a on a tie).
-func Strongest(a, b string) string {
-	if Rank(b) > Rank(a) {
-		return b
-	}
-	return a
-}
-
-// Outcomes of the upstream leg (DECISIONS "Fail modes").
-const (
-	OutcomeOK            = "ok"
-	OutcomeUpstreamError = "upstream_error"
-	OutcomeTimeout       = "timeout"
-	OutcomeCancelled     = "cancelled"
-	OutcomeRejected      = "rejected" // a pre-phase rejection: the upstream was never called
 )
 
 // GuardrailOutputSanitization is named in guardrails_triggered whenever the output
@@ -56,7 +19,7 @@ type Origin struct {
 
 // RBAC is tool_calls[].rbac: the final action, so the per-tool row agrees with the top line.
 type RBAC struct {
-	Action string `json:"action"`
+	Action vocab.Action `json:"action"`
 }
 
 // ToolCall is seed 002's tool_calls[] entry. Arguments is always empty: values never
@@ -91,27 +54,27 @@ type Record struct {
 	AgentOrigin       *Origin  `json:"agent_origin,omitempty"`
 
 	// Seed 002 fields.
-	ActionTaken         string     `json:"action_taken"`
-	Blocked             bool       `json:"blocked"`
-	GuardrailsTriggered []string   `json:"guardrails_triggered"`
-	ToolCalls           []ToolCall `json:"tool_calls"`
+	ActionTaken         vocab.Action `json:"action_taken"`
+	Blocked             bool         `json:"blocked"`
+	GuardrailsTriggered []string     `json:"guardrails_triggered"`
+	ToolCalls           []ToolCall   `json:"tool_calls"`
 
 	// mcpgate fields.
-	Filter          string             `json:"filter"` // on, off or skipped
-	Tool            string             `json:"tool"`
-	ToolAccess      string             `json:"tool_access"`
-	Outcome         string             `json:"outcome"`
-	Reason          string             `json:"reason,omitempty"` // a code such as policy_throw or filter_block
-	Policy          string             `json:"policy,omitempty"` // the policy file behind Reason
-	ParamsRewritten bool               `json:"params_rewritten"`
-	InputRuleIDs    []string           `json:"input_rule_ids,omitempty"`
-	Policies        []string           `json:"policies_acted,omitempty"`
-	PolicyGen       uint64             `json:"policy_generation"`
-	PolicySetHash   string             `json:"policy_set_hash"`
-	Caller          *Caller            `json:"caller,omitempty"`
-	ClientInfo      map[string]string  `json:"client_info,omitempty"`  // name and version from initialize (mcp-server)
-	StageMS         map[string]float64 `json:"stage_ms,omitempty"`     // input_rules, pre_policies, upstream, output_rules, post_policies, merge
-	AuditOutput     string             `json:"audit_output,omitempty"` // "off" when MCPGATE_AUDIT_OUTPUT=off
+	Filter          string                  `json:"filter"` // on, off or skipped
+	Tool            string                  `json:"tool"`
+	ToolAccess      string                  `json:"tool_access"`
+	Outcome         vocab.Outcome           `json:"outcome"`
+	Reason          vocab.Reason            `json:"reason,omitempty"` // a code such as policy_throw or filter_block
+	Policy          string                  `json:"policy,omitempty"` // the policy file behind Reason
+	ParamsRewritten bool                    `json:"params_rewritten"`
+	InputRuleIDs    []string                `json:"input_rule_ids,omitempty"`
+	Policies        []string                `json:"policies_acted,omitempty"`
+	PolicyGen       uint64                  `json:"policy_generation"`
+	PolicySetHash   string                  `json:"policy_set_hash"`
+	Caller          *Caller                 `json:"caller,omitempty"`
+	ClientInfo      map[string]string       `json:"client_info,omitempty"`  // name and version from initialize (mcp-server)
+	StageMS         map[vocab.Stage]float64 `json:"stage_ms,omitempty"`     // input_rules, pre_policies, upstream, output_rules, post_policies, merge
+	AuditOutput     string                  `json:"audit_output,omitempty"` // "off" when MCPGATE_AUDIT_OUTPUT=off
 
 	// Listed says the upstream listed Tool in tools/list (or the configuration tags
 	// it): /metrics labels only such names. Not stored.

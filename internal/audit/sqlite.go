@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	_ "modernc.org/sqlite" // pure Go driver "sqlite"; no cgo
+
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // schema is the store's layout. The record column holds the record's JSON exactly as
@@ -105,7 +107,7 @@ func (s *SQLite) Write(r *Record) error {
 	if r.Blocked {
 		blocked = 1
 	}
-	s.pending = append(s.pending, []any{r.TS, r.EventID, r.ActionTaken, r.Tool, blocked, string(b)})
+	s.pending = append(s.pending, []any{r.TS, r.EventID, string(r.ActionTaken), r.Tool, blocked, string(b)})
 	if len(s.pending) >= s.batch {
 		return s.Flush()
 	}
@@ -157,7 +159,7 @@ func where(f Filter, withStatus bool) (string, []any) {
 	var conds []string
 	var args []any
 	if withStatus && f.Status != "" {
-		conds, args = append(conds, "action_taken = ?"), append(args, f.Status)
+		conds, args = append(conds, "action_taken = ?"), append(args, string(f.Status))
 	}
 	if f.Tool != "" {
 		conds, args = append(conds, "tool = ?"), append(args, f.Tool)
@@ -213,9 +215,9 @@ func (s *SQLite) Count(ctx context.Context, f Filter) (Counts, error) {
 		return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
 	}
 	for _, a := range []struct {
-		action string
+		action vocab.Action
 		n      *int
-	}{{ActionWarn, &c.Warn}, {ActionRedact, &c.Redact}, {ActionMask, &c.Mask}, {ActionBlock, &c.Block}} {
+	}{{vocab.Warn, &c.Warn}, {vocab.Redact, &c.Redact}, {vocab.Mask, &c.Mask}, {vocab.Block, &c.Block}} {
 		g := f
 		g.Status = a.action
 		w, args := where(g, true)

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // Errors an Upstream returns for a call that got no response.
@@ -112,7 +113,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	if err != nil {
 		return t.invalidParams(err)
 	}
-	t.stage("input_rules", stage)
+	t.stage(vocab.StageInputRules, stage)
 
 	// 2. Pre-phase policies: reject or rewrite the arguments.
 	stage = time.Now()
@@ -120,22 +121,22 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		Phase: ctxapi.PhasePre, Tool: name, ToolAccess: t.rec.ToolAccess, Params: args,
 		User: c.User, Findings: in.Findings, RateLimitExceeded: limit,
 	})
-	t.stage("pre_policies", stage)
+	t.stage(vocab.StagePrePolicies, stage)
 	if ctx.Err() != nil { // the client cancelled or left: no policy failed
 		return t.upstreamFailed(ErrCancelled)
 	}
 	t.acted(pre.Acted)
 	if pre.Reject != nil {
 		t.rec.InputRuleIDs = in.RuleIDs()
-		return t.reject(pre.Reject, audit.OutcomeRejected)
+		return t.reject(pre.Reject, vocab.OutcomeRejected)
 	}
 	if pre.Changed {
 		// A rewrite has no rung on the ladder; it is scanned again before it goes out.
 		args, t.rec.ParamsRewritten = pre.Params, true
 		params["arguments"] = args
 		if in, err = p.Analyzer.AnalyzeArguments(args); err != nil {
-			return t.reject(&gate.Rejection{Policy: lastOf(pre.Acted), Code: "bad_ctx_shape",
-				Message: "the rewritten arguments are not a JSON object"}, audit.OutcomeRejected)
+			return t.reject(&gate.Rejection{Policy: lastOf(pre.Acted), Code: vocab.ReasonBadCtxShape,
+				Message: "the rewritten arguments are not a JSON object"}, vocab.OutcomeRejected)
 		}
 		c.Params, _ = jsonrpc.Marshal(params)
 	}
@@ -147,7 +148,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	// 3. The upstream call.
 	stage = time.Now()
 	resp, err := up(ctx, c.Params)
-	t.stage("upstream", stage)
+	t.stage(vocab.StageUpstream, stage)
 	if err != nil {
 		return t.upstreamFailed(err)
 	}
@@ -159,7 +160,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	// 4. Built-in output rules over the upstream's original result.
 	stage = time.Now()
 	out, err := p.Analyzer.AnalyzeResult(result)
-	t.stage("output_rules", stage)
+	t.stage(vocab.StageOutputRules, stage)
 	verdict := t.verdict(out, err)
 	if verdict == engine.Block {
 		return t.block(t.rec.Reason)
@@ -178,24 +179,24 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 			Response: &ctxapi.Response{Content: content, StructuredContent: structured},
 			User:     c.User, Findings: out.Findings, RateLimitExceeded: limit,
 		})
-		t.stage("post_policies", stage)
+		t.stage(vocab.StagePostPolicies, stage)
 		if ctx.Err() != nil {
 			return t.upstreamFailed(ErrCancelled)
 		}
 		t.acted(post.Acted)
 		if post.Reject != nil {
-			return t.reject(post.Reject, audit.OutcomeOK)
+			return t.reject(post.Reject, vocab.OutcomeOK)
 		}
 	}
 
 	// 6. Merge: policy edits, then the Warn sanitizer over the final content.
 	stage = time.Now()
-	defer t.stage("merge", stage)
+	defer t.stage(vocab.StageMerge, stage)
 	findings := len(out.Findings)
 	if post.Changed {
 		t.escalate(policyAction(post.Action))
 		if result, err = replaceContent(result, post.Content, post.StructuredContent); err != nil {
-			return t.reject(&gate.Rejection{Policy: lastOf(post.Acted), Code: "bad_ctx_shape", Message: err.Error()}, audit.OutcomeOK)
+			return t.reject(&gate.Rejection{Policy: lastOf(post.Acted), Code: vocab.ReasonBadCtxShape, Message: err.Error()}, vocab.OutcomeOK)
 		}
 		t.outputChanged()
 		// What a policy wrote is scanned too, so a policy can never put escapes back.
@@ -204,7 +205,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 				verdict, findings = again.Verdict, findings+len(again.Findings)
 				t.rescanned(again)
 				if verdict == engine.Block {
-					return t.block("filter_block")
+					return t.block(vocab.ReasonFilterBlock)
 				}
 			}
 		}
@@ -212,15 +213,15 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	// ctx.warn in either phase is a warning the agent sees, like the filter's.
 	warnings := len(pre.Warnings) + len(post.Warnings)
 	if warnings > 0 {
-		t.escalate(audit.ActionWarn)
+		t.escalate(vocab.Warn)
 	}
 	if verdict == engine.Warn || warnings > 0 {
 		warned, err := warnResult(result, t.rec.EventID, findings+warnings)
 		if err != nil { // cannot rewrite safely: fail closed rather than pass escapes on
-			t.rec.Reason = "sanitize_failed"
-			return t.block("sanitize_failed")
+			t.rec.Reason = vocab.ReasonSanitizeFailed
+			return t.block(vocab.ReasonSanitizeFailed)
 		}
-		t.escalate(audit.ActionWarn)
+		t.escalate(vocab.Warn)
 		t.outputChanged()
 		return t.forward(warned)
 	}
@@ -238,22 +239,22 @@ func (t *trace) verdict(out engine.Report, err error) engine.Verdict {
 	t.rec.HighestSeverity = out.Highest.String()
 	t.rec.Truncated = out.Truncated
 	if !p.FilterOutput {
-		t.rec.Filter, t.rec.Decision = "off", engine.Allow.String()
+		t.rec.Filter, t.rec.Decision = vocab.FilterOff, engine.Allow.String()
 		return engine.Allow
 	}
-	t.rec.Filter = "on"
+	t.rec.Filter = vocab.FilterOn
 	v := out.Verdict
 	switch {
 	case err != nil:
-		t.rec.Reason = "undecodable_result"
+		t.rec.Reason = vocab.ReasonUndecodableResult
 		v = engine.Allow
 		if p.FailClosed {
 			v, t.rec.FailModeTriggered = engine.Block, true
 		}
 	case out.Truncated && v == engine.Allow && p.FailClosed:
-		v, t.rec.FailModeTriggered, t.rec.Reason = engine.Block, true, "scan_truncated"
+		v, t.rec.FailModeTriggered, t.rec.Reason = engine.Block, true, vocab.ReasonScanTruncated
 	case v == engine.Block:
-		t.rec.Reason = "filter_block"
+		t.rec.Reason = vocab.ReasonFilterBlock
 	}
 	t.rec.Decision = v.String()
 	if v != engine.Allow {
@@ -268,11 +269,11 @@ func (t *trace) verdict(out engine.Report, err error) engine.Verdict {
 
 // policyAction is the rung of a post-phase content change: mask when a mask helper
 // made it, otherwise redact, including a change made without a helper (issue 2 "Merge").
-func policyAction(a string) string {
-	if a == audit.ActionMask {
-		return audit.ActionMask
+func policyAction(a vocab.Action) vocab.Action {
+	if a == vocab.Mask {
+		return vocab.Mask
 	}
-	return audit.ActionRedact
+	return vocab.Redact
 }
 
 func lastOf(s []string) string {

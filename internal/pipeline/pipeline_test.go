@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // recorder is an Emitter that keeps records in memory.
@@ -115,10 +116,10 @@ func TestHandle(t *testing.T) {
 		rpcErr     int    // a JSON-RPC error code
 		textPrefix string // first content item starts with this
 		notText    string // no content text contains this
-		action     string
+		action     vocab.Action
 		decision   string
-		outcome    string
-		reason     string
+		outcome    vocab.Outcome
+		reason     vocab.Reason
 		guardrail  string
 	}{
 		{name: "clean call passes byte for byte", filter: true, args: `{"p":"a"}`, up: upstreamReturning(cleanResult, nil),
@@ -332,7 +333,8 @@ func TestCancelledIsNotAPolicyFailure(t *testing.T) {
 // too, so a policy can never put escapes back; ctx.warn shows the agent a warning.
 func TestPolicyOutputIsScanned(t *testing.T) {
 	tests := []struct {
-		name, src, prefix, absent, action string
+		name, src, prefix, absent string
+		action                    vocab.Action
 	}{
 		{"OSC 52 written by a policy blocks", `ctx.response.content[0].text = "\u001b]52;c;eA==\u0007"`,
 			"[mcpgate: tool output blocked", "eA==", "block"},
@@ -383,7 +385,7 @@ func TestNullArgumentsAreSentAsObject(t *testing.T) {
 func TestUpstreamErrorIsFiltered(t *testing.T) {
 	tests := []struct {
 		name, errObj, wantPrefix, absent string
-		action                           string
+		action                           vocab.Action
 	}{
 		{"OSC 52 in data blocks", `{"code":-32000,"message":"failed","data":{"log":"\u001b]52;c;eA==\u0007"}}`,
 			"[mcpgate: tool output blocked", "eA==", "block"},

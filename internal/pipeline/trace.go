@@ -13,6 +13,7 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // trace builds the one audit record of a call as the pipeline runs. Every exit of
@@ -33,11 +34,11 @@ func (p *Pipeline) begin(c Call) *trace {
 		RuleIDs:             []string{},
 		HighestSeverity:     engine.SeverityNone.String(),
 		AgentOrigin:         p.Origin,
-		ActionTaken:         audit.ActionPass,
+		ActionTaken:         vocab.Pass,
 		GuardrailsTriggered: []string{},
-		Filter:              "skipped",
-		Outcome:             audit.OutcomeOK,
-		StageMS:             map[string]float64{},
+		Filter:              vocab.FilterSkipped,
+		Outcome:             vocab.OutcomeOK,
+		StageMS:             map[vocab.Stage]float64{},
 		ClientInfo:          c.ClientInfo,
 		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass},
 	}
@@ -49,7 +50,7 @@ func (t *trace) tool(name string, access func(context.Context, string) string, l
 	if access != nil {
 		start := time.Now()
 		t.rec.ToolAccess = access(ctx, name) // may list the upstream's tools once
-		t.stage("tool_access", start)
+		t.stage(vocab.StageToolAccess, start)
 	}
 	t.rec.Listed = listed != nil && listed(name)
 }
@@ -63,7 +64,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func roundMS(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-func (t *trace) stage(name string, since time.Time) { t.rec.StageMS[name] = ms(time.Since(since)) }
+func (t *trace) stage(name vocab.Stage, since time.Time) { t.rec.StageMS[name] = ms(time.Since(since)) }
 
 // acted names the policies that changed, warned or rejected.
 func (t *trace) acted(files []string) {
@@ -87,9 +88,9 @@ func appendUnique(s []string, v string) []string {
 }
 
 // escalate moves the action up the ladder; it never moves down (DECISIONS).
-func (t *trace) escalate(action string) {
-	t.rec.ActionTaken = audit.Strongest(t.rec.ActionTaken, action)
-	t.rec.Blocked = t.rec.ActionTaken == audit.ActionBlock
+func (t *trace) escalate(action vocab.Action) {
+	t.rec.ActionTaken = vocab.Strongest(t.rec.ActionTaken, action)
+	t.rec.Blocked = t.rec.ActionTaken == vocab.Block
 }
 
 // rescanned records what the output rules found in content a post policy wrote.
@@ -120,22 +121,22 @@ func (t *trace) outputChanged() { t.guardrail(audit.GuardrailOutputSanitization)
 func (t *trace) forward(result json.RawMessage) Reply { return Reply{Result: result} }
 
 // block withholds the whole result behind the seed 000 placeholder.
-func (t *trace) block(reason string) Reply {
+func (t *trace) block(reason vocab.Reason) Reply {
 	if t.rec.Reason == "" {
 		t.rec.Reason = reason
 	}
-	t.escalate(audit.ActionBlock)
+	t.escalate(vocab.Block)
 	t.outputChanged()
 	return Reply{Result: errorResult(blockText(t.rec.EventID))}
 }
 
 // reject answers a policy rejection: an isError result naming the policy. The
 // message goes to the client only (DECISIONS "Reasons without values").
-func (t *trace) reject(r *gate.Rejection, outcome string) Reply {
+func (t *trace) reject(r *gate.Rejection, outcome vocab.Outcome) Reply {
 	t.rec.Reason, t.rec.Policy, t.rec.Outcome = r.Code, r.Policy, outcome
 	t.guardrail(r.Policy)
-	t.escalate(audit.ActionBlock)
-	if outcome != audit.OutcomeRejected {
+	t.escalate(vocab.Block)
+	if outcome != vocab.OutcomeRejected {
 		t.outputChanged()
 	}
 	msg := r.Message
@@ -165,17 +166,17 @@ func capText(s string, max int) string {
 	return s[:cut] + "…"
 }
 
-var rejectionReasons = map[string]string{
-	"policy_timeout":      "the policy ran past its time limit",
-	"policy_stack_limit":  "the policy exceeded the call-stack limit",
-	"policy_memory_limit": "the policy exceeded the memory limit",
-	"bad_ctx_shape":       "the policy left ctx in an invalid shape",
-	"policy_error":        "the policy failed",
+var rejectionReasons = map[vocab.Reason]string{
+	vocab.ReasonPolicyTimeout:     "the policy ran past its time limit",
+	vocab.ReasonPolicyStackLimit:  "the policy exceeded the call-stack limit",
+	vocab.ReasonPolicyMemoryLimit: "the policy exceeded the memory limit",
+	vocab.ReasonBadCtxShape:       "the policy left ctx in an invalid shape",
+	vocab.ReasonPolicyError:       "the policy failed",
 }
 
 func (t *trace) invalidParams(err error) Reply {
-	t.rec.Reason, t.rec.Outcome = "invalid_params", audit.OutcomeRejected
-	t.escalate(audit.ActionBlock)
+	t.rec.Reason, t.rec.Outcome = vocab.ReasonInvalidParams, vocab.OutcomeRejected
+	t.escalate(vocab.Block)
 	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
 	return Reply{Error: b}
 }
@@ -185,12 +186,12 @@ func (t *trace) upstreamFailed(err error) Reply {
 	var code int
 	switch {
 	case errors.Is(err, ErrCancelled):
-		t.rec.Outcome = audit.OutcomeCancelled
+		t.rec.Outcome = vocab.OutcomeCancelled
 		return Reply{NoReply: true}
 	case errors.Is(err, ErrTimeout):
-		t.rec.Outcome, code = audit.OutcomeTimeout, jsonrpc.CodeRequestTimeout
+		t.rec.Outcome, code = vocab.OutcomeTimeout, jsonrpc.CodeRequestTimeout
 	default:
-		t.rec.Outcome, code = audit.OutcomeUpstreamError, jsonrpc.CodeUpstreamUnavailable
+		t.rec.Outcome, code = vocab.OutcomeUpstreamError, jsonrpc.CodeUpstreamUnavailable
 	}
 	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: code, Message: "mcpgate: " + err.Error() + " (audit log entry " + t.rec.EventID + ")"})
 	return Reply{Error: b}
@@ -200,7 +201,7 @@ func (t *trace) upstreamFailed(err error) Reply {
 // data are scanned like a result; a block withholds both, a warn sanitizes both and
 // puts the notice in front of the message.
 func (t *trace) upstreamError(raw json.RawMessage) Reply {
-	t.rec.Outcome = audit.OutcomeUpstreamError
+	t.rec.Outcome = vocab.OutcomeUpstreamError
 	var e map[string]json.RawMessage
 	var msg string
 	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e["message"], &msg) != nil {
@@ -215,7 +216,7 @@ func (t *trace) upstreamError(raw json.RawMessage) Reply {
 	case engine.Block:
 		msg = blockText(t.rec.EventID)
 		delete(e, "data")
-		t.escalate(audit.ActionBlock)
+		t.escalate(vocab.Block)
 		t.outputChanged()
 	case engine.Warn:
 		msg = warnText(t.rec.EventID, len(rep.Findings)) + " " + engine.Sanitize(msg)
@@ -226,7 +227,7 @@ func (t *trace) upstreamError(raw json.RawMessage) Reply {
 				delete(e, "data")
 			}
 		}
-		t.escalate(audit.ActionWarn)
+		t.escalate(vocab.Warn)
 		t.outputChanged()
 	default:
 		return Reply{Error: raw}
@@ -253,8 +254,8 @@ func (t *trace) emitInputOnly() {
 // internalError fails the call closed after a panic inside the pipeline.
 func (t *trace) internalError(p any) Reply {
 	t.p.Logger.Error("tools/call pipeline panicked; call blocked", "event_id", t.rec.EventID, "panic", fmt.Sprint(p))
-	t.rec.Reason = "internal_error"
-	return t.block("internal_error")
+	t.rec.Reason = vocab.ReasonInternalError
+	return t.block(vocab.ReasonInternalError)
 }
 
 func (t *trace) emit() {
@@ -265,7 +266,7 @@ func (t *trace) emit() {
 	// Emit a snapshot: the sink encodes it on another goroutine, and with
 	// MCPGATE_AUDIT_OUTPUT=off the pipeline goes on after the record is out.
 	snap := *t.rec
-	snap.StageMS = make(map[string]float64, len(t.rec.StageMS)+1)
+	snap.StageMS = make(map[vocab.Stage]float64, len(t.rec.StageMS)+1)
 	for k, v := range t.rec.StageMS {
 		snap.StageMS[k] = v
 	}
@@ -275,10 +276,10 @@ func (t *trace) emit() {
 	r := &snap
 	r.TS = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	r.ElapsedMS = ms(time.Since(t.start))
-	if up, ok := r.StageMS["upstream"]; ok {
-		r.StageMS["gateway"] = roundMS(r.ElapsedMS - up)
+	if up, ok := r.StageMS[vocab.StageUpstream]; ok {
+		r.StageMS[vocab.StageGateway] = roundMS(r.ElapsedMS - up)
 	}
-	r.Blocked = r.ActionTaken == audit.ActionBlock
+	r.Blocked = r.ActionTaken == vocab.Block
 	r.ToolCalls = []audit.ToolCall{{Name: r.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: r.ActionTaken}}}
 	if t.p.Audit != nil {
 		t.p.Audit.Emit(r)

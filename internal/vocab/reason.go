@@ -1,0 +1,62 @@
+package vocab
+
+import "fmt"
+
+// Reason is a code that says why a call was blocked or rejected, a record's reason.
+// It is snake_case and safe to log; the message that may come with it is not
+// (docs/decisions.md#reasons-without-values). A Reason is an error, so that
+// errors.Is(err, vocab.ReasonPolicyTimeout) matches a *Rejection with that code.
+type Reason string
+
+// Reason codes. README "Audit records" lists them for users.
+const (
+	// Policy rejections.
+	ReasonPolicyThrow       Reason = "policy_throw"        // the policy threw (a string, an Error, a JS error)
+	ReasonPolicyTimeout     Reason = "policy_timeout"      // the policy ran past its time limit, or the call was cancelled meanwhile
+	ReasonPolicyStackLimit  Reason = "policy_stack_limit"  // JS or native recursion too deep
+	ReasonPolicyMemoryLimit Reason = "policy_memory_limit" // an allocation guard or the heap watchdog fired
+	ReasonBadCtxShape       Reason = "bad_ctx_shape"       // ctx.params or ctx.response read back with the wrong shape
+	ReasonPolicyError       Reason = "policy_error"        // a host-side failure while running the policy
+
+	// Output filter and fail mode.
+	ReasonFilterBlock       Reason = "filter_block"       // a block-severity finding
+	ReasonScanTruncated     Reason = "scan_truncated"     // --fail-mode closed and the result passed the scan cap
+	ReasonUndecodableResult Reason = "undecodable_result" // the result is not a JSON object
+	ReasonSanitizeFailed    Reason = "sanitize_failed"    // the Warn sanitizer could not rewrite the result: blocked
+	ReasonInvalidParams     Reason = "invalid_params"     // tools/call params without a name or an arguments object
+	ReasonInternalError     Reason = "internal_error"     // a bug inside the pipeline: the call is blocked
+)
+
+// Reasons lists every reason code.
+var Reasons = []Reason{
+	ReasonPolicyThrow, ReasonPolicyTimeout, ReasonPolicyStackLimit, ReasonPolicyMemoryLimit,
+	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
+	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInternalError,
+}
+
+// Error returns the code, so that a Reason can be the target of errors.Is.
+func (r Reason) Error() string { return string(r) }
+
+// Rejection is a call a policy refused: the code and the policy file are safe to
+// record; Message goes to the client only, because a policy may quote argument
+// values in it. It matches its Code with errors.Is, as OPA's topdown.Error does.
+type Rejection struct {
+	Code    Reason
+	Policy  string // file name, e.g. "block-force-delete.js"; "" when no one policy is to blame
+	Message string
+}
+
+// Error names the policy and the code, never the Message, so that logging a
+// Rejection cannot leak what a policy quoted.
+func (e *Rejection) Error() string {
+	if e.Policy == "" {
+		return fmt.Sprintf("call rejected: %s", e.Code)
+	}
+	return fmt.Sprintf("call rejected by policy %s: %s", e.Policy, e.Code)
+}
+
+// Is reports whether target is e's Code.
+func (e *Rejection) Is(target error) bool {
+	r, ok := target.(Reason)
+	return ok && r == e.Code
+}
