@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin/mcpgate
 FUZZTIME  ?= 20s
-# Packages with concurrency run under the race detector (DECISIONS "CLI, tests and CI").
+# Packages with concurrency run under the race detector (docs/decisions.md#ci).
 RACE_PKGS ?= ./internal/relay/... ./internal/audit/... ./internal/admin/... ./internal/pipeline/... ./internal/httpfront/... ./internal/multi/... ./internal/upstream/... ./gate/... ./ctxapi/...
 EVERYTHING_SERVER ?= github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
 

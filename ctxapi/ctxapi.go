@@ -6,16 +6,16 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 )
 
-// Phase is "pre" (before the upstream call) or "post" (after it), seed 003.
+// Phase is "pre" (before the upstream call) or "post" (after it), docs/decisions.md#policies.
 type Phase string
 
-// The two policy phases of seed 003.
+// The two policy phases (docs/decisions.md#policies).
 const (
 	PhasePre  Phase = "pre"
 	PhasePost Phase = "post"
 )
 
-// User is ctx.user (seed 003): who is calling, from configuration, never from the client.
+// User is ctx.user (docs/decisions.md#ctx): who is calling, from configuration, never from the client.
 type User struct {
 	UserID      string   `json:"userID"`
 	CallerID    string   `json:"callerId"`

@@ -1,5 +1,5 @@
-// Package ctxapi defines what a gate policy sees as its global ctx (seed 003, "ctx
-// reference"): the phase, the tool and its DADL access tag, the arguments, the
+// Package ctxapi defines what a gate policy sees as its global ctx (docs/decisions.md#ctx,
+// docs/policies.md): the phase, the tool and its DADL access tag, the arguments, the
 // response in the post phase, the configured caller, the built-in findings and the
 // per-user rate limit behind ctx.rateLimitExceeded(n).
 //

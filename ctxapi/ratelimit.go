@@ -6,9 +6,9 @@ import (
 )
 
 // RateLimiter backs ctx.rateLimitExceeded(n): a sliding window (an hour in production)
-// per user in which each tools/call is counted once, when it arrives (DECISIONS "Rate
-// limit"). Counts are kept in buckets of window/3600 (one second for an hour), so
-// memory per user is bounded by 3600 buckets however many calls arrive. Safe for
+// per user in which each tools/call is counted once, when it arrives
+// (docs/decisions.md#rate-limit). Counts are kept in buckets of window/3600 (one
+// second for an hour), so memory per user is bounded by 3600 buckets however many calls arrive. Safe for
 // concurrent use.
 type RateLimiter struct {
 	window time.Duration

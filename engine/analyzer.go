@@ -393,7 +393,7 @@ func (v *docVisitor) scanBytes(b []byte, isKey bool) {
 		s = s[:runeStart(s, v.budget)]
 		v.truncated, cut = true, true
 	}
-	v.budget -= len(s) + 1 // +1 for the NUL separator of seed 000
+	v.budget -= len(s) + 1 // +1 for the NUL separator (docs/decisions.md#scan-cap)
 	v.st.k.beginString(isKey)
 	scanText(&v.st.k, s, false, cut)
 }

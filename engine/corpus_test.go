@@ -101,7 +101,7 @@ func loadBenign(t testing.TB) []sample {
 	return out
 }
 
-// publicCase is one file of testdata/cases (copied from shared/cases).
+// publicCase is one file of testdata/cases (the public output-filter cases, docs/decisions.md#public-cases).
 type publicCase struct {
 	Name   string          `json:"name"`
 	Result json.RawMessage `json:"result"`

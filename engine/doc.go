@@ -14,10 +14,10 @@
 //   - AnalyzeText scans one plain text.
 //   - Redact replaces PII and secrets (redact, mask or hash).
 //
-// Sanitize and SanitizeResult implement the Warn transform of seed 000 ("Warn
-// behavior") extended by DECISIONS ("Warn sanitizing"); SanitizeResult cleans every
+// Sanitize and SanitizeResult implement the Warn transform
+// (docs/decisions.md#warn-sanitizing); SanitizeResult cleans every
 // string AnalyzeResult scans, and SanitizeJSON every string of any JSON value (for
-// free-form values such as a JSON-RPC error's data). Verdicts follow seed 000:
+// free-form values such as a JSON-RPC error's data). Verdicts follow docs/decisions.md#severities:
 // High blocks, Medium warns, Info and Low are audited only; the verdict looks at the
 // first MaxScanBytes (1 MiB) bytes of text. Rules lists the rule set; docs/engine.md
 // describes each rule, its thresholds, measured precision and recall, and speed.

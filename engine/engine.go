@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// MaxScanBytes is the default verdict scan cap: 1 MiB (seed 000, "Scan cap").
+// MaxScanBytes is the default verdict scan cap: 1 MiB (docs/decisions.md#scan-cap).
 const MaxScanBytes = 1 << 20
 
-// Severity orders findings: None < Info < Low < Medium < High (seed 000, "Rule set").
+// Severity orders findings: None < Info < Low < Medium < High (docs/decisions.md#severities).
 type Severity uint8
 
 // Severities, weakest first.
@@ -53,7 +53,7 @@ func ParseSeverity(name string) (Severity, error) {
 	return SeverityNone, fmt.Errorf("engine: unknown severity %q (want none, info, low, medium or high)", name)
 }
 
-// Verdict is the filter's decision: High blocks, Medium warns, Info and Low allow (seed 000).
+// Verdict is the filter's decision: High blocks, Medium warns, Info and Low allow (docs/decisions.md#severities).
 type Verdict uint8
 
 // Verdicts, weakest first.

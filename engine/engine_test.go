@@ -24,7 +24,7 @@ func TestRules(t *testing.T) {
 			t.Errorf("bad rule %+v", r)
 		}
 		if (r.Family == FamilyPII || r.Family == FamilySecret) && r.Severity != SeverityInfo {
-			t.Errorf("%s: PII and secret rules are Info by default (DECISIONS)", r.ID)
+			t.Errorf("%s: PII and secret rules are Info by default (docs/decisions.md#severities)", r.ID)
 		}
 	}
 	seed := map[string]Severity{
@@ -35,7 +35,7 @@ func TestRules(t *testing.T) {
 	for id, sev := range seed {
 		i := slices.IndexFunc(rules, func(r Rule) bool { return r.ID == id })
 		if i < 0 || rules[i].Severity != sev {
-			t.Errorf("seed rule %s missing or not %v", id, sev)
+			t.Errorf("core rule %s missing or not %v", id, sev)
 		}
 	}
 }

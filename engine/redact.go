@@ -15,7 +15,7 @@ func errNotObject() error {
 // Strategy says how Redact replaces a detected value.
 type Strategy string
 
-// Redaction strategies (issue 4): a typed placeholder, keep-last-4, or a short hash.
+// Redaction strategies (docs/policies.md): a typed placeholder, keep-last-4, or a short hash.
 const (
 	StrategyRedact Strategy = "redact" // "[REDACTED:EMAIL]"
 	StrategyMask   Strategy = "mask"   // "************1234"

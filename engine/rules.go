@@ -1,6 +1,6 @@
 package engine
 
-// Rule ids. The six output_* ids of seed 000 ("Rule set") keep their names and
+// Rule ids. The six output_* ids of docs/decisions.md#rule-set keep their names and
 // severities; the others are mcpgate additions (docs/engine.md).
 const (
 	RuleOSC52Clipboard    = "output_osc52_clipboard_write"

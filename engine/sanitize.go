@@ -20,8 +20,8 @@ var needsSanitize = func() (t [256]bool) {
 	return
 }()
 
-// Sanitize removes what the Warn path strips (seed 000, "Warn behavior", extended
-// by DECISIONS "Warn sanitizing"): ESC- and C1-introduced sequences (CSI, OSC, DCS,
+// Sanitize removes what the Warn path strips (docs/decisions.md#warn-sanitizing):
+// ESC- and C1-introduced sequences (CSI, OSC, DCS,
 // SOS, PM, APC, two-byte forms) and other C1 controls; bare CR (CRLF is kept); C0
 // controls but tab and LF; DEL; zero-width characters (U+200B–U+200D, U+2060–U+2064,
 // U+FEFF, U+180E); bidi controls (U+202A–U+202E, U+2066–U+2069); Tags outside an emoji

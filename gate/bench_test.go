@@ -66,7 +66,7 @@ func BenchmarkShippedSet(b *testing.B) {
 	}
 }
 
-// BenchmarkSeedExamples runs the seed's four plain-JS examples the same way (the
+// BenchmarkSeedExamples runs the four classic plain-JS examples the same way (the
 // e-mail regex runs in JS here).
 func BenchmarkSeedExamples(b *testing.B) {
 	files := shipped(b, true)
@@ -86,7 +86,7 @@ func BenchmarkSeedExamples(b *testing.B) {
 	}
 }
 
-// BenchmarkReferenceDesign is ToolMesh's design on the seed's four examples: a fresh
+// BenchmarkReferenceDesign is ToolMesh's design on the four classic examples: a fresh
 // runtime per policy, per phase and per call, RunString each time, ctx handed over as
 // Go maps and read back through Export and json.Marshal.
 func BenchmarkReferenceDesign(b *testing.B) {

@@ -19,7 +19,7 @@ import (
 )
 
 // wrapPrefix opens the per-policy function scope on the policy's first line, so line
-// numbers in errors stay those of the file (DECISIONS "Gate", "Isolation"). The outer
+// numbers in errors stay those of the file (docs/decisions.md#isolation). The outer
 // function binds ctx as a const (assigning ctx throws a TypeError instead of silently
 // rebinding a local); the inner one is the policy's own function body (top-level
 // return, "use strict" directive, private names). compilePolicy checks that the inner

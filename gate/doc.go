@@ -1,5 +1,5 @@
 // Package gate runs mcpgate's JavaScript policies before (pre) and after (post) every
-// tools/call, as in seed 003 ("Output Gate"): every top-level *.js of the policies
+// tools/call, as docs/decisions.md#policies says: every top-level *.js of the policies
 // directory runs in lexical file order, sees one global ctx (package ctxapi), may
 // rewrite ctx.params (pre) or ctx.response.content / structuredContent (post), and
 // rejects the call by throwing. Subdirectories (policies/examples/) are never loaded.

@@ -21,7 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
-// DefaultTimeout is the per-policy budget of seed 003.
+// DefaultTimeout is the per-policy time limit (docs/decisions.md#policies).
 const DefaultTimeout = 5 * time.Second
 
 // SuggestedPolicyHeapBudget is a per-policy heap budget for Options.PolicyHeapBudget
@@ -105,7 +105,7 @@ type Set struct {
 	analyzer *engine.Analyzer
 }
 
-// Load compiles every top-level *.js in opts.Dir (seed 003; DECISIONS "Gate"). It
+// Load compiles every top-level *.js in opts.Dir (docs/decisions.md#policies, #missing-directory). It
 // errors when the directory does not exist (ErrNoDir), a policy does not compile
 // (*CompileError with file, line and message; ErrSyntax), GATE_EVALUATORS names
 // anything but goja (ErrUnknownEval), or the sandbox self-test fails

@@ -71,7 +71,7 @@ func (c *callState) noteHelper(s engine.Strategy) {
 }
 
 // Run runs every policy of the set for call.Phase, in lexical file order, each on the
-// ctx left by the one before, and stops at the first rejection (seed 003, "Funktionsweise").
+// ctx left by the one before, and stops at the first rejection (docs/decisions.md#policies).
 // Any policy error rejects (fail closed). Run is safe for concurrent use.
 func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	start := time.Now()

@@ -1,5 +1,5 @@
 // Package policies ships mcpgate's default gate policies (top-level *.js, loaded in
-// lexical order) and, under examples/, the seed 003 examples and the extension
+// lexical order) and, under examples/, the classic examples and the extension
 // examples (never loaded; copy one up a level to use it). See docs/policies.md.
 package policies
 

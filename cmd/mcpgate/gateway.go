@@ -41,8 +41,8 @@ type gatewayFlags struct {
 	callTimeout    time.Duration
 	maxMessage     int
 	debugConsole   bool
-	telemetry      telemetryFlags // issue 5: sinks and the admin listener (telemetry.go)
-	http           httpFlags      // issue 6: the Streamable HTTP front (gateway_http.go)
+	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
+	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
 }
 
 func newGatewayCmd() *cobra.Command {
@@ -221,7 +221,7 @@ func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Rea
 		upErr = d.stderr
 	}
 	// Each upstream runs under a restart supervisor; several go behind a mux that
-	// names their tools <server>_<tool> (DECISIONS "Tool names").
+	// names their tools <server>_<tool> (docs/decisions.md#tool-names).
 	up, err := openUpstreams(specs, upErr, f, d)
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
-// httpFlags are the Streamable HTTP front's flags of gateway run (issue 6).
+// httpFlags are the Streamable HTTP front's flags of gateway run (docs/http.md).
 type httpFlags struct {
 	listen       string
 	allowHosts   []string
@@ -44,8 +44,8 @@ func (h *httpFlags) register(fl *pflag.FlagSet) {
 // enabled reports whether gateway run serves HTTP instead of stdio.
 func (h *httpFlags) enabled() bool { return h.listen != "" }
 
-// runHTTP serves MCP over Streamable HTTP at /mcp (issue 6). Each session gets its own
-// upstream (one process per stdio server, DECISIONS "HTTP sessions") and its own relay
+// runHTTP serves MCP over Streamable HTTP at /mcp (docs/http.md). Each session gets its own
+// upstream (one process per stdio server, docs/decisions.md#http-sessions) and its own relay
 // session, whose ctx.user is the caller the bearer token names.
 func runHTTP(ctx context.Context, d *gatewayDeps, f gatewayFlags, argv []string, stderr io.Writer) error {
 	auth, err := httpAuth(d.cfg, f.http.listen)

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by the subcommands. 2 stays free for Go's panic exit (DECISIONS).
+// Exit codes shared by the subcommands. 2 stays free for Go's panic exit (docs/decisions.md#check-exit-codes).
 const (
 	exitOK    = 0
 	exitError = 1

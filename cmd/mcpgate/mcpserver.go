@@ -96,7 +96,7 @@ func runMCPServer(ctx context.Context, f mcpServerFlags, stdin io.Reader, stdout
 		telemetry:      f.telemetry,
 	}
 	if f.sanitize {
-		gf.failMode = "closed" // seed 000: the MCP server fails closed
+		gf.failMode = "closed" // docs/decisions.md#fail-modes: the MCP server fails closed
 	}
 	d, err := setupGateway(ctx, gf, stderr, audit.KindMCPServer)
 	if err != nil {

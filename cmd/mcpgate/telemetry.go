@@ -34,7 +34,7 @@ type adminConfig struct {
 	AllowedHosts []string `json:"allowedHosts,omitempty"` // extra Host/Origin names (--admin-allow-host)
 }
 
-// telemetryFlags are the audit-sink and admin-listener flags of gateway run (issue 5).
+// telemetryFlags are the audit-sink and admin-listener flags of gateway run (docs/telemetry.md).
 // gatewayFlags is copied by value, so the state lives behind a pointer that
 // register allocates.
 type telemetryFlags struct{ st *telemetryState }

@@ -1,12 +1,12 @@
 // Package audit defines mcpgate's audit record and the places it is kept.
 //
-// A Record is written once per tools/call (seeds 000 and 002). It holds names, codes,
+// A Record is written once per tools/call (docs/decisions.md#record-fields). It holds names, codes,
 // counts and timings only: never an argument value and never any text of a result.
 //
 // Records reach their sinks through an Emitter: Emit is a non-blocking channel send
 // on the call's hot path, and one goroutine hands each record to every Sink. A full
 // buffer drops the record and a failing sink loses it; both are counted in Stats and
-// logged, and neither fails or stalls the call (DECISIONS "Fail modes").
+// logged, and neither fails or stalls the call (docs/decisions.md#fail-modes).
 //
 // Sinks:
 //   - JSONL: one JSON object per line on stderr (the default) or any io.Writer.

@@ -2,17 +2,17 @@ package audit
 
 import "github.com/mcpgate/mcpgate/internal/vocab"
 
-// Kinds of record (seed 000 "Audit format").
+// Kinds of record (docs/decisions.md#record-fields).
 const (
 	KindGateway   = "gateway_output_filter" // every call through the gateway
 	KindMCPServer = "mcp_output_filter"     // mcpgate's own MCP server
 )
 
 // GuardrailOutputSanitization is named in guardrails_triggered whenever the output
-// stage changed or withheld data (seed 002 §3).
+// stage changed or withheld data (docs/decisions.md#truthful-telemetry).
 const GuardrailOutputSanitization = "tool_output_sanitization"
 
-// Origin is seed 000's agent_origin.
+// Origin is the record's agent_origin: {"kind": "gateway"}.
 type Origin struct {
 	Kind string `json:"kind"`
 }
@@ -22,7 +22,7 @@ type RBAC struct {
 	Action vocab.Action `json:"action"`
 }
 
-// ToolCall is seed 002's tool_calls[] entry. Arguments is always empty: values never
+// ToolCall is the record's tool_calls[] entry. Arguments is always empty: values never
 // reach a record.
 type ToolCall struct {
 	Name      string         `json:"name"`
@@ -38,9 +38,9 @@ type Caller struct {
 }
 
 // Record is one audit line. It holds names, codes, counts and timings only — never an
-// argument value or any text of a result (seed 002 §1, DECISIONS "Reasons without values").
+// argument value or any text of a result (docs/decisions.md#reasons-without-values).
 type Record struct {
-	// Seed 000 fields.
+	// The output filter's fields (docs/decisions.md#record-fields).
 	TS                string   `json:"ts"` // RFC 3339, UTC, milliseconds
 	Kind              string   `json:"kind"`
 	Decision          string   `json:"decision"` // the filter's verdict: allow, warn or block
@@ -53,7 +53,7 @@ type Record struct {
 	FailModeTriggered bool     `json:"fail_mode_triggered"`
 	AgentOrigin       *Origin  `json:"agent_origin,omitempty"`
 
-	// Seed 002 fields.
+	// The final disposition (docs/decisions.md#truthful-telemetry).
 	ActionTaken         vocab.Action `json:"action_taken"`
 	Blocked             bool         `json:"blocked"`
 	GuardrailsTriggered []string     `json:"guardrails_triggered"`

@@ -36,7 +36,7 @@ func (e *BatchError) Error() string {
 
 func (e *BatchError) Unwrap() error { return e.Err }
 
-// JSONL writes one JSON object per line to w (seed 000: stderr by default).
+// JSONL writes one JSON object per line to w (stderr by default, docs/decisions.md#record-fields).
 type JSONL struct {
 	w   io.Writer
 	buf []byte

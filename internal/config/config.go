@@ -1,5 +1,5 @@
 // Package config reads mcpgate's one JSON configuration file: an "mcpServers" block
-// in the Claude Desktop convention plus an "mcpgate" key (DECISIONS "Configuration").
+// in the Claude Desktop convention plus an "mcpgate" key (docs/decisions.md#configuration).
 package config
 
 import (
@@ -59,7 +59,7 @@ type Token struct {
 	Roles       []string `json:"roles,omitempty"`
 }
 
-// CallerClasses are the classes of seed 003.
+// CallerClasses are the caller classes a policy sees as ctx.user.callerClass.
 var CallerClasses = []string{"trusted", "standard", "untrusted"}
 
 // Default is the configuration used without --config: a local "standard" user.

@@ -21,8 +21,7 @@ import (
 
 // Canary values: each is fed through one channel a value could leak by, and none
 // may appear in any audit record, log line, API answer, metric, store file or the
-// console (seed 002 §1 "Neither entry contains the tool arguments or the sensitive
-// values").
+// console (docs/decisions.md#reasons-without-values).
 var canaries = map[string]string{
 	"argument (get_forecast.city)":     "CANARY-ARG-CITY-5d1e",
 	"argument (lookup_customer.id)":    "CANARY-ARG-ID-9b7c",
@@ -36,7 +35,7 @@ var canaries = map[string]string{
 }
 
 // canaryPolicy throws a message carrying an argument value: the message reaches the
-// client, never a record or a log line (DECISIONS "Reasons without values").
+// client, never a record or a log line (docs/decisions.md#reasons-without-values).
 const canaryPolicy = `// canary-reject.js — rejects delete_repo with a message holding argument values.
 if (ctx.phase === "pre" && ctx.tool === "delete_repo") {
   throw "CANARY-POLICY-MSG-c0de refuses to delete " + ctx.params.name;

@@ -143,7 +143,7 @@ func TestPublicCases(t *testing.T) {
 	t.Logf("%s", out)
 }
 
-// TestSeedExamplePolicies copies each seed 003 example into a policies directory
+// TestSeedExamplePolicies copies each shipped example into a policies directory
 // and checks it behaves as the seed says.
 func TestSeedExamplePolicies(t *testing.T) {
 	up := upstreamMJS(t)
@@ -256,7 +256,7 @@ func TestDemo(t *testing.T) {
 // TestNoValuesInStderr sends canary values through arguments, text,
 // structuredContent, a policy's thrown message and a rewrite, at debug log level;
 // no audit record or log line may hold one (relayed "[upstream] " lines are the
-// server's own log and exempt, DECISIONS "Upstream stderr").
+// server's own log and exempt, docs/decisions.md#upstream-stderr).
 func TestNoValuesInStderr(t *testing.T) {
 	const canary = "CANARY-c0ffee-42"
 	pol := t.TempDir()

@@ -4,7 +4,7 @@
 //
 // Each HTTP MCP session (Mcp-Session-Id) gets its own Backend, started by the
 // initialize request: mcpgate's gateway starts one stdio upstream per session and runs
-// a relay.Session over it (DECISIONS "HTTP sessions"). The front talks to the backend
+// a relay.Session over it (docs/decisions.md#http-sessions). The front talks to the backend
 // through two in-memory pipes, one JSON-RPC message per line:
 //
 //   - a POST body is checked (size, nesting, batches, JSON-RPC shape), compacted to

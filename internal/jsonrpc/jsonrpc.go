@@ -28,7 +28,7 @@ const (
 	CodeRequestTimeout = -32001
 )
 
-// DefaultMaxMessageBytes is the default per-message limit: 64 MiB (DECISIONS "Message size").
+// DefaultMaxMessageBytes is the default per-message limit: 64 MiB (docs/decisions.md#message-size).
 const DefaultMaxMessageBytes = 64 << 20
 
 // ErrTooLarge is returned (as a *TooLargeError) by Reader.ReadLine for a line longer

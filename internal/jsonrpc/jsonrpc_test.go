@@ -78,7 +78,7 @@ func TestReaderLimitsAndFraming(t *testing.T) {
 }
 
 func TestReaderLargeMessageWithinLimit(t *testing.T) {
-	// Far past bufio.Scanner's 64 KiB default (DECISIONS "Message size").
+	// Far past bufio.Scanner's 64 KiB default (docs/decisions.md#message-size).
 	msg := `{"jsonrpc":"2.0","id":1,"result":{"t":"` + strings.Repeat("a", 5<<20) + `"}}`
 	r := NewReader(strings.NewReader(msg+"\n"), 0)
 	line, err := r.ReadLine()

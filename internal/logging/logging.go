@@ -40,7 +40,7 @@ const (
 )
 
 // New returns a logger writing to w. A log line never carries both event_id and
-// kind: those two together mark an audit record (DECISIONS "Audit records").
+// kind: those two together mark an audit record (docs/decisions.md#record-fields).
 func New(w io.Writer, format Format, level slog.Level) *slog.Logger {
 	if format == FormatAuto || format == "" {
 		format = FormatJSON

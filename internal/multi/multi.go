@@ -1,7 +1,7 @@
 // Package multi puts several MCP servers behind one MCP session: a Mux is a
 // relay.Upstream (and upstream.Conn) that the relay talks to as if it were one server,
 // so the relay and the pipeline stay unchanged and ctx.tool is the name the client
-// sees (DECISIONS "Tool names").
+// sees (docs/decisions.md#tool-names).
 //
 // Names: tools and prompts are exposed as "<server>_<name>"; resources keep their
 // URIs and are routed by the URI (as listed, or by a template's fixed prefix).

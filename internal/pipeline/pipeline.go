@@ -3,7 +3,7 @@
 //
 //	input rules → pre policies → upstream → output rules → post policies → merge → audit
 //
-// Seeds 000 (output filter), 002 (truthful telemetry) and 003 (JS gate).
+// docs/decisions.md#stage-order is the contract; docs/telemetry.md the record.
 package pipeline
 
 import (
@@ -46,7 +46,7 @@ type Pipeline struct {
 	Limiter      *ctxapi.RateLimiter
 	Audit        Emitter
 	Logger       *slog.Logger
-	FilterOutput bool          // --filter-output: apply the seed 000 transforms
+	FilterOutput bool          // --filter-output: apply the transforms of docs/decisions.md#output-filter
 	FailClosed   bool          // --fail-mode closed: truncation or an undecodable result blocks
 	Kind         string        // audit kind: gateway_output_filter or mcp_output_filter
 	Origin       *audit.Origin // agent_origin, nil for the MCP server
@@ -88,7 +88,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	}()
 
 	// Every tools/call counts once toward the rate limit when it arrives, even one
-	// rejected later (DECISIONS "Rate limit"); it runs on one policy set throughout.
+	// rejected later (docs/decisions.md#rate-limit); it runs on one policy set throughout.
 	p.Limiter.Arrive(c.User.UserID)
 	limit := func(n int) bool { return p.Limiter.Exceeded(c.User.UserID, n) }
 	set := p.Gate.Current()
@@ -268,7 +268,7 @@ func (t *trace) verdict(out engine.Report, err error) engine.Verdict {
 }
 
 // policyAction is the rung of a post-phase content change: mask when a mask helper
-// made it, otherwise redact, including a change made without a helper (issue 2 "Merge").
+// made it, otherwise redact, including a change made without a helper (docs/decisions.md#ladder).
 func policyAction(a vocab.Action) vocab.Action {
 	if a == vocab.Mask {
 		return vocab.Mask
@@ -341,7 +341,7 @@ func replaceContent(result, content, structured json.RawMessage) (json.RawMessag
 	return jsonrpc.Marshal(m)
 }
 
-// Wire texts (seed 000, DECISIONS "Wire shapes"; the dash is U+2014).
+// Wire texts (docs/decisions.md#block-shape, #warn-shape, #rejection-shape; the dash is U+2014).
 func blockText(eventID string) string {
 	return "[mcpgate: tool output blocked — see audit log entry " + eventID + " for details]"
 }
@@ -359,7 +359,7 @@ type textItem struct {
 	Text string `json:"text"`
 }
 
-// errorResult is the seed 000 block shape: one text item and isError, nothing else.
+// errorResult is the block shape (docs/decisions.md#block-shape): one text item and isError, nothing else.
 func errorResult(text string) json.RawMessage {
 	b, _ := jsonrpc.Marshal(struct {
 		Content []textItem `json:"content"`
@@ -389,5 +389,5 @@ func warnResult(result json.RawMessage, eventID string, n int) (json.RawMessage,
 	return jsonrpc.Marshal(m)
 }
 
-// newEventID returns a UUIDv4 (seed 000).
+// newEventID returns a UUIDv4 (docs/decisions.md#block-shape).
 func newEventID() string { return uuid.NewString() }

@@ -280,7 +280,7 @@ func TestRecordsHoldNoValues(t *testing.T) {
 	}
 }
 
-// TestAuditOutputOff is the seed 002 rollback: the input decision is recorded before
+// TestAuditOutputOff is the rollback of docs/decisions.md#audit-output-off: the input decision is recorded before
 // the upstream call, and the output stage goes unrecorded.
 func TestAuditOutputOff(t *testing.T) {
 	p, rec := newPipeline(t, nil, true, false)

@@ -17,7 +17,7 @@ import (
 )
 
 // trace builds the one audit record of a call as the pipeline runs. Every exit of
-// Handle goes through finish, which emits exactly one record (seed 002 §4).
+// Handle goes through finish, which emits exactly one record (docs/decisions.md#fail-modes).
 type trace struct {
 	p       *Pipeline
 	start   time.Time
@@ -87,7 +87,7 @@ func appendUnique(s []string, v string) []string {
 	return append(s, v)
 }
 
-// escalate moves the action up the ladder; it never moves down (DECISIONS).
+// escalate moves the action up the ladder; it never moves down (docs/decisions.md#ladder).
 func (t *trace) escalate(action vocab.Action) {
 	t.rec.ActionTaken = vocab.Strongest(t.rec.ActionTaken, action)
 	t.rec.Blocked = t.rec.ActionTaken == vocab.Block
@@ -120,7 +120,7 @@ func (t *trace) outputChanged() { t.guardrail(audit.GuardrailOutputSanitization)
 
 func (t *trace) forward(result json.RawMessage) Reply { return Reply{Result: result} }
 
-// block withholds the whole result behind the seed 000 placeholder.
+// block withholds the whole result behind the placeholder (docs/decisions.md#block-shape).
 func (t *trace) block(reason vocab.Reason) Reply {
 	if t.rec.Reason == "" {
 		t.rec.Reason = reason
@@ -131,7 +131,7 @@ func (t *trace) block(reason vocab.Reason) Reply {
 }
 
 // reject answers a policy rejection: an isError result naming the policy. The
-// message goes to the client only (DECISIONS "Reasons without values").
+// message goes to the client only (docs/decisions.md#reasons-without-values).
 func (t *trace) reject(r *gate.Rejection, outcome vocab.Outcome) Reply {
 	t.rec.Reason, t.rec.Policy, t.rec.Outcome = r.Code, r.Policy, outcome
 	t.guardrail(r.Policy)
@@ -245,7 +245,7 @@ func orNull(v json.RawMessage) json.RawMessage {
 }
 
 // emitInputOnly is MCPGATE_AUDIT_OUTPUT=off: the input decision is recorded before
-// the upstream call and the output stage goes unrecorded (seed 002 "Escape hatch").
+// the upstream call and the output stage goes unrecorded (docs/decisions.md#audit-output-off).
 func (t *trace) emitInputOnly() {
 	t.rec.AuditOutput = "off"
 	t.emit()

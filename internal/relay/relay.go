@@ -1,6 +1,6 @@
 // Package relay is mcpgate's transparent MCP relay over stdio: every JSON-RPC message
 // goes through in both directions with its id and unknown fields intact, and only
-// tools/call is handed to the pipeline (issue 2).
+// tools/call is handed to the pipeline.
 package relay
 
 import (
@@ -38,7 +38,7 @@ type Options struct {
 	// DrainTimeout bounds how long in-flight calls may finish after the context
 	// ends (SIGTERM); 10 s when zero.
 	DrainTimeout time.Duration
-	// RecordClientInfo puts initialize's clientInfo into each record (mcp-server, seed 000).
+	// RecordClientInfo puts initialize's clientInfo into each record (mcp-server, docs/decisions.md#record-fields).
 	RecordClientInfo bool
 }
 

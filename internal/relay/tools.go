@@ -12,7 +12,7 @@ import (
 )
 
 // toolIndex resolves ctx.toolAccess: a configured tag first, otherwise the upstream's
-// tool annotations (issue 4 §5): readOnlyHint true → read, an explicit
+// tool annotations (docs/decisions.md#tool-access): readOnlyHint true → read, an explicit
 // destructiveHint true → dangerous, an explicit readOnlyHint false → write, else "".
 type toolIndex struct {
 	s       *Session
@@ -130,7 +130,7 @@ func (x *toolIndex) fetch(ctx context.Context) {
 
 // withoutTasks removes the tasks capability from the upstream's initialize result: a
 // task-augmented tools/call would deliver its result through tasks/result and bypass
-// the post phase and the audit (DECISIONS "Tasks").
+// the post phase and the audit (docs/decisions.md#tasks).
 func withoutTasks(msg *jsonrpc.Message, log *slog.Logger) []byte {
 	if msg.Result == nil {
 		return msg.Raw

@@ -17,7 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
-// StderrPrefix marks relayed upstream stderr lines (DECISIONS "Upstream stderr").
+// StderrPrefix marks relayed upstream stderr lines (docs/decisions.md#upstream-stderr).
 const StderrPrefix = "[upstream] "
 
 // maxStderrLine caps one relayed stderr line; longer lines are cut with a marker.

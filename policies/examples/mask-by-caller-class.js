@@ -1,4 +1,4 @@
-// mask-by-caller-class.js — graded PII handling by caller class (seed 003 table):
+// mask-by-caller-class.js — graded PII handling by caller class (docs/policies.md):
 // trusted callers see everything but credentials, standard callers get high-risk PII
 // masked (keep last 4), untrusted callers get every PII and secret kind redacted.
 // ctx.redactAll(opts) edits ctx.response (post) or ctx.params (pre) in place and

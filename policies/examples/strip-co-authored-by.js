@@ -1,5 +1,5 @@
 // strip-co-authored-by.js — remove Co-Authored-By trailers that AI coding agents add
-// to commit messages and PR descriptions before they reach GitHub (pre phase, seed 003).
+// to commit messages and PR descriptions before they reach GitHub (pre phase).
 if (ctx.phase === "pre") {
   var coAuthorPattern = /^[Cc]o-[Aa]uthored-[Bb]y:.*$/gm;
 

@@ -1,5 +1,5 @@
 // untrusted-readonly.js — callers of class "untrusted" may only call tools whose DADL
-// access tag is "read" (pre phase, seed 003). Caller classes come from the config.
+// access tag is "read" (pre phase). Caller classes come from the config.
 if (ctx.phase === "pre" &&
     ctx.user.callerClass === "untrusted" &&
     ctx.toolAccess !== "read") {
