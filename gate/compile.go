@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/file"
 	"github.com/dop251/goja/parser"
+	"github.com/mcpgate/mcpgate/ctxapi"
 )
 
 // wrapPrefix opens the per-policy function scope on the policy's first line, so line
@@ -38,9 +40,13 @@ func wrap(src []byte, tail string) (text string, open, close int) {
 
 // policy is one compiled file.
 type policy struct {
-	name string
-	prg  *goja.Program // evaluates to the wrapper function
+	name   string
+	prg    *goja.Program // evaluates to the wrapper function
+	phases phaseInfo     // the phases it compares ctx.phase with and acts in
 }
+
+// actsIn reports whether the policy runs in phase.
+func (p *policy) actsIn(phase ctxapi.Phase) bool { return slices.Contains(p.phases.acts, phase) }
 
 // readDir lists the top-level *.js files of dir in lexical order with their sources.
 // Subdirectories (policies/examples/) are never loaded.
@@ -101,7 +107,15 @@ func hashSources(names []string, srcs [][]byte) string {
 
 // compilePolicy wraps src in its function scope and compiles it once; the program is
 // shared by every pooled runtime. Source maps are never read (parser option).
-func compilePolicy(name string, src []byte) (*goja.Program, error) {
+func compilePolicy(name string, src []byte) (policy, error) {
+	prg, ast, err := compileProgram(name, src)
+	if err != nil {
+		return policy{}, err
+	}
+	return policy{name: name, prg: prg, phases: analyzePhases(wrapperBody(ast))}, nil
+}
+
+func compileProgram(name string, src []byte) (*goja.Program, *ast.Program, error) {
 	text, open, close := wrap(src, "")
 	ast, err := parser.ParseFile(nil, name, text, 0, parser.WithDisableSourceMaps)
 	if err != nil {
@@ -109,14 +123,14 @@ func compilePolicy(name string, src []byte) (*goja.Program, error) {
 		var one *parser.Error
 		switch {
 		case errors.As(err, &list) && len(list) > 0:
-			return nil, compileErr(name, list[0].Position.Line, list[0].Position.Column, list[0].Message)
+			return nil, nil, compileErr(name, list[0].Position.Line, list[0].Position.Column, list[0].Message)
 		case errors.As(err, &one):
-			return nil, compileErr(name, one.Position.Line, one.Position.Column, one.Message)
+			return nil, nil, compileErr(name, one.Position.Line, one.Position.Column, one.Message)
 		}
-		return nil, &CompileError{File: name, Msg: err.Error()}
+		return nil, nil, &CompileError{File: name, Msg: err.Error()}
 	}
 	if err := checkWrapper(name, ast, open, close); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if names := implicitGlobals(ast); len(names) > 0 {
 		// declare sloppy implicit globals as the policy's own locals (see implicitGlobals)
@@ -124,7 +138,7 @@ func compilePolicy(name string, src []byte) (*goja.Program, error) {
 		if a2, err := parser.ParseFile(nil, name, decl, 0, parser.WithDisableSourceMaps); err == nil &&
 			checkWrapper(name, a2, open, close) == nil {
 			if prg, err := goja.CompileAST(a2, false); err == nil {
-				return prg, nil
+				return prg, a2, nil
 			}
 		}
 	}
@@ -135,14 +149,14 @@ func compilePolicy(name string, src []byte) (*goja.Program, error) {
 		switch {
 		case errors.As(err, &se) && se.File != nil:
 			p := se.File.Position(se.Offset)
-			return nil, compileErr(name, p.Line, p.Column, se.Message)
+			return nil, nil, compileErr(name, p.Line, p.Column, se.Message)
 		case errors.As(err, &re) && re.File != nil:
 			p := re.File.Position(re.Offset)
-			return nil, compileErr(name, p.Line, p.Column, re.Message)
+			return nil, nil, compileErr(name, p.Line, p.Column, re.Message)
 		}
-		return nil, &CompileError{File: name, Msg: err.Error()}
+		return nil, nil, &CompileError{File: name, Msg: err.Error()}
 	}
-	return prg, nil
+	return prg, ast, nil
 }
 
 // errWrapper is the message for a file that closes its function wrapper early.

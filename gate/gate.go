@@ -178,11 +178,11 @@ func (g *Gate) build(gen uint64) (*Set, error) {
 		analyzer:   g.analyzer,
 	}
 	for i, name := range names {
-		prg, err := compilePolicy(name, srcs[i])
+		p, err := compilePolicy(name, srcs[i])
 		if err != nil {
 			return nil, err
 		}
-		set.policies = append(set.policies, policy{name: name, prg: prg})
+		set.policies = append(set.policies, p)
 	}
 	return set, nil
 }

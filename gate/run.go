@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -81,12 +82,12 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		res.Content = call.Response.Content
 		res.StructuredContent = call.Response.StructuredContent
 	}
-	if len(s.policies) == 0 {
-		return res
-	}
-	if call.Phase != ctxapi.PhasePre && call.Phase != ctxapi.PhasePost {
+	if call.Phase != ctxapi.PhasePre && call.Phase != ctxapi.PhasePost && s.Acts(call.Phase) {
 		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "unknown phase"}
 		return res
+	}
+	if !s.Acts(call.Phase) {
+		return res // no policy acts in this phase: no runtime, no decoding
 	}
 	if call.Phase == ctxapi.PhasePost && call.Response == nil {
 		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "post phase without a response"}
@@ -131,6 +132,9 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	action := vocab.Pass
 	anyChange := false
 	for _, p := range s.policies {
+		if !p.actsIn(call.Phase) {
+			continue
+		}
 		c.policy = p.name
 		c.warned, c.helperRung, c.shapeErr = false, vocab.Pass, ""
 		changed, rej := s.runOne(v, c, p)
@@ -176,6 +180,28 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		(res.StructuredContent == nil) != (len(call.Response.StructuredContent) == 0 || string(call.Response.StructuredContent) == "null") ||
 		(res.StructuredContent != nil && !jsonEqual(res.StructuredContent, call.Response.StructuredContent))
 	return res
+}
+
+// Acts reports whether any policy of the set runs in phase (decided at load time;
+// docs/policies.md#phases). A caller may skip preparing a phase no policy acts in.
+func (s *Set) Acts(phase ctxapi.Phase) bool {
+	for i := range s.policies {
+		if s.policies[i].actsIn(phase) {
+			return true
+		}
+	}
+	return false
+}
+
+// Phases returns the phases the named policy file runs in, sorted, and the phase
+// names it compares ctx.phase with; ok is false when the set has no such file.
+func (s *Set) Phases(file string) (acts, compared []ctxapi.Phase, ok bool) {
+	for i := range s.policies {
+		if p := &s.policies[i]; p.name == file {
+			return slices.Clone(p.phases.acts), slices.Clone(p.phases.compared), true
+		}
+	}
+	return nil, nil, false
 }
 
 // runOne runs one policy under its deadline, then reads the changed ctx back.

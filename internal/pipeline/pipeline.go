@@ -166,9 +166,9 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return t.block(t.rec.Reason)
 	}
 	// 5. Post-phase policies, each on the content the previous one left. With no
-	// policies the result is never decoded here: the clean path stays one scan.
+	// policy acting in post the result is never decoded here: the clean path stays one scan.
 	var post gate.Result
-	if len(set.Files) > 0 {
+	if set.Acts(ctxapi.PhasePost) {
 		content, structured, ok := splitResult(result)
 		if !ok { // undecodable and fail-open: forward untouched, nothing else can read it
 			return Reply{Original: resp.Raw}
