@@ -87,9 +87,11 @@ func runHTTP(ctx context.Context, d *gatewayDeps, f gatewayFlags, argv []string,
 	return serveFront(ctx, d, front, f.http)
 }
 
-// serveFront listens, serves /mcp until ctx ends (SIGINT/SIGTERM), then drains:
-// new requests get 503, requests in flight get up to --drain-timeout, and then every
-// session and its upstream is closed.
+// serveFront listens, serves /mcp until ctx ends (SIGINT/SIGTERM), then drains: the
+// listener stays open and every new request gets 503 with Connection: close (no
+// refused connections, no resets) while the requests in flight get up to
+// --drain-timeout to finish; then the listener closes and every session and its
+// upstream is closed.
 func serveFront(ctx context.Context, d *gatewayDeps, front *httpfront.Front, h httpFlags) error {
 	ln, err := net.Listen("tcp", h.listen)
 	if err != nil {
@@ -108,12 +110,18 @@ func serveFront(ctx context.Context, d *gatewayDeps, front *httpfront.Front, h h
 		return fmt.Errorf("--listen: %w", err)
 	case <-ctx.Done():
 	}
-	d.log.Info("shutting down: draining in-flight requests", "sessions", front.Sessions(), "drain_timeout", h.drainTimeout)
+	d.log.Info("shutting down: draining in-flight requests", "sessions", front.Sessions(), "in_flight", front.InFlight(), "drain_timeout", h.drainTimeout)
+	// Not srv.SetKeepAlivesEnabled(false): it closes idle connections at once, and a
+	// client about to reuse one gets a reset instead of the 503.
 	front.Drain()
 	drainCtx, cancel := context.WithTimeout(context.Background(), h.drainTimeout)
 	defer cancel()
+	select {
+	case <-front.Idle():
+	case <-drainCtx.Done():
+		d.log.Warn("drain timeout: closing the requests still in flight", "in_flight", front.InFlight())
+	}
 	if err := srv.Shutdown(drainCtx); err != nil {
-		d.log.Warn("drain timeout: closing the requests still in flight", "err", err)
 		_ = srv.Close()
 	}
 	closeCtx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)

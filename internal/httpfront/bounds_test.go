@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
 // echoBackend answers every request with an empty result.
@@ -183,5 +185,65 @@ func TestClientHeadersBounded(t *testing.T) {
 	w = post(f, ping, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": strings.Repeat("v", 1<<16)})
 	if w.Code != http.StatusBadRequest || w.Body.Len() > 1024 {
 		t.Fatalf("long protocol version: %d with a %d-byte body", w.Code, w.Body.Len())
+	}
+}
+
+// TestReplayBoundedInBytes proves a session keeps finished streams for Last-Event-ID
+// only within ReplayBytes (oldest dropped first), never keeps a JSON response, and
+// bounds an open stream's events in bytes while keeping the newest.
+func TestReplayBoundedInBytes(t *testing.T) {
+	const budget = 1000
+	f := New(Options{Auth: LocalAuth(ctxapi.User{UserID: "u"}), ReplayBytes: budget,
+		Start: func(context.Context, ctxapi.User) (Backend, error) { return echoBackend{}, nil }})
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	s := newSession(f, "sid", Identity{Key: "local"})
+	respond := func(id int, jsonMode bool, size int) *stream {
+		t.Helper()
+		req, err := jsonrpc.Parse([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{}}`, id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.openRequest(req, jsonMode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := jsonrpc.Parse([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"t":"%s"}}`, id, strings.Repeat("x", size))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.deliver(resp)
+		return st
+	}
+	kept := func(st *stream) bool { _, _, ok := s.resume(st.id + "/0"); return ok }
+
+	a := respond(1, false, 400)
+	b := respond(2, false, 400)
+	if !kept(a) || !kept(b) {
+		t.Fatal("two small finished streams within the budget are not both kept")
+	}
+	c := respond(3, false, 400) // a+b+c > budget: a goes
+	if kept(a) || !kept(b) || !kept(c) {
+		t.Fatalf("after a third stream: kept a=%v b=%v c=%v, want false true true", kept(a), kept(b), kept(c))
+	}
+	big := respond(4, false, 5000) // alone over the budget: nothing older stays, nor it
+	if kept(b) || kept(c) || kept(big) || s.finBytes != 0 {
+		t.Fatalf("after a stream over the budget: kept b=%v c=%v big=%v, %d bytes held", kept(b), kept(c), kept(big), s.finBytes)
+	}
+	if len(big.events) != 1 {
+		t.Fatal("the connection serving a dropped stream lost its response")
+	}
+	j := respond(5, true, 10)
+	if kept(j) {
+		t.Fatal("a JSON response is kept for resumption")
+	}
+
+	s.mu.Lock()
+	for range 10 {
+		s.appendLocked(s.standalone, []byte(strings.Repeat("n", 300)))
+	}
+	n, bytes := len(s.standalone.events), s.standalone.bytes
+	s.mu.Unlock()
+	if bytes > budget || n != budget/300 {
+		t.Fatalf("GET stream holds %d events, %d bytes; want %d events within %d bytes", n, bytes, budget/300, budget)
 	}
 }

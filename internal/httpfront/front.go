@@ -50,12 +50,17 @@ type Options struct {
 	IdleTimeout time.Duration
 	// ReplayEvents is how many events a stream keeps for Last-Event-ID (256 when ≤ 0).
 	ReplayEvents int
+	// ReplayBytes bounds, in bytes, what a session keeps for Last-Event-ID: the
+	// events of its finished request streams together, and each open stream's events
+	// but the newest (DefaultReplayBytes when ≤ 0).
+	ReplayBytes int
 }
 
 // Defaults for Options.
 const (
 	DefaultMaxDepth    = 512
 	DefaultMaxSessions = 1024
+	DefaultReplayBytes = 1 << 20
 )
 
 // JSON-RPC error code for an unknown or expired session (the MCP SDKs' convention).
@@ -69,6 +74,8 @@ type Front struct {
 	cancel   context.CancelFunc
 	draining atomic.Bool
 	drainCh  chan struct{}
+	active   atomic.Int64  // POST requests being served
+	idleCh   chan struct{} // signalled when active drops to 0 while draining
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -93,6 +100,9 @@ func New(opts Options) *Front {
 	if opts.ReplayEvents <= 0 {
 		opts.ReplayEvents = 256
 	}
+	if opts.ReplayBytes <= 0 {
+		opts.ReplayBytes = DefaultReplayBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -100,7 +110,7 @@ func New(opts Options) *Front {
 		opts.Hosts = NewHostAllowlist("")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Front{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, drainCh: make(chan struct{}), sessions: map[string]*session{}}
+	f := &Front{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, drainCh: make(chan struct{}), idleCh: make(chan struct{}, 1), sessions: map[string]*session{}}
 	go f.reap()
 	return f
 }
@@ -112,11 +122,28 @@ func (f *Front) Sessions() int {
 	return len(f.sessions)
 }
 
-// Drain stops accepting new requests (503) and ends every GET stream; requests in
-// flight go on. Call it before http.Server.Shutdown, then Close.
+// Drain stops accepting new requests (503, with Connection: close) and ends every
+// GET stream; requests in flight go on. Call it, wait for Idle (or a timeout) while
+// the listener stays open, then http.Server.Shutdown, then Close.
 func (f *Front) Drain() {
 	if f.draining.CompareAndSwap(false, true) {
 		close(f.drainCh)
+		f.signalIdle()
+	}
+}
+
+// Idle returns a channel that receives once no POST is in flight after Drain.
+func (f *Front) Idle() <-chan struct{} { return f.idleCh }
+
+// InFlight returns the number of POST requests being served.
+func (f *Front) InFlight() int { return int(f.active.Load()) }
+
+func (f *Front) signalIdle() {
+	if f.draining.Load() && f.active.Load() == 0 {
+		select {
+		case f.idleCh <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -176,7 +203,14 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 var supportedVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
 
 func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
+	f.active.Add(1)
+	defer func() {
+		if f.active.Add(-1) == 0 {
+			f.signalIdle()
+		}
+	}()
 	if f.draining.Load() {
+		w.Header().Set("Connection", "close")
 		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
 		return
 	}
@@ -324,6 +358,7 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	if f.draining.Load() {
+		w.Header().Set("Connection", "close")
 		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
 		return
 	}

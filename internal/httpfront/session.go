@@ -16,7 +16,8 @@ import (
 
 var errSessionEnded = errors.New("httpfront: session ended")
 
-// keepFinished is how many finished request streams a session keeps for resumption.
+// keepFinished is how many finished request streams a session keeps for resumption,
+// within Options.ReplayBytes.
 const keepFinished = 32
 
 // session is one MCP session: its backend's pipes and its streams.
@@ -37,6 +38,7 @@ type session struct {
 	progress   map[string]*stream // by progressToken key
 	open       []*stream          // request streams still waiting for their response
 	finished   []*stream          // recently finished request streams (bounded)
+	finBytes   int                // bytes of the events of finished
 	standalone *stream            // the GET stream
 	seq        int
 	last       time.Time
@@ -49,6 +51,7 @@ type stream struct {
 	id      string
 	json    bool // the POST asked for application/json: intermediate messages go to GET
 	events  []event
+	bytes   int    // sum of len(data) over events
 	next    uint64 // seq of the next event; seqs start at 1
 	final   bool   // the response is in events: the stream ends once it is sent
 	notify  chan struct{}
@@ -159,8 +162,10 @@ func (s *session) dropRequest(st *stream, msg *jsonrpc.Message) {
 	s.finishLocked(st)
 }
 
-// finishLocked retires a request stream: no more routing to it; it stays resumable
-// among the last keepFinished streams.
+// finishLocked retires a request stream: no more routing to it. An SSE stream stays
+// resumable among the last keepFinished streams while their events fit in
+// ReplayBytes, oldest dropped first; a JSON response is never resumed. A connection
+// serving a dropped stream still sends it: only the resumption copy goes.
 func (s *session) finishLocked(st *stream) {
 	delete(s.waiters, st.reqID)
 	for k, v := range s.progress {
@@ -174,20 +179,33 @@ func (s *session) finishLocked(st *stream) {
 			break
 		}
 	}
+	if st.json {
+		delete(s.streams, st.id)
+		return
+	}
 	s.finished = append(s.finished, st)
-	if len(s.finished) > keepFinished {
+	s.finBytes += st.bytes
+	for len(s.finished) > 0 && (len(s.finished) > keepFinished || s.finBytes > s.f.opts.ReplayBytes) {
 		old := s.finished[0]
+		s.finished[0] = nil
 		s.finished = s.finished[1:]
+		s.finBytes -= old.bytes
 		delete(s.streams, old.id)
 	}
 }
 
 // appendLocked adds an event to a stream and wakes its connection.
+// A stream keeps at most ReplayEvents events and, the newest apart, ReplayBytes bytes.
 func (s *session) appendLocked(st *stream, data []byte) {
 	st.events = append(st.events, event{seq: st.next, data: data})
+	st.bytes += len(data)
 	st.next++
-	if max := s.f.opts.ReplayEvents; len(st.events) > max {
-		dropped := len(st.events) - max
+	dropped := 0
+	for len(st.events)-dropped > 1 && (len(st.events)-dropped > s.f.opts.ReplayEvents || st.bytes > s.f.opts.ReplayBytes) {
+		st.bytes -= len(st.events[dropped].data)
+		dropped++
+	}
+	if dropped > 0 {
 		if st == s.standalone && st.owner == 0 {
 			s.f.log.Warn("no GET stream is open; dropping old server messages", "session", s.id, "dropped", dropped)
 		}
@@ -315,6 +333,9 @@ func (s *session) serveSSE(w http.ResponseWriter, r *http.Request, st *stream, a
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
+	if s.f.draining.Load() {
+		h.Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusOK)
 	if fl != nil {
 		fl.Flush()
@@ -367,6 +388,7 @@ func (s *session) serveSSE(w http.ResponseWriter, r *http.Request, st *stream, a
 			// Delivered: a later fresh GET does not get these again.
 			n := 0
 			for n < len(st.events) && st.events[n].seq <= after {
+				st.bytes -= len(st.events[n].data)
 				n++
 			}
 			st.events = append(st.events[:0:0], st.events[n:]...)
@@ -413,6 +435,9 @@ func (s *session) serveJSON(w http.ResponseWriter, r *http.Request, st *stream) 
 		ch := st.notify
 		s.mu.Unlock()
 		if resp != nil {
+			if s.f.draining.Load() {
+				w.Header().Set("Connection", "close")
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(resp)
