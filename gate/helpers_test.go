@@ -60,3 +60,19 @@ func postCall(content, sc string) *ctxapi.Call {
 }
 
 func run(g *Gate, c *ctxapi.Call) Result { return g.Current().Run(context.Background(), c) }
+
+// writePoliciesInto replaces the *.js files of dir with files.
+func writePoliciesInto(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	old, _ := filepath.Glob(filepath.Join(dir, "*.js"))
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

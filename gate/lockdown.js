@@ -12,7 +12,7 @@
   var defProp = Object.defineProperty, getDesc = Object.getOwnPropertyDescriptor;
   var getProto = Object.getPrototypeOf, ownKeys = Reflect.ownKeys, freeze = Object.freeze;
   var isArray = Array.isArray, OrigArray = Array, OrigMap = Map, OrigSet = Set;
-  var preventExtensions = Object.preventExtensions;
+  var preventExtensions = Object.preventExtensions, isFrozen = Object.isFrozen;
   var origStringify = JSON.stringify, origParse = JSON.parse;
   var mapGet = Map.prototype.get, mapSet = Map.prototype.set;
   var setHas = Set.prototype.has, setAdd = Set.prototype.add;
@@ -306,14 +306,20 @@
     try { fn(ctx); return undefined; } catch (e) { return [describe(e)]; }
   };
 
+  // deepFreeze freezes v and everything reachable from it: functions too, accessor
+  // functions, and prototypes. It stops at what is frozen already (the intrinsics).
   function deepFreeze(v) {
     var stack = [v];
     while (stack.length > 0) {
       var o = stack.pop();
-      if (typeof o !== 'object' || o === null) continue;
+      if ((typeof o !== 'object' && typeof o !== 'function') || o === null || isFrozen(o)) continue;
       freeze(o);
+      stack.push(getProto(o));
       var ks = ownKeys(o);
-      for (var i = 0; i < ks.length; i++) stack.push(o[ks[i]]);
+      for (var i = 0; i < ks.length; i++) {
+        var d = getDesc(o, ks[i]);
+        if ('value' in d) stack.push(d.value); else { stack.push(d.get); stack.push(d.set); }
+      }
     }
     return v;
   }
