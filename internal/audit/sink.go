@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Sink stores records. Write is called from one goroutine at a time; Close flushes.
@@ -85,6 +86,8 @@ type Emitter struct {
 	closed  bool
 
 	written, dropped, errs atomic.Uint64
+	// Failure lines are rate-limited; the counters stay exact.
+	dropLog, errLog, flushLog logLimiter
 	// OnWrite, when set, is called after each record is handed to every sink.
 	OnWrite func(r *Record, err error)
 }
@@ -95,6 +98,7 @@ func NewEmitter(log *slog.Logger, size int, sinks ...Sink) *Emitter {
 		size = 4096
 	}
 	e := &Emitter{ch: make(chan *Record, size), sinks: sinks, log: log, done: make(chan struct{})}
+	e.dropLog.every, e.errLog.every, e.flushLog.every = LogEvery, LogEvery, LogEvery
 	go e.loop()
 	return e
 }
@@ -112,7 +116,9 @@ func (e *Emitter) Emit(r *Record) {
 	case e.ch <- r:
 	default:
 		n := e.dropped.Add(1)
-		e.log.Warn("audit buffer full: record dropped", "event_id", r.EventID, "dropped_total", n)
+		if ok, quiet := e.dropLog.allow(); ok {
+			e.log.Warn("audit buffer full: record dropped", "event_id", r.EventID, "dropped_total", n, "lines_suppressed", quiet)
+		}
 	}
 }
 
@@ -128,7 +134,9 @@ func (e *Emitter) loop() {
 		err := errors.Join(errs...)
 		if err != nil {
 			n := e.errs.Add(1)
-			e.log.Error("audit sink failed", "event_id", r.EventID, "err", err, "errors_total", n)
+			if ok, quiet := e.errLog.allow(); ok {
+				e.log.Error("audit sink failed", "event_id", r.EventID, "err", err, "errors_total", n, "lines_suppressed", quiet)
+			}
 		} else {
 			e.written.Add(1)
 		}
@@ -158,7 +166,9 @@ func (e *Emitter) flush() {
 			// The records were counted as written when handed over; move them.
 			subClamp(&e.written, lost)
 			n := e.errs.Add(lost)
-			e.log.Error("audit sink flush failed", "err", err, "records_lost", lost, "errors_total", n)
+			if ok, quiet := e.flushLog.allow(); ok {
+				e.log.Error("audit sink flush failed", "err", err, "records_lost", lost, "errors_total", n, "lines_suppressed", quiet)
+			}
 		}
 	}
 }
@@ -204,6 +214,34 @@ func (e *Emitter) Close(ctx context.Context) error {
 // Stats returns the running counters.
 func (e *Emitter) Stats() Stats {
 	return Stats{Written: e.written.Load(), Dropped: e.dropped.Load(), Errors: e.errs.Load(), Queued: len(e.ch), Cap: cap(e.ch)}
+}
+
+// LogEvery is the least time between two log lines about the same kind of audit
+// failure (buffer full, sink write, sink flush). Lines in between are suppressed;
+// the next line says how many, and its *_total field is the exact count.
+var LogEvery = 10 * time.Second
+
+// logLimiter allows one line per every.
+type logLimiter struct {
+	mu         sync.Mutex
+	every      time.Duration
+	last       time.Time
+	suppressed uint64
+}
+
+// allow reports whether to log now, and how many lines were suppressed since the
+// last one logged.
+func (l *logLimiter) allow() (bool, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		l.suppressed++
+		return false, 0
+	}
+	n := l.suppressed
+	l.last, l.suppressed = now, 0
+	return true, n
 }
 
 // subClamp subtracts n from u, stopping at zero.
