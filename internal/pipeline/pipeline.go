@@ -3,7 +3,9 @@
 //
 //	input rules → pre policies → upstream → output rules → post policies → merge → audit
 //
-// docs/decisions.md#stage-order is the contract; docs/telemetry.md the record.
+// Every decision is made here, in a named stage; the record (record.go) only
+// records, and the wire shapes (wire.go) only build. docs/decisions.md#stage-order is
+// the contract; docs/telemetry.md describes the record.
 package pipeline
 
 import (
@@ -13,8 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
@@ -39,30 +39,53 @@ type Upstream func(ctx context.Context, params json.RawMessage) (*jsonrpc.Messag
 // Emitter receives the one audit record of each call.
 type Emitter interface{ Emit(*audit.Record) }
 
-// Pipeline holds what every call shares. It is safe for concurrent use.
+// Pipeline holds what every call shares. Its fields are set before the first call
+// and not changed after; Handle is then safe for concurrent use.
 type Pipeline struct {
-	Analyzer     *engine.Analyzer
-	Gate         *gate.Gate
-	Limiter      *ctxapi.RateLimiter
-	Audit        Emitter
-	Logger       *slog.Logger
-	FilterOutput bool          // --filter-output: apply the transforms of docs/decisions.md#output-filter
-	FailClosed   bool          // --fail-mode closed: truncation or an undecodable result blocks
-	Kind         string        // audit kind: gateway_output_filter or mcp_output_filter
-	Origin       *audit.Origin // agent_origin, nil for the MCP server
-	AuditOutput  bool          // false when MCPGATE_AUDIT_OUTPUT=off: input-only recording
-	// Metrics, when set, sees every record after it is emitted.
+	// Analyzer runs the built-in input and output rules. It must not be nil.
+	Analyzer *engine.Analyzer
+	// Gate holds the policy set each call runs on. Nil means no policies: both
+	// policy phases are skipped and records carry generation 0 and no hash.
+	Gate *gate.Gate
+	// Limiter counts each call once on arrival for ctx.rateLimitExceeded(n). Nil
+	// means no limiter: rateLimitExceeded is always false.
+	Limiter *ctxapi.RateLimiter
+	// Audit receives the one record of each call. Nil means records are dropped.
+	Audit Emitter
+	// Logger receives the pipeline's own failures (a panic). Nil means slog.Default().
+	Logger *slog.Logger
+	// FilterOutput is --filter-output: apply the transforms of
+	// docs/decisions.md#output-filter. False records findings and changes nothing.
+	FilterOutput bool
+	// FailClosed is --fail-mode closed: a truncated scan or an undecodable result
+	// blocks (docs/decisions.md#fail-modes).
+	FailClosed bool
+	// Kind is the records' kind: audit.KindGateway or audit.KindMCPServer.
+	Kind string
+	// Origin is the records' agent_origin. Nil leaves it out (the MCP server).
+	Origin *audit.Origin
+	// AuditOutput false is MCPGATE_AUDIT_OUTPUT=off: the record is emitted before
+	// the upstream call and the output stage goes unrecorded
+	// (docs/decisions.md#audit-output-off).
+	AuditOutput bool
+	// Observe, when set, sees every record after it is emitted.
 	Observe func(*audit.Record)
 }
 
-// Call is one tools/call as the relay received it.
+// Call is one tools/call as the relay received it. Handle never changes it.
 type Call struct {
-	Params     json.RawMessage // the request's params object
-	User       ctxapi.User
+	Params json.RawMessage // the request's params object
+	User   ctxapi.User
+	// ToolAccess, when set, returns the tool's DADL access tag
+	// (docs/decisions.md#tool-access); it may list the upstream's tools once. Nil
+	// means every tool's tag is empty.
 	ToolAccess func(ctx context.Context, tool string) string
+	// ClientInfo is initialize's clientInfo for the record (mcp-server); nil leaves
+	// it out.
 	ClientInfo map[string]string
 	// Listed, when set, reports whether the upstream listed the tool (or the
-	// configuration tags it); only such names become /metrics labels.
+	// configuration tags it); only such names become /metrics labels. Nil means
+	// none is listed.
 	Listed func(tool string) bool
 }
 
@@ -77,198 +100,291 @@ type Reply struct {
 	NoReply  bool
 }
 
+// noPolicies is the set a Pipeline without a Gate runs on: it has no policies.
+var noPolicies = &gate.Set{}
+
+// run is one call on its way through the stages.
+type run struct {
+	p     *Pipeline
+	ctx   context.Context
+	c     Call // as received; never changed
+	rec   *record
+	set   *gate.Set
+	limit func(n int) bool
+
+	params map[string]json.RawMessage // the request's keys, decoded once
+	tool   string
+	args   json.RawMessage // the arguments the upstream gets
+}
+
 // Handle runs one tools/call through the whole pipeline and writes its audit record.
 func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply) {
-	t := p.begin(c)
+	r := p.arrive(ctx, c)
 	defer func() {
-		if r := recover(); r != nil { // a bug must not lose the record or the process
-			reply = t.internalError(r)
+		if v := recover(); v != nil { // a bug must not lose the record or the process
+			reply = r.internalError(v)
 		}
-		t.emit()
+		r.rec.emit(p)
 	}()
 
-	// Every tools/call counts once toward the rate limit when it arrives, even one
-	// rejected later (docs/decisions.md#rate-limit); it runs on one policy set throughout.
-	p.Limiter.Arrive(c.User.UserID)
-	limit := func(n int) bool { return p.Limiter.Exceeded(c.User.UserID, n) }
-	set := p.Gate.Current()
-	t.policySet(set)
-
-	// Decode the request: name and arguments; every other key is kept as is.
-	params, name, args, err := decodeParams(c.Params)
-	if err != nil {
-		t.rec.Tool = bound.Truncate(name, bound.ToolName) // set only for a name too long
-		return t.invalidParams(err)
+	if err := r.decodeRequest(); err != nil {
+		return r.invalidParams(err)
 	}
-	if string(params["arguments"]) == "null" {
-		// "arguments": null makes TypeScript servers fail with -32603; send {} instead.
-		params["arguments"] = args
-		c.Params, _ = jsonrpc.Marshal(params)
-	}
-	t.tool(name, c.ToolAccess, c.Listed, ctx)
+	r.lookupTool()
 
 	// 1. Built-in input rules over the arguments' string leaves.
-	stage := time.Now()
-	in, err := p.Analyzer.AnalyzeArguments(args)
+	in, err := r.inputRules(r.args)
 	if err != nil {
-		return t.invalidParams(err)
+		return r.invalidParams(err)
 	}
-	t.stage(vocab.StageInputRules, stage)
 
 	// 2. Pre-phase policies: reject or rewrite the arguments.
-	stage = time.Now()
-	pre := set.Run(ctx, &ctxapi.Call{
-		Phase: ctxapi.PhasePre, Tool: name, ToolAccess: t.rec.ToolAccess, Params: args,
-		User: c.User, Findings: in.Findings, RateLimitExceeded: limit,
-	})
-	t.stage(vocab.StagePrePolicies, stage)
-	if ctx.Err() != nil { // the client cancelled or left: no policy failed
-		return t.upstreamFailed(ErrCancelled)
+	pre := r.policies(ctxapi.PhasePre, vocab.StagePrePolicies, nil, in.Findings)
+	if r.ctx.Err() != nil { // the client cancelled or left: no policy failed
+		return r.upstreamFailed(ErrCancelled)
 	}
-	t.acted(pre.Acted)
 	if pre.Reject != nil {
-		t.rec.InputRuleIDs = in.RuleIDs()
-		return t.reject(pre.Reject, vocab.OutcomeRejected)
+		r.rec.setInputRules(in)
+		return r.reject(pre.Reject, vocab.OutcomeRejected)
 	}
 	if pre.Changed {
-		// A rewrite has no rung on the ladder; it is scanned again before it goes out.
-		args, t.rec.ParamsRewritten = pre.Params, true
-		params["arguments"] = args
-		if in, err = p.Analyzer.AnalyzeArguments(args); err != nil {
-			return t.reject(&gate.Rejection{Policy: lastOf(pre.Acted), Code: vocab.ReasonBadCtxShape,
+		if in, err = r.rewriteArguments(pre.Params); err != nil {
+			return r.reject(&gate.Rejection{Policy: lastOf(pre.Acted), Code: vocab.ReasonBadCtxShape,
 				Message: "the rewritten arguments are not a JSON object"}, vocab.OutcomeRejected)
 		}
-		c.Params, _ = jsonrpc.Marshal(params)
 	}
-	t.rec.InputRuleIDs = in.RuleIDs()
+	r.rec.setInputRules(in)
 	if !p.AuditOutput {
-		t.emitInputOnly()
+		r.rec.setAuditOutputOff()
+		r.rec.emit(p)
 	}
 
 	// 3. The upstream call.
-	stage = time.Now()
-	resp, err := up(ctx, c.Params)
-	t.stage(vocab.StageUpstream, stage)
+	resp, err := r.callUpstream(up)
 	if err != nil {
-		return t.upstreamFailed(err)
+		return r.upstreamFailed(err)
 	}
 	if resp.Error != nil {
-		return t.upstreamError(resp.Error)
+		return r.filterUpstreamError(resp.Error)
 	}
 	result := resp.Result
 
 	// 4. Built-in output rules over the upstream's original result.
-	stage = time.Now()
+	stage := time.Now()
 	out, err := p.Analyzer.AnalyzeResult(result)
-	t.stage(vocab.StageOutputRules, stage)
-	verdict := t.verdict(out, err)
+	r.rec.stage(vocab.StageOutputRules, stage)
+	r.rec.setFindings(out)
+	verdict := r.outputVerdict(out, err)
 	if verdict == engine.Block {
-		return t.block(t.rec.Reason)
+		return r.block()
 	}
+
 	// 5. Post-phase policies, each on the content the previous one left. With no
 	// policy acting in post the result is never decoded here: the clean path stays one scan.
 	var post gate.Result
-	if set.Acts(ctxapi.PhasePost) {
+	if r.set.Acts(ctxapi.PhasePost) {
 		content, structured, ok := splitResult(result)
 		if !ok { // undecodable and fail-open: forward untouched, nothing else can read it
 			return Reply{Original: resp.Raw}
 		}
-		stage = time.Now()
-		post = set.Run(ctx, &ctxapi.Call{
-			Phase: ctxapi.PhasePost, Tool: name, ToolAccess: t.rec.ToolAccess, Params: args,
-			Response: &ctxapi.Response{Content: content, StructuredContent: structured},
-			User:     c.User, Findings: out.Findings, RateLimitExceeded: limit,
-		})
-		t.stage(vocab.StagePostPolicies, stage)
-		if ctx.Err() != nil {
-			return t.upstreamFailed(ErrCancelled)
+		post = r.policies(ctxapi.PhasePost, vocab.StagePostPolicies,
+			&ctxapi.Response{Content: content, StructuredContent: structured}, out.Findings)
+		if r.ctx.Err() != nil {
+			return r.upstreamFailed(ErrCancelled)
 		}
-		t.acted(post.Acted)
 		if post.Reject != nil {
-			return t.reject(post.Reject, vocab.OutcomeOK)
+			return r.reject(post.Reject, vocab.OutcomeOK)
 		}
 	}
 
 	// 6. Merge: policy edits, then the Warn sanitizer over the final content.
 	stage = time.Now()
-	defer t.stage(vocab.StageMerge, stage)
+	defer r.rec.stage(vocab.StageMerge, stage)
 	findings := len(out.Findings)
 	if post.Changed {
-		t.escalate(policyAction(post.Action))
+		r.rec.escalate(policyAction(post.Action))
 		if result, err = replaceContent(result, post.Content, post.StructuredContent); err != nil {
-			return t.reject(&gate.Rejection{Policy: lastOf(post.Acted), Code: vocab.ReasonBadCtxShape, Message: err.Error()}, vocab.OutcomeOK)
+			return r.reject(&gate.Rejection{Policy: lastOf(post.Acted), Code: vocab.ReasonBadCtxShape, Message: err.Error()}, vocab.OutcomeOK)
 		}
-		t.outputChanged()
-		// What a policy wrote is scanned too, so a policy can never put escapes back.
-		if p.FilterOutput {
-			if again, err := p.Analyzer.AnalyzeResult(result); err == nil && again.Verdict > verdict {
-				verdict, findings = again.Verdict, findings+len(again.Findings)
-				t.rescanned(again)
-				if verdict == engine.Block {
-					return t.block(vocab.ReasonFilterBlock)
-				}
-			}
+		r.rec.outputChanged()
+		var n int
+		if verdict, n = r.rescan(result, verdict); verdict == engine.Block {
+			return r.block()
 		}
+		findings += n
 	}
 	// ctx.warn in either phase is a warning the agent sees, like the filter's.
 	warnings := len(pre.Warnings) + len(post.Warnings)
-	if warnings > 0 {
-		t.escalate(vocab.Warn)
-	}
 	if verdict == engine.Warn || warnings > 0 {
-		warned, err := warnResult(result, t.rec.EventID, findings+warnings)
-		if err != nil { // cannot rewrite safely: fail closed rather than pass escapes on
-			t.rec.Reason = vocab.ReasonSanitizeFailed
-			return t.block(vocab.ReasonSanitizeFailed)
-		}
-		t.escalate(vocab.Warn)
-		t.outputChanged()
-		return t.forward(warned)
+		return r.warn(result, findings+warnings)
 	}
 	if !post.Changed {
 		return Reply{Original: resp.Raw} // changes are detected, not assumed
 	}
-	return t.forward(result)
+	return Reply{Result: result}
 }
 
-// verdict applies --filter-output and the fail mode to the output analysis.
-func (t *trace) verdict(out engine.Report, err error) engine.Verdict {
-	p := t.p
-	t.rec.RuleIDs = out.RuleIDs()
-	t.rec.FindingsCount = len(out.Findings)
-	t.rec.HighestSeverity = out.Highest.String()
-	t.rec.Truncated = out.Truncated
-	if !p.FilterOutput {
-		t.rec.Filter, t.rec.Decision = vocab.FilterOff, engine.Allow.String()
+// arrive starts a call: its record, its policy set, and its one count toward the
+// rate limit, taken when it arrives, even for a call rejected later
+// (docs/decisions.md#rate-limit). The call runs on one policy set throughout.
+func (p *Pipeline) arrive(ctx context.Context, c Call) *run {
+	r := &run{p: p, ctx: ctx, c: c, rec: newRecord(p, c), set: noPolicies, limit: func(int) bool { return false }}
+	if p.Gate != nil {
+		r.set = p.Gate.Current()
+	}
+	r.rec.setPolicySet(r.set.Generation, r.set.Hash)
+	if l := p.Limiter; l != nil {
+		user := c.User.UserID
+		l.Arrive(user)
+		r.limit = func(n int) bool { return l.Exceeded(user, n) }
+	}
+	return r
+}
+
+// decodeRequest reads the tool name and the arguments; every other key is kept as is.
+func (r *run) decodeRequest() error {
+	params, name, args, err := decodeParams(r.c.Params)
+	if err != nil {
+		r.rec.setTool(bound.Truncate(name, bound.ToolName), "", false) // set only for a name too long
+		return err
+	}
+	r.params, r.tool, r.args = params, name, args
+	return nil
+}
+
+// lookupTool finds the tool's access tag, which may list the upstream's tools once,
+// and whether the upstream listed it.
+func (r *run) lookupTool() {
+	var access string
+	if r.c.ToolAccess != nil {
+		start := time.Now()
+		access = r.c.ToolAccess(r.ctx, r.tool)
+		r.rec.stage(vocab.StageToolAccess, start)
+	}
+	r.rec.setTool(r.tool, access, r.c.Listed != nil && r.c.Listed(r.tool))
+}
+
+// inputRules scans the arguments' string leaves.
+func (r *run) inputRules(args json.RawMessage) (engine.Report, error) {
+	start := time.Now()
+	in, err := r.p.Analyzer.AnalyzeArguments(args)
+	r.rec.stage(vocab.StageInputRules, start)
+	return in, err
+}
+
+// policies runs one phase of the policy set and records which policies acted.
+func (r *run) policies(phase ctxapi.Phase, stage vocab.Stage, resp *ctxapi.Response, findings []engine.Finding) gate.Result {
+	start := time.Now()
+	res := r.set.Run(r.ctx, &ctxapi.Call{
+		Phase: phase, Tool: r.tool, ToolAccess: r.rec.toolAccess(), Params: r.args, Response: resp,
+		User: r.c.User, Findings: findings, RateLimitExceeded: r.limit,
+	})
+	r.rec.stage(stage, start)
+	if r.ctx.Err() == nil {
+		r.rec.acted(res.Acted)
+	}
+	return res
+}
+
+// rewriteArguments takes a pre policy's arguments. A rewrite has no rung on the
+// ladder; it is scanned again before it goes out (docs/decisions.md#changes-detected).
+func (r *run) rewriteArguments(args json.RawMessage) (engine.Report, error) {
+	r.args = args
+	r.rec.setParamsRewritten()
+	return r.p.Analyzer.AnalyzeArguments(args)
+}
+
+// outgoing is the params the upstream gets: the request's own bytes unless the
+// arguments were rewritten or sent as null (TypeScript servers fail with -32603 on
+// "arguments": null, so {} goes instead).
+func (r *run) outgoing() json.RawMessage {
+	if !r.rec.r.ParamsRewritten && string(r.params["arguments"]) != "null" {
+		return r.c.Params
+	}
+	params := make(map[string]json.RawMessage, len(r.params))
+	for k, v := range r.params {
+		params[k] = v
+	}
+	params["arguments"] = r.args
+	b, _ := jsonrpc.Marshal(params)
+	return b
+}
+
+// callUpstream sends the call and times the wait.
+func (r *run) callUpstream(up Upstream) (*jsonrpc.Message, error) {
+	start := time.Now()
+	resp, err := up(r.ctx, r.outgoing())
+	r.rec.stage(vocab.StageUpstream, start)
+	return resp, err
+}
+
+// outputVerdict applies --filter-output and the fail mode to an analysis of output
+// (docs/decisions.md#fail-modes); err is the analyzer's, for an undecodable result.
+func (r *run) outputVerdict(out engine.Report, err error) engine.Verdict {
+	if !r.p.FilterOutput {
+		r.rec.setFilter(vocab.FilterOff, engine.Allow)
 		return engine.Allow
 	}
-	t.rec.Filter = vocab.FilterOn
 	v := out.Verdict
 	switch {
 	case err != nil:
-		t.rec.Reason = vocab.ReasonUndecodableResult
+		r.rec.setReason(vocab.ReasonUndecodableResult)
 		v = engine.Allow
-		if p.FailClosed {
-			v, t.rec.FailModeTriggered = engine.Block, true
+		if r.p.FailClosed {
+			v = engine.Block
+			r.rec.setFailModeTriggered()
 		}
-	case out.Truncated && v == engine.Allow && p.FailClosed:
-		v, t.rec.FailModeTriggered, t.rec.Reason = engine.Block, true, vocab.ReasonScanTruncated
+	case out.Truncated && v == engine.Allow && r.p.FailClosed:
+		v = engine.Block
+		r.rec.setFailModeTriggered()
+		r.rec.setReason(vocab.ReasonScanTruncated)
 	case v == engine.Block:
-		t.rec.Reason = vocab.ReasonFilterBlock
+		r.rec.setReason(vocab.ReasonFilterBlock)
 	}
-	t.rec.Decision = v.String()
+	r.rec.setFilter(vocab.FilterOn, v)
 	if v != engine.Allow {
-		for _, f := range out.Findings {
-			if engine.VerdictFor(f.Severity) >= engine.Warn {
-				t.guardrail(f.RuleID)
-			}
-		}
+		r.rec.rulesActed(out)
 	}
 	return v
 }
 
+// rescan runs the output rules over what the post policies wrote, so a policy can
+// never put escapes back, under the same scan cap and fail mode as the upstream's
+// bytes (docs/decisions.md#stage-order). It returns the stronger verdict and how many
+// findings the agent's notice adds.
+func (r *run) rescan(result json.RawMessage, verdict engine.Verdict) (engine.Verdict, int) {
+	if !r.p.FilterOutput {
+		return verdict, 0
+	}
+	again, err := r.p.Analyzer.AnalyzeResult(result)
+	if err != nil {
+		return verdict, 0 // replaceContent wrote an object: cannot happen
+	}
+	if again.Truncated {
+		r.rec.setTruncated()
+	}
+	v := again.Verdict
+	if again.Truncated && v == engine.Allow && r.p.FailClosed {
+		v = engine.Block
+	}
+	if v <= verdict {
+		return verdict, 0
+	}
+	r.rec.addFindings(again)
+	if v == engine.Block && again.Verdict != engine.Block {
+		r.rec.setFailModeTriggered()
+		r.rec.setReason(vocab.ReasonScanTruncated)
+	} else if v == engine.Block {
+		r.rec.setReason(vocab.ReasonFilterBlock)
+	}
+	r.rec.setFilter(vocab.FilterOn, v)
+	r.rec.rulesActed(again)
+	return v, len(again.Findings)
+}
+
 // policyAction is the rung of a post-phase content change: mask when a mask helper
-// made it, otherwise redact, including a change made without a helper (docs/decisions.md#ladder).
+// made it, otherwise redact, including a change made without a helper
+// (docs/decisions.md#ladder).
 func policyAction(a vocab.Action) vocab.Action {
 	if a == vocab.Mask {
 		return vocab.Mask
@@ -283,111 +399,142 @@ func lastOf(s []string) string {
 	return s[len(s)-1]
 }
 
-// decodeParams splits tools/call params into its keys, the tool name and the
-// arguments object ({} when absent or null).
-func decodeParams(raw json.RawMessage) (map[string]json.RawMessage, string, json.RawMessage, error) {
-	var params map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &params); err != nil || params == nil {
-		return nil, "", nil, errors.New("tools/call params must be an object")
-	}
-	var name string
-	if err := json.Unmarshal(params["name"], &name); err != nil || name == "" {
-		return nil, "", nil, errors.New(`tools/call params need a string "name"`)
-	}
-	if !bound.ToolNameOK(name) {
-		return nil, name, nil, fmt.Errorf("tool name is %d bytes long; MCP tool names have 1 to %d characters", len(name), bound.ToolName)
-	}
-	args := params["arguments"]
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	} else if args[0] != '{' {
-		return nil, "", nil, errors.New(`tools/call "arguments" must be an object`)
-	}
-	return params, name, args, nil
-}
-
-// splitResult returns the result's content array ([] when absent) and its
-// structuredContent (nil when absent); ok is false for a result that is not an object.
-func splitResult(result json.RawMessage) (content, structured json.RawMessage, ok bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(result, &m) != nil || m == nil {
-		return nil, nil, false
-	}
-	content = m["content"]
-	if len(content) == 0 || string(content) == "null" {
-		content = json.RawMessage("[]")
-	}
-	if sc := m["structuredContent"]; len(sc) > 0 {
-		structured = sc
-	}
-	return content, structured, true
-}
-
-// replaceContent writes the policies' content and structuredContent into result,
-// keeping every other field.
-func replaceContent(result, content, structured json.RawMessage) (json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(result, &m); err != nil {
-		return nil, fmt.Errorf("result is not an object: %w", err)
-	}
-	if content != nil {
-		m["content"] = content
-	}
-	if structured == nil || string(structured) == "null" {
-		delete(m, "structuredContent")
-	} else {
-		m["structuredContent"] = structured
-	}
-	return jsonrpc.Marshal(m)
-}
-
-// Wire texts (docs/decisions.md#block-shape, #warn-shape, #rejection-shape; the dash is U+2014).
-func blockText(eventID string) string {
-	return "[mcpgate: tool output blocked — see audit log entry " + eventID + " for details]"
-}
-
-func warnText(eventID string, n int) string {
-	return fmt.Sprintf("[mcpgate: WARNING — %d findings; see audit log entry %s]", n, eventID)
-}
-
-func rejectText(policy, message, eventID string) string {
-	return "[mcpgate: call rejected by policy " + policy + ": " + message + " — see audit log entry " + eventID + "]"
-}
-
-type textItem struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// errorResult is the block shape (docs/decisions.md#block-shape): one text item and isError, nothing else.
-func errorResult(text string) json.RawMessage {
-	b, _ := jsonrpc.Marshal(struct {
-		Content []textItem `json:"content"`
-		IsError bool       `json:"isError"`
-	}{[]textItem{{"text", text}}, true})
-	return b
-}
-
-// warnResult sanitizes every text-bearing string of result and prepends the notice.
-func warnResult(result json.RawMessage, eventID string, n int) (json.RawMessage, error) {
-	clean, err := engine.SanitizeResult(result)
+// warn sanitizes every text of result and puts the notice first
+// (docs/decisions.md#warn-shape). A result it cannot rewrite safely is blocked
+// rather than passed on with its escapes.
+func (r *run) warn(result json.RawMessage, n int) Reply {
+	warned, err := warnResult(result, r.rec.eventID(), n)
 	if err != nil {
-		return nil, err
+		r.rec.setReason(vocab.ReasonSanitizeFailed)
+		return r.block()
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(clean, &m); err != nil {
-		return nil, err
-	}
-	var items []json.RawMessage
-	if c := m["content"]; len(c) > 0 && string(c) != "null" {
-		if err := json.Unmarshal(c, &items); err != nil {
-			return nil, fmt.Errorf("content is not an array: %w", err)
-		}
-	}
-	notice, _ := jsonrpc.Marshal(textItem{"text", warnText(eventID, n)})
-	m["content"], _ = jsonrpc.Marshal(append([]json.RawMessage{notice}, items...))
-	return jsonrpc.Marshal(m)
+	r.rec.escalate(vocab.Warn)
+	r.rec.outputChanged()
+	return Reply{Result: warned}
 }
 
-// newEventID returns a UUIDv4 (docs/decisions.md#block-shape).
-func newEventID() string { return uuid.NewString() }
+// block withholds the whole result behind the placeholder
+// (docs/decisions.md#block-shape).
+func (r *run) block() Reply {
+	r.rec.escalate(vocab.Block)
+	r.rec.outputChanged()
+	return Reply{Result: errorResult(blockText(r.rec.eventID()))}
+}
+
+// reject answers a policy rejection: an isError result naming the policy. The
+// message goes to the client only (docs/decisions.md#reasons-without-values).
+func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
+	r.rec.setReason(rej.Code)
+	r.rec.setPolicy(rej.Policy)
+	r.rec.setOutcome(outcome)
+	r.rec.guardrail(rej.Policy)
+	r.rec.escalate(vocab.Block)
+	if outcome != vocab.OutcomeRejected {
+		r.rec.outputChanged()
+	}
+	msg := rej.Message
+	if msg == "" {
+		msg = rejectionReasons[rej.Code]
+	}
+	if msg == "" {
+		msg = "the policy rejected the call"
+	}
+	// A thrown message may quote content: it gets the Warn sanitizer and a bound.
+	msg = capText(engine.Sanitize(msg), maxRejectionText)
+	return Reply{Result: errorResult(rejectText(rej.Policy, msg, r.rec.eventID()))}
+}
+
+var rejectionReasons = map[vocab.Reason]string{
+	vocab.ReasonPolicyTimeout:     "the policy ran past its time limit",
+	vocab.ReasonPolicyStackLimit:  "the policy exceeded the call-stack limit",
+	vocab.ReasonPolicyMemoryLimit: "the policy exceeded the memory limit",
+	vocab.ReasonBadCtxShape:       "the policy left ctx in an invalid shape",
+	vocab.ReasonPolicyError:       "the policy failed",
+}
+
+// invalidParams answers a malformed tools/call with JSON-RPC -32602.
+func (r *run) invalidParams(err error) Reply {
+	r.rec.setReason(vocab.ReasonInvalidParams)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	r.rec.escalate(vocab.Block)
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
+	return Reply{Error: b}
+}
+
+// upstreamFailed answers a call the upstream never answered: no response for a
+// cancellation (MCP sends none), a JSON-RPC error citing the record otherwise.
+func (r *run) upstreamFailed(err error) Reply {
+	var code int
+	switch {
+	case errors.Is(err, ErrCancelled):
+		r.rec.setOutcome(vocab.OutcomeCancelled)
+		return Reply{NoReply: true}
+	case errors.Is(err, ErrTimeout):
+		r.rec.setOutcome(vocab.OutcomeTimeout)
+		code = jsonrpc.CodeRequestTimeout
+	default:
+		r.rec.setOutcome(vocab.OutcomeUpstreamError)
+		code = jsonrpc.CodeUpstreamUnavailable
+	}
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: code, Message: "mcpgate: " + err.Error() + " (audit log entry " + r.rec.eventID() + ")"})
+	return Reply{Error: b}
+}
+
+// filterUpstreamError filters a JSON-RPC error the upstream returned: its message and
+// its data are scanned like a result; a block withholds both, a warn sanitizes both
+// and puts the notice in front of the message.
+func (r *run) filterUpstreamError(raw json.RawMessage) Reply {
+	r.rec.setOutcome(vocab.OutcomeUpstreamError)
+	var e map[string]json.RawMessage
+	var msg string
+	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e["message"], &msg) != nil {
+		return Reply{Error: raw}
+	}
+	scan, _ := jsonrpc.Marshal(map[string]json.RawMessage{"message": e["message"], "data": orNull(e["data"])})
+	rep, err := r.p.Analyzer.AnalyzeArguments(scan)
+	for i := range rep.Findings {
+		rep.Findings[i].Pointer = "/error" + rep.Findings[i].Pointer
+	}
+	r.rec.setFindings(rep)
+	switch r.outputVerdict(rep, err) {
+	case engine.Block:
+		msg = blockText(r.rec.eventID())
+		delete(e, "data")
+		r.rec.escalate(vocab.Block)
+		r.rec.outputChanged()
+	case engine.Warn:
+		msg = warnText(r.rec.eventID(), len(rep.Findings)) + " " + engine.Sanitize(msg)
+		if d, ok := e["data"]; ok {
+			if clean, err := engine.SanitizeJSON(d); err == nil {
+				e["data"] = clean
+			} else {
+				delete(e, "data")
+			}
+		}
+		r.rec.escalate(vocab.Warn)
+		r.rec.outputChanged()
+	default:
+		return Reply{Error: raw}
+	}
+	e["message"], _ = jsonrpc.Marshal(msg)
+	b, _ := jsonrpc.Marshal(e)
+	return Reply{Error: b}
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// internalError fails the call closed after a panic inside the pipeline.
+func (r *run) internalError(v any) Reply {
+	log := r.p.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Error("tools/call pipeline panicked; call blocked", "event_id", r.rec.eventID(), "panic", fmt.Sprint(v))
+	r.rec.setReason(vocab.ReasonInternalError)
+	return r.block()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -439,5 +440,74 @@ func TestLongToolNameIsInvalidParams(t *testing.T) {
 	}
 	if strings.Contains(e.Message, "xxxx") {
 		t.Fatal("the error message echoes the name")
+	}
+}
+
+// TestPolicyOutputPastScanCap: under --fail-mode closed, what a post policy writes
+// past the scan cap is treated as the same bytes from the upstream would be: blocked
+// as truncated. Fail-open forwards it.
+func TestPolicyOutputPastScanCap(t *testing.T) {
+	big := strings.Repeat("a", engine.MaxScanBytes+1024)
+	for _, tc := range []struct {
+		name       string
+		failClosed bool
+		action     vocab.Action
+		reason     vocab.Reason
+	}{
+		{"fail closed blocks", true, vocab.Block, vocab.ReasonScanTruncated},
+		{"fail open forwards", false, vocab.Redact, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, map[string]string{"p.js": `if (ctx.phase === "post") { ctx.response.content[0].text = "x".repeat(` +
+				fmt.Sprint(len(big)) + `) }`}, true, tc.failClosed)
+			reply := p.Handle(context.Background(), call(`{}`), upstreamReturning(cleanResult, nil))
+			r := rec.recs[0]
+			if r.ActionTaken != tc.action || r.Reason != tc.reason || r.FailModeTriggered != tc.failClosed || !r.Truncated {
+				t.Fatalf("action %s reason %q fail_mode_triggered %v truncated %v", r.ActionTaken, r.Reason, r.FailModeTriggered, r.Truncated)
+			}
+			if blocked := strings.HasPrefix(firstText(t, reply.Result), "[mcpgate: tool output blocked"); blocked != tc.failClosed {
+				t.Fatalf("blocked = %v", blocked)
+			}
+
+			// The same bytes from the upstream get the same verdict.
+			up := `{"content":[{"type":"text","text":"` + big + `"}]}`
+			p2, rec2 := newPipeline(t, nil, true, tc.failClosed)
+			p2.Handle(context.Background(), call(`{}`), upstreamReturning(up, nil))
+			if got := rec2.recs[0].ActionTaken == vocab.Block; got != tc.failClosed {
+				t.Fatalf("upstream bytes: action %s", rec2.recs[0].ActionTaken)
+			}
+		})
+	}
+}
+
+// TestCallIsNotChanged: Handle sends rewritten or null-fixed arguments without
+// touching the Call it was given.
+func TestCallIsNotChanged(t *testing.T) {
+	p, _ := newPipeline(t, map[string]string{"p.js": `if (ctx.phase === "pre") { ctx.params.path = "/safe" }`}, true, false)
+	for _, args := range []string{`null`, `{"path":"/etc/passwd"}`} {
+		c := call(args)
+		before := string(c.Params)
+		var sent json.RawMessage
+		p.Handle(context.Background(), c, upstreamReturning(cleanResult, &sent))
+		if string(c.Params) != before {
+			t.Fatalf("Call.Params changed: %s", c.Params)
+		}
+		if !strings.Contains(string(sent), `"/safe"`) {
+			t.Fatalf("upstream got %s", sent)
+		}
+	}
+}
+
+// TestNilFields: a Pipeline with only an Analyzer handles a call, as its field
+// comments say.
+func TestNilFields(t *testing.T) {
+	an, err := engine.New(engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Pipeline{Analyzer: an, FilterOutput: true, AuditOutput: true}
+	reply := p.Handle(context.Background(), call(`{}`), upstreamReturning(osc52Result, nil))
+	if got := firstText(t, reply.Result); !strings.HasPrefix(got, "[mcpgate: tool output blocked") {
+		t.Fatalf("got %q", got)
 	}
 }

@@ -1,0 +1,161 @@
+package pipeline
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/vocab"
+)
+
+// record is the one audit record of a call as the pipeline fills it in. It only
+// records: every decision is made in pipeline.go, and each method here sets or adds
+// to fields. emit sends it exactly once (docs/decisions.md#fail-modes).
+type record struct {
+	start   time.Time
+	r       audit.Record
+	emitted bool
+}
+
+func newRecord(p *Pipeline, c Call) *record {
+	return &record{start: time.Now(), r: audit.Record{
+		Kind:                p.Kind,
+		Decision:            engine.Allow.String(),
+		EventID:             newEventID(),
+		RuleIDs:             []string{},
+		HighestSeverity:     engine.SeverityNone.String(),
+		AgentOrigin:         p.Origin,
+		ActionTaken:         vocab.Pass,
+		GuardrailsTriggered: []string{},
+		Filter:              vocab.FilterSkipped,
+		Outcome:             vocab.OutcomeOK,
+		StageMS:             map[vocab.Stage]float64{},
+		ClientInfo:          c.ClientInfo,
+		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass},
+	}}
+}
+
+func (t *record) eventID() string    { return t.r.EventID }
+func (t *record) toolAccess() string { return t.r.ToolAccess }
+
+func (t *record) setPolicySet(gen uint64, hash string) {
+	t.r.PolicyGen, t.r.PolicySetHash = gen, hash
+}
+
+func (t *record) setTool(name, access string, listed bool) {
+	t.r.Tool, t.r.ToolAccess, t.r.Listed = name, access, listed
+}
+
+func (t *record) setOutcome(o vocab.Outcome) { t.r.Outcome = o }
+
+func (t *record) setReason(r vocab.Reason) { t.r.Reason = r }
+
+func (t *record) setPolicy(file string) { t.r.Policy = file }
+
+func (t *record) setParamsRewritten()            { t.r.ParamsRewritten = true }
+func (t *record) setInputRules(in engine.Report) { t.r.InputRuleIDs = in.RuleIDs() }
+func (t *record) setFailModeTriggered()          { t.r.FailModeTriggered = true }
+func (t *record) setTruncated()                  { t.r.Truncated = true }
+
+// ms converts to milliseconds with microsecond precision.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func roundMS(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// stage records how long a stage took, from since to now.
+func (t *record) stage(name vocab.Stage, since time.Time) { t.r.StageMS[name] = ms(time.Since(since)) }
+
+// acted names the policies that changed, warned or rejected.
+func (t *record) acted(files []string) {
+	for _, f := range files {
+		t.r.Policies = appendUnique(t.r.Policies, f)
+		t.guardrail(f)
+	}
+}
+
+func (t *record) guardrail(name string) {
+	t.r.GuardrailsTriggered = appendUnique(t.r.GuardrailsTriggered, name)
+}
+
+func appendUnique(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// escalate moves the action up the ladder; it never moves down (docs/decisions.md#ladder).
+func (t *record) escalate(action vocab.Action) {
+	t.r.ActionTaken = vocab.Strongest(t.r.ActionTaken, action)
+	t.r.Blocked = t.r.ActionTaken == vocab.Block
+}
+
+// outputChanged marks that the output stage changed or withheld data.
+func (t *record) outputChanged() { t.guardrail(audit.GuardrailOutputSanitization) }
+
+// setFilter records the filter's state and verdict.
+func (t *record) setFilter(state string, v engine.Verdict) {
+	t.r.Filter, t.r.Decision = state, v.String()
+}
+
+// setFindings records what the output rules found in the upstream's result.
+func (t *record) setFindings(out engine.Report) {
+	t.r.RuleIDs = out.RuleIDs()
+	t.r.FindingsCount = len(out.Findings)
+	t.r.HighestSeverity = out.Highest.String()
+	t.r.Truncated = out.Truncated
+}
+
+// addFindings records what the output rules found in content a post policy wrote.
+func (t *record) addFindings(again engine.Report) {
+	t.r.FindingsCount += len(again.Findings)
+	for _, id := range again.RuleIDs() {
+		t.r.RuleIDs = appendUnique(t.r.RuleIDs, id)
+	}
+	if s, _ := engine.ParseSeverity(t.r.HighestSeverity); again.Highest > s {
+		t.r.HighestSeverity = again.Highest.String()
+	}
+}
+
+// rulesActed names, as guardrails, the rules whose findings warn or block.
+func (t *record) rulesActed(out engine.Report) {
+	for _, f := range out.Findings {
+		if engine.VerdictFor(f.Severity) >= engine.Warn {
+			t.guardrail(f.RuleID)
+		}
+	}
+}
+
+// setAuditOutputOff marks the record input-only (docs/decisions.md#audit-output-off).
+func (t *record) setAuditOutputOff() { t.r.AuditOutput = "off" }
+
+// emit sends a snapshot of the record to p.Audit and p.Observe, once; later calls do
+// nothing. The sink encodes the snapshot on another goroutine, and with
+// MCPGATE_AUDIT_OUTPUT=off the pipeline goes on after the record is out.
+func (t *record) emit(p *Pipeline) {
+	if t.emitted {
+		return
+	}
+	t.emitted = true
+	snap := t.r
+	snap.StageMS = maps.Clone(t.r.StageMS)
+	snap.RuleIDs = append([]string{}, t.r.RuleIDs...) // [] rather than null on the wire
+	snap.GuardrailsTriggered = append([]string{}, t.r.GuardrailsTriggered...)
+	snap.Policies = slices.Clone(t.r.Policies)
+	snap.TS = time.Now().UTC().Format(audit.TSLayout)
+	snap.ElapsedMS = ms(time.Since(t.start))
+	if up, ok := snap.StageMS[vocab.StageUpstream]; ok {
+		snap.StageMS[vocab.StageGateway] = roundMS(snap.ElapsedMS - up)
+	}
+	snap.Blocked = snap.ActionTaken == vocab.Block
+	snap.ToolCalls = []audit.ToolCall{{Name: snap.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: snap.ActionTaken}}}
+	if p.Audit != nil {
+		p.Audit.Emit(&snap)
+	}
+	if p.Observe != nil {
+		p.Observe(&snap)
+	}
+}

@@ -1,0 +1,141 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/bound"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// This file holds the wire shapes: decoding a tools/call's params and building the
+// results the pipeline decides on. Nothing here decides anything.
+
+// decodeParams splits tools/call params into its keys, the tool name and the
+// arguments object ({} when absent or null).
+func decodeParams(raw json.RawMessage) (map[string]json.RawMessage, string, json.RawMessage, error) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &params); err != nil || params == nil {
+		return nil, "", nil, errors.New("tools/call params must be an object")
+	}
+	var name string
+	if err := json.Unmarshal(params["name"], &name); err != nil || name == "" {
+		return nil, "", nil, errors.New(`tools/call params need a string "name"`)
+	}
+	if !bound.ToolNameOK(name) {
+		return nil, name, nil, fmt.Errorf("tool name is %d bytes long; MCP tool names have 1 to %d characters", len(name), bound.ToolName)
+	}
+	args := params["arguments"]
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	} else if args[0] != '{' {
+		return nil, "", nil, errors.New(`tools/call "arguments" must be an object`)
+	}
+	return params, name, args, nil
+}
+
+// splitResult returns the result's content array ([] when absent) and its
+// structuredContent (nil when absent); ok is false for a result that is not an object.
+func splitResult(result json.RawMessage) (content, structured json.RawMessage, ok bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil || m == nil {
+		return nil, nil, false
+	}
+	content = m["content"]
+	if len(content) == 0 || string(content) == "null" {
+		content = json.RawMessage("[]")
+	}
+	if sc := m["structuredContent"]; len(sc) > 0 {
+		structured = sc
+	}
+	return content, structured, true
+}
+
+// replaceContent writes the policies' content and structuredContent into result,
+// keeping every other field.
+func replaceContent(result, content, structured json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(result, &m); err != nil {
+		return nil, fmt.Errorf("result is not an object: %w", err)
+	}
+	if content != nil {
+		m["content"] = content
+	}
+	if structured == nil || string(structured) == "null" {
+		delete(m, "structuredContent")
+	} else {
+		m["structuredContent"] = structured
+	}
+	return jsonrpc.Marshal(m)
+}
+
+// Wire texts (docs/decisions.md#block-shape, #warn-shape, #rejection-shape; the dash is U+2014).
+func blockText(eventID string) string {
+	return "[mcpgate: tool output blocked — see audit log entry " + eventID + " for details]"
+}
+
+func warnText(eventID string, n int) string {
+	return fmt.Sprintf("[mcpgate: WARNING — %d findings; see audit log entry %s]", n, eventID)
+}
+
+func rejectText(policy, message, eventID string) string {
+	return "[mcpgate: call rejected by policy " + policy + ": " + message + " — see audit log entry " + eventID + "]"
+}
+
+type textItem struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// errorResult is the block shape (docs/decisions.md#block-shape): one text item and isError, nothing else.
+func errorResult(text string) json.RawMessage {
+	b, _ := jsonrpc.Marshal(struct {
+		Content []textItem `json:"content"`
+		IsError bool       `json:"isError"`
+	}{[]textItem{{"text", text}}, true})
+	return b
+}
+
+// warnResult sanitizes every text-bearing string of result and prepends the notice.
+func warnResult(result json.RawMessage, eventID string, n int) (json.RawMessage, error) {
+	clean, err := engine.SanitizeResult(result)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(clean, &m); err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if c := m["content"]; len(c) > 0 && string(c) != "null" {
+		if err := json.Unmarshal(c, &items); err != nil {
+			return nil, fmt.Errorf("content is not an array: %w", err)
+		}
+	}
+	notice, _ := jsonrpc.Marshal(textItem{"text", warnText(eventID, n)})
+	m["content"], _ = jsonrpc.Marshal(append([]json.RawMessage{notice}, items...))
+	return jsonrpc.Marshal(m)
+}
+
+// newEventID returns a UUIDv4 (docs/decisions.md#block-shape).
+func newEventID() string { return uuid.NewString() }
+
+// maxRejectionText bounds the policy message an agent sees, in bytes.
+const maxRejectionText = 1024
+
+// capText cuts s to at most max bytes on a UTF-8 boundary, marking the cut.
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
