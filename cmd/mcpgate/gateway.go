@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/logging"
@@ -41,6 +42,8 @@ type gatewayFlags struct {
 	callTimeout    time.Duration
 	maxMessage     int
 	debugConsole   bool
+	inflightCalls  int            // the in-flight budget (internal/budget)
+	inflightBytes  int64          // the in-flight budget (internal/budget)
 	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
 	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
 }
@@ -100,6 +103,8 @@ Environment:
 	fl.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "longest wait for the upstream to answer a tools/call (0 = no limit)")
 	fl.IntVar(&f.maxMessage, "max-message-bytes", jsonrpc.DefaultMaxMessageBytes, "largest JSON-RPC message accepted in either direction")
 	fl.BoolVar(&f.debugConsole, "debug-policy-console", false, "give policies console.log (it can carry content into logs: debug only)")
+	fl.IntVar(&f.inflightCalls, "max-inflight-calls", budget.DefaultMaxCalls, "most tools/call requests in flight across every session; past it a call waits up to 30 s, then gets -32000 before it reaches the upstream (-1: no limit)")
+	fl.Int64Var(&f.inflightBytes, "max-inflight-bytes", budget.DefaultMaxBytes, "most bytes of upstream results being filtered at once; past it a result waits its turn (-1: no limit)")
 	f.telemetry.register(fl)
 	f.http.register(fl)
 	gw.AddCommand(run)
@@ -191,6 +196,7 @@ func setupGateway(ctx context.Context, f gatewayFlags, stderr io.Writer, kind st
 		Kind:         kind,
 		Origin:       origin,
 		AuditOutput:  auditOutput,
+		Budget:       budget.New(budget.Options{MaxCalls: f.inflightCalls, MaxBytes: f.inflightBytes}),
 	}
 	return &gatewayDeps{log: log, stderr: errw, cfg: cfg, gate: g, emitter: em, pipe: p}, nil
 }

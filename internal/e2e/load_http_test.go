@@ -15,27 +15,46 @@ import (
 	"time"
 )
 
-// TestLoadHTTP is the bounded load test of the HTTP front (make load): 64 concurrent
-// clients, each in its own session (so 64 upstream processes), call echo for 30 s
-// over loopback. It requires zero errors and a flat gateway RSS, and reports the
-// p50/p99 latency the gateway adds (client round trip minus the upstream stage of the
-// audit records). Enable with MCPGATE_LOAD=1; MCPGATE_LOAD_DURATION and
-// MCPGATE_LOAD_CLIENTS override the defaults.
+// TestLoadHTTP is the bounded load test of the HTTP front (make load). Each client
+// has its own session (so its own upstream process) and calls the big tool, which
+// returns MCPGATE_LOAD_RESULT_BYTES (1 MiB) of text, in a loop for
+// MCPGATE_LOAD_DURATION (20 s), over loopback, with --filter-output and the shipped
+// policies. It runs 16 clients (the gateway must stay under 512 MB resident) and 64
+// clients (under 1 GB); MCPGATE_LOAD_CLIENTS=N runs N clients only (under 1 GB).
+// It requires zero errors and exactly one audit record per call, and reports calls
+// per second, round-trip p50/p99, the p50/p99 the gateway adds (round trip minus the
+// upstream stage of the records), and the peak resident memory.
 func TestLoadHTTP(t *testing.T) {
 	if testing.Short() || os.Getenv("MCPGATE_LOAD") == "" {
 		t.Skip("load test: set MCPGATE_LOAD=1 (make load)")
 	}
-	duration := 30 * time.Second
+	duration := 20 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("MCPGATE_LOAD_DURATION")); err == nil {
 		duration = d
 	}
-	clients := 64
-	if n, err := strconv.Atoi(os.Getenv("MCPGATE_LOAD_CLIENTS")); err == nil && n > 0 {
-		clients = n
+	size := 1 << 20
+	if n, err := strconv.Atoi(os.Getenv("MCPGATE_LOAD_RESULT_BYTES")); err == nil && n > 0 {
+		size = n
 	}
+	runs := []struct {
+		clients int
+		maxRSS  int // KiB
+	}{{16, 512 << 10}, {64, 1 << 20}}
+	if n, err := strconv.Atoi(os.Getenv("MCPGATE_LOAD_CLIENTS")); err == nil && n > 0 {
+		runs = runs[:0]
+		runs = append(runs, struct{ clients, maxRSS int }{n, 1 << 20})
+	}
+	for _, r := range runs {
+		t.Run(fmt.Sprintf("%dclients", r.clients), func(t *testing.T) {
+			loadHTTP(t, r.clients, size, duration, r.maxRSS)
+		})
+	}
+}
+
+func loadHTTP(t *testing.T, clients, size int, duration time.Duration, maxRSS int) {
 	_, fake := httpBinaries(t)
 	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
-	g := startHTTPGateway(t, "--audit-file", auditFile, "--", fake)
+	g := startHTTPGateway(t, "--filter-output", "--policies", shippedPolicies(), "--audit-file", auditFile, "--", fake)
 
 	cs := make([]*httpClient, clients)
 	for i := range cs {
@@ -66,20 +85,21 @@ func TestLoadHTTP(t *testing.T) {
 				default:
 				}
 				start := time.Now()
-				want := fmt.Sprintf("c%d-%d", i, id)
-				r, err := c.do(t.Context(), "POST", httpCallBody(id, "echo", map[string]any{"text": want}), nil)
+				tag := fmt.Sprintf("c%d-%d", i, id)
+				r, err := c.do(t.Context(), "POST", httpCallBody(id, "big", map[string]any{"bytes": size, "tag": tag}), nil)
 				d := time.Since(start)
 				calls.Add(1)
-				if err != nil || r.status != 200 || httpResultText(r.last()) != "fakeup: "+want {
+				text := httpResultText(r.last())
+				if err != nil || r.status != 200 || len(text) != size+len(tag) || !strings.HasSuffix(text, tag) {
 					errs.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("err=%v status=%d msgs=%v", err, r.status, r.msgs))
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("err=%v status=%d result %d bytes", err, r.status, len(text)))
 					continue
 				}
 				local = append(local, d)
 			}
 		}()
 	}
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
 	deadline := time.After(duration)
 loop:
 	for {
@@ -93,9 +113,10 @@ loop:
 	tick.Stop()
 	close(stop)
 	wg.Wait()
+	g.stop(t) // flushes the audit records
 
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	up := upstreamStageMS(t, auditFile)
+	up, records := upstreamStageMS(t, auditFile)
 	p := func(d []time.Duration, q float64) time.Duration {
 		if len(d) == 0 {
 			return 0
@@ -109,18 +130,19 @@ loop:
 		return time.Duration(v[int(q*float64(len(v)-1))] * float64(time.Millisecond))
 	}
 	n := calls.Load()
-	t.Logf("load: %d clients, %s: %d calls (%.0f/s), %d errors", clients, duration, n, float64(n)/duration.Seconds(), errs.Load())
+	peak := maxInt(rss)
+	t.Logf("load: %d clients, %d-byte results, %s: %d calls (%.1f/s), %d errors", clients, size, duration, n, float64(n)/duration.Seconds(), errs.Load())
 	t.Logf("load: round trip p50 %s p99 %s; upstream stage p50 %s p99 %s; added ≈ p50 %s p99 %s",
 		p(lat, .5), p(lat, .99), pf(up, .5), pf(up, .99), p(lat, .5)-pf(up, .5), p(lat, .99)-pf(up, .99))
-	if len(rss) > 6 {
-		warm, end := rss[4], rss[len(rss)-1]
-		t.Logf("load: gateway RSS after warm-up %d KiB, at the end %d KiB, peak %d KiB", warm, end, maxInt(rss))
-		if end > warm*3/2+32<<10 {
-			t.Errorf("gateway memory grew from %d KiB to %d KiB", warm, end)
-		}
-	}
+	t.Logf("load: gateway peak resident memory %d MiB (limit %d MiB), at the end %d MiB", peak>>10, maxRSS>>10, rss[len(rss)-1]>>10)
 	if errs.Load() != 0 {
 		t.Fatalf("%d errors; first: %v", errs.Load(), firstErr.Load())
+	}
+	if int64(records) != n {
+		t.Errorf("%d audit records for %d calls, want exactly one per call", records, n)
+	}
+	if peak > maxRSS {
+		t.Errorf("gateway peak resident memory %d MiB, want under %d MiB", peak>>10, maxRSS>>10)
 	}
 }
 
@@ -146,27 +168,31 @@ func maxInt(v []int) int {
 	return m
 }
 
-// upstreamStageMS reads stage_ms.upstream from every record, sorted.
-func upstreamStageMS(t *testing.T, path string) []float64 {
+// upstreamStageMS reads stage_ms.upstream from every record, sorted, and counts the
+// records with distinct event ids.
+func upstreamStageMS(t *testing.T, path string) ([]float64, int) {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Logf("audit file: %v", err)
-		return nil
+		return nil, 0
 	}
 	defer f.Close()
 	var out []float64
+	ids := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var r struct {
+			EventID string             `json:"event_id"`
 			StageMS map[string]float64 `json:"stage_ms"`
 		}
-		if json.Unmarshal(sc.Bytes(), &r) == nil {
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.EventID != "" {
+			ids[r.EventID] = true
 			if v, ok := r.StageMS["upstream"]; ok {
 				out = append(out, v)
 			}
 		}
 	}
 	sort.Float64s(out)
-	return out
+	return out, len(ids)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
+	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
@@ -68,6 +69,9 @@ type Pipeline struct {
 	// the upstream call and the output stage goes unrecorded
 	// (docs/decisions.md#audit-output-off).
 	AuditOutput bool
+	// Budget bounds the calls in flight and the result bytes being filtered across
+	// every session (docs/http.md#in-flight-budget). Nil imposes no limit.
+	Budget *budget.Budget
 	// Observe, when set, sees every record after it is emitted.
 	Observe func(*audit.Record)
 }
@@ -131,6 +135,16 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return r.invalidParams(err)
 	}
 	r.lookupTool()
+	// The in-flight budget: past the call limit a call waits, then is refused before
+	// the upstream sees it.
+	leave, err := p.Budget.EnterCall(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.upstreamFailed(ErrCancelled)
+		}
+		return r.overloaded(err)
+	}
+	defer leave()
 
 	// 1. Built-in input rules over the arguments' string leaves.
 	in, err := r.inputRules(r.args)
@@ -164,6 +178,13 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	if err != nil {
 		return r.upstreamFailed(err)
 	}
+	// A result waits while earlier ones hold the byte budget, then is filtered and
+	// forwarded within it.
+	free, err := p.Budget.HoldBytes(ctx, len(resp.Raw))
+	if err != nil {
+		return r.upstreamFailed(ErrCancelled)
+	}
+	defer free()
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)
 	}
@@ -458,6 +479,16 @@ func (r *run) invalidParams(err error) Reply {
 	r.rec.setOutcome(vocab.OutcomeRejected)
 	r.rec.escalate(vocab.Block)
 	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
+	return Reply{Error: b}
+}
+
+// overloaded answers a call refused at the in-flight call limit, before the upstream.
+func (r *run) overloaded(err error) Reply {
+	r.rec.setReason(vocab.ReasonInflightLimit)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	r.rec.escalate(vocab.Block)
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeUpstreamUnavailable,
+		Message: "mcpgate: " + err.Error() + " (the gateway's --max-inflight-calls limit); retry later (audit log entry " + r.rec.eventID() + ")"})
 	return Reply{Error: b}
 }
 

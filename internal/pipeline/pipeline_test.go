@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
+	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
@@ -509,5 +510,41 @@ func TestNilFields(t *testing.T) {
 	reply := p.Handle(context.Background(), call(`{}`), upstreamReturning(osc52Result, nil))
 	if got := firstText(t, reply.Result); !strings.HasPrefix(got, "[mcpgate: tool output blocked") {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestInflightCallLimit proves a call past the in-flight call limit waits, then is
+// refused with -32000 and recorded (reason inflight_limit) without reaching the
+// upstream; the call holding the slot is unaffected.
+func TestInflightCallLimit(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	p.Budget = budget.New(budget.Options{MaxCalls: 1, CallWait: 20 * time.Millisecond})
+	entered, release := make(chan struct{}), make(chan struct{})
+	blocking := func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+		close(entered)
+		<-release
+		return upstreamReturning(cleanResult, nil)(ctx, params)
+	}
+	first := make(chan Reply, 1)
+	go func() { first <- p.Handle(context.Background(), call(`{}`), blocking) }()
+	<-entered
+	called := false
+	reply := p.Handle(context.Background(), call(`{}`), func(context.Context, json.RawMessage) (*jsonrpc.Message, error) {
+		called = true
+		return nil, ErrUnavailable
+	})
+	var e jsonrpc.ErrorObject
+	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != jsonrpc.CodeUpstreamUnavailable || !strings.Contains(e.Message, "--max-inflight-calls") {
+		t.Fatalf("second call: %+v, want -32000 naming the limit", reply)
+	}
+	if called {
+		t.Fatal("the refused call reached the upstream")
+	}
+	close(release)
+	if r := <-first; r.Original == nil {
+		t.Fatalf("the call holding the slot: %+v", r)
+	}
+	if len(rec.recs) != 2 || rec.recs[0].Reason != vocab.ReasonInflightLimit || rec.recs[0].Outcome != vocab.OutcomeRejected {
+		t.Fatalf("records %+v, want the refused one first with reason inflight_limit", rec.recs)
 	}
 }

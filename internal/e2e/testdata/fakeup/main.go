@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -32,7 +33,7 @@ var (
 	asksMu  sync.Mutex
 	askSeq  int
 	name    = "fakeup"
-	toolSet = []string{"echo", "slow", "hang", "crash", "pid", "ask"}
+	toolSet = []string{"echo", "slow", "hang", "crash", "pid", "ask", "big"}
 )
 
 func write(v any) {
@@ -148,6 +149,10 @@ func call(m msg) {
 		}
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 		text(m.ID, "slept "+strconv.Itoa(int(ms)))
+	case "big": // {"bytes": N}: N bytes of plain prose, ending in the call's "tag"
+		n, _ := p.Arguments["bytes"].(float64)
+		tag, _ := p.Arguments["tag"].(string)
+		text(m.ID, prose(int(n))+tag)
 	case "hang":
 	case "crash":
 		os.Exit(3)
@@ -166,4 +171,17 @@ func call(m msg) {
 	default:
 		write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32602, "message": "unknown tool " + p.Name}})
 	}
+}
+
+var proseCache sync.Map // int → string
+
+// prose returns n bytes of clean text (no findings), built once per size.
+func prose(n int) string {
+	if v, ok := proseCache.Load(n); ok {
+		return v.(string)
+	}
+	const line = "The quick brown fox jumps over the lazy dog; the build finished without errors.\n"
+	s := strings.Repeat(line, n/len(line)+1)[:n]
+	proseCache.Store(n, s)
+	return s
 }
