@@ -49,7 +49,7 @@ type policy struct {
 func (p *policy) actsIn(phase ctxapi.Phase) bool { return slices.Contains(p.phases.acts, phase) }
 
 // readDir lists the top-level *.js files of dir in lexical order with their sources.
-// Subdirectories (policies/examples/) are never loaded.
+// Subdirectories (policies/examples/) and test files (*_test.js) are never loaded.
 func readDir(dir string) (names []string, srcs [][]byte, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -67,7 +67,7 @@ func readDir(dir string) (names []string, srcs [][]byte, err error) {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasSuffix(name, ".js") || strings.HasPrefix(name, ".") {
+		if !strings.HasSuffix(name, ".js") || strings.HasPrefix(name, ".") || IsTestFile(name) {
 			continue
 		}
 		info, err := os.Stat(filepath.Join(dir, name)) // follows symlinks

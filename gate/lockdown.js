@@ -303,7 +303,7 @@
     return 'policy threw a non-error value';
   }
   var runner = function (fn, ctx) {
-    try { fn(ctx); return undefined; } catch (e) { return [describe(e)]; }
+    try { fn(ctx); return undefined; } catch (e) { return [describe(e), e]; }
   };
 
   // deepFreeze freezes v and everything reachable from it: functions too, accessor

@@ -229,8 +229,12 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 		v.broken.Store(true)
 		return false, classify(err)
 	}
-	if o, ok := out.(*goja.Object); ok { // [message]: the policy threw
-		return false, &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(o.Get("0").String())}
+	if o, ok := out.(*goja.Object); ok { // [message, thrown]: the policy threw
+		rej := &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(o.Get("0").String())}
+		if rej.ErrorClass = nativeErrorClass(v, o.Get("1")); rej.ErrorClass != "" {
+			rej.Line, rej.Column = errorPosition(o.Get("1").(*goja.Object), p.name)
+		}
+		return false, rej
 	}
 	if rej := v.unhandledRejection(); rej != nil {
 		return false, rej

@@ -79,4 +79,21 @@ type Record struct {
 	// Listed says the upstream listed Tool in tools/list (or the configuration tags
 	// it): /metrics labels only such names. Not stored.
 	Listed bool `json:"-"`
+	// Phase is the phase of the policy behind Reason: "pre" (the call was rejected and
+	// never reached the server) or "post" (the server ran; its result was withheld).
+	Phase string `json:"phase,omitempty"`
+	// Shadow is what the candidate set of --shadow would have done; nil without one.
+	Shadow *Shadow `json:"shadow,omitempty"`
+}
+
+// Shadow is a record's shadow field: the decision a candidate policy set (gateway run
+// --shadow) reached on the same call, which changed nothing the client or the server
+// saw. Differs is true when ActionTaken is not the record's action_taken
+// (docs/policies.md#shadow).
+type Shadow struct {
+	ActionTaken   vocab.Action `json:"action_taken"`
+	Reason        vocab.Reason `json:"reason,omitempty"`
+	Policy        string       `json:"policy,omitempty"`
+	PolicySetHash string       `json:"policy_set_hash"`
+	Differs       bool         `json:"differs"`
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/budget"
+	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
@@ -74,7 +75,19 @@ type Pipeline struct {
 	Budget *budget.Budget
 	// Observe, when set, sees every record after it is emitted.
 	Observe func(*audit.Record)
+	// Shadow, when set, is a candidate policy set (gateway run --shadow) that runs
+	// beside the live one on the same inputs and only fills the record's shadow field
+	// (docs/policies.md#shadow). Nil: no shadow.
+	Shadow *gate.Gate
+	// Capture, when set, receives each call's arguments and upstream result (gateway
+	// run --capture; docs/policies.md#replay). Nil: nothing is captured.
+	Capture Capturer
+	// Health, when set, counts policy errors per file. Nil: not counted (still logged).
+	Health *Health
 }
+
+// Capturer receives one entry per tools/call; it must not block.
+type Capturer interface{ Capture(*capture.Entry) }
 
 // Call is one tools/call as the relay received it. Handle never changes it.
 type Call struct {
@@ -91,6 +104,12 @@ type Call struct {
 	// configuration tags it); only such names become /metrics labels. Nil means
 	// none is listed.
 	Listed func(tool string) bool
+	// Policies, when set, is the policy set this call runs on instead of
+	// Gate.Current() (mcpgate test and replay run one file or another directory).
+	Policies *gate.Set
+	// FilterOutput, when set, overrides Pipeline.FilterOutput for this call (replay
+	// runs each captured call as it was run).
+	FilterOutput *bool
 }
 
 // Reply is what the relay sends back: a result, an error object, or nothing (the
@@ -119,6 +138,11 @@ type run struct {
 	params map[string]json.RawMessage // the request's keys, decoded once
 	tool   string
 	args   json.RawMessage // the arguments the upstream gets
+
+	filterOutput bool           // Pipeline.FilterOutput or the call's override
+	filterAction vocab.Action   // what the output rules alone did: "", warn or block
+	shadow       *shadow        // the --shadow set's run; nil without one
+	capture      *capture.Entry // the --capture entry; nil without capture
 }
 
 // Handle runs one tools/call through the whole pipeline and writes its audit record.
@@ -128,7 +152,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		if v := recover(); v != nil { // a bug must not lose the record or the process
 			reply = r.internalError(v)
 		}
-		r.rec.emit(p)
+		r.finish()
 	}()
 
 	if err := r.decodeRequest(); err != nil {
@@ -145,6 +169,8 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return r.overloaded(err)
 	}
 	defer leave()
+	r.captureCall()
+	sh := r.shadowRun()
 
 	// 1. Built-in input rules over the arguments' string leaves.
 	in, err := r.inputRules(r.args)
@@ -153,7 +179,9 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	}
 
 	// 2. Pre-phase policies: reject or rewrite the arguments.
-	pre := r.policies(ctxapi.PhasePre, vocab.StagePrePolicies, nil, in.Findings)
+	preCall := r.policyCall(ctxapi.PhasePre, nil, in.Findings)
+	pre := r.policies(preCall, vocab.StagePrePolicies)
+	sh.run(r.ctx, vocab.StageShadowPre, preCall)
 	if r.ctx.Err() != nil { // the client cancelled or left: no policy failed
 		return r.upstreamFailed(ErrCancelled)
 	}
@@ -170,7 +198,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	r.rec.setInputRules(in)
 	if !p.AuditOutput {
 		r.rec.setAuditOutputOff()
-		r.rec.emit(p)
+		r.finish()
 	}
 
 	// 3. The upstream call.
@@ -189,6 +217,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return r.filterUpstreamError(resp.Error)
 	}
 	result := resp.Result
+	r.captureResult(result)
 
 	// 4. Built-in output rules over the upstream's original result.
 	stage := time.Now()
@@ -203,13 +232,16 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	// 5. Post-phase policies, each on the content the previous one left. With no
 	// policy acting in post the result is never decoded here: the clean path stays one scan.
 	var post gate.Result
-	if r.set.Acts(ctxapi.PhasePost) {
+	if r.set.Acts(ctxapi.PhasePost) || sh.actsInPost() {
 		content, structured, ok := splitResult(result)
 		if !ok { // undecodable and fail-open: forward untouched, nothing else can read it
 			return Reply{Original: resp.Raw}
 		}
-		post = r.policies(ctxapi.PhasePost, vocab.StagePostPolicies,
-			&ctxapi.Response{Content: content, StructuredContent: structured}, out.Findings)
+		postCall := r.policyCall(ctxapi.PhasePost, &ctxapi.Response{Content: content, StructuredContent: structured}, out.Findings)
+		sh.run(r.ctx, vocab.StageShadowPost, postCall)
+		if r.set.Acts(ctxapi.PhasePost) {
+			post = r.policies(postCall, vocab.StagePostPolicies)
+		}
 		if r.ctx.Err() != nil {
 			return r.upstreamFailed(ErrCancelled)
 		}
@@ -249,9 +281,16 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 // rate limit, taken when it arrives, even for a call rejected later
 // (docs/decisions.md#rate-limit). The call runs on one policy set throughout.
 func (p *Pipeline) arrive(ctx context.Context, c Call) *run {
-	r := &run{p: p, ctx: ctx, c: c, rec: newRecord(p, c), set: noPolicies, limit: func(int) bool { return false }}
-	if p.Gate != nil {
+	r := &run{p: p, ctx: ctx, c: c, rec: newRecord(p, c), set: noPolicies, limit: func(int) bool { return false },
+		filterOutput: p.FilterOutput}
+	switch {
+	case c.Policies != nil:
+		r.set = c.Policies
+	case p.Gate != nil:
 		r.set = p.Gate.Current()
+	}
+	if c.FilterOutput != nil {
+		r.filterOutput = *c.FilterOutput
 	}
 	r.rec.setPolicySet(r.set.Generation, r.set.Hash)
 	if l := p.Limiter; l != nil {
@@ -293,13 +332,19 @@ func (r *run) inputRules(args json.RawMessage) (engine.Report, error) {
 	return in, err
 }
 
-// policies runs one phase of the policy set and records which policies acted.
-func (r *run) policies(phase ctxapi.Phase, stage vocab.Stage, resp *ctxapi.Response, findings []engine.Finding) gate.Result {
-	start := time.Now()
-	res := r.set.Run(r.ctx, &ctxapi.Call{
+// policyCall is what one phase of the policies sees; the live and the shadow set
+// see the same.
+func (r *run) policyCall(phase ctxapi.Phase, resp *ctxapi.Response, findings []engine.Finding) *ctxapi.Call {
+	return &ctxapi.Call{
 		Phase: phase, Tool: r.tool, ToolAccess: r.rec.toolAccess(), Params: r.args, Response: resp,
 		User: r.c.User, Findings: findings, RateLimitExceeded: r.limit,
-	})
+	}
+}
+
+// policies runs one phase of the policy set and records which policies acted.
+func (r *run) policies(call *ctxapi.Call, stage vocab.Stage) gate.Result {
+	start := time.Now()
+	res := r.set.Run(r.ctx, call)
 	r.rec.stage(stage, start)
 	if r.ctx.Err() == nil {
 		r.rec.acted(res.Acted)
@@ -342,7 +387,7 @@ func (r *run) callUpstream(up Upstream) (*jsonrpc.Message, error) {
 // outputVerdict applies --filter-output and the fail mode to an analysis of output
 // (docs/decisions.md#fail-modes); err is the analyzer's, for an undecodable result.
 func (r *run) outputVerdict(out engine.Report, err error) engine.Verdict {
-	if !r.p.FilterOutput {
+	if !r.filterOutput {
 		r.rec.setFilter(vocab.FilterOff, engine.Allow)
 		return engine.Allow
 	}
@@ -363,6 +408,12 @@ func (r *run) outputVerdict(out engine.Report, err error) engine.Verdict {
 		r.rec.setReason(vocab.ReasonFilterBlock)
 	}
 	r.rec.setFilter(vocab.FilterOn, v)
+	switch v {
+	case engine.Block:
+		r.filterAction = vocab.Block
+	case engine.Warn:
+		r.filterAction = vocab.Warn
+	}
 	if v != engine.Allow {
 		r.rec.rulesActed(out)
 	}
@@ -374,7 +425,7 @@ func (r *run) outputVerdict(out engine.Report, err error) engine.Verdict {
 // bytes (docs/decisions.md#stage-order). It returns the stronger verdict and how many
 // findings the agent's notice adds.
 func (r *run) rescan(result json.RawMessage, verdict engine.Verdict) (engine.Verdict, int) {
-	if !r.p.FilterOutput {
+	if !r.filterOutput {
 		return verdict, 0
 	}
 	again, err := r.p.Analyzer.AnalyzeResult(result)
@@ -444,15 +495,22 @@ func (r *run) block() Reply {
 
 // reject answers a policy rejection: an isError result naming the policy. The
 // message goes to the client only (docs/decisions.md#reasons-without-values).
+// Before the upstream ran (outcome rejected) the call was rejected; after it (outcome
+// ok) the call ran and its result is withheld: the record's phase and the text say
+// which (docs/policies.md#pre-or-post).
 func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
 	r.rec.setReason(rej.Code)
 	r.rec.setPolicy(rej.Policy)
 	r.rec.setOutcome(outcome)
 	r.rec.guardrail(rej.Policy)
 	r.rec.escalate(vocab.Block)
+	phase, text := ctxapi.PhasePre, rejectText
 	if outcome != vocab.OutcomeRejected {
 		r.rec.outputChanged()
+		phase, text = ctxapi.PhasePost, withheldText
 	}
+	r.rec.setPhase(string(phase))
+	r.policyError(rej, phase, false)
 	msg := rej.Message
 	if msg == "" {
 		msg = rejectionReasons[rej.Code]
@@ -462,7 +520,33 @@ func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
 	}
 	// A thrown message may quote content: it gets the Warn sanitizer and a bound.
 	msg = capText(engine.Sanitize(msg), maxRejectionText)
-	return Reply{Result: errorResult(rejectText(rej.Policy, msg, r.rec.eventID()))}
+	return Reply{Result: errorResult(text(rej.Policy, msg, r.rec.eventID()))}
+}
+
+// policyError tells the operator about a policy fault (a runtime error, a limit, a
+// timeout, a bad ctx shape): one warn line with the file, line, column and error class
+// (never the message or a value), and a count per file for /api/status. A shadow
+// set's faults are logged, marked shadow, and not counted.
+func (r *run) policyError(rej *gate.Rejection, phase ctxapi.Phase, shadow bool) {
+	if !rej.IsError() {
+		return
+	}
+	class := rej.ErrorClass
+	if class == "" {
+		class = string(rej.Code)
+	}
+	attrs := []any{"policy", rej.Policy, "line", rej.Line, "column", rej.Column, "error_class", class,
+		"reason", string(rej.Code), "phase", string(phase), "event_id", r.rec.eventID()}
+	if shadow {
+		attrs = append(attrs, "shadow", true)
+	} else {
+		r.p.Health.add(rej.Policy)
+	}
+	log := r.p.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn("policy error; call rejected", attrs...)
 }
 
 var rejectionReasons = map[vocab.Reason]string{

@@ -123,6 +123,7 @@ func TestHandle(t *testing.T) {
 		outcome    vocab.Outcome
 		reason     vocab.Reason
 		guardrail  string
+		phase      string // the record's phase: "pre" or "post" for a policy throw
 	}{
 		{name: "clean call passes byte for byte", filter: true, args: `{"p":"a"}`, up: upstreamReturning(cleanResult, nil),
 			original: true, action: "pass", decision: "allow", outcome: "ok"},
@@ -137,15 +138,15 @@ func TestHandle(t *testing.T) {
 			policies:   map[string]string{"a.js": `if (ctx.phase === "pre" && ctx.params.force_delete === true) { throw "force_delete is blocked" }`},
 			up:         upstreamFailing(errors.New("must not be called")),
 			textPrefix: "[mcpgate: call rejected by policy a.js: force_delete is blocked — see audit log entry ",
-			action:     "block", decision: "allow", outcome: "rejected", reason: "policy_throw", guardrail: "a.js"},
+			action:     "block", decision: "allow", outcome: "rejected", reason: "policy_throw", guardrail: "a.js", phase: "pre"},
 		{name: "post edit counts as redact", filter: true, args: `{}`,
 			policies: map[string]string{"r.js": `if (ctx.phase === "post") { ctx.response.content[0].text = "gone" }`},
 			up:       upstreamReturning(cleanResult, nil), textPrefix: "gone", action: "redact", decision: "allow", outcome: "ok",
 			guardrail: audit.GuardrailOutputSanitization},
 		{name: "post throw blocks the result", filter: false, args: `{}`,
 			policies: map[string]string{"p.js": `if (ctx.phase === "post") { throw new Error("no") }`},
-			up:       upstreamReturning(cleanResult, nil), textPrefix: "[mcpgate: call rejected by policy p.js: ",
-			notText: "build ok", action: "block", decision: "allow", outcome: "ok", reason: "policy_throw"},
+			up:       upstreamReturning(cleanResult, nil), textPrefix: "[mcpgate: result withheld by policy p.js: no — see audit log entry ",
+			notText: "build ok", action: "block", decision: "allow", outcome: "ok", reason: "policy_throw", phase: "post"},
 		{name: "upstream gone", filter: true, args: `{}`, up: upstreamFailing(ErrUnavailable),
 			rpcErr: jsonrpc.CodeUpstreamUnavailable, action: "pass", outcome: "upstream_error"},
 		{name: "upstream timeout", filter: true, args: `{}`, up: upstreamFailing(ErrTimeout),
@@ -195,6 +196,9 @@ func TestHandle(t *testing.T) {
 			}
 			if r.Blocked != (tc.action == "block") || r.ToolCalls[0].RBAC.Action != r.ActionTaken || len(r.ToolCalls[0].Arguments) != 0 {
 				t.Errorf("blocked/tool_calls disagree with the action: %+v", r)
+			}
+			if r.Phase != tc.phase {
+				t.Errorf("record phase %q, want %q", r.Phase, tc.phase)
 			}
 			if tc.guardrail != "" && !contains(r.GuardrailsTriggered, tc.guardrail) {
 				t.Errorf("guardrails_triggered %v lacks %s", r.GuardrailsTriggered, tc.guardrail)

@@ -55,6 +55,10 @@ func (t *record) setReason(r vocab.Reason) { t.r.Reason = r }
 
 func (t *record) setPolicy(file string) { t.r.Policy = file }
 
+func (t *record) setPhase(phase string) { t.r.Phase = phase }
+
+func (t *record) setShadow(s *audit.Shadow) { t.r.Shadow = s }
+
 func (t *record) setParamsRewritten()            { t.r.ParamsRewritten = true }
 func (t *record) setInputRules(in engine.Report) { t.r.InputRuleIDs = in.RuleIDs() }
 func (t *record) setFailModeTriggered()          { t.r.FailModeTriggered = true }

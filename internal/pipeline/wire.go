@@ -87,6 +87,12 @@ func rejectText(policy, message, eventID string) string {
 	return "[mcpgate: call rejected by policy " + policy + ": " + message + " — see audit log entry " + eventID + "]"
 }
 
+// withheldText answers a post-phase throw: the server ran the call, so it was not
+// rejected; its result is withheld (docs/policies.md#pre-or-post).
+func withheldText(policy, message, eventID string) string {
+	return "[mcpgate: result withheld by policy " + policy + ": " + message + " — see audit log entry " + eventID + "]"
+}
+
 type textItem struct {
 	Type string `json:"type"`
 	Text string `json:"text"`

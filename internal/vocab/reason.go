@@ -45,6 +45,17 @@ type Rejection struct {
 	Code    Reason
 	Policy  string // file name, e.g. "block-force-delete.js"; "" when no one policy is to blame
 	Message string
+	// ErrorClass names the native error class (TypeError, ReferenceError, …) of a
+	// runtime error the policy raised, with its 1-based Line and Column in the file
+	// (0 when unknown); "" for a deliberate throw. Safe to log: no message, no value.
+	ErrorClass   string
+	Line, Column int
+}
+
+// IsError reports whether the rejection is a policy fault (a runtime error, a limit,
+// a timeout, a bad ctx shape) rather than a decision the policy made by throwing.
+func (e *Rejection) IsError() bool {
+	return e != nil && (e.Code != ReasonPolicyThrow || e.ErrorClass != "")
 }
 
 // Error names the policy and the code, never the Message, so that logging a

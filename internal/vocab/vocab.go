@@ -106,6 +106,8 @@ const (
 	StagePostPolicies Stage = "post_policies"
 	StageMerge        Stage = "merge"
 	StageGateway      Stage = "gateway"
+	StageShadowPre    Stage = "shadow_pre"  // the --shadow candidate set, pre phase
+	StageShadowPost   Stage = "shadow_post" // the --shadow candidate set, post phase
 )
 
 // Filter states, a record's filter field.

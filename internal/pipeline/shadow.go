@@ -1,0 +1,169 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/capture"
+	"github.com/mcpgate/mcpgate/internal/vocab"
+)
+
+// shadow is one call's run of the --shadow candidate set: the same inputs as the live
+// set, its own results, nothing it does reaches the client or the server.
+type shadow struct {
+	r         *run
+	set       *gate.Set
+	pre, post gate.Result
+	postRan   bool
+}
+
+// shadowRun starts the shadow of this call; nil (every method a no-op) without one.
+func (r *run) shadowRun() *shadow {
+	if r.p.Shadow == nil {
+		return nil
+	}
+	s := &shadow{r: r, set: r.p.Shadow.Current()}
+	r.shadow = s
+	return s
+}
+
+func (s *shadow) actsInPost() bool { return s != nil && s.set.Acts(ctxapi.PhasePost) }
+
+// run runs one phase of the candidate set and times it under stage. A panic or a
+// policy fault stays in the shadow's own result.
+func (s *shadow) run(ctx context.Context, stage vocab.Stage, call *ctxapi.Call) {
+	if s == nil {
+		return
+	}
+	start := time.Now()
+	defer s.r.rec.stage(stage, start)
+	var res gate.Result
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				res = gate.Result{Reject: &gate.Rejection{Code: vocab.ReasonPolicyError, Message: "shadow policy set failed"}}
+			}
+		}()
+		res = s.set.Run(ctx, call)
+	}()
+	if call.Phase == ctxapi.PhasePre {
+		s.pre = res
+	} else {
+		s.post, s.postRan = res, true
+	}
+	if res.Reject != nil {
+		s.r.policyError(res.Reject, call.Phase, true)
+	}
+}
+
+// decide is the record's shadow field: the action the candidate set would have taken
+// with the same output rules (filterAction), and whether it differs from the live one.
+// A candidate that would have let a live pre-phase rejection through is judged on its
+// pre phase alone: the server's answer to that call is unknown.
+func (s *shadow) decide(live *audit.Record, filterAction vocab.Action) *audit.Shadow {
+	if s == nil {
+		return nil
+	}
+	out := &audit.Shadow{ActionTaken: vocab.Pass, PolicySetHash: s.set.Hash}
+	switch rej := s.rejection(); {
+	case rej != nil:
+		out.ActionTaken, out.Reason, out.Policy = vocab.Block, rej.Code, rej.Policy
+	default:
+		if filterAction != "" {
+			out.ActionTaken = filterAction
+			if filterAction == vocab.Block {
+				out.Reason = live.Reason
+			}
+		}
+		if len(s.pre.Warnings)+len(s.post.Warnings) > 0 {
+			out.ActionTaken = vocab.Strongest(out.ActionTaken, vocab.Warn)
+		}
+		if s.post.Changed {
+			out.ActionTaken = vocab.Strongest(out.ActionTaken, policyAction(s.post.Action))
+		}
+	}
+	out.Differs = out.ActionTaken != live.ActionTaken
+	return out
+}
+
+func (s *shadow) rejection() *gate.Rejection {
+	if s.pre.Reject != nil {
+		return s.pre.Reject
+	}
+	if s.postRan {
+		return s.post.Reject
+	}
+	return nil
+}
+
+// captureCall starts the --capture entry with the arguments as the client sent them.
+func (r *run) captureCall() {
+	if r.p.Capture == nil {
+		return
+	}
+	r.capture = &capture.Entry{
+		Tool: r.tool, ToolAccess: r.rec.toolAccess(), User: r.c.User,
+		FilterOutput: r.filterOutput, Arguments: append(json.RawMessage(nil), r.args...),
+	}
+}
+
+func (r *run) captureResult(result json.RawMessage) {
+	if r.capture != nil {
+		r.capture.Result = append(json.RawMessage(nil), result...)
+	}
+}
+
+// finish emits the record, once, with the shadow's decision, and hands the capture
+// entry over with the recorded action.
+func (r *run) finish() {
+	if r.rec.emitted {
+		return
+	}
+	r.rec.setShadow(r.shadow.decide(&r.rec.r, r.filterAction))
+	r.rec.emit(r.p)
+	if r.capture != nil {
+		c := r.capture
+		c.EventID, c.TS = r.rec.r.EventID, time.Now().UTC().Format(audit.TSLayout)
+		c.ActionTaken, c.Outcome = r.rec.r.ActionTaken, r.rec.r.Outcome
+		r.p.Capture.Capture(c)
+	}
+}
+
+// Health counts policy errors per file since the process started. The zero value is
+// ready; a nil *Health counts nothing. Safe for concurrent use.
+type Health struct {
+	mu   sync.Mutex
+	errs map[string]uint64
+}
+
+func (h *Health) add(file string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.errs == nil {
+		h.errs = map[string]uint64{}
+	}
+	h.errs[file]++
+	h.mu.Unlock()
+}
+
+// Errors returns a copy of the error count per policy file.
+func (h *Health) Errors() map[string]uint64 {
+	if h == nil {
+		return map[string]uint64{}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := maps.Clone(h.errs)
+	if out == nil {
+		out = map[string]uint64{}
+	}
+	return out
+}
