@@ -395,5 +395,10 @@ func (v *docVisitor) scanBytes(b []byte, isKey bool) {
 	}
 	v.budget -= len(s) + 1 // +1 for the NUL separator (docs/decisions.md#scan-cap)
 	v.st.k.beginString(isKey)
+	if w := v.st.k.w; !isKey && w != nil && w.depth() > 0 {
+		if key := w.key(w.depth() - 1); key != nil {
+			v.st.k.key = unsafe.String(unsafe.SliceData(key), len(key))
+		}
+	}
 	scanText(&v.st.k, s, false, cut)
 }

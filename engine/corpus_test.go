@@ -106,10 +106,12 @@ type publicCase struct {
 	Name   string          `json:"name"`
 	Result json.RawMessage `json:"result"`
 	Expect struct {
-		Outcome string   `json:"outcome"`
-		Rule    string   `json:"rule"`
-		Absent  []string `json:"absent"`
-		Present []string `json:"present"`
+		Outcome      string   `json:"outcome"`
+		Rule         string   `json:"rule"`
+		RulePrefix   string   `json:"rule_prefix"`
+		NoRulePrefix string   `json:"no_rule_prefix"`
+		Absent       []string `json:"absent"`
+		Present      []string `json:"present"`
 	} `json:"expect"`
 	file string
 }
@@ -178,6 +180,15 @@ func TestPublicCases(t *testing.T) {
 			}
 			if c.Expect.Rule != "" && !slices.Contains(r.RuleIDs(), c.Expect.Rule) {
 				t.Errorf("rule ids %v lack %s", r.RuleIDs(), c.Expect.Rule)
+			}
+			hasPrefix := func(p string) bool {
+				return slices.ContainsFunc(r.RuleIDs(), func(id string) bool { return strings.HasPrefix(id, p) })
+			}
+			if p := c.Expect.RulePrefix; p != "" && !hasPrefix(p) {
+				t.Errorf("rule ids %v lack one starting %s", r.RuleIDs(), p)
+			}
+			if p := c.Expect.NoRulePrefix; p != "" && hasPrefix(p) {
+				t.Errorf("rule ids %v hold one starting %s (a false positive)", r.RuleIDs(), p)
 			}
 			if c.Expect.Outcome != "warn" {
 				return
@@ -281,15 +292,16 @@ func checkGolden(t *testing.T, name string, got []byte) {
 
 // publicCaseRules names the rule of public cases whose expect has none.
 var publicCaseRules = map[string]string{
-	"hidden-zero-width-run.json": RuleHiddenText,
-	"x-bidi-override.json":       RuleHiddenText,
-	"x-chatml.json":              RulePromptInjection,
-	"x-image-rides-block.json":   RuleOSC52Clipboard,
-	"x-system-reminder.json":     RulePromptInjection,
-	"x-tags-smuggling.json":      RuleHiddenText,
-	"x-warn-is-error-kept.json":  RuleHiddenText,
-	"x-warn-keeps-crlf.json":     RuleHiddenText,
-	"x-secret-canary.json":       RuleAWSAccessKey,
+	"hidden-zero-width-run.json":   RuleHiddenText,
+	"x-bidi-override.json":         RuleHiddenText,
+	"x-chatml.json":                RulePromptInjection,
+	"x-image-rides-block.json":     RuleOSC52Clipboard,
+	"x-system-reminder.json":       RulePromptInjection,
+	"x-tags-smuggling.json":        RuleHiddenText,
+	"x-warn-is-error-kept.json":    RuleHiddenText,
+	"x-warn-keeps-crlf.json":       RuleHiddenText,
+	"x-secret-canary.json":         RuleAWSAccessKey,
+	"terminal-mouse-tracking.json": RuleTerminalInputMode,
 }
 
 // TestPrecisionRecall computes precision and recall per rule family over the benign
@@ -346,6 +358,14 @@ func TestPrecisionRecall(t *testing.T) {
 			want = append(want, c.Expect.Rule)
 		} else if id, ok := publicCaseRules[c.file]; ok {
 			want = append(want, id)
+		}
+		if p := c.Expect.RulePrefix; p != "" {
+			for _, r := range ruleTable {
+				if strings.HasPrefix(r.ID, p) {
+					want = append(want, r.ID) // the family is what is scored
+					break
+				}
+			}
 		}
 		score(want, r.RuleIDs(), c.file)
 		np++

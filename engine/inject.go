@@ -1,6 +1,15 @@
 package engine
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"golang.org/x/text/unicode/norm"
+
+	"golang.org/x/net/publicsuffix"
+)
 
 // ---- prompt-injection markers ----
 
@@ -43,39 +52,49 @@ var roleTags = map[string]string{
 	"untrusted-data":   "fence_sentinel",
 	"untrusted_input":  "fence_sentinel",
 	"tool_output":      "fence_sentinel",
+	"start_of_turn":    "role_tag", // Gemma
+	"end_of_turn":      "role_tag",
 }
 
-// chatTokens are special tokens written "<|name|>" by ChatML, Llama 3 and others.
-var chatTokens = map[string]bool{
-	"im_start": true, "im_end": true, "im_sep": true, "endoftext": true, "system": true,
-	"user": true, "assistant": true, "start_header_id": true, "end_header_id": true,
-	"eot_id": true, "begin_of_text": true, "end_of_text": true, "eom_id": true,
-	"start_of_turn": true, "end_of_turn": true, "tool_call": true, "im_middle": true,
-}
-
-// angle checks the '<' at s[i] for <|token|>, <<SYS>>, and role or fence tags.
+// angle checks the '<' at s[i] for <|token|>, <<SYS>>, and role or fence tags; a
+// compatibility form ("<｜User｜>", fullwidth letters) is matched after NFKC.
 func (t *textScan) angle(i int) int {
-	s := t.s
-	if t.piiOnly || i+2 >= len(s) {
+	if t.piiOnly || i+2 >= len(t.s) {
 		return i + 1
+	}
+	if t.s[i+1] >= 0x80 {
+		return t.normalizedToken(i)
+	}
+	if ent, end := angleToken(t.s, i); end > i {
+		t.k.add(rInjection, ent, i, end)
+		return end
+	}
+	return i + 1
+}
+
+// angleToken matches the '<' at s[i]: a special token "<|name|>" (ChatML, Llama 3
+// and 4, Harmony, Phi, Command R, DeepSeek after NFKC: any name of letters, digits
+// and '_' starting with a letter), "<<SYS>>", or a role or fence tag. It returns the
+// entity and the end, or end == i.
+func angleToken(s string, i int) (string, int) {
+	if i+2 >= len(s) {
+		return "", i
 	}
 	rest := s[i+1:]
 	switch {
 	case rest[0] == '|':
 		j := 1
-		for j < len(rest) && j < 40 && (isLower(rest[j]) || rest[j] == '_') {
+		for j < len(rest) && j < 48 && (isAlnum(rest[j]) || rest[j] == '_') {
 			j++
 		}
-		if j+1 < len(rest) && rest[j] == '|' && rest[j+1] == '>' && chatTokens[rest[1:j]] {
-			t.k.add(rInjection, "role_tag", i, i+1+j+2)
-			return i + 1 + j + 2
+		if j >= 3 && isAlpha(rest[1]) && j+1 < len(rest) && rest[j] == '|' && rest[j+1] == '>' {
+			return "role_tag", i + 1 + j + 2
 		}
+		return "", i
 	case strings.HasPrefix(rest, "<SYS>>"):
-		t.k.add(rInjection, "role_tag", i, i+7)
-		return i + 7
+		return "role_tag", i + 7
 	case strings.HasPrefix(rest, "</SYS>>"):
-		t.k.add(rInjection, "role_tag", i, i+8)
-		return i + 8
+		return "role_tag", i + 8
 	}
 	j := 0
 	if rest[0] == '/' {
@@ -86,45 +105,105 @@ func (t *textScan) angle(i int) int {
 		j++
 	}
 	if j == nameStart || j >= len(rest) || (rest[j] != '>' && rest[j] != ' ' && rest[j] != '/') {
-		return i + 1
+		return "", i
 	}
 	var low [48]byte
 	name := lowerInto(low[:0], rest[nameStart:j])
 	if len(name) > 6 && string(name[:6]) == "antml:" {
-		t.k.add(rInjection, "fence_sentinel", i, i+1+j)
-		return i + 1 + j
+		return "fence_sentinel", i + 1 + j
 	}
 	if ent, ok := roleTags[string(name)]; ok {
 		end := i + 1 + j
 		if k := strings.IndexByte(rest[j:min(len(rest), j+200)], '>'); k >= 0 {
 			end = i + 1 + j + k + 1
 		}
+		return ent, end
+	}
+	return "", i
+}
+
+// bracket checks the '[' at s[i] for [INST], Mistral's [SYSTEM_PROMPT] family and
+// forged gateway notices; a compatibility form ("［INST］") is matched after NFKC.
+func (t *textScan) bracket(i int) int {
+	if t.piiOnly {
+		return i + 1
+	}
+	if i+1 < len(t.s) && t.s[i+1] >= 0x80 {
+		return t.normalizedToken(i)
+	}
+	if ent, end := bracketToken(t.s, i); end > i {
 		t.k.add(rInjection, ent, i, end)
 		return end
 	}
 	return i + 1
 }
 
-// bracket checks the '[' at s[i] for [INST], [/INST] and forged gateway notices.
-func (t *textScan) bracket(i int) int {
-	s := t.s
-	if t.piiOnly {
-		return i + 1
-	}
+// mistralTokens are the control tokens of Mistral's chat templates, written
+// "[NAME]" or "[/NAME]" in upper case.
+var mistralTokens = map[string]bool{
+	"INST": true, "SYSTEM_PROMPT": true, "AVAILABLE_TOOLS": true, "TOOL_CALLS": true,
+	"TOOL_RESULTS": true, "TOOL_CONTENT": true, "THINK": true, "ARGS": true, "CALL_ID": true,
+}
+
+// bracketToken matches the '[' at s[i]; see bracket. It returns the entity and the
+// end, or end == i.
+func bracketToken(s string, i int) (string, int) {
 	rest := s[i+1:]
-	switch {
-	case strings.HasPrefix(rest, "INST]"):
-		t.k.add(rInjection, "role_tag", i, i+6)
-		return i + 6
-	case strings.HasPrefix(rest, "/INST]"):
-		t.k.add(rInjection, "role_tag", i, i+7)
-		return i + 7
-	case strings.HasPrefix(rest, "mcpgate:"), strings.HasPrefix(rest, "tirith:"):
-		e := i + 1 + strings.IndexByte(rest, ':') + 1
-		t.k.add(rInjection, "fence_sentinel", i, e)
-		return e
+	if strings.HasPrefix(rest, "mcpgate:") || strings.HasPrefix(rest, "tirith:") {
+		return "fence_sentinel", i + 1 + strings.IndexByte(rest, ':') + 1
 	}
-	return i + 1
+	j := 0
+	if len(rest) > 0 && rest[0] == '/' {
+		j = 1
+	}
+	k := j
+	for k < len(rest) && k < 24 && (isUpper(rest[k]) || rest[k] == '_') {
+		k++
+	}
+	if k < len(rest) && rest[k] == ']' && mistralTokens[rest[j:k]] {
+		return "role_tag", i + 1 + k + 1
+	}
+	return "", i
+}
+
+// normalizedToken matches a chat-template token at s[i] written with compatibility
+// characters (fullwidth "＜｜", U+FF5C FULLWIDTH VERTICAL LINE as DeepSeek writes it,
+// mathematical letters): up to 192 bytes are NFKC-normalized, U+2581 LOWER ONE EIGHTH
+// BLOCK (DeepSeek's word separator) reads as '_', and the token matchers run on the
+// result. It returns where scanning resumes.
+func (t *textScan) normalizedToken(i int) int {
+	s := t.s
+	e := min(len(s), i+192)
+	for e > i && e < len(s) && !utf8.RuneStart(s[e]) {
+		e--
+	}
+	var buf [512]byte
+	ns := norm.NFKC.AppendString(buf[:0], s[i:e])
+	ns = bytes.ReplaceAll(ns, []byte("\u2581"), []byte("_"))
+	n := unsafe.String(unsafe.SliceData(ns), len(ns))
+	var ent string
+	var ne int
+	switch {
+	case len(n) > 0 && n[0] == '<':
+		ent, ne = angleToken(n, 0)
+	case len(n) > 0 && n[0] == '[':
+		ent, ne = bracketToken(n, 0)
+	}
+	if ne == 0 {
+		_, sz := utf8.DecodeRuneInString(s[i:])
+		return i + sz
+	}
+	// map the normalized end back: the shortest prefix whose NFKC form is that long
+	end, got := i, 0
+	for end < e && got < ne {
+		_, sz := utf8.DecodeRuneInString(s[end:])
+		one := norm.NFKC.AppendString(buf[:0], s[end:end+sz])
+		one = bytes.ReplaceAll(one, []byte("\u2581"), []byte("_"))
+		got += len(one)
+		end += sz
+	}
+	t.k.add(rInjection, ent, i, end)
+	return end
 }
 
 // ---- fake prompts ----
@@ -339,14 +418,25 @@ func validHostChars(h string) bool {
 }
 
 // sameSite reports whether a label host and a link host name the same site: equal
-// once "www." is dropped, or one a subdomain of the other.
+// once "www." is dropped, or both under the same registrable domain (eTLD+1 by the
+// public suffix list, golang.org/x/net/publicsuffix). A label that is itself a public
+// suffix ("github.io", "co.uk") matches only itself: "evil.github.io" belongs to
+// someone else.
 func sameSite(a, b string) bool {
 	a = strings.TrimPrefix(a, "www.")
 	b = strings.TrimPrefix(b, "www.")
 	if a == b {
 		return true
 	}
-	return a != "" && b != "" && (strings.HasSuffix(a, "."+b) || strings.HasSuffix(b, "."+a))
+	if a == "" || b == "" {
+		return false
+	}
+	ra, err1 := publicsuffix.EffectiveTLDPlusOne(a)
+	rb, err2 := publicsuffix.EffectiveTLDPlusOne(b)
+	if err1 != nil || err2 != nil {
+		return false // a public suffix itself, an IP literal or a malformed name
+	}
+	return ra == rb
 }
 
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"net/netip"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // PII and secret matchers. Each validates what it finds (Luhn, mod-97, SSA rules,
@@ -32,6 +34,19 @@ func (t *textScan) word(i int) int {
 		return end
 	}
 	c := s[ws]
+	if ws > 0 && (s[ws-1] == ' ' || s[ws-1] == '/') {
+		if s[ws-1] == ' ' && afterBearer(s, ws) {
+			if e := t.bearerToken(ws); e > ws {
+				t.done = max(e, end)
+				return t.done
+			}
+		} else if s[ws-1] == '/' {
+			if e := t.slackHookBare(ws); e > 0 {
+				t.done = e
+				return e
+			}
+		}
+	}
 	switch {
 	case isDigit(c):
 		// quick reject: a short number that no separator continues can match nothing
@@ -111,6 +126,33 @@ type numRun struct {
 	ge    [8]int
 	paren [8]bool
 	sep   [8]byte // separator after group k; ')' marks "(415)555"
+	// extEnd is the end of an attached extension ("x12", "ext12", "ext.12") after the
+	// last group, or the end of the last group
+	extEnd int
+}
+
+// attachedExtension returns the end of a phone extension attached at s[i] ("x12",
+// "X12", "ext12", "ext.12", "#12": 1–6 digits, then no word byte), or i.
+func attachedExtension(s string, i int) int {
+	j := i
+	switch {
+	case j < len(s) && (s[j] == 'x' || s[j] == 'X' || s[j] == '#'):
+		j++
+	case hasPrefixFold(s[j:], "ext."):
+		j += 4
+	case hasPrefixFold(s[j:], "ext"):
+		j += 3
+	default:
+		return i
+	}
+	d := j
+	for d < len(s) && isDigit(s[d]) && d-j < 7 {
+		d++
+	}
+	if d == j || d-j > 6 || d < len(s) && (isWordByte(s[d]) || s[d] == '.' && d+1 < len(s) && isDigit(s[d+1])) {
+		return i
+	}
+	return d
 }
 
 // numeric parses the number run starting at s[i] (a digit, '+' or '(') and reports
@@ -164,7 +206,11 @@ func (t *textScan) numeric(i int) int {
 		break
 	}
 	end := j
-	if end < n {
+	r.extEnd = end
+	if e := attachedExtension(s, end); e > end {
+		r.extEnd = e
+		end = e
+	} else if end < n {
 		c := s[end]
 		if isWordByte(c) || c == '@' {
 			return skipWord(s, end)
@@ -243,12 +289,14 @@ func (t *textScan) numberSpan(r *numRun, a, b, runStart int) bool {
 	}
 	if !plus && !anyParen {
 		// IPv4: four dotted octets
-		if k == 4 && sepsAll('.') && validIPv4(s, r, a) && !afterVersionWord(s, start) {
+		if k == 4 && sepsAll('.') && validIPv4(s, r, a) && !afterVersionWord(s, start) && !versionName(t.k.key) {
 			t.k.add(rIP, "ipv4", start, end)
 			return true
 		}
-		// US SSN: AAA-GG-SSSS
-		if k == 3 && sepsAll('-') && glen(0) == 3 && glen(1) == 2 && glen(2) == 4 && validSSN(digits[:9]) {
+		// US SSN: AAA-GG-SSSS, or with spaces or dots when the three groups are the
+		// whole number run ("SSN 321 54 9876", "321.54.9876")
+		if k == 3 && glen(0) == 3 && glen(1) == 2 && glen(2) == 4 && validSSN(digits[:9]) &&
+			(sepsAll('-') || (sepsAll(' ') || sepsAll('.')) && a == 0 && b == r.n) {
 			t.k.add(rSSN, "ssn", start, end)
 			return true
 		}
@@ -259,6 +307,9 @@ func (t *textScan) numberSpan(r *numRun, a, b, runStart int) bool {
 		}
 	}
 	if isPhone(r, a, b, plus, digits[:nd]) {
+		if b == r.n {
+			end = max(end, r.extEnd) // "415-555-0182x12": the extension belongs to the number
+		}
 		t.k.add(rPhone, "phone", start, end)
 		return true
 	}
@@ -282,18 +333,43 @@ func validIPv4(s string, r *numRun, a int) bool {
 	return true
 }
 
-// afterVersionWord reports whether the dotted quad at s[i] follows "version" or "v".
+// afterVersionWord reports whether the dotted quad at s[i] follows a version name:
+// "version", "ver", "v", "build", "release", or an assignment to a name ending in
+// "version" or "_ver" ("app_version=1.2.3.4", "\"appVersion\": \"1.2.3.4\"").
 func afterVersionWord(s string, i int) bool {
 	j := i
-	for j > 0 && s[j-1] == ' ' {
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '"' || s[j-1] == '\'' || s[j-1] == '\t') {
 		j--
 	}
+	assign := j > 0 && (s[j-1] == '=' || s[j-1] == ':')
+	if assign {
+		j--
+		for j > 0 && (s[j-1] == ' ' || s[j-1] == '"' || s[j-1] == '\'' || s[j-1] == '\t') {
+			j--
+		}
+	}
 	w := j
-	for w > 0 && isAlpha(s[w-1]) {
+	for w > 0 && j-w < 64 && (isAlnum(s[w-1]) || s[w-1] == '_' || s[w-1] == '-' || s[w-1] == '.') {
 		w--
 	}
-	word := s[w:j]
-	return strings.EqualFold(word, "version") || strings.EqualFold(word, "ver") || strings.EqualFold(word, "v") || strings.EqualFold(word, "build")
+	return versionName(s[w:j])
+}
+
+// versionName reports whether a name (a word or a JSON member name) names a version:
+// "version", "ver", "v", "build", "release", "firmware", or a name ending in
+// "version", "_ver" or "-ver" in any case ("app_version", "appVersion", "OS-Version").
+func versionName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	var buf [64]byte
+	l := lowerInto(buf[:0], name)
+	ls := string(l)
+	switch ls {
+	case "v", "ver", "version", "build", "release", "firmware", "fw":
+		return true
+	}
+	return strings.HasSuffix(ls, "version") || strings.HasSuffix(ls, "_ver") || strings.HasSuffix(ls, "-ver") || strings.HasSuffix(ls, "_build")
 }
 
 // validSSN applies the SSA rules: area not 000, 666 or 900–999; group not 00; serial
@@ -455,16 +531,96 @@ func isLocalByte(c byte) bool {
 	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
 }
 
-// email handles '@' at s[i]: a local part of up to 64 bytes before it and a dotted
-// domain with an alphabetic TLD after it.
+// localStart returns where the local part ending at s[i] (the '@') starts, or -1:
+// a dot-atom of ASCII letters, digits and ._%+-, internal apostrophes ("o'connor"),
+// and non-ASCII letters, marks and digits (RFC 6531: "jörg.müller", "zoë"); or a
+// quoted string ("\"john doe\""). At most 64 bytes; it never starts with a dot or an
+// apostrophe, so "'bob@example.com'" and "x.'y@z" give the address alone.
+func localStart(s string, i int) int {
+	if i > 0 && s[i-1] == '"' {
+		// quoted local part: back to the opening quote on the same line
+		for j := i - 2; j >= 0 && i-j <= 66; j-- {
+			switch c := s[j]; {
+			case c == '\n' || c == '\r':
+				return -1
+			case c == '"' && (j == 0 || s[j-1] != '\\'):
+				if j+1 == i-1 || j > 0 && (isWordByte(s[j-1]) || s[j-1] == '"') {
+					return -1
+				}
+				return j
+			}
+		}
+		return -1
+	}
+	j := i
+	for j > 0 && i-j <= 64 {
+		c := s[j-1]
+		if c < 0x80 {
+			if isLocalByte(c) || c == '\'' && j >= 2 && isAlnum(s[j-2]) && isAlnum(s[j]) {
+				j--
+				continue
+			}
+			break
+		}
+		r, sz := utf8.DecodeLastRuneInString(s[:j])
+		if r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r)) {
+			break
+		}
+		j -= sz
+	}
+	for j < i && (s[j] == '.' || s[j] == '\'') {
+		j++ // a local part never starts with a dot; an apostrophe there is a quote
+	}
+	if j == i || i-j > 64 || s[i-1] == '.' || j > 0 && s[j-1] == '@' {
+		return -1
+	}
+	return j
+}
+
+// domainLabel returns the end of a domain label starting at s[k]: ASCII letters,
+// digits and '-', or non-ASCII letters, marks and digits (an IDN), at most 63 bytes.
+func domainLabel(s string, k int) int {
+	ls := k
+	for k < len(s) && k-ls < 63 {
+		c := s[k]
+		if c < 0x80 {
+			if isAlnum(c) || c == '-' {
+				k++
+				continue
+			}
+			break
+		}
+		r, sz := utf8.DecodeRuneInString(s[k:])
+		if r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r)) {
+			break
+		}
+		k += sz
+	}
+	return k
+}
+
+func isLabelStart(s string, k int) bool {
+	if k >= len(s) {
+		return false
+	}
+	if s[k] < 0x80 {
+		return isAlnum(s[k])
+	}
+	r, _ := utf8.DecodeRuneInString(s[k:])
+	return r != utf8.RuneError && unicode.IsLetter(r)
+}
+
+// email handles '@' at s[i]: a local part of up to 64 bytes before it (localStart)
+// and a dotted domain with an alphabetic TLD after it. An address is reported whole
+// or not at all.
 func (t *textScan) email(i int) int {
 	s := t.s
 	n := len(s)
-	j := i
-	for j > 0 && isLocalByte(s[j-1]) && i-j <= 64 {
-		j--
+	if i < t.done {
+		return i + 1
 	}
-	if j == i || i-j > 64 || s[j] == '.' || s[i-1] == '.' || (j > 0 && (s[j-1] == '@')) {
+	j := localStart(s, i)
+	if j < 0 {
 		return i + 1
 	}
 	// domain labels
@@ -474,9 +630,7 @@ func (t *textScan) email(i int) int {
 	firstEnd := -1
 	for {
 		ls := k
-		for k < n && (isAlnum(s[k]) || s[k] == '-') && k-ls < 63 {
-			k++
-		}
+		k = domainLabel(s, k)
 		if k == ls || s[ls] == '-' || s[k-1] == '-' {
 			if labels > 0 && k == ls {
 				k-- // the trailing dot is not part of the address
@@ -487,7 +641,7 @@ func (t *textScan) email(i int) int {
 		if firstEnd < 0 {
 			firstEnd = k
 		}
-		if k+1 < n && s[k] == '.' && isAlnum(s[k+1]) {
+		if k+1 < n && s[k] == '.' && isLabelStart(s, k+1) {
 			lastDot = k
 			k++
 			continue
@@ -497,16 +651,13 @@ func (t *textScan) email(i int) int {
 	if labels < 2 || lastDot < 0 || k-i > 254 {
 		return max(k, i+1)
 	}
-	end := lastDot + 1
-	for end < n && (isAlnum(s[end]) || s[end] == '-') {
-		end++
-	}
+	end := domainLabel(s, lastDot+1)
 	tld := s[lastDot+1 : end]
 	if len(tld) < 2 {
 		return end
 	}
 	for x := 0; x < len(tld); x++ {
-		if !isAlpha(tld[x]) {
+		if tld[x] < 0x80 && !isAlpha(tld[x]) {
 			return end
 		}
 	}
@@ -562,14 +713,68 @@ func (t *textScan) ipv6(i int) int {
 			digit = true
 		}
 	}
-	if colons < 2 || !digit {
+	if colons < 2 || !digit || !ipv6Context(s, j, k) {
 		return k
 	}
-	if a, err := netip.ParseAddr(cand); err == nil && a.Is6() {
+	if a, err := netip.ParseAddr(cand); err == nil && a.Is6() && plausibleIPv6(cand, a) {
 		t.k.add(rIP, "ipv6", j, k)
 		t.done = max(t.done, k)
 	}
 	return max(k, i+1)
+}
+
+// ipv6Context rejects candidates that code syntax explains: a call or template
+// ("Cafe::Add1()", "a::b<T>"), a subscript or slice ("arr[1::2]", "grid[0::3]"; a URL
+// host "http://[2001:db8::1]" keeps its brackets), a path segment after another "::".
+func ipv6Context(s string, j, k int) bool {
+	if k < len(s) && (s[k] == '(' || s[k] == '<' || s[k] == '{') {
+		return false
+	}
+	if j > 0 && s[j-1] == '[' && k < len(s) && s[k] == ']' {
+		// subscript when '[' follows an expression: an identifier, ')' or ']'
+		if j >= 2 && (isWordByte(s[j-2]) || s[j-2] == ')' || s[j-2] == ']') {
+			return false
+		}
+	}
+	return true
+}
+
+// plausibleIPv6 keeps addresses as written in real text: one letter case throughout,
+// and a "::"-compressed address starts in an allocated range (2000::/3 global
+// unicast, fc00::/7 unique local, fe80::/10 link-local, ff00::/8 multicast) or is the
+// IPv4-mapped form; "::1" and "::" are not personal data. A full eight-group address
+// is always kept.
+func plausibleIPv6(cand string, a netip.Addr) bool {
+	up, low := false, false
+	for i := 0; i < len(cand); i++ {
+		switch c := cand[i]; {
+		case c >= 'a' && c <= 'f':
+			low = true
+		case c >= 'A' && c <= 'F':
+			up = true
+		}
+	}
+	if up && low {
+		return false
+	}
+	if !strings.Contains(cand, "::") {
+		return true
+	}
+	if a.Is4In6() {
+		return true
+	}
+	b := a.As16()
+	switch {
+	case b[0]>>5 == 1: // 2000::/3
+		return true
+	case b[0]&0xFE == 0xFC: // fc00::/7
+		return true
+	case b[0] == 0xFE && b[1]&0xC0 == 0x80: // fe80::/10
+		return true
+	case b[0] == 0xFF:
+		return true
+	}
+	return false
 }
 
 // ---- secrets and IBAN ----
@@ -579,7 +784,14 @@ func (t *textScan) ipv6(i int) int {
 func (t *textScan) secret(ws, we int) int {
 	s := t.s
 	w := s[ws:we]
+	if t.providerToken(ws, we) {
+		return we
+	}
 	switch {
+	case len(w) >= 9 && (w[0] == 'a' || w[0] == 'A' || w[0] == 's' || w[0] == 'S') && isAWSSecretName(w):
+		if v := valueAfter(s, we); v >= 0 {
+			return max(we, t.awsSecretAt(v))
+		}
 	case len(w) == 20 && (strings.HasPrefix(w, "AKIA") || strings.HasPrefix(w, "ASIA")):
 		if allIn(w[4:], upperDigit) && varied(w[4:]) {
 			t.k.add(rAWS, "aws_access_key", ws, we)
@@ -607,7 +819,7 @@ func (t *textScan) secret(ws, we int) int {
 		}
 	case len(w) >= 10 && strings.HasPrefix(w, "eyJ"):
 		return max(we, t.jwt(ws, we))
-	case len(w) >= 4 && isUpper(w[0]) && isUpper(w[1]) && isDigit(w[2]) && isDigit(w[3]):
+	case len(w) >= 4 && isAlpha(w[0]) && isAlpha(w[1]) && isDigit(w[2]) && isDigit(w[3]):
 		return max(we, t.iban(ws))
 	}
 	return we
@@ -742,6 +954,13 @@ func (t *textScan) privateKey(i int) int {
 	return j
 }
 
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // ibanLength is the IBAN length per country (SWIFT IBAN registry).
 var ibanLength = map[string]int{
 	"AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22,
@@ -761,22 +980,25 @@ var ibanLength = map[string]int{
 func (t *textScan) iban(i int) int {
 	s := t.s
 	n := len(s)
-	want, ok := ibanLength[s[i:i+2]]
+	cc := [2]byte{s[i] &^ 0x20, s[i+1] &^ 0x20}
+	want, ok := ibanLength[string(cc[:])]
 	if !ok {
 		return i + 4
 	}
+	// one case throughout (upper or lower), groups of 4 split by spaces or '-'
+	lower := isLower(s[i])
 	var buf [34]byte
 	nb := 0
 	j := i
 	for j < n && nb < want {
 		c := s[j]
-		if isDigit(c) || isUpper(c) {
-			buf[nb] = c
+		if isDigit(c) || !lower && isUpper(c) || lower && isLower(c) {
+			buf[nb] = c &^ (boolByte(isLower(c)) << 5)
 			nb++
 			j++
 			continue
 		}
-		if c == ' ' && nb%4 == 0 && nb > 0 && j+1 < n && (isDigit(s[j+1]) || isUpper(s[j+1])) {
+		if (c == ' ' || c == '-') && nb%4 == 0 && nb > 0 && j+1 < n && isAlnum(s[j+1]) {
 			j++
 			continue
 		}

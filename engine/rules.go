@@ -25,6 +25,19 @@ const (
 	RuleGoogleAPIKey      = "secret_google_api_key"
 	RuleJWT               = "secret_jwt"
 	RulePrivateKey        = "secret_private_key"
+
+	RuleTerminalInputMode = "output_terminal_input_mode"
+	RuleAnthropicKey      = "secret_anthropic_api_key"
+	RuleOpenAIKey         = "secret_openai_api_key"
+	RuleAIProviderKey     = "secret_ai_provider_key"
+	RuleGitLabToken       = "secret_gitlab_token"
+	RuleNPMToken          = "secret_npm_token"
+	RulePyPIToken         = "secret_pypi_token"
+	RuleChatWebhook       = "secret_chat_webhook"
+	RuleAWSSecretKey      = "secret_aws_secret_access_key"
+	RuleHTTPAuthorization = "secret_http_authorization"
+	RuleHTTPCookie        = "secret_http_cookie"
+	RuleURLPassword       = "secret_url_password"
 )
 
 // Rule families, as reported in Rule.Family.
@@ -72,6 +85,18 @@ const (
 	rGoogle
 	rJWT
 	rPrivateKey
+	rInputMode
+	rAnthropic
+	rOpenAI
+	rAIProvider
+	rGitLab
+	rNPM
+	rPyPI
+	rWebhook
+	rAWSSecret
+	rAuthorization
+	rCookie
+	rURLPassword
 	numRules
 )
 
@@ -99,6 +124,19 @@ var ruleTable = [numRules]Rule{
 	rGoogle:     {RuleGoogleAPIKey, FamilySecret, SeverityInfo, "Google API key (AIza + 35)"},
 	rJWT:        {RuleJWT, FamilySecret, SeverityInfo, "JSON Web Token whose header decodes to a JSON object with \"alg\""},
 	rPrivateKey: {RulePrivateKey, FamilySecret, SeverityInfo, "the whole PEM/OpenSSH/PGP private-key block, BEGIN line to END line"},
+
+	rInputMode:     {RuleTerminalInputMode, FamilyTerminalEscape, SeverityMedium, "a mode that changes how the terminal takes input: mouse or focus reporting (CSI ? 1000-1006/1015/1016 h), bracketed paste off (CSI ? 2004 l), KAM/SRM (CSI 2 h, CSI 12 h), printer controller (CSI 5 i, CSI 4 i), DECALN (ESC # 8)"},
+	rAnthropic:     {RuleAnthropicKey, FamilySecret, SeverityInfo, "Anthropic API or admin key (sk-ant-api03-, sk-ant-admin01-)"},
+	rOpenAI:        {RuleOpenAIKey, FamilySecret, SeverityInfo, "OpenAI project, service-account, admin or legacy key (sk-proj-, sk-svcacct-, sk-admin-, T3BlbkFJ marker)"},
+	rAIProvider:    {RuleAIProviderKey, FamilySecret, SeverityInfo, "other AI-provider keys: Groq gsk_, xAI xai-, Hugging Face hf_/api_org_, Perplexity pplx-, Replicate r8_, OpenRouter sk-or-v1-"},
+	rGitLab:        {RuleGitLabToken, FamilySecret, SeverityInfo, "GitLab token (glpat-, gldt-, glrt-, glptt-, glcbt-, glft-, glimt-, glsoat-, glagent-, GR1348941)"},
+	rNPM:           {RuleNPMToken, FamilySecret, SeverityInfo, "npm access token (npm_ + 36)"},
+	rPyPI:          {RulePyPIToken, FamilySecret, SeverityInfo, "PyPI upload token (pypi-AgEIcHlwaS5vcmc...)"},
+	rWebhook:       {RuleChatWebhook, FamilySecret, SeverityInfo, "chat incoming-webhook URL (Slack hooks.slack.com, Discord /api/webhooks/, Microsoft Teams webhook.office.com)"},
+	rAWSSecret:     {RuleAWSSecretKey, FamilySecret, SeverityInfo, "AWS secret access key: 40 base64 characters after aws_secret_access_key / SecretAccessKey"},
+	rAuthorization: {RuleHTTPAuthorization, FamilySecret, SeverityInfo, "the credential after an Authorization or Proxy-Authorization header's Bearer, Basic or Token scheme"},
+	rCookie:        {RuleHTTPCookie, FamilySecret, SeverityInfo, "a session value in a Cookie or Set-Cookie header"},
+	rURLPassword:   {RuleURLPassword, FamilySecret, SeverityInfo, "the password in a URL's user-info (scheme://user:password@host)"},
 }
 
 // ruleByID maps rule ids to their index.
@@ -123,4 +161,4 @@ func Rules() []Rule {
 }
 
 // isRedactable reports whether findings of rule r carry a PII or secret value.
-func (r ruleIndex) isRedactable() bool { return r >= rEmail }
+func (r ruleIndex) isRedactable() bool { return r >= rEmail && r != rInputMode }

@@ -123,7 +123,7 @@ func sanitizeAppend(out []byte, s string, i int) []byte {
 			continue
 		}
 		switch invClass(r) {
-		case invZW, invBidi:
+		case invZW, invBidi, invOther:
 			i += sz
 			continue
 		case invVS:

@@ -59,7 +59,9 @@ func init() {
 	// C2: U+0080–U+00BF (C1 controls). E1: U+1000–U+1FFF (U+180E). E2: U+2000–U+2FFF
 	// (zero-width, bidi, word joiner). EF: U+F000–U+FFFF (variation selectors, BOM).
 	// F3: U+C0000–U+FFFFF (Tags, variation selectors supplement).
-	for _, b := range []byte{0xC2, 0xE1, 0xE2, 0xEF, 0xF3} {
+	// CD: U+0340–U+037F (U+034F COMBINING GRAPHEME JOINER). E3: U+3000–U+3FFF (U+3164
+	// HANGUL FILLER). F0: U+10000–U+3FFFF (shorthand and musical format controls).
+	for _, b := range []byte{0xC2, 0xCD, 0xE1, 0xE2, 0xE3, 0xEF, 0xF0, 0xF3} {
 		classFull[b] = cLead
 	}
 	for i := range pairFull {
@@ -114,6 +116,10 @@ func (t *textScan) run() {
 		t.atLineStart(0)
 	}
 	i := 0
+	if t.k.key != "" {
+		i = t.keyContext()
+		t.done = i
+	}
 	for {
 		for i+8 <= n {
 			x := load64(s, i)
@@ -172,7 +178,7 @@ func (t *textScan) run() {
 		case cLBr:
 			i = t.bracket(i)
 		case cColon:
-			i = t.ipv6(i)
+			i = t.colon(i)
 		case cSign:
 			i = t.sign(i)
 		default:
@@ -245,9 +251,11 @@ func (t *textScan) handleEscape(e escSeq) {
 			}
 		case 'M': // RI, reverse index: cursor up
 			t.overwrite(e.start, e.end, 1, "cursor_move")
-		case '8': // DECRC: restore a saved cursor position
+		case '8': // DECRC: restore a saved cursor position; ESC # 8 DECALN fills the screen with E
 			if e.pEnd == e.start+1 {
 				t.overwrite(e.start, e.end, lineUnknown, "cursor_move")
+			} else if t.s[e.pStart:e.pEnd] == "#" {
+				t.k.add(rInputMode, "decaln", e.start, e.end)
 			}
 		}
 	}
@@ -315,9 +323,17 @@ func (t *textScan) csi(e escSeq) {
 		if len(p) == 0 {
 			t.overwrite(e.start, e.end, lineUnknown, "cursor_move")
 		}
-	case 'h':
-		if p == "?1049" || p == "?47" || p == "?1047" {
+	case 'h', 'l':
+		if e.final == 'h' && (p == "?1049" || p == "?47" || p == "?1047") {
 			t.k.add(rClear, "alt_screen", e.start, e.end)
+			return
+		}
+		if ent := inputMode(p, e.final); ent != "" {
+			t.k.add(rInputMode, ent, e.start, e.end)
+		}
+	case 'i': // MC, media copy: CSI 5 i starts the printer controller, CSI 4 i ends it
+		if v, _ := sgrNum(p, boolInt(private)); v == 4 || v == 5 {
+			t.k.add(rInputMode, "printer_controller", e.start, e.end)
 		}
 	case 'n': // DSR: the terminal answers on its input
 		if v, _ := sgrNum(p, boolInt(private)); v == 5 || v == 6 {
@@ -337,6 +353,43 @@ func (t *textScan) csi(e escSeq) {
 			t.k.add(rControl, "terminal_query", e.start, e.end)
 		}
 	}
+}
+
+// inputMode names the entity of a set-mode (h) or reset-mode (l) CSI whose
+// parameters p change how the terminal takes input, or "": DEC private mouse
+// reporting ?9, ?1000–?1003, ?1005, ?1006, ?1015, ?1016 and focus reporting ?1004 set;
+// bracketed paste ?2004 reset (pasted text then runs as typed commands); ANSI KAM (2,
+// keyboard locked) and SRM (12, local echo off) set. Any parameter of a list counts.
+func inputMode(p string, final byte) string {
+	private := len(p) > 0 && p[0] == '?'
+	if private {
+		p = p[1:]
+	} else if len(p) > 0 && (p[0] < '0' || p[0] > '9') && p[0] != ';' {
+		return ""
+	}
+	for len(p) > 0 {
+		v, j := sgrNum(p, 0)
+		if j == 0 && (len(p) == 0 || p[0] != ';') {
+			return ""
+		}
+		switch {
+		case private && final == 'h' && (v == 9 || v >= 1000 && v <= 1003 || v == 1005 || v == 1006 || v == 1015 || v == 1016):
+			return "mouse_reporting"
+		case private && final == 'h' && v == 1004:
+			return "focus_reporting"
+		case private && final == 'l' && v == 2004:
+			return "bracketed_paste_off"
+		case !private && final == 'h' && v == 2:
+			return "keyboard_locked"
+		case !private && final == 'h' && v == 12:
+			return "local_echo_off"
+		}
+		if j >= len(p) {
+			break
+		}
+		p = p[j+1:]
+	}
+	return ""
 }
 
 func boolInt(b bool) int {
@@ -474,6 +527,10 @@ const (
 	invBidi // U+202A–U+202E, U+2066–U+2069
 	invTag  // U+E0000–U+E007F
 	invVS   // U+FE00–U+FE0F, U+E0100–U+E01EF
+	// invOther: every other Default_Ignorable_Code_Point and the Hangul fillers (soft
+	// hyphen, combining grapheme joiner, Hangul fillers, Khmer inherent vowels,
+	// Mongolian free variation selectors, ...): fine alone, a carrier in runs
+	invOther
 )
 
 func invClass(r rune) int {
@@ -486,9 +543,16 @@ func invClass(r rune) int {
 		return invTag
 	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
 		return invVS
+	case r < 0xAD, r > 0x3164 && r < 0xFE00, r > 0xFFF8 && r < 0x1BCA0, r > 0x1BCA3 && r < 0x1D173, r > 0x1D17A && r < 0xE0000:
+		return invNone // fast path: no default-ignorable code point lies here (emoji, CJK)
+	}
+	if isCarrier(r) {
+		return invOther
 	}
 	return invNone
 }
+
+func isZWOrOther(c int) bool { return c == invZW || c == invOther }
 
 func prevRune(s string, i int) rune {
 	r, _ := utf8.DecodeLastRuneInString(s[:i])
@@ -510,24 +574,34 @@ func (t *textScan) unicode(i int) int {
 	r, sz := utf8.DecodeRuneInString(s[i:])
 	cls := invClass(r)
 	if cls == invNone {
+		if (r == 0xFF1C || r == 0xFE64 || r == 0xFF3B) && !t.piiOnly {
+			return t.normalizedToken(i) // FULLWIDTH / SMALL LESS-THAN SIGN, FULLWIDTH LEFT SQUARE BRACKET
+		}
 		return i + sz
 	}
-	// the maximal run of this class
+	// the maximal run of this class; zero-width and other carriers run together
 	j := i + sz
 	count := 1
+	allZW := cls == invZW
 	for j < len(s) {
 		r2, sz2 := utf8.DecodeRuneInString(s[j:])
-		if invClass(r2) != cls {
+		c2 := invClass(r2)
+		if c2 != cls && !(isZWOrOther(c2) && isZWOrOther(cls)) {
 			break
 		}
+		allZW = allZW && c2 == invZW
 		j += sz2
 		count++
 	}
 	switch cls {
-	case invZW:
+	case invZW, invOther:
 		if count >= 2 {
-			t.k.add(rHidden, "zero_width", i, j)
-		} else if !zwLegit(s, i, j, r) {
+			if allZW {
+				t.k.add(rHidden, "zero_width", i, j)
+			} else if !hangulFillerPair(s, i, j) {
+				t.k.add(rHidden, "invisible_run", i, j)
+			}
+		} else if cls == invZW && !zwLegit(s, i, j, r) {
 			if t.zwCount == 0 {
 				t.zwFirst = i
 			}
@@ -547,6 +621,17 @@ func (t *textScan) unicode(i int) int {
 		}
 	}
 	return j
+}
+
+// hangulFillerPair reports whether the run s[i:j] is U+115F U+1160 (choseong and
+// jungseong fillers) before a conjoining jongseong: an old-Hangul syllable, not a
+// carrier.
+func hangulFillerPair(s string, i, j int) bool {
+	if s[i:j] != "\u115F\u1160" || j >= len(s) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[j:])
+	return r >= 0x11A8 && r <= 0x11FF
 }
 
 // zwLegit reports whether the single zero-width character r at s[i:j] sits in a

@@ -24,6 +24,10 @@ type sink struct {
 	ptr     string
 	ptrDone bool
 	first   int // index in findings of the first finding of the current string
+	// key is the member name of the object member whose value is being scanned ("" for
+	// plain text, array elements and member names): context for the value rules
+	// (Authorization, Cookie, aws_secret_access_key, *version).
+	key string
 
 	// Redact mode
 	collect bool
@@ -32,6 +36,7 @@ type sink struct {
 
 func (k *sink) beginString(inKey bool) {
 	k.inKey = inKey
+	k.key = ""
 	k.ptrDone = false
 	k.first = len(k.findings)
 }
@@ -68,3 +73,6 @@ func (k *sink) add(r ruleIndex, entity string, start, end int) {
 		k.findings[j], k.findings[j-1] = k.findings[j-1], k.findings[j]
 	}
 }
+
+// count is the number of hits received so far (findings or redactable matches).
+func (k *sink) count() int { return len(k.findings) + len(k.matches) }

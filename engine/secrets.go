@@ -1,0 +1,565 @@
+package engine
+
+import (
+	"encoding/base64"
+	"strings"
+)
+
+// Secret matchers beyond the prefix rules of pii.go: provider keys ported from the
+// gitleaks default configuration (docs/engine.md, "Secrets"), and credentials that
+// are secret by position: an Authorization header's credential, Cookie and
+// Set-Cookie values, the AWS secret access key after its name, and a URL's password.
+
+// tokenRule is one prefix-shaped provider token: prefix, then a body of at least min
+// (and at most max, 0 = unbounded) bytes of set.
+type tokenRule struct {
+	prefix   string
+	min, max int
+	set      *byteSet
+	rule     ruleIndex
+	entity   string
+}
+
+var (
+	letters  = mkSet(upperChars + lowerChars)
+	hexLower = mkSet(digitChars + "abcdef")
+	token68  = mkSet(upperChars + lowerChars + digitChars + "-._~+/")
+	awsBody  = mkSet(upperChars + lowerChars + digitChars + "/+")
+)
+
+// tokenRules are checked in order against a word (a run of [A-Za-z0-9_-]); the first
+// matching prefix decides. Lengths follow gitleaks v8.30.1 and the providers' docs.
+var tokenRules = [...]tokenRule{
+	{"sk-ant-api03-", 80, 0, base64URL, rAnthropic, "anthropic_api_key"},
+	{"sk-ant-admin01-", 80, 0, base64URL, rAnthropic, "anthropic_admin_key"},
+	{"sk-ant-", 40, 0, base64URL, rAnthropic, "anthropic_api_key"},
+	{"sk-proj-", 40, 0, base64URL, rOpenAI, "openai_api_key"},
+	{"sk-svcacct-", 40, 0, base64URL, rOpenAI, "openai_api_key"},
+	{"sk-admin-", 40, 0, base64URL, rOpenAI, "openai_api_key"},
+	{"sk-or-v1-", 64, 64, hexLower, rAIProvider, "openrouter_api_key"},
+	{"gsk_", 52, 52, alnum, rAIProvider, "groq_api_key"},
+	{"xai-", 70, 90, alnumUnderscore, rAIProvider, "xai_api_key"},
+	{"hf_", 34, 34, letters, rAIProvider, "huggingface_token"},
+	{"api_org_", 34, 34, letters, rAIProvider, "huggingface_token"},
+	{"pplx-", 48, 48, alnum, rAIProvider, "perplexity_api_key"},
+	{"r8_", 37, 37, alnum, rAIProvider, "replicate_api_token"},
+	{"glpat-", 20, 0, base64URL, rGitLab, "gitlab_token"},
+	{"gldt-", 20, 0, base64URL, rGitLab, "gitlab_token"},
+	{"glrt-", 20, 0, base64URL, rGitLab, "gitlab_token"},
+	{"glptt-", 40, 40, hexLower, rGitLab, "gitlab_token"},
+	{"glcbt-", 20, 0, base64URL, rGitLab, "gitlab_token"},
+	{"glft-", 20, 0, base64URL, rGitLab, "gitlab_token"},
+	{"glimt-", 25, 0, base64URL, rGitLab, "gitlab_token"},
+	{"glsoat-", 20, 0, base64URL, rGitLab, "gitlab_token"},
+	{"glagent-", 50, 0, base64URL, rGitLab, "gitlab_token"},
+	{"gloas-", 64, 0, base64URL, rGitLab, "gitlab_token"},
+	{"GR1348941", 20, 0, base64URL, rGitLab, "gitlab_token"},
+	{"npm_", 36, 36, alnum, rNPM, "npm_token"},
+	{"pypi-AgEIcHlwaS5vcmc", 50, 0, base64URL, rPyPI, "pypi_token"},
+}
+
+// tokenPrefixBytes marks the first bytes of tokenRules' prefixes, so most words skip
+// the table.
+var tokenPrefixBytes = func() (t [256]bool) {
+	for _, r := range tokenRules {
+		t[r.prefix[0]] = true
+	}
+	return
+}()
+
+// providerToken matches the word w = s[ws:we] against tokenRules; it reports the
+// token and returns true when one matched.
+func (t *textScan) providerToken(ws, we int) bool {
+	w := t.s[ws:we]
+	if !tokenPrefixBytes[w[0]] {
+		return false
+	}
+	for i := range tokenRules {
+		r := &tokenRules[i]
+		if !strings.HasPrefix(w, r.prefix) {
+			continue
+		}
+		body := w[len(r.prefix):]
+		if len(body) < r.min || r.max > 0 && len(body) > r.max || !allIn(body, r.set) || !varied(body) {
+			return false
+		}
+		end := we
+		if r.rule == rGitLab && end+1 < len(t.s) && t.s[end] == '.' && isAlnum(t.s[end+1]) {
+			// routable GitLab tokens end in ".<2><7>" base-36 digits
+			for end < len(t.s) && (isAlnum(t.s[end]) || t.s[end] == '.') {
+				end++
+			}
+		}
+		t.k.add(r.rule, r.entity, ws, end)
+		return true
+	}
+	// OpenAI legacy and project keys carry "T3BlbkFJ" (base64 of "OpenAI") mid-key
+	if strings.HasPrefix(w, "sk-") && len(w) >= 40 && strings.Contains(w, "T3BlbkFJ") && allIn(w[3:], base64URL) {
+		t.k.add(rOpenAI, "openai_api_key", ws, we)
+		return true
+	}
+	return false
+}
+
+// ---- AWS secret access key, found by its name ----
+
+// isAWSSecretName reports whether name (any case, '_' or '-' or nothing between the
+// words) names an AWS secret access key.
+func isAWSSecretName(name string) bool {
+	var buf [32]byte
+	n := normName(buf[:0], name)
+	switch string(n) {
+	case "awssecretaccesskey", "secretaccesskey", "awssecretkey", "awssecret":
+		return true
+	}
+	return false
+}
+
+// normName lower-cases name and drops '_', '-' and '.' (up to dst's capacity).
+func normName(dst []byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '_' || c == '-' || c == '.' || c == ' ' {
+			continue
+		}
+		if len(dst) == cap(dst) {
+			return dst[:0]
+		}
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// valueAfter skips an assignment after a name ending at s[i]: spaces, one closing
+// quote, '=' or ':' (or ":="), spaces and one opening quote. It returns where the
+// value starts, or -1 when no assignment follows.
+func valueAfter(s string, i int) int {
+	n := len(s)
+	if i < n && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	for i < n && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i >= n || s[i] != '=' && s[i] != ':' {
+		return -1
+	}
+	i++
+	if i < n && s[i] == '=' {
+		i++
+	}
+	for i < n && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i < n && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	return i
+}
+
+// awsSecretAt reports an AWS secret access key at s[v:]: exactly 40 characters of
+// [A-Za-z0-9/+], mixed, not followed by another such character. It returns the end.
+func (t *textScan) awsSecretAt(v int) int {
+	s := t.s
+	e := v
+	for e < len(s) && awsBody[s[e]] {
+		e++
+	}
+	if e-v != 40 || e < len(s) && s[e] == '=' || !varied(s[v:e]) || !mixedClasses(s[v:e]) {
+		return v
+	}
+	t.k.add(rAWSSecret, "aws_secret_access_key", v, e)
+	return e
+}
+
+// mixedClasses reports whether s holds a digit and a letter (real keys do; words,
+// placeholders and hex-free names rarely do).
+func mixedClasses(s string) bool {
+	d, l := false, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case isDigit(c):
+			d = true
+		case isAlpha(c):
+			l = true
+		}
+	}
+	return d && l
+}
+
+// ---- credentials by position: Authorization, Cookie, Set-Cookie ----
+
+// headerKind names the header whose name is name (any case), or 0.
+const (
+	hdrNone = iota
+	hdrAuthorization
+	hdrCookie
+	hdrSetCookie
+	hdrAWSSecret
+)
+
+func headerKind(name string) int {
+	var buf [32]byte
+	switch string(normName(buf[:0], name)) {
+	case "authorization", "proxyauthorization":
+		return hdrAuthorization
+	case "cookie":
+		return hdrCookie
+	case "setcookie":
+		return hdrSetCookie
+	case "awssecretaccesskey", "secretaccesskey", "awssecretkey":
+		return hdrAWSSecret
+	}
+	return hdrNone
+}
+
+// header handles ':' at s[i] after a header or member name ("Authorization:",
+// "\"Cookie\":"): it reports the credential in the value and returns where scanning
+// resumes, or i when the name is not one of ours.
+func (t *textScan) header(i int) int {
+	s := t.s
+	k := i
+	if k > 0 && (s[k-1] == '"' || s[k-1] == '\'') {
+		k--
+	}
+	// quick reject: our names end in 'n' (authorization), 'e' (cookie) or 'y' (key)
+	if k < 6 {
+		return i
+	}
+	if c := s[k-1] | 0x20; c != 'n' && c != 'e' && c != 'y' {
+		return i
+	}
+	e := k
+	for k > 0 && e-k < 24 && (isAlpha(s[k-1]) || s[k-1] == '-' || s[k-1] == '_') {
+		k--
+	}
+	if k == e || k > 0 && (isAlnum(s[k-1]) || s[k-1] == '-' || s[k-1] == '_') {
+		return i
+	}
+	kind := headerKind(s[k:e])
+	if kind == hdrNone {
+		return i
+	}
+	v := valueAfter(s, e)
+	if v < 0 {
+		return i
+	}
+	return max(i, t.headerValue(kind, v))
+}
+
+// headerValue reports the credential of a header of kind whose value starts at s[v];
+// it returns the end of what it consumed.
+func (t *textScan) headerValue(kind, v int) int {
+	switch kind {
+	case hdrAuthorization:
+		return t.authorization(v)
+	case hdrCookie:
+		return t.cookies(v, false)
+	case hdrSetCookie:
+		return t.cookies(v, true)
+	case hdrAWSSecret:
+		return t.awsSecretAt(v)
+	}
+	return v
+}
+
+// authorization reports the credential after "Bearer", "Token" or "Basic" at s[v].
+func (t *textScan) authorization(v int) int {
+	s := t.s
+	w := v
+	for w < len(s) && isAlpha(s[w]) {
+		w++
+	}
+	scheme := s[v:w]
+	if w >= len(s) || s[w] != ' ' {
+		return v
+	}
+	c := w
+	for c < len(s) && s[c] == ' ' {
+		c++
+	}
+	switch {
+	case strings.EqualFold(scheme, "bearer"), strings.EqualFold(scheme, "token"):
+		return max(v, t.bearerToken(c))
+	case strings.EqualFold(scheme, "basic"):
+		e := c
+		for e < len(s) && (isAlnum(s[e]) || s[e] == '+' || s[e] == '/') {
+			e++
+		}
+		for e < len(s) && s[e] == '=' {
+			e++
+		}
+		if e-c < 8 || e < len(s) && isWordByte(s[e]) {
+			return v
+		}
+		var buf [192]byte
+		if e-c > 256 {
+			return e
+		}
+		m, err := base64.StdEncoding.Decode(buf[:], []byte(s[c:e]))
+		if err != nil {
+			m, err = base64.RawStdEncoding.Decode(buf[:], []byte(strings.TrimRight(s[c:e], "=")))
+		}
+		if err == nil && strings.IndexByte(string(buf[:m]), ':') > 0 {
+			t.k.add(rAuthorization, "basic_credentials", c, e)
+			return e
+		}
+	}
+	return v
+}
+
+// bearerToken reports a bearer token (RFC 6750 token68) at s[c]: at least 16
+// characters, 8 distinct, with a digit and a letter; placeholders ("<token>",
+// "$TOKEN", "YOUR_ACCESS_TOKEN") fail those tests.
+func (t *textScan) bearerToken(c int) int {
+	s := t.s
+	e := c
+	for e < len(s) && token68[s[e]] {
+		e++
+	}
+	for e < len(s) && s[e] == '=' {
+		e++
+	}
+	if e < len(s) && (s[e] == '$' || s[e] == '{' || s[e] == '<' || s[e] == '%') {
+		return c
+	}
+	tok := s[c:e]
+	if strings.HasPrefix(tok, "eyJ") {
+		// a JWT: the JWT rule names it more precisely when its header decodes
+		we := c
+		for we < e && base64URL[s[we]] {
+			we++
+		}
+		before := t.k.count()
+		if q := t.jwt(c, we); t.k.count() > before {
+			return q
+		}
+	}
+	if len(tok) < 16 || !varied(tok) || !mixedClasses(tok) {
+		return c
+	}
+	t.k.add(rAuthorization, "bearer_token", c, e)
+	return e
+}
+
+// afterBearer reports whether the word at s[ws] follows "Bearer " or "Token " (any
+// case): the credential of an Authorization value quoted without its header.
+func afterBearer(s string, ws int) bool {
+	if ws < 6 || s[ws-2]|0x20 != 'r' && s[ws-2]|0x20 != 'n' {
+		return false
+	}
+	return ws >= 7 && s[ws-1] == ' ' && (strings.EqualFold(s[ws-7:ws-1], "bearer") || ws >= 6 && strings.EqualFold(s[ws-6:ws-1], "token") && (ws == 6 || !isAlnum(s[ws-7])))
+}
+
+// cookies reports the session values of a Cookie header ("a=1; sid=…") or, when set
+// is true, the first pair of a Set-Cookie header (the rest are attributes). A value
+// counts when it has at least 16 characters, 8 distinct, a digit and a letter, or
+// at least 8 under a session-like name (sid, session, token, auth, jwt).
+func (t *textScan) cookies(v int, set bool) int {
+	s := t.s
+	i := v
+	for i < len(s) {
+		ns := i
+		for i < len(s) && s[i] != '=' && s[i] != ';' && s[i] != '\n' && s[i] != '"' && i-ns < 128 {
+			i++
+		}
+		if i >= len(s) || s[i] != '=' {
+			return i
+		}
+		name := strings.TrimSpace(s[ns:i])
+		vs := i + 1
+		if vs < len(s) && s[vs] == '"' {
+			vs++ // a quoted cookie-value
+		}
+		ve := vs
+		for ve < len(s) && s[ve] > ' ' && s[ve] != ';' && s[ve] != '"' && s[ve] != ',' && s[ve] != '\\' && s[ve] < 0x7F {
+			ve++
+		}
+		val := s[vs:ve]
+		if len(val) >= 16 && varied(val) && mixedClasses(val) || len(val) >= 8 && sessionName(name) && varied(val) {
+			t.k.add(rCookie, "cookie_value", vs, ve)
+		}
+		i = ve
+		if set || i >= len(s) || s[i] != ';' {
+			return i
+		}
+		i++
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+	}
+	return i
+}
+
+func sessionName(name string) bool {
+	l := strings.ToLower(name)
+	for _, w := range [...]string{"sid", "sess", "token", "auth", "jwt", "login", "remember"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyContext runs the value rules of a JSON member's value by its member name: an
+// "Authorization" value's credential, a "Cookie" or "Set-Cookie" value's session
+// values, an "aws_secret_access_key" value.
+func (t *textScan) keyContext() int {
+	kind := headerKind(t.k.key)
+	if kind == hdrNone {
+		return 0
+	}
+	v := 0
+	for v < len(t.s) && t.s[v] == ' ' {
+		v++
+	}
+	return t.headerValue(kind, v)
+}
+
+// ---- URLs: user-info passwords and chat webhooks ----
+
+// passwordPlaceholders are user-info passwords that documentation writes instead of
+// a real one.
+var passwordPlaceholders = map[string]bool{
+	"password": true, "pass": true, "passwd": true, "pwd": true, "pw": true, "secret": true,
+	"yourpassword": true, "your_password": true, "mypassword": true, "my_password": true,
+	"x": true, "xxx": true, "changeme": true, "redacted": true, "hidden": true,
+}
+
+// url handles "://" at s[i] (i is the ':'): a password in the user-info, or a chat
+// webhook URL. It returns where scanning resumes: past the URL when the whole URL is
+// a secret, past the user-info when it held a password, else i+1.
+func (t *textScan) url(i int) int {
+	s := t.s
+	n := len(s)
+	ss := i
+	for ss > 0 && i-ss < 10 && (isAlpha(s[ss-1]) || s[ss-1] == '+' || s[ss-1] == '-' || s[ss-1] == '.') {
+		ss--
+	}
+	if ss == i {
+		return i + 1
+	}
+	a := i + 3
+	e := a
+	for e < n && !urlStop(s[e]) && s[e] != '/' && s[e] != '?' && s[e] != '#' && e-a < 512 {
+		e++
+	}
+	auth := s[a:e]
+	host := auth
+	if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+		host = auth[at+1:]
+		ui := auth[:at]
+		if c := strings.IndexByte(ui, ':'); c >= 0 {
+			// user:password@host is a credential, not an e-mail address: report the
+			// password (placeholders aside) and skip the user-info either way
+			if pw := ui[c+1:]; !placeholderPassword(pw) {
+				t.k.add(rURLPassword, "url_password", a+c+1, a+at)
+			}
+			return a + at + 1
+		}
+	}
+	host = strings.ToLower(host)
+	if p := strings.LastIndexByte(host, ':'); p >= 0 && !strings.Contains(host, "]") {
+		host = host[:p]
+	}
+	if end, ent := webhookURL(s, host, e); end > 0 {
+		t.k.add(rWebhook, ent, ss, end)
+		return end
+	}
+	return i + 1
+}
+
+// urlStop reports whether c ends a URL in running text.
+func urlStop(c byte) bool {
+	return c <= ' ' || c == '"' || c == '\'' || c == '<' || c == '>' || c == '`' || c == '\\' || c == 0x7F
+}
+
+func placeholderPassword(pw string) bool {
+	if pw == "" || passwordPlaceholders[strings.ToLower(pw)] {
+		return true
+	}
+	if strings.ContainsAny(pw, "$<{%*") {
+		return true // ${PASSWORD}, <password>, {{pass}}, %s, ****
+	}
+	for i := 1; i < len(pw); i++ {
+		if pw[i] != pw[0] {
+			return false
+		}
+	}
+	return true // "xxxx"
+}
+
+// webhookURL reports whether the URL with host whose path starts at s[p] is a chat
+// incoming webhook (the URL is the credential): Slack, Discord, Microsoft Teams,
+// Google Chat. It returns the URL's end and the entity, or 0.
+func webhookURL(s, host string, p int) (int, string) {
+	e := p
+	for e < len(s) && !urlStop(s[e]) && s[e] != ')' && s[e] != ']' && e-p < 1024 {
+		e++
+	}
+	for e > p && (s[e-1] == '.' || s[e-1] == ',' || s[e-1] == ';') {
+		e--
+	}
+	path := s[p:e]
+	secretPart := func(prefix string, min int) bool {
+		if !strings.HasPrefix(path, prefix) {
+			return false
+		}
+		rest := path[len(prefix):]
+		return len(rest) >= min && varied(rest)
+	}
+	switch {
+	case host == "hooks.slack.com":
+		if secretPart("/services/", 40) || secretPart("/workflows/", 40) || secretPart("/triggers/", 40) {
+			return e, "slack_webhook"
+		}
+	case host == "discord.com" || host == "discordapp.com" || strings.HasSuffix(host, ".discord.com"):
+		if secretPart("/api/webhooks/", 60) {
+			return e, "discord_webhook"
+		}
+	case strings.HasSuffix(host, ".webhook.office.com"):
+		if secretPart("/webhookb2/", 60) {
+			return e, "teams_webhook"
+		}
+	case host == "chat.googleapis.com":
+		if strings.HasPrefix(path, "/v1/spaces/") && strings.Contains(path, "key=") && strings.Contains(path, "token=") {
+			return e, "google_chat_webhook"
+		}
+	}
+	return 0, ""
+}
+
+// slackHookBare handles a Slack webhook written without a scheme
+// ("hooks.slack.com/services/T…/B…/…"): the word at s[ws] follows the path prefix.
+func (t *textScan) slackHookBare(ws int) int {
+	s := t.s
+	for _, p := range [...]string{"hooks.slack.com/services/", "hooks.slack.com/workflows/", "hooks.slack.com/triggers/"} {
+		if ws >= len(p) && s[ws-len(p):ws] == p {
+			start := ws - len(p)
+			if end, ent := webhookURL(s, "hooks.slack.com", start+len("hooks.slack.com")); end > 0 {
+				t.k.add(rWebhook, ent, start, end)
+				return end
+			}
+		}
+	}
+	return 0
+}
+
+// colon handles ':' at s[i]: a URL's "://", a header or member name before it
+// (Authorization, Cookie, Set-Cookie, SecretAccessKey), else an IPv6 address.
+func (t *textScan) colon(i int) int {
+	s := t.s
+	if i+2 < len(s) && s[i+1] == '/' && s[i+2] == '/' {
+		return t.url(i)
+	}
+	if i > 0 && (isAlpha(s[i-1]) || s[i-1] == '"' || s[i-1] == '\'') {
+		if j := t.header(i); j > i {
+			t.done = max(t.done, j)
+			return j
+		}
+	}
+	return t.ipv6(i)
+}
