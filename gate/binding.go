@@ -1,9 +1,8 @@
 package gate
 
 import (
-	"encoding/json"
 	"math"
-	"strconv"
+	"reflect"
 
 	"github.com/dop251/goja"
 
@@ -112,13 +111,17 @@ func (v *vm) bind(p *pool) error {
 			reason = s
 		}
 		c.warned = true
-		c.warnings = append(c.warnings, Warning{Policy: c.policy, Reason: truncate(reason)})
+		c.warnings = append(c.warnings, Warning{Policy: c.policy, Reason: clientText(reason)})
 		return goja.Undefined()
 	})
 	v.b.rate = fn(func(a goja.FunctionCall) goja.Value {
 		c := st()
-		f := a.Argument(0).ToFloat()
-		if math.IsNaN(f) || f < 0 || goja.IsUndefined(a.Argument(0)) {
+		arg := a.Argument(0)
+		if k := arg.ExportType(); k == nil || (k.Kind() != reflect.Int64 && k.Kind() != reflect.Float64) {
+			v.throwType("ctx.rateLimitExceeded(n) needs a number n >= 0 (calls per hour)")
+		}
+		f := arg.ToFloat() // a primitive number: runs no code
+		if math.IsNaN(f) || f < 0 {
 			v.throwType("ctx.rateLimitExceeded(n) needs a number n >= 0 (calls per hour)")
 		}
 		if c.call.RateLimitExceeded == nil {
@@ -134,7 +137,8 @@ func (v *vm) bind(p *pool) error {
 		return func(a goja.FunctionCall) goja.Value {
 			c := st()
 			strategy, kinds := v.redactOptions(a.Argument(1), fixed)
-			out, n := v.redactCopy(c, a.Argument(0), strategy, kinds, 0, new(int))
+			w := v.newWalker(c, strategy, kinds, nil)
+			out, n := w.copy(a.Argument(0), 0)
 			if n > 0 {
 				c.noteHelper(strategy)
 			}
@@ -253,173 +257,6 @@ func (v *vm) buildCtx(st func() *callState) error {
 	return v.global.DefineAccessorProperty("ctx", getter, nil, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 
-// redactOptions reads {kinds: [...], strategy: "redact"|"mask"|"hash"}; fixed wins.
-func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strategy, []string) {
-	strategy := engine.StrategyRedact
-	var kinds []string
-	if o, ok := opts.(*goja.Object); ok {
-		if s := o.Get("strategy"); s != nil && !goja.IsUndefined(s) {
-			switch engine.Strategy(s.String()) {
-			case engine.StrategyRedact, engine.StrategyMask, engine.StrategyHash:
-				strategy = engine.Strategy(s.String())
-			default:
-				v.throwType(`strategy must be "redact", "mask" or "hash"`)
-			}
-		}
-		if k := o.Get("kinds"); k != nil && !goja.IsUndefined(k) && !goja.IsNull(k) {
-			ko, ok := k.(*goja.Object)
-			if !ok || ko.ClassName() != "Array" {
-				v.throwType("kinds must be an array of strings")
-			}
-			n := ko.Get("length").ToInteger()
-			if n > 256 {
-				v.throwType("kinds lists at most 256 names")
-			}
-			for i := int64(0); i < n; i++ {
-				kinds = append(kinds, ko.Get(strconv.FormatInt(i, 10)).String())
-			}
-		}
-	} else if !goja.IsUndefined(opts) && !goja.IsNull(opts) {
-		v.throwType("options must be an object like {kinds: [\"email\"], strategy: \"redact\"}")
-	}
-	if fixed != "" {
-		strategy = fixed
-	}
-	return strategy, kinds
-}
-
-// walkGuard stops a helper's walk over a value nested too deeply or too large: the
-// policy is interrupted (policy_stack_limit or policy_memory_limit) and its runtime
-// discarded.
-func (v *vm) walkGuard(depth int, nodes *int) {
-	if depth > maxNesting {
-		v.rt.Interrupt(errStack)
-		v.broken.Store(true)
-		panic(v.rt.NewTypeError("value nested too deeply"))
-	}
-	if *nodes++; *nodes > maxArrayLen {
-		v.rt.Interrupt(errMemory)
-		v.broken.Store(true)
-		panic(v.rt.NewTypeError("value too large"))
-	}
-}
-
-// redactCopy returns a JSON-like copy of val with every string leaf redacted: own
-// enumerable string keys of objects, array elements; other values as they are.
-func (v *vm) redactCopy(c *callState, val goja.Value, s engine.Strategy, kinds []string, depth int, nodes *int) (goja.Value, int) {
-	v.walkGuard(depth, nodes)
-	switch x := val.(type) {
-	case *goja.Object:
-		if x.ClassName() == "Function" {
-			return val, 0
-		}
-		total := 0
-		if x.ClassName() == "Array" {
-			n := x.Get("length").ToInteger()
-			if n > maxArrayLen {
-				v.rt.Interrupt(errMemory)
-				v.broken.Store(true)
-				panic(v.rt.NewTypeError("array too large"))
-			}
-			items := make([]any, n)
-			for i := int64(0); i < n; i++ {
-				e, k := v.redactCopy(c, x.Get(strconv.FormatInt(i, 10)), s, kinds, depth+1, nodes)
-				items[i] = e
-				total += k
-			}
-			return v.rt.NewArray(items...), total
-		}
-		out := v.rt.NewObject()
-		for _, key := range x.Keys() {
-			e, k := v.redactCopy(c, x.Get(key), s, kinds, depth+1, nodes)
-			_ = out.Set(key, e)
-			total += k
-		}
-		return out, total
-	default:
-		if !goja.IsString(val) {
-			return val, 0
-		}
-		str := val.String()
-		ns, n := c.set.analyzer.Redact(str, s, kinds)
-		if n == 0 || ns == str {
-			return val, 0
-		}
-		return v.rt.ToValue(ns), n
-	}
-}
-
-// redactSlot redacts one ctx value in place: on the raw JSON when no policy has
-// materialised it (no JS objects built), else on the JS value.
-func (v *vm) redactSlot(c *callState, s *slot, skip map[string]bool, strategy engine.Strategy, kinds []string) int {
-	if !s.present && !s.mat {
-		return 0
-	}
-	if !s.mat {
-		out, n, err := ctxapi.RewriteStrings(s.raw, skip, func(str string) (string, int) {
-			return c.set.analyzer.Redact(str, strategy, kinds)
-		})
-		if err != nil {
-			v.throwType("ctx value is not valid JSON")
-		}
-		if n > 0 {
-			s.raw = out
-			s.changed = true
-		}
-		return n
-	}
-	if s.readOnly {
-		return 0
-	}
-	s.touched = true
-	return v.redactInPlace(c, s.js, skip, strategy, kinds, 0, new(int))
-}
-
-// redactInPlace redacts the string leaves of a materialised JS value in place, so
-// references a policy holds stay live; string values under a skip key are kept.
-func (v *vm) redactInPlace(c *callState, val goja.Value, skip map[string]bool, s engine.Strategy, kinds []string, depth int, nodes *int) int {
-	x, ok := val.(*goja.Object)
-	if !ok || x.ClassName() == "Function" {
-		return 0
-	}
-	v.walkGuard(depth, nodes)
-	total := 0
-	visit := func(key string, isKey bool) {
-		e := x.Get(key)
-		if goja.IsString(e) {
-			if isKey && skip[key] {
-				return
-			}
-			str := e.String()
-			ns, n := c.set.analyzer.Redact(str, s, kinds)
-			if n > 0 && ns != str {
-				if err := x.Set(key, ns); err != nil {
-					rethrow(err)
-				}
-				total += n
-			}
-			return
-		}
-		total += v.redactInPlace(c, e, skip, s, kinds, depth+1, nodes)
-	}
-	if x.ClassName() == "Array" {
-		n := x.Get("length").ToInteger()
-		if n > maxArrayLen {
-			v.rt.Interrupt(errMemory)
-			v.broken.Store(true)
-			panic(v.rt.NewTypeError("array too large"))
-		}
-		for i := int64(0); i < n; i++ {
-			visit(strconv.FormatInt(i, 10), false)
-		}
-		return total
-	}
-	for _, key := range x.Keys() {
-		visit(key, true)
-	}
-	return total
-}
-
 // findingsValue builds ctx.findings: a frozen array of frozen
 // {rule_id, severity, entity, pointer, start, end}.
 func (v *vm) findingsValue(fs []engine.Finding) goja.Value {
@@ -479,84 +316,4 @@ func sameUser(a, b ctxapi.User) bool {
 		}
 	}
 	return true
-}
-
-// getSlot materialises a ctx value with JSON.parse inside the runtime (native JS
-// objects: push, splice and delete behave as JS) the first time a policy reads it.
-func (v *vm) getSlot(c *callState, s *slot) goja.Value {
-	if !s.mat {
-		if !s.present {
-			return goja.Undefined()
-		}
-		val, err := v.parse(goja.Undefined(), v.rt.ToValue(string(s.raw)))
-		if err != nil {
-			rethrow(err)
-		}
-		if s.readOnly {
-			if _, err := v.deepFreeze(goja.Undefined(), val); err != nil {
-				rethrow(err)
-			}
-		}
-		s.js, s.mat, s.hasLast = val, true, false
-	}
-	s.touched = true
-	return s.js
-}
-
-// orUndefined maps a missing property (nil) to undefined.
-func orUndefined(val goja.Value) goja.Value {
-	if val == nil {
-		return goja.Undefined()
-	}
-	return val
-}
-
-func (v *vm) setSlot(c *callState, s *slot, val goja.Value) {
-	if s.readOnly {
-		v.throwType("ctx." + s.name + " is read-only in this phase")
-	}
-	s.js, s.mat, s.touched = val, true, true
-}
-
-// jsonEqual reports JSON equality: same bytes, or equal once decoded (numbers as
-// float64, as JavaScript sees them).
-func jsonEqual(a, b []byte) bool {
-	if string(a) == string(b) {
-		return true
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return deepEqual(x, y)
-}
-
-func deepEqual(x, y any) bool {
-	switch a := x.(type) {
-	case map[string]any:
-		b, ok := y.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := b[k]
-			if !ok || !deepEqual(av, bv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		b, ok := y.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !deepEqual(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return x == y
-	}
 }

@@ -324,6 +324,33 @@
     return v;
   }
 
+  // entries lists a redaction helper's argument without running a getter: its elements
+  // (an array) or [k0, v0, k1, v1, ...] of its own enumerable data properties (an
+  // object). Accessors, holes and symbol keys are TypeErrors. The host refuses Proxies
+  // before calling it.
+  function entries(o) {
+    var out = [], i, d;
+    if (isArray(o)) {
+      var n = getDesc(o, 'length').value;
+      if (n > MAXA) oom();
+      for (i = 0; i < n; i++) {
+        d = getDesc(o, i);
+        if (d === undefined) throw new TypeError('the redaction helpers take no arrays with holes');
+        if (!('value' in d)) throw new TypeError('the redaction helpers take no getters or setters');
+        out[i] = d.value;
+      }
+      return out;
+    }
+    var ks = ownKeys(o);
+    for (i = 0; i < ks.length; i++) {
+      if (typeof ks[i] === 'symbol') throw new TypeError('the redaction helpers take no symbol keys');
+      d = getDesc(o, ks[i]);
+      if (!('value' in d)) throw new TypeError('the redaction helpers take no getters or setters');
+      if (d.enumerable) { out[out.length] = ks[i]; out[out.length] = d.value; }
+    }
+    return out;
+  }
+
   // --- freeze every intrinsic; pin the global bindings -------------------------------
   var roots = [];
   ownKeys(G).forEach(function (k) {
@@ -362,6 +389,6 @@
 
   return freeze({
     runner: runner, describe: describe, stringify: safeStringify, parse: safeParse, deepFreeze: deepFreeze,
-    preventExtensions: preventExtensions, freeze: freeze
+    preventExtensions: preventExtensions, freeze: freeze, entries: entries
   });
 })

@@ -3,11 +3,9 @@ package gate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
-
+	
 	"github.com/dop251/goja"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -20,22 +18,6 @@ import (
 type Warning struct {
 	Policy string
 	Reason string
-}
-
-// slot is one ctx value the policies can change: raw JSON until a policy reads it,
-// then a native JS value read back after every policy.
-type slot struct {
-	name     string
-	raw      []byte // current value; the input bytes until something really changes
-	present  bool
-	readOnly bool
-
-	mat     bool       // js holds the value
-	js      goja.Value // materialised value
-	last    string     // JSON.stringify(js) at the last read-back
-	hasLast bool
-	touched bool // read or written by the running policy
-	changed bool // changed by the running policy (Go-side helper)
 }
 
 // callState is one phase of one call on one runtime.
@@ -109,11 +91,10 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte("{}")
 	}
-	c.params = slot{name: "params", raw: params, present: true, readOnly: call.Phase == ctxapi.PhasePost}
+	c.params = newSlot("params", params, call.Phase == ctxapi.PhasePost)
 	if call.Phase == ctxapi.PhasePost {
-		c.content = slot{name: "response.content", raw: call.Response.Content, present: len(call.Response.Content) > 0}
-		c.sc = slot{name: "response.structuredContent", raw: call.Response.StructuredContent,
-			present: len(call.Response.StructuredContent) > 0 && string(call.Response.StructuredContent) != "null"}
+		c.content = newSlot("response.content", call.Response.Content, false)
+		c.sc = newSlot("response.structuredContent", call.Response.StructuredContent, false)
 	}
 	v.cur = c
 	defer func() { v.cur = nil }()
@@ -167,18 +148,15 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	}
 	if call.Phase == ctxapi.PhasePre {
 		res.Params = c.params.raw
-		res.Changed = !jsonEqual(res.Params, params)
+		res.Changed = c.params.differs()
 		return res
 	}
 	res.Content = c.content.raw
+	res.StructuredContent = nil
 	if c.sc.present {
 		res.StructuredContent = c.sc.raw
-	} else {
-		res.StructuredContent = nil
 	}
-	res.Changed = !jsonEqual(res.Content, call.Response.Content) ||
-		(res.StructuredContent == nil) != (len(call.Response.StructuredContent) == 0 || string(call.Response.StructuredContent) == "null") ||
-		(res.StructuredContent != nil && !jsonEqual(res.StructuredContent, call.Response.StructuredContent))
+	res.Changed = c.content.differs() || c.sc.differs()
 	return res
 }
 
@@ -230,7 +208,7 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 		return false, classify(err)
 	}
 	if o, ok := out.(*goja.Object); ok { // [message, thrown]: the policy threw
-		rej := &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(o.Get("0").String())}
+		rej := &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(o.Get("0").String())}
 		if rej.ErrorClass = nativeErrorClass(v, o.Get("1")); rej.ErrorClass != "" {
 			rej.Line, rej.Column = errorPosition(o.Get("1").(*goja.Object), p.name)
 		}
@@ -284,7 +262,7 @@ func (v *vm) unhandledRejection() *Rejection {
 	if err != nil {
 		panic(err) // classified by runOne's recover
 	}
-	return &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(msg.String())}
+	return &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(msg.String())}
 }
 
 func (v *vm) clearRejected() {
@@ -296,88 +274,6 @@ func (v *vm) clearRejected() {
 // watchdog scales a policy's allocation budget with it.
 func (c *callState) inputBytes() int {
 	return len(c.params.raw) + len(c.content.raw) + len(c.sc.raw)
-}
-
-// readBack stringifies each value the policy touched (still under the deadline),
-// validates its shape and detects changes by JSON equality.
-func (v *vm) readBack(c *callState) (bool, *Rejection) {
-	if c.shapeErr != "" {
-		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: c.shapeErr}
-	}
-	changed := false
-	for _, s := range []*slot{&c.params, &c.content, &c.sc} {
-		if s.changed {
-			changed = true
-			s.changed = false
-		}
-		if !s.touched {
-			continue
-		}
-		s.touched = false
-		if s.readOnly {
-			continue
-		}
-		if msg := v.checkShape(c, s); msg != "" {
-			return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: msg}
-		}
-		if !s.present {
-			if s.raw != nil {
-				changed = true
-				s.raw = nil
-			}
-			continue
-		}
-		out, err := v.stringify(goja.Undefined(), s.js)
-		if err != nil {
-			panic(err) // classified by runOne's recover
-		}
-		text := out.String()
-		switch {
-		case s.hasLast && text == s.last:
-		case !s.hasLast && (text == string(s.raw) || jsonEqual([]byte(text), s.raw)):
-		default:
-			s.raw = []byte(text)
-			changed = true
-		}
-		s.last, s.hasLast = text, true
-	}
-	return changed, nil
-}
-
-// checkShape validates a touched value: params an object; content an array of objects
-// each with a string type; structuredContent an object, or undefined/null for absent.
-func (v *vm) checkShape(c *callState, s *slot) string {
-	o, isObj := s.js.(*goja.Object)
-	switch s {
-	case &c.params:
-		if !isObj || o.ClassName() == "Array" || o.ClassName() == "Function" {
-			return "ctx.params must be an object"
-		}
-	case &c.content:
-		if !isObj || o.ClassName() != "Array" {
-			return "ctx.response.content must be an array"
-		}
-		n := o.Get("length").ToInteger()
-		for i := int64(0); i < n; i++ {
-			b, ok := o.Get(fmt.Sprint(i)).(*goja.Object)
-			if !ok || b.ClassName() == "Array" || b.ClassName() == "Function" {
-				return fmt.Sprintf("ctx.response.content[%d] must be an object", i)
-			}
-			if t := b.Get("type"); t == nil || !goja.IsString(t) {
-				return fmt.Sprintf("ctx.response.content[%d].type must be a string", i)
-			}
-		}
-	case &c.sc:
-		if s.js == nil || goja.IsUndefined(s.js) || goja.IsNull(s.js) {
-			s.present = false
-			return ""
-		}
-		if !isObj || o.ClassName() == "Array" || o.ClassName() == "Function" {
-			return "ctx.response.structuredContent must be an object"
-		}
-		s.present = true
-	}
-	return ""
 }
 
 // classify turns a run error or a recovered panic into a rejection without running JS:
@@ -397,27 +293,15 @@ func classify(r any) *Rejection {
 		return &Rejection{Code: vocab.ReasonPolicyStackLimit, Message: "policy exceeded the call stack limit"}
 	case err != nil && errors.As(err, &ex):
 		if v := ex.Value(); v != nil && goja.IsString(v) {
-			return &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(v.String())}
+			return &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(v.String())}
 		}
 		return &Rejection{Code: vocab.ReasonPolicyThrow, Message: "policy threw a value that could not be described"}
 	case err != nil && errors.Is(err, errCancelled):
 		return &Rejection{Code: vocab.ReasonPolicyTimeout, Message: errCancelled.msg}
 	}
 	if v, ok := r.(goja.Value); ok && goja.IsString(v) {
-		return &Rejection{Code: vocab.ReasonPolicyThrow, Message: truncate(v.String())}
+		return &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(v.String())}
 	}
 	return &Rejection{Code: vocab.ReasonPolicyError, Message: "policy failed"}
 }
 
-// truncate caps a client message at 1 KiB of valid UTF-8.
-func truncate(s string) string {
-	const max = 1024
-	if len(s) > max {
-		s = s[:max]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		s += "…"
-	}
-	return s
-}

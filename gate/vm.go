@@ -60,6 +60,7 @@ type vm struct {
 	deepFreeze goja.Callable
 	preventExt goja.Callable
 	freeze     goja.Callable
+	entries    goja.Callable // a helper argument's own data, without running a getter
 	global     *goja.Object
 	baseProto  *goja.Object
 	baseSyms   int
@@ -160,6 +161,7 @@ func newVM(p *pool) (*vm, error) {
 	for name, dst := range map[string]*goja.Callable{
 		"runner": &v.runner, "describe": &v.describe, "stringify": &v.stringify, "parse": &v.parse,
 		"deepFreeze": &v.deepFreeze, "preventExtensions": &v.preventExt, "freeze": &v.freeze,
+		"entries": &v.entries,
 	} {
 		f, ok := goja.AssertFunction(t.Get(name))
 		if !ok {

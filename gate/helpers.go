@@ -1,0 +1,250 @@
+package gate
+
+import (
+	"reflect"
+	"strconv"
+
+	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+)
+
+// The redaction helpers take JSON-like values: strings, numbers, booleans, null,
+// undefined, arrays without holes and objects with own enumerable data properties.
+// Anything else (an accessor, a Proxy, a symbol, a function, a cycle, a hole) is a
+// TypeError raised before any policy code runs, so no getter or trap is ever called by
+// a helper (docs/policies.md#redaction-helpers).
+
+var proxyType = reflect.TypeOf(goja.Proxy{})
+
+// walker is one helper call's walk over a value.
+type walker struct {
+	v      *vm
+	c      *callState
+	s      engine.Strategy
+	kinds  []string
+	skip   map[string]bool // string values under these keys are kept (content's type, uri, ...)
+	nodes  int
+	onPath map[*goja.Object]bool // the objects from the root to the current one
+}
+
+func (v *vm) newWalker(c *callState, s engine.Strategy, kinds []string, skip map[string]bool) *walker {
+	return &walker{v: v, c: c, s: s, kinds: kinds, skip: skip}
+}
+
+// enter checks one object before the walk goes into it: depth and size guards, no
+// Proxy, no cycle; it returns the object's own data as [k0, v0, k1, v1, ...] (an
+// object) or its elements (an array), read without running a getter.
+func (w *walker) enter(x *goja.Object, depth int) (items *goja.Object, n int64) {
+	v := w.v
+	if depth > maxNesting {
+		v.rt.Interrupt(errStack)
+		v.broken.Store(true)
+		panic(v.rt.NewTypeError("value nested too deeply"))
+	}
+	if w.nodes++; w.nodes > maxArrayLen {
+		v.rt.Interrupt(errMemory)
+		v.broken.Store(true)
+		panic(v.rt.NewTypeError("value too large"))
+	}
+	if x.ExportType() == proxyType {
+		v.throwType("the redaction helpers take no Proxy objects")
+	}
+	if w.onPath == nil {
+		w.onPath = map[*goja.Object]bool{}
+	}
+	if w.onPath[x] {
+		v.throwType("the redaction helpers take no cyclic values")
+	}
+	out, err := v.entries(goja.Undefined(), x)
+	if err != nil {
+		rethrow(err)
+	}
+	items = out.(*goja.Object)
+	return items, items.Get("length").ToInteger()
+}
+
+// leaf checks a non-object value.
+func (w *walker) leaf(val goja.Value) {
+	switch {
+	case val == nil, goja.IsUndefined(val), goja.IsNull(val), goja.IsString(val):
+		return
+	}
+	switch val.ExportType().Kind() {
+	case reflect.Bool, reflect.Int64, reflect.Float64:
+		return
+	}
+	w.v.throwType("the redaction helpers take only JSON-like values (no symbols, functions or BigInts)")
+}
+
+func (w *walker) redactString(val goja.Value) (goja.Value, int) {
+	str := val.String()
+	ns, n := w.c.set.analyzer.Redact(str, w.s, w.kinds)
+	if n == 0 || ns == str {
+		return val, 0
+	}
+	return w.v.rt.ToValue(ns), n
+}
+
+// copy returns a JSON-like copy of val with every string leaf redacted, and the
+// number of redactions.
+func (w *walker) copy(val goja.Value, depth int) (goja.Value, int) {
+	x, ok := val.(*goja.Object)
+	if !ok || x.ClassName() == "Function" {
+		if ok {
+			w.leaf(x)
+		}
+		if val != nil && goja.IsString(val) {
+			return w.redactString(val)
+		}
+		w.leaf(val)
+		return val, 0
+	}
+	items, n := w.enter(x, depth)
+	w.onPath[x] = true
+	defer delete(w.onPath, x)
+	total := 0
+	if x.ClassName() == "Array" {
+		out := make([]any, n)
+		for i := int64(0); i < n; i++ {
+			e, k := w.copy(items.Get(strconv.FormatInt(i, 10)), depth+1)
+			out[i] = e
+			total += k
+		}
+		return w.v.rt.NewArray(out...), total
+	}
+	out := w.v.rt.NewObject()
+	for i := int64(0); i+1 < n; i += 2 {
+		key := items.Get(strconv.FormatInt(i, 10)).String()
+		e, k := w.copy(items.Get(strconv.FormatInt(i+1, 10)), depth+1)
+		if err := out.Set(key, e); err != nil {
+			rethrow(err)
+		}
+		total += k
+	}
+	return out, total
+}
+
+// inPlace redacts the string leaves of a materialised JS value in place, so references
+// a policy holds stay live; string values under a skip key are kept.
+func (w *walker) inPlace(val goja.Value, depth int) int {
+	x, ok := val.(*goja.Object)
+	if !ok {
+		w.leaf(val)
+		return 0
+	}
+	if x.ClassName() == "Function" {
+		w.leaf(x)
+	}
+	items, n := w.enter(x, depth)
+	w.onPath[x] = true
+	defer delete(w.onPath, x)
+	total := 0
+	visit := func(key string, e goja.Value, isKey bool) {
+		if e != nil && goja.IsString(e) {
+			if isKey && w.skip[key] {
+				return
+			}
+			ns, k := w.redactString(e)
+			if k > 0 {
+				if err := x.Set(key, ns); err != nil {
+					rethrow(err)
+				}
+				total += k
+			}
+			return
+		}
+		total += w.inPlace(e, depth+1)
+	}
+	if x.ClassName() == "Array" {
+		for i := int64(0); i < n; i++ {
+			k := strconv.FormatInt(i, 10)
+			visit(k, items.Get(k), false)
+		}
+		return total
+	}
+	for i := int64(0); i+1 < n; i += 2 {
+		visit(items.Get(strconv.FormatInt(i, 10)).String(), items.Get(strconv.FormatInt(i+1, 10)), true)
+	}
+	return total
+}
+
+// redactSlot redacts one ctx value in place: on the raw JSON when no policy has
+// materialised it (no JS objects built), else on the JS value.
+func (v *vm) redactSlot(c *callState, s *slot, skip map[string]bool, strategy engine.Strategy, kinds []string) int {
+	if !s.present && !s.mat {
+		return 0
+	}
+	if !s.mat {
+		out, n, err := ctxapi.RewriteStrings(s.raw, skip, func(str string) (string, int) {
+			return c.set.analyzer.Redact(str, strategy, kinds)
+		})
+		if err != nil {
+			v.throwType("ctx value is not valid JSON")
+		}
+		if n > 0 {
+			s.rewritten(out)
+		}
+		return n
+	}
+	if s.readOnly {
+		return 0
+	}
+	s.touched = true
+	return v.newWalker(c, strategy, kinds, skip).inPlace(s.js, 0)
+}
+
+// redactOptions reads {kinds: [...], strategy: "redact"|"mask"|"hash"} without running
+// a getter; fixed wins.
+func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strategy, []string) {
+	strategy := engine.StrategyRedact
+	var kinds []string
+	if o, ok := opts.(*goja.Object); ok {
+		w := v.newWalker(nil, "", nil, nil)
+		items, n := w.enter(o, 0)
+		for i := int64(0); i+1 < n; i += 2 {
+			key := items.Get(strconv.FormatInt(i, 10)).String()
+			val := items.Get(strconv.FormatInt(i+1, 10))
+			switch key {
+			case "strategy":
+				if goja.IsUndefined(val) {
+					continue
+				}
+				if !goja.IsString(val) {
+					v.throwType(`strategy must be "redact", "mask" or "hash"`)
+				}
+				switch st := engine.Strategy(val.String()); st {
+				case engine.StrategyRedact, engine.StrategyMask, engine.StrategyHash:
+					strategy = st
+				default:
+					v.throwType(`strategy must be "redact", "mask" or "hash"`)
+				}
+			case "kinds":
+				if goja.IsUndefined(val) || goja.IsNull(val) {
+					continue
+				}
+				ko, ok := val.(*goja.Object)
+				if !ok || ko.ClassName() != "Array" {
+					v.throwType("kinds must be an array of strings")
+				}
+				ks, kn := w.enter(ko, 1)
+				if kn > 256 {
+					v.throwType("kinds lists at most 256 names")
+				}
+				for j := int64(0); j < kn; j++ {
+					k := ks.Get(strconv.FormatInt(j, 10))
+					if !goja.IsString(k) {
+						v.throwType("kinds must be an array of strings")
+					}
+					kinds = append(kinds, k.String())
+				}
+			}
+		}
+	} else if !goja.IsUndefined(opts) && !goja.IsNull(opts) {
+		v.throwType("options must be an object like {kinds: [\"email\"], strategy: \"redact\"}")
+	}
+	if fixed != "" {
+		strategy = fixed
+	}
+	return strategy, kinds
+}

@@ -1,0 +1,247 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+
+	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/internal/vocab"
+)
+
+// slot is one ctx value the policies can change (params, response.content,
+// response.structuredContent). It is raw JSON until a policy reads it; then a native
+// JS value (JSON.parse inside the runtime, so push, splice and delete behave as
+// JavaScript) that is read back with JSON.stringify once the policy ends, and
+// dropped: the next policy parses the read-back text again. So every getter, setter,
+// toJSON or Proxy a policy leaves behind runs exactly once, and later policies and the
+// upstream see that one value (docs/policies.md#shapes).
+//
+// Changes are tracked, not assumed: eq says how raw relates to the input — equal,
+// different, or unknown (decided by one JSON comparison at the end of the phase).
+type slot struct {
+	name     string
+	orig     []byte // the input bytes (nil: absent)
+	raw      []byte // current value (nil: absent)
+	present  bool
+	readOnly bool
+
+	eq        tri    // raw versus orig as JSON
+	canon     string // JSON.stringify text equal as JSON to raw; "" unknown
+	origCanon string // JSON.stringify text equal as JSON to orig; "" unknown
+
+	mat     bool       // js holds the value
+	js      goja.Value // materialised value
+	touched bool       // read or written by the running policy
+	changed bool       // changed by a Go-side helper during the running policy
+}
+
+func newSlot(name string, raw []byte, readOnly bool) slot {
+	present := len(raw) > 0 && string(raw) != "null"
+	if !present {
+		raw = nil
+	}
+	return slot{name: name, orig: raw, raw: raw, present: present, readOnly: readOnly, eq: yes}
+}
+
+// rewritten records a Go-side rewrite of raw that changed at least one string's value.
+func (s *slot) rewritten(out []byte) {
+	s.raw, s.canon, s.changed = out, "", true
+	if s.eq == yes {
+		s.eq = no // one leaf differs from a value equal to the input
+	} else {
+		s.eq = unknown
+	}
+}
+
+// set records a read-back whose text differs as JSON from the current value.
+func (s *slot) set(text string) {
+	s.raw, s.canon = []byte(text), text
+	switch {
+	case s.origCanon != "" && text == s.origCanon:
+		s.eq = yes
+	case s.eq == yes:
+		s.eq = no
+	default:
+		s.eq = unknown
+	}
+}
+
+// differs reports whether the value at the end of the phase differs from the input as
+// JSON (an edit that restores the input is no change).
+func (s *slot) differs() bool {
+	switch s.eq {
+	case yes:
+		return false
+	case no:
+		return true
+	}
+	if (s.raw == nil) != (s.orig == nil) {
+		return true
+	}
+	return !bytes.Equal(s.raw, s.orig) && !jsonEqual(s.raw, s.orig)
+}
+
+// getSlot materialises a ctx value the first time a policy reads it.
+func (v *vm) getSlot(c *callState, s *slot) goja.Value {
+	if !s.mat {
+		if !s.present {
+			return goja.Undefined()
+		}
+		val, err := v.parse(goja.Undefined(), v.rt.ToValue(string(s.raw)))
+		if err != nil {
+			rethrow(err)
+		}
+		if s.readOnly {
+			if _, err := v.deepFreeze(goja.Undefined(), val); err != nil {
+				rethrow(err)
+			}
+		}
+		s.js, s.mat = val, true
+	}
+	s.touched = true
+	return s.js
+}
+
+// orUndefined maps a missing property (nil) to undefined.
+func orUndefined(val goja.Value) goja.Value {
+	if val == nil {
+		return goja.Undefined()
+	}
+	return val
+}
+
+func (v *vm) setSlot(c *callState, s *slot, val goja.Value) {
+	if s.readOnly {
+		v.throwType("ctx." + s.name + " is read-only in this phase")
+	}
+	s.js, s.mat, s.touched = val, true, true
+}
+
+// readBack stringifies each value the policy touched (still under the deadline), checks
+// the shape of that text — the JSON that is sent, whatever toJSON did — and records
+// changes. The JS values are dropped so that the next policy reads the same text.
+func (v *vm) readBack(c *callState) (bool, *Rejection) {
+	if c.shapeErr != "" {
+		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: c.shapeErr}
+	}
+	changed := false
+	for _, s := range []*slot{&c.params, &c.content, &c.sc} {
+		if s.changed {
+			changed = true
+			s.changed = false
+		}
+		if !s.touched {
+			continue
+		}
+		s.touched = false
+		if s.readOnly {
+			continue
+		}
+		text, ok, msg := v.readText(s)
+		s.js, s.mat = nil, false
+		if msg == "" {
+			msg = checkShape(c, s, text, ok)
+		}
+		if msg != "" {
+			return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: msg}
+		}
+		if s == &c.sc && (!ok || text == "null") { // structuredContent dropped
+			if s.present {
+				s.present, s.raw, s.canon, changed = false, nil, "", true
+				s.eq = triOf(s.orig == nil)
+			}
+			continue
+		}
+		s.present = true
+		switch {
+		case s.raw != nil && (text == string(s.raw) || text == s.canon):
+			s.canon = text
+		case s.raw != nil && s.canon == "" && jsonEqual([]byte(text), s.raw):
+			s.canon = text
+		default:
+			s.set(text)
+			changed = true
+			continue
+		}
+		if s.eq == yes && s.origCanon == "" {
+			s.origCanon = text
+		}
+	}
+	return changed, nil
+}
+
+// readText runs the guarded JSON.stringify on a slot's JS value; ok is false when it
+// gives undefined. A throw (a getter, toJSON or Proxy trap) is a bad shape.
+func (v *vm) readText(s *slot) (text string, ok bool, msg string) {
+	out, err := v.stringify(goja.Undefined(), s.js)
+	if err != nil {
+		var ie *goja.InterruptedError
+		var so *goja.StackOverflowError
+		if errors.As(err, &ie) || errors.As(err, &so) {
+			panic(err) // classified by runOne's recover
+		}
+		return "", false, "ctx." + s.name + " could not be read back as JSON"
+	}
+	if out == nil || goja.IsUndefined(out) {
+		return "", false, ""
+	}
+	return out.String(), true, ""
+}
+
+// checkShape validates the JSON text of a touched value: params an object; content an
+// array of objects each with a string type; structuredContent an object, or
+// undefined/null for absent.
+func checkShape(c *callState, s *slot, text string, ok bool) string {
+	switch s {
+	case &c.params:
+		if !ok || !isObjectText(text) {
+			return "ctx.params must be an object"
+		}
+	case &c.content:
+		if !ok || !validContent(text) {
+			return "ctx.response.content must be an array of objects, each with a string type"
+		}
+	case &c.sc:
+		if ok && text != "null" && !isObjectText(text) {
+			return "ctx.response.structuredContent must be an object"
+		}
+	}
+	return ""
+}
+
+func isObjectText(t string) bool { return len(t) > 0 && t[0] == '{' }
+
+// validContent checks a content array's JSON: every element an object with a string
+// type.
+func validContent(t string) bool {
+	if len(t) == 0 || t[0] != '[' {
+		return false
+	}
+	var items []*struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal([]byte(t), &items); err != nil {
+		return false
+	}
+	for _, it := range items {
+		if it == nil || len(it.Type) == 0 || it.Type[0] != '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonEqual reports JSON equality: same bytes, or equal once decoded (numbers as
+// float64, as JavaScript sees them).
+func jsonEqual(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
