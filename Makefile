@@ -9,7 +9,7 @@ EVERYTHING_SERVER ?= github.com/modelcontextprotocol/go-sdk/conformance/everythi
 # Packages with golden files under testdata/ (each defines -update).
 GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./cmd/mcpgate/
 
-.PHONY: all build demo deps test test-unit test-race fuzz bench golden load conformance vet clean
+.PHONY: all build demo deps test test-policies test-unit test-race fuzz bench golden load conformance vet clean
 
 all: build
 
@@ -29,7 +29,12 @@ testdata/e2e/node_modules/.installed: testdata/e2e/package.json testdata/e2e/pac
 	@touch $@
 
 ## test: everything CI runs except fuzzing and conformance.
-test: deps vet test-unit test-race
+test: deps vet test-policies test-unit test-race
+
+## test-policies: the policy tests (*_test.js) of the shipped set and of every example.
+test-policies:
+	$(GO) run ./cmd/mcpgate test policies
+	$(GO) run ./cmd/mcpgate test policies/examples
 
 vet:
 	$(GO) vet ./...

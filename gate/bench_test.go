@@ -71,7 +71,7 @@ func BenchmarkShippedSet(b *testing.B) {
 func BenchmarkSeedExamples(b *testing.B) {
 	files := shipped(b, true)
 	seed := map[string]string{}
-	for _, n := range []string{"block-force-delete.js", "redact-email.js", "strip-co-authored-by.js", "untrusted-readonly.js"} {
+	for _, n := range []string{"block-force-delete.js", "redact-email-regex.js", "strip-co-authored-by.js", "untrusted-readonly.js"} {
 		seed[n] = files[n]
 	}
 	g := loadGate(b, seed, func(o *Options) { o.PoolSize = 1; o.Timeout = DefaultTimeout })
@@ -92,7 +92,7 @@ func BenchmarkSeedExamples(b *testing.B) {
 func BenchmarkReferenceDesign(b *testing.B) {
 	files := shipped(b, true)
 	var srcs []string
-	for _, n := range []string{"block-force-delete.js", "redact-email.js", "strip-co-authored-by.js", "untrusted-readonly.js"} {
+	for _, n := range []string{"block-force-delete.js", "redact-email-regex.js", "strip-co-authored-by.js", "untrusted-readonly.js"} {
 		srcs = append(srcs, files[n])
 	}
 	pre, post, n := benchCalls()

@@ -43,7 +43,7 @@ func CompileTestFile(name string, src []byte) (*TestFile, error) {
 		if err != nil {
 			var list parser.ErrorList
 			if errors.As(err, &list) && len(list) > 0 {
-				return nil, testCompileErr(name, list[0].Position.Line, list[0].Position.Column, list[0].Message)
+				return nil, testCompileErr(name, src, list[0].Position.Line, list[0].Position.Column, list[0].Message)
 			}
 			return nil, &CompileError{File: name, Msg: err.Error()}
 		}
@@ -92,9 +92,16 @@ func CompileTestFile(name string, src []byte) (*TestFile, error) {
 	return tf, nil
 }
 
-func testCompileErr(name string, line, col int, msg string) *CompileError {
+// testCompileErr places a parser error in the test file: line 1 loses the wrapper's
+// prefix, and an error in the wrapper's closing (an unclosed brace) is put at the end
+// of the file.
+func testCompileErr(name string, src []byte, line, col int, msg string) *CompileError {
 	if line == 1 {
 		col = max(col-len(testWrapPrefix), 1)
+	}
+	text := strings.TrimRight(string(src), "\n")
+	if last := strings.Count(text, "\n") + 1; line > last {
+		line, col = last, len(text)-strings.LastIndex(text, "\n")
 	}
 	return &CompileError{File: name, Line: line, Column: col, Msg: msg}
 }
@@ -248,7 +255,7 @@ func (t *testRun) assertEqual(c goja.FunctionCall) goja.Value {
 	_ = json.Unmarshal([]byte(a.String()), &x) // undefined stringifies to undefined: nil
 	_ = json.Unmarshal([]byte(b.String()), &y)
 	if !reflect.DeepEqual(x, y) {
-		t.fail("assertEqual: actual differs from expected\n" + Diff(x, y))
+		t.fail("assertEqual: actual differs from expected (- actual, + expected)\n" + Diff(x, y))
 	}
 	return goja.Undefined()
 }
@@ -363,12 +370,12 @@ func Diff(actual, expected any) string {
 		case i < n && j < m && x[i] == y[j]:
 			out.WriteString("  " + x[i] + "\n")
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+ " + y[j] + "\n")
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 			out.WriteString("- " + x[i] + "\n")
 			i++
+		default:
+			out.WriteString("+ " + y[j] + "\n")
+			j++
 		}
 	}
 	return strings.TrimRight(out.String(), "\n")

@@ -213,7 +213,7 @@ func TestSeedExamplePolicies(t *testing.T) {
 	})
 
 	t.Run("redact-email", func(t *testing.T) {
-		pol := policiesWith(t, "policies/examples/redact-email.js")
+		pol := policiesWith(t, "policies/examples/redact-email-regex.js")
 		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
 		res := callTool(t, c, "echo_args", map[string]any{"to": "linus@kernel.example"})
 		text := res.Content[0].(mcp.TextContent).Text

@@ -1,4 +1,4 @@
-// redact-email.js — the plain-JS version from docs/decisions.md#policies: replace e-mail addresses in text
+// redact-email-regex.js — the plain-JS version from docs/decisions.md#policies: replace e-mail addresses in text
 // blocks with [REDACTED] (post phase). Mutations of ctx.response.content reach the
 // client. Note: it misses structuredContent and runs the regex in JS (~30 MB/s);
 // the shipped ../redact-email.js uses the Go-backed ctx.redactAll instead.

@@ -1,0 +1,5 @@
+function test_ok() {
+  mcpgate.assert(true, "true");
+}
+
+let broken = ;
