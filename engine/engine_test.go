@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestRules(t *testing.T) {
@@ -214,6 +215,31 @@ func TestRuleSummariesAreClean(t *testing.T) {
 	for _, r := range Rules() {
 		if rep := a.AnalyzeText(r.ID + ": " + r.Summary); len(rep.Findings) != 0 {
 			t.Errorf("summary of %s fires %v", r.ID, rep.RuleIDs())
+		}
+	}
+}
+
+// TestDefaultIgnorable pins the derived Default_Ignorable_Code_Point class against
+// members and non-members named in DerivedCoreProperties.txt.
+func TestDefaultIgnorable(t *testing.T) {
+	in := []rune{0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180E, 0x180F,
+		0x200B, 0x200F, 0x202E, 0x2060, 0x206F, 0x3164, 0xFE00, 0xFE0F, 0xFEFF, 0xFFA0, 0xFFF0,
+		0xFFF8, 0x1BCA0, 0x1BCA3, 0x1D173, 0x1D17A, 0xE0000, 0xE0001, 0xE007F, 0xE0100, 0xE0FFF}
+	out := []rune{'a', ' ', 0x00A0, 0x0600, 0x06DD, 0x1680, 0x2000, 0x3000, 0xFFF9, 0xFFFB, 0x13430, 0x110BD, 0x1F600, 0xE1000}
+	for _, r := range in {
+		if !unicode.Is(defaultIgnorable, r) {
+			t.Errorf("U+%04X is Default_Ignorable_Code_Point", r)
+		}
+	}
+	for _, r := range out {
+		if unicode.Is(defaultIgnorable, r) {
+			t.Errorf("U+%04X is not Default_Ignorable_Code_Point", r)
+		}
+	}
+	for r := rune(0); r < 0x10000; r++ {
+		want := unicode.Is(defaultIgnorable, r) && r >= 0xAD && r != 0x200E && r != 0x200F && r != 0x061C
+		if isCarrier(r) != want {
+			t.Fatalf("isCarrier(U+%04X) = %v", r, !want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -13,6 +14,15 @@ var fuzzSeeds = []string{
 	"\xc0\x9b", "\x9b31m", "a\rb\r\n", "[root@h ~]# ", "<|im_start|>", "a@b.io 4111 1111 1111 1111 +1 415 555 2671",
 	"DE89 3704 0044 0532 0130 00", "-----BEGIN PRIVATE KEY-----\nAAAA", "eyJhbGciOiJub25lIn0.e30.", "fe80::1 1.2.3.4",
 	esc + "Ptmux;" + esc + esc + "]52;c;x" + bel + st,
+	// the classes added later: provider and positional secrets, PII forms, whole
+	// addresses, code look-alikes, chat tokens after NFKC, carriers, input modes
+	"sk-ant-api03-" + strings.Repeat("aB3", 31) + "AA", "Authorization: Bearer 7f3kQ9vZ2mX8pL4wR6tY1nB5cH0jD3sAq",
+	"{\"Authorization\": \"Basic dXNlcjpwYXNz\"}", "Cookie: a=1; sid=8f3k2j4h5g6f7d8s9a0q", "Set-Cookie: s=\"x\"; Path=/",
+	"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "postgres://u:p4ss@h:5/d", "https://hooks.slack.com/services/T/B/x",
+	"321 54 9876", "de89-3704-0044-0532-0130-00", "415-555-0182x12", "o'connor@example.ie", "\"john doe\"@example.com", "jörg@bücher.de",
+	"arr[1::2] Cafe::Add1() app_version=1.2.3.4", "<｜User｜>", "＜|im_start|＞", "［INST］", "<start_of_turn>user", "[SYSTEM_PROMPT]",
+	"a\u3164\uffa0\u3164", "x\u00ad\u034f", "\u115f\u1160\u11a8", esc + "[?1000;1006h", esc + "#8", esc + "[5i",
+	esc + "]8;;https://evil.github.io\agithub.io" + esc + "]8;;\a",
 }
 
 // FuzzAnalyze: AnalyzeText never panics and its findings lie inside the text.
@@ -110,6 +120,45 @@ func FuzzSanitizeResult(f *testing.F) {
 		}
 		if again, _ := SanitizeJSON(js); string(again) != string(js) {
 			t.Fatalf("SanitizeJSON not idempotent: %q -> %q", js, again)
+		}
+	})
+}
+
+// FuzzAnalyzeReader: streamed in tiny windows, any text gives findings inside the
+// text in offset order, reads every byte, and finds every short OSC 52 write that a
+// whole-text scan finds, at the same offset.
+func FuzzAnalyzeReader(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s + strings.Repeat("x y\n", 100) + s)
+	}
+	const window, overlap = 256, 64
+	a, _ := New(Options{MaxScanBytes: 1 << 30})
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := a.analyzeReader(strings.NewReader(s), window, overlap)
+		if err != nil || got.BytesRead != int64(len(s)) || got.Truncated {
+			t.Fatalf("err %v, read %d of %d, truncated %v", err, got.BytesRead, len(s), got.Truncated)
+		}
+		last := 0
+		for _, fd := range got.Findings {
+			if fd.Start < last || fd.End > len(s) || fd.Start > fd.End {
+				t.Fatalf("finding %+v out of order or outside [0,%d]", fd, len(s))
+			}
+			last = fd.Start
+		}
+		if got.Verdict != VerdictFor(got.Highest) {
+			t.Fatalf("verdict %v for %v", got.Verdict, got.Highest)
+		}
+		for _, w := range a.AnalyzeText(s).Findings {
+			if w.RuleID != RuleOSC52Clipboard || w.End-w.Start > overlap/2 {
+				continue
+			}
+			found := false
+			for _, g := range got.Findings {
+				found = found || g.RuleID == RuleOSC52Clipboard && g.Start == w.Start
+			}
+			if !found {
+				t.Fatalf("whole text has %+v, the stream does not: %+v", w, got.Findings)
+			}
 		}
 	})
 }

@@ -54,12 +54,26 @@ var defaultIgnorable = func() *unicode.RangeTable {
 	return &t
 }()
 
+// ignorableBMP is defaultIgnorable for U+0000–U+FFFF as a bitset, so the scanner's
+// check costs one load.
+var ignorableBMP = func() (b [0x10000 / 64]uint64) {
+	for r := rune(0); r < 0x10000; r++ {
+		if unicode.Is(defaultIgnorable, r) {
+			b[r>>6] |= 1 << (r & 63)
+		}
+	}
+	return
+}()
+
 // isCarrier reports whether r belongs to the carrier class of invOther: default
 // ignorable, but neither zero-width, bidi control, Tag nor emoji variation selector
 // (those have their own rules), nor LRM, RLM or ALM.
 func isCarrier(r rune) bool {
 	if r < 0xAD || r == 0x200E || r == 0x200F || r == 0x061C {
 		return false
+	}
+	if r < 0x10000 {
+		return ignorableBMP[r>>6]&(1<<(r&63)) != 0
 	}
 	return unicode.Is(defaultIgnorable, r)
 }

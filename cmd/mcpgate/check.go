@@ -20,11 +20,24 @@ type checkOutput struct {
 	Input     string           `json:"input"` // "text" or "result"
 	Verdict   string           `json:"verdict"`
 	Highest   engine.Severity  `json:"highest_severity"`
-	Truncated bool             `json:"truncated"`
+	BytesRead int64            `json:"bytes_read"` // every byte read is scanned
+	Truncated bool             `json:"truncated"`  // always false: check has no scan cap
 	RuleIDs   []string         `json:"rule_ids"`
 	Findings  []engine.Finding `json:"findings"`
-	Sanitized json.RawMessage  `json:"sanitized"` // a JSON string (text) or the result object
+	// Sanitized is a JSON string (text) or the result object; null when a text input
+	// is larger than checkSanitizeLimit and was only streamed.
+	Sanitized json.RawMessage `json:"sanitized"`
 }
+
+const (
+	// checkResultLimit bounds a JSON input read whole to be analysed as a
+	// CallToolResult: the gateway's default message limit (docs/decisions.md#message-size).
+	// A larger input is scanned as text, streaming.
+	checkResultLimit = 64 << 20
+	// checkSanitizeLimit bounds the text inputs whose sanitized form check prints; a
+	// larger text is streamed through the analyzer in bounded memory and not kept.
+	checkSanitizeLimit = engine.MaxScanBytes
+)
 
 func newCheckCmd() *cobra.Command {
 	var format string
@@ -36,8 +49,14 @@ markers, PII, secrets) over one input and prints the verdict, the findings and t
 sanitized form the Warn path would forward.
 
 The input is FILE, or standard input when FILE is "-" or absent. If it parses as a JSON
-object with a "content" member it is analysed as an MCP CallToolResult (every
-text-bearing part, JSON Pointers into the result); anything else is plain text.
+object with a "content" member (and is at most 64 MiB) it is analysed as an MCP
+CallToolResult (every text-bearing part, JSON Pointers into the result); anything else
+is plain text.
+
+check is a pipeline tool: it scans every byte of its input, however long. Text is
+streamed in 4 MiB windows in bounded memory (the gateway's 1 MiB verdict cap does not
+apply here), and the output says how many bytes were read. The sanitized form is
+printed for results and for texts up to 1 MiB; a longer text is not kept.
 
 Findings name the rule, severity, entity kind, pointer and byte offsets, never the
 matched value. The sanitized output is printed even for a block, for inspection.
@@ -46,6 +65,7 @@ Exit status: 0 allow, 3 warn, 4 block, 1 usage or I/O error.
 
 Examples:
   mcpgate check build.log
+  tail -c 50M app.log | mcpgate check -
   printf 'hi \033]52;c;aGk=\007' | mcpgate check -
   mcpgate check --format json result.json | jq .rule_ids
   mcpgate check result.json || echo "verdict: exit $?"`,
@@ -58,11 +78,16 @@ Examples:
 			if len(args) == 1 {
 				name = args[0]
 			}
-			input, err := readCheckInput(cmd.InOrStdin(), name)
-			if err != nil {
-				return err
+			var in io.Reader = cmd.InOrStdin()
+			if name != "-" {
+				f, err := os.Open(name)
+				if err != nil {
+					return fmt.Errorf("check: %w", err)
+				}
+				defer f.Close()
+				in = f
 			}
-			out, err := runCheck(input)
+			out, err := runCheck(in)
 			if err != nil {
 				return err
 			}
@@ -89,76 +114,111 @@ Examples:
 	return cmd
 }
 
-func readCheckInput(stdin io.Reader, name string) ([]byte, error) {
-	if name == "-" {
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, fmt.Errorf("check: reading standard input: %w", err)
-		}
-		return b, nil
-	}
-	b, err := os.ReadFile(name)
+// readPrefix reads up to limit bytes of r; whole is true when r ended within them.
+func readPrefix(r io.Reader, limit int) (b []byte, whole bool, err error) {
+	b, err = io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("check: %w", err)
+		return b, false, fmt.Errorf("check: reading input: %w", err)
 	}
-	return b, nil
+	if len(b) > limit {
+		return b, false, nil
+	}
+	return b, true, nil
 }
 
-// runCheck analyses input as a CallToolResult when it is a JSON object with
-// "content", else as plain text.
-func runCheck(input []byte) (checkOutput, error) {
-	a, err := engine.New(engine.Options{})
-	if err != nil {
-		return checkOutput{}, err
-	}
-	var probe struct {
-		Content json.RawMessage `json:"content"`
-	}
-	trimmed := bytes.TrimSpace(input)
-	isResult := len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &probe) == nil && probe.Content != nil
+// runCheck analyses all of in: as a CallToolResult when it is a JSON object with
+// "content" of at most checkResultLimit bytes, else as plain text, streamed.
+func runCheck(in io.Reader) (checkOutput, error) {
 	var out checkOutput
-	var rep engine.Report
-	if isResult {
-		out.Input = "result"
-		if rep, err = a.AnalyzeResult(input); err != nil {
-			return out, fmt.Errorf("check: %w", err)
-		}
-		clean, err := engine.SanitizeResult(input)
-		if err != nil {
-			return out, fmt.Errorf("check: %w", err)
-		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, clean); err != nil {
-			return out, fmt.Errorf("check: %w", err)
-		}
-		out.Sanitized = buf.Bytes()
-	} else {
-		out.Input = "text"
-		rep = a.AnalyzeText(string(input))
-		s, err := json.Marshal(engine.Sanitize(string(input)))
+	// the first bytes decide: text, or JSON that may be a result
+	head, whole, err := readPrefix(in, checkSanitizeLimit)
+	if err != nil {
+		return out, err
+	}
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '{' && !whole {
+		rest, _, err := readPrefix(in, checkResultLimit-len(head))
 		if err != nil {
 			return out, err
 		}
-		out.Sanitized = s
+		head = append(head, rest...)
+		whole = len(head) <= checkResultLimit
 	}
+	if whole && isResult(head) {
+		return checkResult(head)
+	}
+	a, err := engine.New(engine.Options{})
+	if err != nil {
+		return out, err
+	}
+	out.Input = "text"
+	var src io.Reader = bytes.NewReader(head)
+	if !whole {
+		src = io.MultiReader(src, in)
+	}
+	rep, err := a.AnalyzeReader(src)
+	if err != nil {
+		return out, fmt.Errorf("check: reading input after %d bytes: %w", rep.BytesRead, err)
+	}
+	if whole {
+		if out.Sanitized, err = json.Marshal(engine.Sanitize(string(head))); err != nil {
+			return out, err
+		}
+	} else {
+		out.Sanitized = json.RawMessage("null")
+	}
+	out.fill(rep.Report, rep.BytesRead)
+	return out, nil
+}
+
+func isResult(b []byte) bool {
+	var probe struct {
+		Content json.RawMessage `json:"content"`
+	}
+	t := bytes.TrimSpace(b)
+	return len(t) > 0 && t[0] == '{' && json.Unmarshal(t, &probe) == nil && probe.Content != nil
+}
+
+// checkResult analyses a whole CallToolResult with no scan cap.
+func checkResult(input []byte) (checkOutput, error) {
+	out := checkOutput{Input: "result"}
+	// every string and one separator each: never more than twice the input's length
+	a, err := engine.New(engine.Options{MaxScanBytes: 2*len(input) + 1})
+	if err != nil {
+		return out, err
+	}
+	rep, err := a.AnalyzeResult(input)
+	if err != nil {
+		return out, fmt.Errorf("check: %w", err)
+	}
+	clean, err := engine.SanitizeResult(input)
+	if err != nil {
+		return out, fmt.Errorf("check: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, clean); err != nil {
+		return out, fmt.Errorf("check: %w", err)
+	}
+	out.Sanitized = buf.Bytes()
+	out.fill(rep, int64(len(input)))
+	return out, nil
+}
+
+func (out *checkOutput) fill(rep engine.Report, read int64) {
 	out.Verdict = rep.Verdict.String()
 	out.Highest = rep.Highest
+	out.BytesRead = read
 	out.Truncated = rep.Truncated
 	out.RuleIDs = rep.RuleIDs()
 	out.Findings = rep.Findings
 	if out.Findings == nil {
 		out.Findings = []engine.Finding{}
 	}
-	return out, nil
 }
 
 func writeCheckText(w io.Writer, out checkOutput) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "verdict: %s (highest %s, %d findings", out.Verdict, out.Highest, len(out.Findings))
-	if out.Truncated {
-		b.WriteString(", truncated at the scan cap")
-	}
-	b.WriteString(")\n")
+	fmt.Fprintf(&b, "verdict: %s (highest %s, %d findings)\n", out.Verdict, out.Highest, len(out.Findings))
+	fmt.Fprintf(&b, "read: %d bytes, all scanned\n", out.BytesRead)
 	for _, f := range out.Findings {
 		ptr := f.Pointer
 		if ptr == "" {
@@ -169,6 +229,11 @@ func writeCheckText(w io.Writer, out checkOutput) error {
 			key = " (member name)"
 		}
 		fmt.Fprintf(&b, "  %-8s %-36s %-18s %s [%d,%d)%s\n", f.Severity, f.RuleID, f.Entity, ptr, f.Start, f.End, key)
+	}
+	if string(out.Sanitized) == "null" {
+		fmt.Fprintf(&b, "sanitized: not printed for a text over %d bytes\n", checkSanitizeLimit)
+		_, err := w.Write(b.Bytes())
+		return err
 	}
 	b.WriteString("sanitized:\n")
 	if out.Input == "text" {

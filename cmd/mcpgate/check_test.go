@@ -26,7 +26,7 @@ func TestCheck(t *testing.T) {
 		wantStderr string
 	}{
 		{"plain text allows", []string{"check", "-"}, "The build finished in 4.2 s; 17 tests passed.\n", exitOK,
-			[]string{"verdict: allow (highest NONE, 0 findings)", "sanitized:\nThe build finished"}, nil, ""},
+			[]string{"verdict: allow (highest NONE, 0 findings)", "read: 46 bytes, all scanned", "sanitized:\nThe build finished"}, nil, ""},
 		{"no arg reads stdin", []string{"check"}, "\x1b[31mred\x1b[0m", exitOK, []string{"verdict: allow", "sanitized:\nred\n"}, nil, ""},
 		{"hidden text warns", []string{"check"}, "v \x1b[37;47m hidden \x1b[0m", exitWarn,
 			[]string{"verdict: warn", "output_hidden_text", "sgr_same_colour", "(text) [2,18)", "v  hidden "}, []string{"\x1b"}, ""},
@@ -90,5 +90,64 @@ func TestCheckJSONNeverCarriesValues(t *testing.T) {
 				t.Errorf("finding %s carries a value", f)
 			}
 		}
+	}
+}
+
+// TestCheckReadsWholeInput: check is a pipeline tool with no scan cap. An OSC 52
+// write at byte 2,000,000 of a long log blocks (exit 4); the output says every byte
+// was read; a text over 1 MiB is streamed and its sanitized form not printed.
+func TestCheckReadsWholeInput(t *testing.T) {
+	line := "2026-11-29T19:49:51Z INFO request ok tool=read_text_file elapsed=1.42ms\n"
+	var b strings.Builder
+	for b.Len() < 2_000_000 {
+		b.WriteString(line)
+	}
+	b.WriteString("\x1b]52;c;ZXZpbA==\x07")
+	at := b.Len() - len("\x1b]52;c;ZXZpbA==\x07")
+	for b.Len() < 3_000_000 {
+		b.WriteString(line)
+	}
+	logText := b.String()
+	file := filepath.Join(t.TempDir(), "app.log")
+	if err := os.WriteFile(file, []byte(logText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check", "--format", "json", file}, {"check", "--format", "json", "-"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(logText), &stdout, &stderr)
+		if code != exitBlock {
+			t.Fatalf("%v: exit %d, want %d: %s", args, code, exitBlock, stderr.String())
+		}
+		var out checkOutput
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.BytesRead != int64(len(logText)) || out.Truncated || string(out.Sanitized) != "null" {
+			t.Errorf("%v: read %d of %d, truncated %v, sanitized %.40s", args, out.BytesRead, len(logText), out.Truncated, out.Sanitized)
+		}
+		if len(out.Findings) != 1 || out.Findings[0].Start != at || out.Findings[0].RuleID != "output_osc52_clipboard_write" {
+			t.Errorf("%v: findings %+v, want one OSC 52 at %d", args, out.Findings, at)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	run(context.Background(), []string{"check", file}, nil, &stdout, &stderr)
+	if !strings.Contains(stdout.String(), "read: 3000") || !strings.Contains(stdout.String(), "sanitized: not printed") || stdout.Len() > 4096 {
+		t.Errorf("text output:\n%.600s", stdout.String())
+	}
+}
+
+// TestCheckLargeResult: a CallToolResult over the gateway's 1 MiB scan cap is still
+// analysed whole, as a result.
+func TestCheckLargeResult(t *testing.T) {
+	filler := strings.Repeat("clean text ", 200_000)
+	in := `{"content":[{"type":"text","text":"` + filler + `"},{"type":"text","text":"late \u001b]52;c;aGk=\u0007"}]}`
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"check", "--format", "json", "-"}, strings.NewReader(in), &stdout, &stderr)
+	var out checkOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitBlock || out.Input != "result" || out.Truncated || out.BytesRead != int64(len(in)) || len(out.Findings) != 1 || out.Findings[0].Pointer != "/content/1/text" {
+		t.Errorf("exit %d, input %s, truncated %v, read %d of %d, findings %+v", code, out.Input, out.Truncated, out.BytesRead, len(in), out.Findings)
 	}
 }
