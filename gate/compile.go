@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -61,7 +60,14 @@ func readDir(dir string) (names []string, srcs [][]byte, err error) {
 	if !st.IsDir() {
 		return nil, nil, fmt.Errorf("%w: %s is not a directory", ErrNoDir, dir)
 	}
-	ents, err := os.ReadDir(dir)
+	return readFS(os.DirFS(dir))
+}
+
+// readFS lists the top-level *.js files of fsys in lexical order with their sources;
+// dot files, subdirectories and anything but a regular file (after symlinks) are
+// skipped.
+func readFS(fsys fs.FS) (names []string, srcs [][]byte, err error) {
+	ents, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, nil, fmt.Errorf("gate: read policies directory: %w", err)
 	}
@@ -70,7 +76,7 @@ func readDir(dir string) (names []string, srcs [][]byte, err error) {
 		if !strings.HasSuffix(name, ".js") || strings.HasPrefix(name, ".") || IsTestFile(name) {
 			continue
 		}
-		info, err := os.Stat(filepath.Join(dir, name)) // follows symlinks
+		info, err := fs.Stat(fsys, name) // follows symlinks
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) { // removed while we listed
 				continue
@@ -84,7 +90,7 @@ func readDir(dir string) (names []string, srcs [][]byte, err error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("gate: read %s: %w", name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"runtime"
@@ -34,9 +35,12 @@ const SuggestedPolicyHeapBudget = 128 << 20
 // DefaultDebounce is how long Watch waits for a burst of file events to settle.
 const DefaultDebounce = 150 * time.Millisecond
 
-// Options configure a Gate. Dir must exist.
+// Options configure a Gate. Dir must exist, or FS be set.
 type Options struct {
-	Dir        string        // policies directory; top-level *.js only, lexical order
+	Dir string // policies directory; top-level *.js only, lexical order
+	// FS, when Dir is "", holds the policies instead: its top-level *.js, in lexical
+	// order. Reload reads it again; Watch needs Dir.
+	FS         fs.FS
 	PoolSize   int           // runtimes per policy set; 0 means GOMAXPROCS
 	Timeout    time.Duration // per policy; 0 means DefaultTimeout
 	Evaluators string        // GATE_EVALUATORS; "" means "goja"; unknown names are an error
@@ -165,7 +169,14 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 
 // build reads and compiles the whole directory into a new Set.
 func (g *Gate) build(gen uint64) (*Set, error) {
-	names, srcs, err := readDir(g.opts.Dir)
+	var names []string
+	var srcs [][]byte
+	var err error
+	if g.opts.Dir == "" && g.opts.FS != nil {
+		names, srcs, err = readFS(g.opts.FS)
+	} else {
+		names, srcs, err = readDir(g.opts.Dir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +251,9 @@ func (g *Gate) Watch(ctx context.Context) error {
 		return fmt.Errorf("gate: watch: %w", err)
 	}
 	defer w.Close()
+	if g.opts.Dir == "" {
+		return errors.New("gate: watch: policies loaded from an fs.FS, not a directory")
+	}
 	if err := w.Add(g.opts.Dir); err != nil {
 		return fmt.Errorf("gate: watch %s: %w", g.opts.Dir, err)
 	}

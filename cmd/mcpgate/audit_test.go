@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/gateway"
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
@@ -114,22 +117,23 @@ func auditGolden(t *testing.T, name string, got []byte) {
 
 // TestTelemetrySinks proves how flags and "mcpgate.audit" choose the sinks: nothing
 // set keeps the gateway's default, unknown config keys and a rotation without a file
-// are errors, and a DB adds a SQLite sink beside the JSONL stream.
+// are errors, a flag wins over the key, and a DB adds a SQLite store.
 func TestTelemetrySinks(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name   string
 		flags  []string
 		audit  string
-		sinks  int
-		sqlite bool
+		want   config.Audit
+		sqlite string // the store file New must create
 		errHas string
 	}{
-		{name: "default", sinks: 0},
-		{name: "db flag", flags: []string{"--audit-db", filepath.Join(dir, "a.db")}, sinks: 2, sqlite: true},
-		{name: "db config", audit: `{"db": "` + filepath.Join(dir, "b.db") + `"}`, sinks: 2, sqlite: true},
-		{name: "rotating file", flags: []string{"--audit-file", filepath.Join(dir, "a.jsonl"), "--audit-rotate-mb", "10"}, sinks: 1},
-		{name: "config file", audit: `{"file": "` + filepath.Join(dir, "c.jsonl") + `", "rotateMB": 5, "keep": 2}`, sinks: 1},
+		{name: "default", want: config.Audit{Keep: 5, Ring: 1000}},
+		{name: "db flag", flags: []string{"--audit-db", filepath.Join(dir, "a.db")}, want: config.Audit{DB: filepath.Join(dir, "a.db"), Keep: 5, Ring: 1000}, sqlite: filepath.Join(dir, "a.db")},
+		{name: "db config", audit: `{"db": "` + filepath.Join(dir, "b.db") + `"}`, want: config.Audit{DB: filepath.Join(dir, "b.db"), Keep: 5, Ring: 1000}, sqlite: filepath.Join(dir, "b.db")},
+		{name: "flag wins", flags: []string{"--audit-keep", "9"}, audit: `{"keep": 2, "ring": 7}`, want: config.Audit{Keep: 9, Ring: 7}},
+		{name: "rotating file", flags: []string{"--audit-file", filepath.Join(dir, "a.jsonl"), "--audit-rotate-mb", "10"}, want: config.Audit{File: filepath.Join(dir, "a.jsonl"), RotateMB: 10, Keep: 5, Ring: 1000}},
+		{name: "config file", audit: `{"file": "` + filepath.Join(dir, "c.jsonl") + `", "rotateMB": 5, "keep": 2}`, want: config.Audit{File: filepath.Join(dir, "c.jsonl"), RotateMB: 5, Keep: 2, Ring: 1000}},
 		{name: "unknown key", audit: `{"path": "x"}`, errHas: `unknown field "path"`},
 		{name: "rotate without file", flags: []string{"--audit-rotate-mb", "10"}, errHas: "give the file too"},
 		{name: "bad db dir", flags: []string{"--audit-db", filepath.Join(dir, "no", "a.db")}, errHas: "--audit-db"},
@@ -143,20 +147,37 @@ func TestTelemetrySinks(t *testing.T) {
 			if err := fl.Parse(tc.flags); err != nil {
 				t.Fatal(err)
 			}
-			cfg := config.Default()
-			cfg.Gate.Audit = []byte(tc.audit)
-			sinks, err := tf.sinks(cfg, &bytes.Buffer{}, slog.New(slog.DiscardHandler))
-			for _, s := range sinks {
-				defer s.Close()
-			}
-			if tc.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
-					t.Fatalf("err = %v, want %q", err, tc.errHas)
+			check := func(err error) bool {
+				t.Helper()
+				if tc.errHas != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+						t.Fatalf("err = %v, want %q", err, tc.errHas)
+					}
+					return false
 				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return true
+			}
+			cfg, err := config.Parse([]byte(`{"mcpgate": {"audit": ` + cmp.Or(tc.audit, "{}") + `}}`))
+			if err != nil {
+				check(err)
 				return
 			}
-			if err != nil || len(sinks) != tc.sinks || (tf.st.sqlite != nil) != tc.sqlite {
-				t.Fatalf("%d sinks (sqlite %v), %v; want %d", len(sinks), tf.st.sqlite != nil, err, tc.sinks)
+			a := tf.audit(cfg.Gate.Audit, auditFile)
+			if tc.errHas == "" && !reflect.DeepEqual(a, tc.want) {
+				t.Fatalf("audit %+v, want %+v", a, tc.want)
+			}
+			g, err := gateway.New(context.Background(), gateway.Config{File: cfg, Audit: a, Stderr: &bytes.Buffer{}, Logger: slog.New(slog.DiscardHandler)})
+			if !check(err) {
+				return
+			}
+			g.Close()
+			if tc.sqlite != "" {
+				if _, err := os.Stat(tc.sqlite); err != nil {
+					t.Fatalf("no SQLite store: %v", err)
+				}
 			}
 		})
 	}

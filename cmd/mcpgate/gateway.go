@@ -2,29 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/mcpgate/mcpgate/ctxapi"
-	"github.com/mcpgate/mcpgate/engine"
-	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/gateway"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/logging"
-	"github.com/mcpgate/mcpgate/internal/pipeline"
-	"github.com/mcpgate/mcpgate/internal/relay"
 )
 
 func init() { subcommands = append(subcommands, newGatewayCmd) }
@@ -106,187 +99,84 @@ Environment:
 	fl.IntVar(&f.inflightCalls, "max-inflight-calls", budget.DefaultMaxCalls, "most tools/call requests in flight across every session; past it a call waits up to 30 s, then gets -32000 before it reaches the upstream (-1: no limit)")
 	fl.Int64Var(&f.inflightBytes, "max-inflight-bytes", budget.DefaultMaxBytes, "most bytes of upstream results being filtered at once; past it a result waits its turn (-1: no limit)")
 	f.telemetry.register(fl)
-	f.http.register(fl)
+	f.http.register(fl, "its own upstream processes")
 	gw.AddCommand(run)
 	return gw
 }
 
-// gatewayDeps is everything a gateway session needs, built once at start.
-type gatewayDeps struct {
-	log     *slog.Logger
-	stderr  *logging.LineWriter // shared by the logger, the audit sink and the upstream relay
-	cfg     *config.Config
-	gate    *gate.Gate
-	emitter *audit.Emitter
-	pipe    *pipeline.Pipeline
+// newLogger builds the log from --log-format and --log-level, over one line writer
+// on stderr that the audit stream and the upstreams' stderr share.
+func newLogger(format, level string, stderr io.Writer) (*slog.Logger, *logging.LineWriter, error) {
+	errw := logging.NewLineWriter(stderr)
+	lv, err := parseLevel(level)
+	if err != nil {
+		return nil, nil, err
+	}
+	if format != "auto" && format != "text" && format != "json" {
+		return nil, nil, fmt.Errorf("--log-format %q: want auto, text or json", format)
+	}
+	return logging.New(errw, logging.Format(format), lv), errw, nil
 }
 
-// setupGateway validates flags and builds the analyzer, the gate, the audit emitter
-// and the pipeline. Every error here is a start-up error with a clear message.
-func setupGateway(ctx context.Context, f gatewayFlags, stderr io.Writer, kind string) (*gatewayDeps, error) {
-	errw := logging.NewLineWriter(stderr)
-	level, err := parseLevel(f.logLevel)
+// config turns the flags into a gateway.Config; every error names the flag at fault.
+func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, error) {
+	log, errw, err := newLogger(f.logFormat, f.logLevel, stderr)
 	if err != nil {
-		return nil, err
+		return gateway.Config{}, err
 	}
-	if f.logFormat != "auto" && f.logFormat != "text" && f.logFormat != "json" {
-		return nil, fmt.Errorf("--log-format %q: want auto, text or json", f.logFormat)
-	}
-	log := logging.New(errw, logging.Format(f.logFormat), level)
 	if f.failMode != "open" && f.failMode != "closed" {
-		return nil, fmt.Errorf("--fail-mode %q: want open or closed", f.failMode)
+		return gateway.Config{}, fmt.Errorf("--fail-mode %q: want open or closed", f.failMode)
 	}
 	if f.upstreamStderr != "relay" && f.upstreamStderr != "drop" {
-		return nil, fmt.Errorf("--upstream-stderr %q: want relay or drop", f.upstreamStderr)
+		return gateway.Config{}, fmt.Errorf("--upstream-stderr %q: want relay or drop", f.upstreamStderr)
 	}
-	cfg := config.Default()
+	file := config.Default()
 	if f.configPath != "" {
-		if cfg, err = config.Load(f.configPath); err != nil {
-			return nil, err
+		if file, err = config.Load(f.configPath); err != nil {
+			return gateway.Config{}, err
 		}
 	}
-	an, err := engine.New(engine.Options{Severities: cfg.Severities()})
+	servers, err := gateway.Servers(file, argv)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return gateway.Config{}, err
 	}
-	g, err := gate.Load(ctx, gate.Options{
-		Dir:        f.policies,
-		Evaluators: os.Getenv("GATE_EVALUATORS"),
-		Console:    f.debugConsole,
-		Analyzer:   an,
-		Logger:     log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	sinks, err := f.telemetry.sinks(cfg, errw, log)
-	if err != nil {
-		g.Close()
-		return nil, err
-	}
-	if len(sinks) == 0 {
-		var sink audit.Sink = audit.NewJSONL(errw)
-		if f.auditFile != "" {
-			file, err := os.OpenFile(f.auditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-			if err != nil {
-				g.Close()
-				return nil, fmt.Errorf("--audit-file: %w", err)
-			}
-			sink = audit.NewJSONL(file)
-		}
-		sinks = []audit.Sink{sink}
-	}
-	em := audit.NewEmitter(log, 0, sinks...)
-	auditOutput := !strings.EqualFold(os.Getenv("MCPGATE_AUDIT_OUTPUT"), "off")
-	if !auditOutput {
-		log.Warn("MCPGATE_AUDIT_OUTPUT=off: recording input decisions only; output blocks and redactions are NOT recorded")
-	}
-	var origin *audit.Origin
-	if kind == audit.KindGateway {
-		origin = &audit.Origin{Kind: "gateway"}
-	}
-	p := &pipeline.Pipeline{
-		Analyzer:     an,
-		Gate:         g,
-		Limiter:      ctxapi.NewRateLimiter(time.Hour, nil),
-		Audit:        em,
-		Logger:       log,
-		FilterOutput: f.filterOutput,
-		FailClosed:   f.failMode == "closed",
-		Kind:         kind,
-		Origin:       origin,
-		AuditOutput:  auditOutput,
-		Budget:       budget.New(budget.Options{MaxCalls: f.inflightCalls, MaxBytes: f.inflightBytes}),
-	}
-	return &gatewayDeps{log: log, stderr: errw, cfg: cfg, gate: g, emitter: em, pipe: p}, nil
+	return gateway.Config{
+		Kind:                audit.KindGateway,
+		File:                file,
+		PoliciesDir:         f.policies,
+		Evaluators:          os.Getenv("GATE_EVALUATORS"),
+		PolicyConsole:       f.debugConsole,
+		FilterOutput:        f.filterOutput,
+		FailClosed:          f.failMode == "closed",
+		InputOnly:           strings.EqualFold(os.Getenv("MCPGATE_AUDIT_OUTPUT"), "off"),
+		Audit:               f.telemetry.audit(file.Gate.Audit, f.auditFile),
+		Admin:               f.telemetry.admin(file.Gate.Admin),
+		Logger:              log,
+		Stderr:              errw,
+		RelayUpstreamStderr: f.upstreamStderr == "relay",
+		CallTimeout:         f.callTimeout,
+		MaxMessageBytes:     f.maxMessage,
+		Servers:             servers,
+		HTTP:                f.http.config(),
+		MaxInflightCalls:    f.inflightCalls,
+		MaxInflightBytes:    f.inflightBytes,
+	}, nil
 }
 
 func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	d, err := setupGateway(ctx, f, stderr, audit.KindGateway)
+	cfg, err := f.config(argv, stderr)
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	stopAdmin, err := f.telemetry.serve(ctx, d)
+	g, err := gateway.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer stopAdmin()
-	reloadCtx, stopReload := context.WithCancel(ctx)
-	defer stopReload()
-	go d.watch(reloadCtx)
+	defer g.Close()
 	if f.http.enabled() {
-		return runHTTP(ctx, d, f, argv, stderr)
+		return g.ServeHTTP(ctx)
 	}
-	specs, err := upstreamSpecs(d.cfg, argv)
-	if err != nil {
-		return err
-	}
-	var upErr io.Writer // shares the logger's line lock, so lines never interleave
-	if f.upstreamStderr == "relay" {
-		upErr = d.stderr
-	}
-	// Each upstream runs under a restart supervisor; several go behind a mux that
-	// names their tools <server>_<tool> (docs/decisions.md#tool-names).
-	up, err := openUpstreams(specs, upErr, f, d)
-	if err != nil {
-		return err
-	}
-	d.log.Info("upstream started", "servers", len(specs), "filter_output", f.filterOutput, "fail_mode", f.failMode)
-
-	sess := relay.New(relay.Options{
-		Pipeline:        d.pipe,
-		Logger:          d.log,
-		User:            d.cfg.Gate.User,
-		Access:          d.cfg.Gate.Tools,
-		MaxMessageBytes: f.maxMessage,
-		CallTimeout:     f.callTimeout,
-	}, up)
-	runErr := sess.Run(ctx, stdin, stdout)
-	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = up.Close(closeCtx, 2*time.Second)
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
-	}
-	d.log.Info("client closed the session; gateway exiting")
-	return nil
-}
-
-// watch hot-reloads the policies on file changes and on SIGHUP.
-func (d *gatewayDeps) watch(ctx context.Context) {
-	go func() {
-		if err := d.gate.Watch(ctx); err != nil && ctx.Err() == nil {
-			d.log.Error("policy watcher stopped; SIGHUP still reloads", "err", err)
-		}
-	}()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			if err := d.gate.Reload(); err != nil {
-				d.log.Error("policy reload on SIGHUP failed; keeping the last good set", "err", err)
-			}
-		}
-	}
-}
-
-// close flushes the audit records and stops the gate.
-func (d *gatewayDeps) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := d.emitter.Close(ctx); err != nil {
-		d.log.Error("audit flush incomplete", "err", err)
-	}
-	st := d.emitter.Stats()
-	if st.Dropped > 0 || st.Errors > 0 {
-		d.log.Warn("audit records lost", "dropped", st.Dropped, "sink_errors", st.Errors)
-	}
-	_ = d.gate.Close()
+	return g.ServeStdio(ctx, stdin, stdout)
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -15,12 +14,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/spf13/cobra"
 
-	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/audit"
-	"github.com/mcpgate/mcpgate/internal/httpfront"
+	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/gateway"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
-	"github.com/mcpgate/mcpgate/internal/relay"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
 func init() { subcommands = append(subcommands, newMCPServerCmd) }
@@ -67,75 +66,46 @@ filter, fail-closed: a truncated scan or an undecodable result is blocked.`,
 	fl.StringVar(&f.config, "config", "", "JSON configuration file (mcpgate key: user, tokens, rules)")
 	fl.StringVar(&f.logFormat, "log-format", "auto", "log format: auto, text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.http.register(fl)
+	f.http.register(fl, "its own relay session over in-process tools; no process is started")
 	f.telemetry.register(fl)
 	return cmd
 }
 
 func runMCPServer(ctx context.Context, f mcpServerFlags, stdin io.Reader, stdout, stderr io.Writer) error {
-	policies := f.policies
-	if policies == "" {
-		dir, err := os.MkdirTemp("", "mcpgate-mcp-server-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		policies = dir
-	}
-	gf := gatewayFlags{
-		filterOutput:   f.sanitize,
-		policies:       policies,
-		failMode:       "open",
-		auditFile:      f.auditFile,
-		configPath:     f.config,
-		logFormat:      f.logFormat,
-		logLevel:       f.logLevel,
-		upstreamStderr: "drop",
-		maxMessage:     jsonrpc.DefaultMaxMessageBytes,
-		http:           f.http,
-		telemetry:      f.telemetry,
-	}
-	if f.sanitize {
-		gf.failMode = "closed" // docs/decisions.md#fail-modes: the MCP server fails closed
-	}
-	d, err := setupGateway(ctx, gf, stderr, audit.KindMCPServer)
+	log, errw, err := newLogger(f.logFormat, f.logLevel, stderr)
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	opts := func(u ctxapi.User) relay.Options {
-		return relay.Options{
-			Pipeline:         d.pipe,
-			Logger:           d.log,
-			User:             u,
-			Access:           d.cfg.Gate.Tools,
-			RecordClientInfo: true,
-		}
-	}
-	an := d.pipe.Analyzer
-	if f.http.enabled() {
-		auth, err := httpAuth(d.cfg, f.http.listen)
-		if err != nil {
+	file := config.Default()
+	if f.config != "" {
+		if file, err = config.Load(f.config); err != nil {
 			return err
 		}
-		front := httpfront.New(httpfront.Options{
-			Start: func(_ context.Context, u ctxapi.User) (httpfront.Backend, error) {
-				return &relayBackend{up: startToolServer(an), opts: opts(u)}, nil
-			},
-			Auth:   auth,
-			Hosts:  httpfront.NewHostAllowlist(f.http.listen, f.http.allowHosts...),
-			Logger: d.log,
-		})
-		return serveFront(ctx, d, front, f.http)
 	}
-	up := startToolServer(an)
-	defer up.Close(context.Background(), time.Second)
-	d.log.Info("mcpgate MCP server on stdio", "sanitize_tool_output", f.sanitize)
-	err = relay.New(opts(d.cfg.Gate.User), up).Run(ctx, stdin, stdout)
-	if err != nil && !errors.Is(err, context.Canceled) {
+	g, err := gateway.New(ctx, gateway.Config{
+		Kind:         audit.KindMCPServer,
+		File:         file,
+		PoliciesDir:  f.policies, // "" means no policies
+		Evaluators:   os.Getenv("GATE_EVALUATORS"),
+		FilterOutput: f.sanitize,
+		FailClosed:   f.sanitize, // docs/decisions.md#fail-modes: the MCP server fails closed
+		InputOnly:    strings.EqualFold(os.Getenv("MCPGATE_AUDIT_OUTPUT"), "off"),
+		Audit:        f.telemetry.audit(file.Gate.Audit, f.auditFile),
+		Admin:        f.telemetry.admin(file.Gate.Admin),
+		Logger:       log,
+		Stderr:       errw,
+		Upstream:     func(an *engine.Analyzer) (upstream.Conn, error) { return startToolServer(an), nil },
+		HTTP:         f.http.config(),
+	})
+	if err != nil {
 		return err
 	}
-	return nil
+	defer g.Close()
+	if f.http.enabled() {
+		return g.ServeHTTP(ctx)
+	}
+	log.Info("mcpgate MCP server on stdio", "sanitize_tool_output", f.sanitize)
+	return g.ServeStdio(ctx, stdin, stdout)
 }
 
 // toolServer is mcpgate's tool server running in-process behind a pair of pipes, so

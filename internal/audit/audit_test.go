@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -501,5 +502,42 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (go test -update to accept):\ngot:\n%s\nwant:\n%s", name, got, want)
+	}
+}
+
+// TestFilesAre0600: every file that holds records is created owner-only, the SQLite
+// store and its WAL as the JSONL file.
+func TestFilesAre0600(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	db, err := OpenSQLite(filepath.Join(dir, "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(rec(1, vocab.Redact, "t")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	js, err := OpenJSONLFile(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.Close()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", e.Name(), perm)
+		}
+	}
+	db.Close()
+	if len(ents) < 3 {
+		t.Errorf("only %d files: %v", len(ents), ents)
 	}
 }

@@ -9,6 +9,16 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
+// OpenJSONLFile returns a JSONL sink appending to path, created with mode 0600 as
+// every file that holds records.
+func OpenJSONLFile(path string) (*JSONL, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return NewJSONL(f), nil
+}
+
 // NewRotatingFile returns a JSONL sink writing to path, rotated when it passes
 // maxMB megabytes; keep old files are kept (0 keeps all). Rotated files are named
 // path-<timestamp>.jsonl beside it. The directory must exist; the file is created
@@ -25,9 +35,9 @@ func NewRotatingFile(path string, maxMB, keep int) (*JSONL, error) {
 	}
 	// lumberjack creates the file lazily with 0600 on first write; create it now so a
 	// permission problem is a start-up error.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := OpenJSONLFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+		return nil, err
 	}
 	_ = f.Close()
 	return NewJSONL(&lumberjack.Logger{Filename: path, MaxSize: maxMB, MaxBackups: keep}), nil

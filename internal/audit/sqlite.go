@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	_ "modernc.org/sqlite" // pure Go driver "sqlite"; no cgo
@@ -54,7 +55,14 @@ type SQLite struct {
 }
 
 // OpenSQLite opens (creating if needed) the store at path for writing and reading.
+// A new store is created with mode 0600, like the JSONL file; SQLite gives its WAL
+// and shared-memory files the same mode.
 func OpenSQLite(path string) (*SQLite, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	_ = f.Close()
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)

@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -45,9 +46,28 @@ type Gate struct {
 	Rules map[string]string `json:"rules,omitempty"`
 	// Tokens maps bearer tokens (stored as sha256 hex) to callers, for HTTP.
 	Tokens []Token `json:"tokens,omitempty"`
-	// Extra holds keys other parts of mcpgate read (audit, admin); kept for them.
-	Audit json.RawMessage `json:"audit,omitempty"`
-	Admin json.RawMessage `json:"admin,omitempty"`
+	// Audit chooses where records are kept; the gateway's flags win over it.
+	Audit Audit `json:"audit"`
+	// Admin configures the admin listener (console, /api/audit, /metrics).
+	Admin Admin `json:"admin"`
+}
+
+// Audit is "mcpgate": {"audit": {...}}. Zero values mean "not set": the flag's
+// default applies.
+type Audit struct {
+	File     string `json:"file,omitempty"`     // JSONL file instead of stderr (--audit-file)
+	RotateMB int    `json:"rotateMB,omitempty"` // rotate File past this many MB (--audit-rotate-mb)
+	Keep     int    `json:"keep,omitempty"`     // rotated files kept (--audit-keep)
+	DB       string `json:"db,omitempty"`       // SQLite store, in addition to the JSONL stream (--audit-db)
+	Ring     int    `json:"ring,omitempty"`     // records the console keeps in memory without a DB (--audit-ring)
+}
+
+// Admin is "mcpgate": {"admin": {...}}.
+type Admin struct {
+	Listen       string   `json:"listen,omitempty"`       // --admin
+	Token        string   `json:"token,omitempty"`        // bearer token; MCPGATE_ADMIN_TOKEN wins
+	TokenSHA256  string   `json:"tokenSHA256,omitempty"`  // or its sha256 hex, so the file holds no secret
+	AllowedHosts []string `json:"allowedHosts,omitempty"` // extra Host/Origin names (--admin-allow-host)
 }
 
 // Token is one HTTP caller: the sha256 hex of its bearer token and who it is.
@@ -161,6 +181,12 @@ func (c *Config) validate() error {
 		}
 		checkClass(fmt.Sprintf(`"mcpgate.tokens[%d].callerClass"`, i), t.CallerClass)
 	}
+	if a := c.Gate.Audit; a.RotateMB < 0 || a.Keep < 0 || a.Ring < 0 {
+		errs = append(errs, errors.New(`"mcpgate.audit": rotateMB, keep and ring must not be negative`))
+	}
+	if h := c.Gate.Admin.TokenSHA256; h != "" && len(h) != 64 {
+		errs = append(errs, errors.New(`"mcpgate.admin.tokenSHA256": want 64 hex digits (sha256 of the token)`))
+	}
 	for _, name := range sortedKeys(c.MCPServers) {
 		s := c.MCPServers[name]
 		switch {
@@ -185,20 +211,6 @@ func (c *Config) Severities() map[string]engine.Severity {
 	return m
 }
 
-func validClass(cl string) bool {
-	for _, k := range CallerClasses {
-		if k == cl {
-			return true
-		}
-	}
-	return false
-}
+func validClass(cl string) bool { return slices.Contains(CallerClasses, cl) }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

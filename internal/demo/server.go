@@ -72,18 +72,19 @@ func Serve(version string) error {
 	return server.ServeStdio(NewServer(version))
 }
 
-// Step is one sample call of the demo.
+// Step is one sample call of the demo. What says what the call sends or gets back;
+// the demo's headline comes from the call's audit record, not from here.
 type Step struct {
-	Title string
-	Tool  string
-	Args  map[string]any
+	What string
+	Tool string
+	Args map[string]any
 }
 
-// Steps are the demo's calls, one per kind of decision.
+// Steps are the demo's calls, one per kind of decision the shipped policies make.
 var Steps = []Step{
-	{"A clean call passes through unchanged", "get_forecast", map[string]any{"city": "Lisbon"}},
-	{"An e-mail address is redacted by policies/redact-email.js", "lookup_customer", map[string]any{"id": "C1002"}},
-	{"An OSC 52 clipboard write is blocked (output_osc52_clipboard_write, High)", "read_build_log", map[string]any{}},
-	{"Concealed text draws a warning and is stripped (output_hidden_text, Medium)", "fetch_page", map[string]any{"url": "https://docs.example/start"}},
-	{"force_delete is rejected by the policy block-force-delete.js", "delete_repo", map[string]any{"name": "infra", "force_delete": true}},
+	{"a weather forecast", "get_forecast", map[string]any{"city": "Lisbon"}},
+	{"a customer record holding an e-mail address", "lookup_customer", map[string]any{"id": "C1002"}},
+	{"a build log hiding an OSC 52 clipboard write", "read_build_log", map[string]any{}},
+	{"a page with concealed text (SGR 8)", "fetch_page", map[string]any{"url": "https://docs.example/start"}},
+	{"a delete with force_delete: true", "delete_repo", map[string]any{"name": "infra", "force_delete": true}},
 }

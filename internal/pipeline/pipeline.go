@@ -73,8 +73,6 @@ type Pipeline struct {
 	// Budget bounds the calls in flight and the result bytes being filtered across
 	// every session (docs/http.md#in-flight-budget). Nil imposes no limit.
 	Budget *budget.Budget
-	// Observe, when set, sees every record after it is emitted.
-	Observe func(*audit.Record)
 	// Shadow, when set, is a candidate policy set (gateway run --shadow) that runs
 	// beside the live one on the same inputs and only fills the record's shadow field
 	// (docs/policies.md#shadow). Nil: no shadow.

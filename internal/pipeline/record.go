@@ -136,7 +136,7 @@ func (t *record) rulesActed(out engine.Report) {
 // setAuditOutputOff marks the record input-only (docs/decisions.md#audit-output-off).
 func (t *record) setAuditOutputOff() { t.r.AuditOutput = "off" }
 
-// emit sends a snapshot of the record to p.Audit and p.Observe, once; later calls do
+// emit sends a snapshot of the record to p.Audit, once; later calls do
 // nothing. The sink encodes the snapshot on another goroutine, and with
 // MCPGATE_AUDIT_OUTPUT=off the pipeline goes on after the record is out.
 func (t *record) emit(p *Pipeline) {
@@ -158,8 +158,5 @@ func (t *record) emit(p *Pipeline) {
 	snap.ToolCalls = []audit.ToolCall{{Name: snap.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: snap.ActionTaken}}}
 	if p.Audit != nil {
 		p.Audit.Emit(&snap)
-	}
-	if p.Observe != nil {
-		p.Observe(&snap)
 	}
 }

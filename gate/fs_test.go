@@ -1,0 +1,43 @@
+package gate
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/fstest"
+)
+
+// TestLoadFS: policies load from an fs.FS as from a directory: top-level *.js only,
+// in lexical order, and Watch says it needs a directory.
+func TestLoadFS(t *testing.T) {
+	fsys := fstest.MapFS{
+		"20-b.js":          {Data: []byte(`if (ctx.phase === "pre") { throw "b" }`)},
+		"10-a.js":          {Data: []byte(`ctx.warn("a")`)},
+		".hidden.js":       {Data: []byte(`throw "hidden"`)},
+		"examples/skip.js": {Data: []byte(`throw "example"`)},
+		"README.md":        {Data: []byte(`not a policy`)},
+	}
+	g, err := Load(context.Background(), Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if got := g.Current().Files; !slices.Equal(got, []string{"10-a.js", "20-b.js"}) {
+		t.Fatalf("files %v", got)
+	}
+	if r := run(g, preCall(`{}`)); r.Reject == nil || r.Reject.Policy != "20-b.js" {
+		t.Fatalf("reject %+v", r.Reject)
+	}
+	if err := g.Watch(context.Background()); err == nil {
+		t.Fatal("Watch without a directory did not fail")
+	}
+
+	empty, err := Load(context.Background(), Options{FS: fstest.MapFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if n := len(empty.Current().Files); n != 0 {
+		t.Fatalf("%d files in an empty FS", n)
+	}
+}

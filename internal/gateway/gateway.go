@@ -1,0 +1,364 @@
+// Package gateway wires mcpgate together. New builds, from a Config, the analyzer,
+// the policy gate, the audit sinks and their emitter, the pipeline and the admin
+// listener; ServeStdio and ServeHTTP then serve MCP to a client, and Close flushes
+// the records and stops everything. cmd/mcpgate only turns flags into a Config.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/admin"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/budget"
+	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
+	"github.com/mcpgate/mcpgate/internal/relay"
+	"github.com/mcpgate/mcpgate/internal/upstream"
+)
+
+// Config is everything a gateway is started with. The zero value of each field is a
+// sane default, noted where it matters.
+type Config struct {
+	// Kind is the records' kind: audit.KindGateway ("" means this) or
+	// audit.KindMCPServer (no agent_origin; clientInfo recorded).
+	Kind string
+	// File is the parsed --config file; nil means config.Default().
+	File *config.Config
+	// PoliciesDir is a policies directory to load, watch and reload on SIGHUP. It
+	// must exist.
+	PoliciesDir string
+	// Policies, when PoliciesDir is "", holds the policies; nil means none.
+	Policies fs.FS
+	// Evaluators is GATE_EVALUATORS; "" means goja.
+	Evaluators string
+	// PolicyConsole gives policies console.log (debug only: it carries content).
+	PolicyConsole bool
+	// FilterOutput and FailClosed are --filter-output and --fail-mode closed
+	// (docs/decisions.md#output-filter, #fail-modes).
+	FilterOutput bool
+	FailClosed   bool
+	// InputOnly is MCPGATE_AUDIT_OUTPUT=off (docs/decisions.md#audit-output-off).
+	InputOnly bool
+	// Audit says where records go, flags already merged over File's "audit" key.
+	// With neither File nor DB the records go to Stderr as JSONL.
+	Audit config.Audit
+	// Admin configures the admin listener, flags and MCPGATE_ADMIN_TOKEN already
+	// merged over File's "admin" key. Listen "" means no listener.
+	Admin config.Admin
+	// Logger is the gateway's log; nil means slog.Default().
+	Logger *slog.Logger
+	// Stderr receives the JSONL records by default and the upstreams' relayed
+	// stderr. Give it the writer the Logger writes to, wrapped in one
+	// logging.LineWriter, so lines never interleave. Nil means os.Stderr.
+	Stderr io.Writer
+	// RelayUpstreamStderr relays each stdio upstream's stderr to Stderr, prefixed
+	// (docs/decisions.md#upstream-stderr); false drops it.
+	RelayUpstreamStderr bool
+	// CallTimeout bounds the wait for a tools/call answer; 0 means no limit.
+	CallTimeout time.Duration
+	// MaxMessageBytes bounds one JSON-RPC message; 0 means
+	// jsonrpc.DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// Servers are the upstreams (see Servers); ignored when Upstream is set.
+	Servers []Server
+	// Upstream, when set, opens one session's upstream instead of Servers, given the
+	// gateway's analyzer (the MCP server's in-process tools use it).
+	Upstream func(*engine.Analyzer) (upstream.Conn, error)
+	// HTTP configures ServeHTTP.
+	HTTP HTTP
+	// MaxInflightCalls and MaxInflightBytes bound the calls in flight and the result
+	// bytes being filtered across every session (docs/http.md#in-flight-budget); 0
+	// takes the budget's default, -1 turns the limit off.
+	MaxInflightCalls int
+	MaxInflightBytes int64
+}
+
+// Gateway is a started gateway. Its methods are safe for concurrent use.
+type Gateway struct {
+	cfg     Config
+	log     *slog.Logger
+	file    *config.Config
+	gate    *gate.Gate
+	emitter *audit.Emitter
+	pipe    *pipeline.Pipeline
+	admin   *admin.Server
+}
+
+// New builds a gateway. Every error is a start-up error with a message that names
+// the flag or configuration key at fault; nothing is left running on error.
+func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
+	if cfg.Kind == "" {
+		cfg.Kind = audit.KindGateway
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = jsonrpc.DefaultMaxMessageBytes
+	}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, file: cfg.File}
+	if g.file == nil {
+		g.file = config.Default()
+	}
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	an, err := engine.New(engine.Options{Severities: g.file.Severities()})
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	gopts := gate.Options{Dir: cfg.PoliciesDir, FS: cfg.Policies, Evaluators: cfg.Evaluators,
+		Console: cfg.PolicyConsole, Analyzer: an, Logger: g.log}
+	if cfg.PoliciesDir == "" && cfg.Policies == nil {
+		gopts.FS = noPolicies{}
+	}
+	if g.gate, err = gate.Load(ctx, gopts); err != nil {
+		return nil, err
+	}
+	sinks, store, err := g.openSinks()
+	if err != nil {
+		return nil, err
+	}
+	var metrics *admin.Metrics
+	if cfg.Admin.Listen != "" {
+		// The console's store and the metrics are ordinary sinks, first in line, so a
+		// record is counted before it shows on the JSONL stream.
+		metrics = admin.NewMetrics(g.gateStatus, func() audit.Stats { return g.emitter.Stats() })
+		front := []audit.Sink{metrics}
+		if store == nil {
+			ring := audit.NewRing(max(cfg.Audit.Ring, 1))
+			front, store = append(front, ring), ring
+		}
+		sinks = append(front, sinks...)
+	}
+	g.emitter = audit.NewEmitter(g.log, 0, sinks...)
+	if cfg.InputOnly {
+		g.log.Warn("MCPGATE_AUDIT_OUTPUT=off: recording input decisions only; output blocks and redactions are NOT recorded")
+	}
+	var origin *audit.Origin
+	if cfg.Kind == audit.KindGateway {
+		origin = &audit.Origin{Kind: "gateway"}
+	}
+	g.pipe = &pipeline.Pipeline{
+		Analyzer:     an,
+		Gate:         g.gate,
+		Limiter:      ctxapi.NewRateLimiter(time.Hour, nil),
+		Audit:        g.emitter,
+		Logger:       g.log,
+		FilterOutput: cfg.FilterOutput,
+		FailClosed:   cfg.FailClosed,
+		Kind:         cfg.Kind,
+		Origin:       origin,
+		AuditOutput:  !cfg.InputOnly,
+		Budget:       budget.New(budget.Options{MaxCalls: cfg.MaxInflightCalls, MaxBytes: cfg.MaxInflightBytes}),
+	}
+	if metrics != nil {
+		if err := g.serveAdmin(store, metrics); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// Pipeline is the gateway's tools/call pipeline.
+func (g *Gateway) Pipeline() *pipeline.Pipeline { return g.pipe }
+
+// AdminAddr is the admin listener's address, or "" without one.
+func (g *Gateway) AdminAddr() string {
+	if g.admin == nil {
+		return ""
+	}
+	return g.admin.Addr()
+}
+
+// openSinks opens the audit sinks of cfg.Audit: the JSONL stream (a file, a rotating
+// file, or Stderr) and the SQLite store, which the console then reads.
+func (g *Gateway) openSinks() (sinks []audit.Sink, store audit.Store, err error) {
+	a := g.cfg.Audit
+	switch {
+	case a.RotateMB < 0 || a.Keep < 0 || a.Ring < 0:
+		return nil, nil, errors.New("--audit-rotate-mb, --audit-keep and --audit-ring must not be negative")
+	case a.RotateMB > 0 && a.File == "":
+		return nil, nil, errors.New("--audit-rotate-mb rotates --audit-file: give the file too")
+	}
+	switch {
+	case a.File != "" && a.RotateMB > 0:
+		js, err := audit.NewRotatingFile(a.File, a.RotateMB, a.Keep)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--audit-file: %w", err)
+		}
+		sinks = append(sinks, js)
+	case a.File != "":
+		js, err := audit.OpenJSONLFile(a.File)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--audit-file: %w", err)
+		}
+		sinks = append(sinks, js)
+	default:
+		sinks = append(sinks, audit.NewJSONL(g.cfg.Stderr))
+	}
+	if a.DB != "" {
+		db, err := audit.OpenSQLite(a.DB)
+		if err != nil {
+			for _, s := range sinks {
+				s.Close()
+			}
+			return nil, nil, fmt.Errorf("--audit-db: %w", err)
+		}
+		sinks, store = append(sinks, db), db
+		g.log.Info("audit records stored in SQLite", "path", a.DB)
+	}
+	return sinks, store, nil
+}
+
+func (g *Gateway) gateStatus() admin.GateStatus {
+	st := g.gate.Status()
+	return admin.GateStatus{Generation: st.Generation, LastError: st.LastError, LoadedAt: st.LoadedAt}
+}
+
+// serveAdmin starts the admin listener: the console over store, /api/audit, /metrics.
+func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
+	ac := g.cfg.Admin
+	srv, err := admin.New(admin.Options{
+		Addr: ac.Listen, Token: ac.Token, TokenSHA256: ac.TokenSHA256,
+		AllowedHosts: ac.AllowedHosts,
+		Store:        store, Metrics: metrics, Logger: g.log,
+		Status: func() any {
+			return map[string]any{"policies": g.gate.Status(), "audit": g.emitter.Stats()}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	g.admin = srv
+	src := "memory (last records)"
+	if _, ok := store.(*audit.SQLite); ok {
+		src = "sqlite"
+	}
+	g.log.Info("admin listener started", "admin_addr", srv.Addr(), "console", "http://"+srv.Addr()+"/", "store", src, "token", ac.Token != "" || ac.TokenSHA256 != "")
+	return nil
+}
+
+// watch hot-reloads the policies on file changes and on SIGHUP until ctx ends. Only
+// a policies directory is watched.
+func (g *Gateway) watch(ctx context.Context) {
+	if g.cfg.PoliciesDir == "" {
+		return
+	}
+	go func() {
+		if err := g.gate.Watch(ctx); err != nil && ctx.Err() == nil {
+			g.log.Error("policy watcher stopped; SIGHUP still reloads", "err", err)
+		}
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := g.gate.Reload(); err != nil {
+				g.log.Error("policy reload on SIGHUP failed; keeping the last good set", "err", err)
+			}
+		}
+	}
+}
+
+// openUpstream opens one session's upstream.
+func (g *Gateway) openUpstream() (upstream.Conn, error) {
+	if g.cfg.Upstream != nil {
+		return g.cfg.Upstream(g.pipe.Analyzer)
+	}
+	var upErr io.Writer
+	if g.cfg.RelayUpstreamStderr {
+		upErr = g.cfg.Stderr
+	}
+	return openServers(g.cfg.Servers, upErr, g.cfg.MaxMessageBytes, g.log)
+}
+
+// relayOptions are a relay session's options for the caller user.
+func (g *Gateway) relayOptions(user ctxapi.User) relay.Options {
+	return relay.Options{
+		Pipeline:         g.pipe,
+		Logger:           g.log,
+		User:             user,
+		Access:           g.file.Gate.Tools,
+		MaxMessageBytes:  g.cfg.MaxMessageBytes,
+		CallTimeout:      g.cfg.CallTimeout,
+		RecordClientInfo: g.cfg.Kind == audit.KindMCPServer,
+	}
+}
+
+// ServeStdio relays one MCP client on stdin/stdout to the upstream until the client
+// closes stdin or ctx ends, then closes the upstream.
+func (g *Gateway) ServeStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	go g.watch(reloadCtx)
+	up, err := g.openUpstream()
+	if err != nil {
+		return err
+	}
+	g.log.Info("upstream started", "servers", max(len(g.cfg.Servers), 1), "filter_output", g.cfg.FilterOutput, "fail_closed", g.cfg.FailClosed)
+	runErr := relay.New(g.relayOptions(g.file.Gate.User), up).Run(ctx, stdin, stdout)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = up.Close(closeCtx, 2*time.Second)
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	g.log.Info("client closed the session; gateway exiting")
+	return nil
+}
+
+// Close stops the admin listener, flushes the audit records and stops the gate. It
+// is safe on a partly built Gateway.
+func (g *Gateway) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if g.admin != nil {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = g.admin.Close(actx)
+		acancel()
+	}
+	if g.emitter != nil {
+		if err := g.emitter.Close(ctx); err != nil {
+			g.log.Error("audit flush incomplete", "err", err)
+		}
+		if st := g.emitter.Stats(); st.Dropped > 0 || st.Errors > 0 {
+			g.log.Warn("audit records lost", "dropped", st.Dropped, "sink_errors", st.Errors)
+		}
+	}
+	if g.gate != nil {
+		return g.gate.Close()
+	}
+	return nil
+}
+
+// noPolicies is an empty policies directory.
+type noPolicies struct{}
+
+func (noPolicies) Open(name string) (fs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
+
+func (noPolicies) ReadDir(string) ([]fs.DirEntry, error) { return nil, nil }

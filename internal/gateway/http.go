@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/httpfront"
+	"github.com/mcpgate/mcpgate/internal/loopback"
+	"github.com/mcpgate/mcpgate/internal/multi"
+	"github.com/mcpgate/mcpgate/internal/relay"
+	"github.com/mcpgate/mcpgate/internal/remote"
+	"github.com/mcpgate/mcpgate/internal/upstream"
+)
+
+// HTTP configures the Streamable HTTP front (docs/http.md). Zero values take the
+// httpfront defaults.
+type HTTP struct {
+	Listen       string        // host:port to serve http://Listen/mcp on
+	AllowHosts   []string      // further Host/Origin names besides loopback and the listen host
+	DrainTimeout time.Duration // on shutdown, how long requests in flight may take
+	MaxSessions  int
+	IdleTimeout  time.Duration
+	MaxDepth     int
+}
+
+// Server is one upstream: a name ("" for the single unprefixed upstream) and its
+// mcpServers entry.
+type Server struct {
+	Name   string
+	Server config.Server
+}
+
+// Servers lists the upstreams: the command argv (one, unprefixed), or the
+// configuration's mcpServers in name order (prefixed <server>_<tool> when there are
+// several, docs/decisions.md#tool-names).
+func Servers(file *config.Config, argv []string) ([]Server, error) {
+	if len(argv) > 0 {
+		return []Server{{Server: config.Server{Command: argv[0], Args: argv[1:]}}}, nil
+	}
+	if file == nil || len(file.MCPServers) == 0 {
+		return nil, errors.New("no upstream: put the MCP server command after --, or list servers under mcpServers in --config")
+	}
+	names := slices.Sorted(maps.Keys(file.MCPServers))
+	out := make([]Server, 0, len(names))
+	for _, n := range names {
+		if len(names) > 1 {
+			if err := multi.ValidName(n); err != nil {
+				return nil, fmt.Errorf("mcpServers.%s: %w", n, err)
+			}
+		}
+		out = append(out, Server{Name: n, Server: file.MCPServers[n]})
+	}
+	return out, nil
+}
+
+// openServers opens one session's upstreams, each under a restart supervisor, and
+// puts a multiplexer in front when there are several.
+func openServers(servers []Server, upErr io.Writer, maxMessage int, log *slog.Logger) (upstream.Conn, error) {
+	if len(servers) == 0 {
+		return nil, errors.New("no upstream configured")
+	}
+	conns := make([]multi.Server, 0, len(servers))
+	for _, sp := range servers {
+		l := log
+		if sp.Name != "" {
+			l = log.With("upstream", sp.Name)
+		}
+		startOne := func() (upstream.Conn, error) {
+			if sp.Server.URL != "" {
+				return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l})
+			}
+			env := make([]string, 0, len(sp.Server.Env))
+			for _, k := range slices.Sorted(maps.Keys(sp.Server.Env)) {
+				env = append(env, k+"="+sp.Server.Env[k])
+			}
+			return upstream.Start(upstream.Options{
+				Argv: append([]string{sp.Server.Command}, sp.Server.Args...), Env: env,
+				Stderr: upErr, MaxMessageBytes: maxMessage,
+			})
+		}
+		sup, err := upstream.NewSupervisor(upstream.SupervisorOptions{Start: startOne, Logger: l})
+		if err != nil {
+			for _, c := range conns {
+				_ = c.Conn.Close(context.Background(), time.Second)
+			}
+			return nil, err
+		}
+		conns = append(conns, multi.Server{Name: sp.Name, Conn: sup})
+	}
+	if len(conns) == 1 {
+		return conns[0].Conn, nil
+	}
+	return multi.New(conns, log), nil
+}
+
+// httpAuth picks the caller identification: bearer tokens when configured; without
+// tokens the configured local user, on a loopback listener only.
+func httpAuth(file *config.Config, listen string) (httpfront.Authenticator, error) {
+	if len(file.Gate.Tokens) > 0 {
+		return httpfront.TokenAuth(file.Gate.Tokens, file.ClassFor)
+	}
+	if !loopback.Addr(listen) {
+		return nil, fmt.Errorf("--listen %s is not a loopback address and no bearer tokens are configured (mcpgate.tokens in --config): refusing to serve unauthenticated callers; listen on 127.0.0.1 or configure tokens", listen)
+	}
+	return httpfront.LocalAuth(file.Gate.User), nil
+}
+
+// ServeHTTP serves MCP over Streamable HTTP at /mcp until ctx ends (SIGINT/SIGTERM).
+// Each session gets its own upstream (one process per stdio server,
+// docs/decisions.md#http-sessions) and its own relay session, whose ctx.user is the
+// caller the bearer token names. On ctx's end it drains: the listener stays open and
+// every new request gets 503 with Connection: close (no refused connections, no
+// resets) while the requests in flight get up to DrainTimeout to finish; then the
+// listener closes and every session and its upstream is closed.
+func (g *Gateway) ServeHTTP(ctx context.Context) error {
+	h := g.cfg.HTTP
+	auth, err := httpAuth(g.file, h.Listen)
+	if err != nil {
+		return err
+	}
+	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 0 {
+		return errors.New("no upstream: put the MCP server command after --, or list servers under mcpServers in --config")
+	}
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	go g.watch(reloadCtx)
+	front := httpfront.New(httpfront.Options{
+		Start: func(_ context.Context, user ctxapi.User) (httpfront.Backend, error) {
+			up, err := g.openUpstream()
+			if err != nil {
+				return nil, err
+			}
+			return &relayBackend{up: up, opts: g.relayOptions(user)}, nil
+		},
+		Auth:            auth,
+		Hosts:           httpfront.NewHostAllowlist(h.Listen, h.AllowHosts...),
+		Logger:          g.log,
+		MaxMessageBytes: g.cfg.MaxMessageBytes,
+		MaxDepth:        h.MaxDepth,
+		MaxSessions:     h.MaxSessions,
+		IdleTimeout:     h.IdleTimeout,
+	})
+	ln, err := net.Listen("tcp", h.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", front)
+	// Header values are bounded too: 64 KiB for all of a request's headers.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	g.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	select {
+	case err := <-served:
+		_ = front.Close(context.Background())
+		return fmt.Errorf("--listen: %w", err)
+	case <-ctx.Done():
+	}
+	g.log.Info("shutting down: draining in-flight requests", "sessions", front.Sessions(), "in_flight", front.InFlight(), "drain_timeout", h.DrainTimeout)
+	// Not srv.SetKeepAlivesEnabled(false): it closes idle connections at once, and a
+	// client about to reuse one gets a reset instead of the 503.
+	front.Drain()
+	drainCtx, cancel := context.WithTimeout(context.Background(), h.DrainTimeout)
+	defer cancel()
+	select {
+	case <-front.Idle():
+	case <-drainCtx.Done():
+		g.log.Warn("drain timeout: closing the requests still in flight", "in_flight", front.InFlight())
+	}
+	if err := srv.Shutdown(drainCtx); err != nil {
+		_ = srv.Close()
+	}
+	closeCtx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if err := front.Close(closeCtx); err != nil {
+		g.log.Warn("some sessions did not close in time", "err", err)
+	}
+	g.log.Info("gateway stopped")
+	return nil
+}
+
+// relayBackend runs one relay session over an upstream for an HTTP session.
+type relayBackend struct {
+	up   upstream.Conn
+	opts relay.Options
+}
+
+func (b *relayBackend) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	return relay.New(b.opts, b.up).Run(ctx, in, out)
+}
+
+func (b *relayBackend) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return b.up.Close(ctx, 2*time.Second)
+}
