@@ -15,6 +15,16 @@ const (
 	PhasePost Phase = "post"
 )
 
+// The phases of the channels other than tools/call (docs/channels.md#phases). A
+// policy file runs in one of them only when its source compares ctx.phase with that
+// name.
+const (
+	PhaseList          Phase = "list"           // a tools/list response: ctx.tools
+	PhaseResource      Phase = "resource"       // a resources/read result: ctx.response.contents
+	PhasePrompt        Phase = "prompt"         // a prompts/get result: ctx.response.messages
+	PhaseServerRequest Phase = "server_request" // sampling/createMessage, elicitation/create: ctx.params
+)
+
 // User is ctx.user (docs/decisions.md#ctx): who is calling, from configuration, never from the client.
 type User struct {
 	UserID      string   `json:"userID"`
@@ -24,7 +34,9 @@ type User struct {
 }
 
 // Response is ctx.response in the post phase: the CallToolResult's content array and,
-// as our extension, its structuredContent (nil when the result has none).
+// as our extension, its structuredContent (nil when the result has none). In the
+// resource phase Content is the resources/read contents array (ctx.response.contents),
+// in the prompt phase the prompts/get messages array (ctx.response.messages).
 type Response struct {
 	Content           json.RawMessage
 	StructuredContent json.RawMessage
@@ -33,10 +45,12 @@ type Response struct {
 // Call is everything a policy sees as ctx for one phase of one tools/call.
 type Call struct {
 	Phase      Phase
-	Tool       string          // the name the client sees
+	Method     string          // the JSON-RPC method behind the phase (ctx.method)
+	Tool       string          // the name the client sees; "" outside pre and post
 	ToolAccess string          // DADL access tag: read, write, admin, dangerous, custom, or ""
-	Params     json.RawMessage // tools/call arguments, always a JSON object
-	Response   *Response       // post phase only
+	Params     json.RawMessage // tools/call arguments, or the request's params in the other phases; a JSON object
+	Response   *Response       // post, resource and prompt phases
+	Tools      json.RawMessage // list phase: the listed tools, a JSON array
 	User       User
 	Findings   []engine.Finding // built-in findings for this phase
 	// RateLimitExceeded backs ctx.rateLimitExceeded(n); nil means never exceeded.

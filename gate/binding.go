@@ -13,14 +13,17 @@ import (
 // binding holds the native functions behind ctx, built once per runtime and frozen;
 // they read the call being run from vm.cur.
 type binding struct {
-	paramsGet, paramsSet   goja.Value
-	contentGet, contentSet goja.Value
-	scGet, scSet           goja.Value
-	findingsGet            goja.Value
-	responseSet            goja.Value
-	warn, rate             goja.Value
-	redact, mask, hash     goja.Value
-	redactAll              goja.Value
+	paramsGet, paramsSet     goja.Value
+	contentGet, contentSet   goja.Value
+	toolsGet, toolsSet       goja.Value // list phase
+	contentsGet, contentsSet goja.Value // resource phase
+	messagesGet, messagesSet goja.Value // prompt phase
+	scGet, scSet             goja.Value
+	findingsGet              goja.Value
+	responseSet              goja.Value
+	warn, rate               goja.Value
+	redact, mask, hash       goja.Value
+	redactAll                goja.Value
 
 	ctx      *goja.Object // the global ctx: a proxy (delete trap) over one non-extensible object per runtime
 	response *goja.Object // ctx.response in the post phase: a proxy like ctx
@@ -63,18 +66,35 @@ func (v *vm) bind(p *pool) error {
 		v.setSlot(c, &c.params, a.Argument(0))
 		return goja.Undefined()
 	})
-	v.b.contentGet = fn(func(goja.FunctionCall) goja.Value { c := st(); return v.getSlot(c, &c.content) })
-	v.b.contentSet = fn(func(a goja.FunctionCall) goja.Value {
-		c := st()
-		v.setSlot(c, &c.content, a.Argument(0))
-		return goja.Undefined()
-	})
-	v.b.scGet = fn(func(goja.FunctionCall) goja.Value { c := st(); return v.getSlot(c, &c.sc) })
-	v.b.scSet = fn(func(a goja.FunctionCall) goja.Value {
-		c := st()
-		v.setSlot(c, &c.sc, a.Argument(0))
-		return goja.Undefined()
-	})
+	// The content slot holds the phase's one array: ctx.response.content (post),
+	// ctx.tools (list), ctx.response.contents (resource), ctx.response.messages
+	// (prompt). Each accessor reads it only in its own phase; elsewhere it is
+	// undefined, and assigning it is a bad shape.
+	inPhase := func(phase ctxapi.Phase, name string, s func(*callState) *slot) (get, set goja.Value) {
+		get = fn(func(goja.FunctionCall) goja.Value {
+			c := st()
+			if c.phase != phase {
+				return goja.Undefined()
+			}
+			return v.getSlot(c, s(c))
+		})
+		set = fn(func(a goja.FunctionCall) goja.Value {
+			c := st()
+			if c.phase != phase {
+				c.badShape("ctx." + name + " can only be assigned in the " + string(phase) + " phase")
+				return goja.Undefined()
+			}
+			v.setSlot(c, s(c), a.Argument(0))
+			return goja.Undefined()
+		})
+		return get, set
+	}
+	content := func(c *callState) *slot { return &c.content }
+	v.b.contentGet, v.b.contentSet = inPhase(ctxapi.PhasePost, "response.content", content)
+	v.b.scGet, v.b.scSet = inPhase(ctxapi.PhasePost, "response.structuredContent", func(c *callState) *slot { return &c.sc })
+	v.b.toolsGet, v.b.toolsSet = inPhase(ctxapi.PhaseList, "tools", content)
+	v.b.contentsGet, v.b.contentsSet = inPhase(ctxapi.PhaseResource, "response.contents", content)
+	v.b.messagesGet, v.b.messagesSet = inPhase(ctxapi.PhasePrompt, "response.messages", content)
 	// ctx.response = {content, structuredContent} replaces both (post only); anything
 	// else is a bad shape, recorded so that a policy cannot catch it and go on.
 	v.b.responseSet = fn(func(a goja.FunctionCall) goja.Value {
@@ -152,9 +172,12 @@ func (v *vm) bind(p *pool) error {
 		c := st()
 		strategy, kinds := v.redactOptions(a.Argument(0), "")
 		total := 0
-		if c.phase == ctxapi.PhasePre {
+		switch c.phase {
+		case ctxapi.PhasePre, ctxapi.PhaseServerRequest:
 			total += v.redactSlot(c, &c.params, nil, strategy, kinds)
-		} else {
+		case ctxapi.PhaseList, ctxapi.PhaseResource, ctxapi.PhasePrompt:
+			total += v.redactSlot(c, &c.content, ctxapi.ContentSkipKeys, strategy, kinds)
+		default:
 			total += v.redactSlot(c, &c.content, ctxapi.ContentSkipKeys, strategy, kinds)
 			total += v.redactSlot(c, &c.sc, nil, strategy, kinds)
 		}
@@ -191,6 +214,8 @@ func (v *vm) buildCtx(st func() *callState) error {
 	respTarget := rt.NewObject()
 	get(respTarget, "content", v.b.contentGet, v.b.contentSet)
 	get(respTarget, "structuredContent", v.b.scGet, v.b.scSet)
+	get(respTarget, "contents", v.b.contentsGet, v.b.contentsSet)
+	get(respTarget, "messages", v.b.messagesGet, v.b.messagesSet)
 	if _, err := v.preventExt(goja.Undefined(), respTarget); err != nil {
 		return err
 	}
@@ -203,7 +228,7 @@ func (v *vm) buildCtx(st func() *callState) error {
 		DeleteProperty: func(_ *goja.Object, prop string) bool {
 			c := st()
 			switch prop {
-			case "content":
+			case "content", "contents", "messages":
 				v.setSlot(c, &c.content, goja.Undefined())
 			case "structuredContent":
 				v.setSlot(c, &c.sc, goja.Undefined())
@@ -215,11 +240,14 @@ func (v *vm) buildCtx(st func() *callState) error {
 	})).(*goja.Object)
 	v.b.response = resp
 	get(target, "response", fn(func(goja.FunctionCall) goja.Value {
-		if st().phase != ctxapi.PhasePost {
-			return goja.Undefined()
+		switch st().phase {
+		case ctxapi.PhasePost, ctxapi.PhaseResource, ctxapi.PhasePrompt:
+			return resp
 		}
-		return resp
+		return goja.Undefined()
 	}), v.b.responseSet)
+	get(target, "tools", v.b.toolsGet, v.b.toolsSet)
+	get(target, "method", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Method) }), nil)
 	get(target, "findings", v.b.findingsGet, nil)
 	ro("rateLimitExceeded", v.b.rate)
 	ro("warn", v.b.warn)
@@ -242,6 +270,11 @@ func (v *vm) buildCtx(st func() *callState) error {
 				v.setSlot(c, &c.params, goja.Undefined()) // throws when read-only (post)
 			case "response":
 				st().badShape("ctx.response cannot be deleted")
+			case "tools":
+				c := st()
+				if c.phase == ctxapi.PhaseList {
+					v.setSlot(c, &c.content, goja.Undefined())
+				}
 			}
 			return !own[prop]
 		},

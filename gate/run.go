@@ -64,14 +64,14 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		res.Content = call.Response.Content
 		res.StructuredContent = call.Response.StructuredContent
 	}
-	if call.Phase != ctxapi.PhasePre && call.Phase != ctxapi.PhasePost && s.Acts(call.Phase) {
+	if !knownPhase(call.Phase) && s.Acts(call.Phase) {
 		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "unknown phase"}
 		return res
 	}
 	if !s.Acts(call.Phase) {
 		return res // no policy acts in this phase: no runtime, no decoding
 	}
-	if call.Phase == ctxapi.PhasePost && call.Response == nil {
+	if (call.Phase == ctxapi.PhasePost || call.Phase == ctxapi.PhaseResource || call.Phase == ctxapi.PhasePrompt) && call.Response == nil {
 		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "post phase without a response"}
 		return res
 	}
@@ -91,7 +91,15 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte("{}")
 	}
-	c.params = newSlot("params", params, call.Phase == ctxapi.PhasePost)
+	c.params = newSlot("params", params, !paramsWritable(call.Phase))
+	switch call.Phase {
+	case ctxapi.PhaseList:
+		c.content = newSlot("tools", orEmptyArray(call.Tools), false)
+	case ctxapi.PhaseResource:
+		c.content = newSlot("response.contents", orEmptyArray(call.Response.Content), false)
+	case ctxapi.PhasePrompt:
+		c.content = newSlot("response.messages", orEmptyArray(call.Response.Content), false)
+	}
 	if call.Phase == ctxapi.PhasePost {
 		c.content = newSlot("response.content", call.Response.Content, false)
 		c.sc = newSlot("response.structuredContent", call.Response.StructuredContent, false)
@@ -135,7 +143,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		if changed {
 			anyChange = true
 			a := c.helperRung
-			if a == vocab.Pass && call.Phase == ctxapi.PhasePost {
+			if a == vocab.Pass && call.Phase != ctxapi.PhasePre {
 				a = vocab.Redact // a plain-JS edit of what the client receives
 			}
 			action = vocab.Strongest(action, a)
@@ -146,9 +154,14 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	if !anyChange {
 		return res
 	}
-	if call.Phase == ctxapi.PhasePre {
+	if paramsWritable(call.Phase) {
 		res.Params = c.params.raw
 		res.Changed = c.params.differs()
+		return res
+	}
+	if call.Phase != ctxapi.PhasePost { // list, resource, prompt: the one array
+		res.Content = c.content.raw
+		res.Changed = c.content.differs()
 		return res
 	}
 	res.Content = c.content.raw
@@ -158,6 +171,30 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	}
 	res.Changed = c.content.differs() || c.sc.differs()
 	return res
+}
+
+// knownPhase reports whether Run knows how to build ctx for phase
+// (docs/policies.md#phases).
+func knownPhase(p ctxapi.Phase) bool {
+	switch p {
+	case ctxapi.PhasePre, ctxapi.PhasePost, ctxapi.PhaseList, ctxapi.PhaseResource,
+		ctxapi.PhasePrompt, ctxapi.PhaseServerRequest:
+		return true
+	}
+	return false
+}
+
+// paramsWritable reports whether ctx.params may change in phase: the arguments in
+// pre, the server's request params in server_request.
+func paramsWritable(p ctxapi.Phase) bool {
+	return p == ctxapi.PhasePre || p == ctxapi.PhaseServerRequest
+}
+
+func orEmptyArray(v []byte) []byte {
+	if len(v) == 0 || string(v) == "null" {
+		return []byte("[]")
+	}
+	return v
 }
 
 // Acts reports whether any policy of the set runs in phase (decided at load time;

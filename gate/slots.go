@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
@@ -200,8 +201,19 @@ func checkShape(c *callState, s *slot, text string, ok bool) string {
 			return "ctx.params must be an object"
 		}
 	case &c.content:
-		if !ok || !validContent(text) {
-			return "ctx.response.content must be an array of objects, each with a string type"
+		// the phase's one array: content blocks each with a string type, tools each
+		// with a name, resource contents each with a uri, prompt messages each with a role
+		name, member := "response.content", "type"
+		switch c.phase {
+		case ctxapi.PhaseList:
+			name, member = "tools", "name"
+		case ctxapi.PhaseResource:
+			name, member = "response.contents", "uri"
+		case ctxapi.PhasePrompt:
+			name, member = "response.messages", "role"
+		}
+		if !ok || !validContent(text, member) {
+			return "ctx." + name + " must be an array of objects, each with a string " + member
 		}
 	case &c.sc:
 		if ok && text != "null" && !isObjectText(text) {
@@ -213,20 +225,18 @@ func checkShape(c *callState, s *slot, text string, ok bool) string {
 
 func isObjectText(t string) bool { return len(t) > 0 && t[0] == '{' }
 
-// validContent checks a content array's JSON: every element an object with a string
-// type.
-func validContent(t string) bool {
+// validContent checks an array's JSON: every element an object with a string member
+// (content blocks: type).
+func validContent(t, member string) bool {
 	if len(t) == 0 || t[0] != '[' {
 		return false
 	}
-	var items []*struct {
-		Type json.RawMessage `json:"type"`
-	}
+	var items []map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(t), &items); err != nil {
 		return false
 	}
 	for _, it := range items {
-		if it == nil || len(it.Type) == 0 || it.Type[0] != '"' {
+		if v := it[member]; it == nil || len(v) == 0 || v[0] != '"' {
 			return false
 		}
 	}

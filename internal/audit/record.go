@@ -60,7 +60,11 @@ type Record struct {
 	ToolCalls           []ToolCall   `json:"tool_calls"`
 
 	// mcpgate fields.
-	Filter          string                  `json:"filter"` // on, off or skipped
+	Filter string `json:"filter"` // on, off or skipped
+	// Method is the JSON-RPC method of the filtered message: tools/call, a listing,
+	// resources/read, a server-to-client request or a notification
+	// (docs/channels.md). Tool is empty where no tool is involved.
+	Method          string                  `json:"method"`
 	Tool            string                  `json:"tool"`
 	ToolAccess      string                  `json:"tool_access"`
 	Outcome         vocab.Outcome           `json:"outcome"`

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
@@ -82,6 +83,11 @@ type Pipeline struct {
 	Capture Capturer
 	// Health, when set, counts policy errors per file. Nil: not counted (still logged).
 	Health *Health
+	// Pins, when set, remembers the first definition of each tool and reports a
+	// change as tool_definition_changed (docs/channels.md#pinning).
+	Pins *pins.Store
+	// PinBlock hides a changed tool until it is approved; otherwise a change warns.
+	PinBlock bool
 }
 
 // Capturer receives one entry per tools/call; it must not block.
@@ -108,6 +114,10 @@ type Call struct {
 	// FilterOutput, when set, overrides Pipeline.FilterOutput for this call (replay
 	// runs each captured call as it was run).
 	FilterOutput *bool
+	// Hidden, when set, reports whether the tool is withheld from this caller's
+	// listing; a call to it is then rejected (docs/channels.md#hidden). Nil means
+	// nothing is hidden.
+	Hidden func(ctx context.Context, tool string) *Hidden
 }
 
 // Reply is what the relay sends back: a result, an error object, or nothing (the
@@ -118,7 +128,11 @@ type Reply struct {
 	Original []byte
 	Result   json.RawMessage
 	Error    json.RawMessage
-	NoReply  bool
+	NoReply  bool // no response; for a notification: dropped
+	// Params replaces a server-to-client request's or notification's params.
+	Params json.RawMessage
+	// Hidden are the listing entries withheld from this caller (tools/list).
+	Hidden []Hidden
 }
 
 // noPolicies is the set a Pipeline without a Gate runs on: it has no policies.
@@ -157,6 +171,11 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return r.invalidParams(err)
 	}
 	r.lookupTool()
+	if r.c.Hidden != nil {
+		if h := r.c.Hidden(ctx, r.tool); h != nil {
+			return r.hidden(h)
+		}
+	}
 	// The in-flight budget: past the call limit a call waits, then is refused before
 	// the upstream sees it.
 	leave, err := p.Budget.EnterCall(ctx)
@@ -214,6 +233,14 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)
 	}
+	return r.output(resp, sh, len(pre.Warnings))
+}
+
+// output runs steps 4 to 6 over a CallToolResult (a tools/call's, or a task's from
+// tasks/result); sh is the shadow run (nil for none), preWarnings counts the pre
+// phase's ctx.warn calls.
+func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
+	p := r.p
 	result := resp.Result
 	r.captureResult(result)
 
@@ -265,7 +292,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		findings += n
 	}
 	// ctx.warn in either phase is a warning the agent sees, like the filter's.
-	warnings := len(pre.Warnings) + len(post.Warnings)
+	warnings := preWarnings + len(post.Warnings)
 	if verdict == engine.Warn || warnings > 0 {
 		return r.warn(result, findings+warnings)
 	}
@@ -334,7 +361,7 @@ func (r *run) inputRules(args json.RawMessage) (engine.Report, error) {
 // see the same.
 func (r *run) policyCall(phase ctxapi.Phase, resp *ctxapi.Response, findings []engine.Finding) *ctxapi.Call {
 	return &ctxapi.Call{
-		Phase: phase, Tool: r.tool, ToolAccess: r.rec.toolAccess(), Params: r.args, Response: resp,
+		Phase: phase, Method: r.rec.r.Method, Tool: r.tool, ToolAccess: r.rec.toolAccess(), Params: r.args, Response: resp,
 		User: r.c.User, Findings: findings, RateLimitExceeded: r.limit,
 	}
 }
@@ -519,6 +546,30 @@ func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
 	// A thrown message may quote content: it gets the Warn sanitizer and a bound.
 	msg = capText(engine.Sanitize(msg), maxRejectionText)
 	return Reply{Result: errorResult(text(rej.Policy, msg, r.rec.eventID()))}
+}
+
+// rejectionMessage is the client-facing message of a rejection. A thrown message may
+// quote content: it gets the Warn sanitizer and a bound.
+func rejectionMessage(rej *gate.Rejection) string {
+	msg := rej.Message
+	if msg == "" {
+		msg = rejectionReasons[rej.Code]
+	}
+	if msg == "" {
+		msg = "the policy rejected the call"
+	}
+	return capText(engine.Sanitize(msg), maxRejectionText)
+}
+
+// hidden rejects a call to a tool withheld from the caller's listing, citing the
+// record of that listing (docs/channels.md#hidden).
+func (r *run) hidden(h *Hidden) Reply {
+	r.rec.setReason(vocab.ReasonToolHidden)
+	r.rec.setPolicy(h.Policy)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	r.rec.guardrail(h.Policy)
+	r.rec.escalate(vocab.Block)
+	return Reply{Result: errorResult(rejectText(h.Policy, "the tool is not listed for this caller", h.EventID))}
 }
 
 // policyError tells the operator about a policy fault (a runtime error, a limit, a

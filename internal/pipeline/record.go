@@ -25,6 +25,7 @@ func newRecord(p *Pipeline, c Call) *record {
 		Kind:                p.Kind,
 		Decision:            engine.Allow.String(),
 		EventID:             newEventID(),
+		Method:              "tools/call",
 		RuleIDs:             []string{},
 		HighestSeverity:     engine.SeverityNone.String(),
 		AgentOrigin:         p.Origin,
@@ -50,6 +51,8 @@ func (t *record) setTool(name, access string, listed bool) {
 }
 
 func (t *record) setOutcome(o vocab.Outcome) { t.r.Outcome = o }
+
+func (t *record) setMethod(m string) { t.r.Method = m }
 
 func (t *record) setReason(r vocab.Reason) { t.r.Reason = r }
 
@@ -155,7 +158,10 @@ func (t *record) emit(p *Pipeline) {
 		snap.StageMS[vocab.StageGateway] = roundMS(snap.ElapsedMS - up)
 	}
 	snap.Blocked = snap.ActionTaken == vocab.Block
-	snap.ToolCalls = []audit.ToolCall{{Name: snap.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: snap.ActionTaken}}}
+	snap.ToolCalls = []audit.ToolCall{}
+	if snap.Tool != "" || snap.Method == "tools/call" {
+		snap.ToolCalls = []audit.ToolCall{{Name: snap.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: snap.ActionTaken}}}
+	}
 	if p.Audit != nil {
 		p.Audit.Emit(&snap)
 	}

@@ -26,6 +26,11 @@ const (
 	ReasonInvalidParams     Reason = "invalid_params"     // tools/call params without a name (or one over 128 characters) or an arguments object
 	ReasonInflightLimit     Reason = "inflight_limit"     // --max-inflight-calls calls were in flight and none ended in time: the upstream was never called
 	ReasonInternalError     Reason = "internal_error"     // a bug inside the pipeline: the call is blocked
+
+	// Channels other than tools/call (docs/channels.md).
+	ReasonToolHidden            Reason = "tool_hidden"             // a tools/call to a tool withheld from the caller's listing
+	ReasonPolicyHidden          Reason = "policy_hidden"           // a list policy removed the tool from the listing
+	ReasonToolDefinitionChanged Reason = "tool_definition_changed" // the tool differs from its pin and pins block
 )
 
 // Reasons lists every reason code.
@@ -33,6 +38,7 @@ var Reasons = []Reason{
 	ReasonPolicyThrow, ReasonPolicyTimeout, ReasonPolicyStackLimit, ReasonPolicyMemoryLimit,
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
+	ReasonToolHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged,
 }
 
 // Error returns the code, so that a Reason can be the target of errors.Is.

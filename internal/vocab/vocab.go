@@ -108,6 +108,12 @@ const (
 	StageGateway      Stage = "gateway"
 	StageShadowPre    Stage = "shadow_pre"  // the --shadow candidate set, pre phase
 	StageShadowPost   Stage = "shadow_post" // the --shadow candidate set, post phase
+
+	// The policy phases of the other channels (docs/channels.md#phases).
+	StageListPolicies          Stage = "list_policies"
+	StageResourcePolicies      Stage = "resource_policies"
+	StagePromptPolicies        Stage = "prompt_policies"
+	StageServerRequestPolicies Stage = "server_request_policies"
 )
 
 // Filter states, a record's filter field.

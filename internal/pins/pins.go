@@ -1,0 +1,253 @@
+// Package pins remembers the first definition seen for each (server, tool) across
+// restarts, so that a server changing a tool after the agent has seen it (a "rug
+// pull") is noticed (docs/channels.md#pinning).
+//
+// The store is one JSON file, re-read before every check so that `mcpgate pins
+// approve` in another process takes effect at the next listing, and replaced
+// atomically (write to a temporary file, then rename) on every change.
+package pins
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// FileName is the store's name next to the audit store (--audit-db or --audit-file).
+const FileName = "mcpgate-pins.json"
+
+// Pin is one remembered tool definition. Definition is the tool object as the server
+// listed it; Pending, when set, is a different definition seen since, waiting for
+// approval.
+type Pin struct {
+	Server     string          `json:"server"`
+	Tool       string          `json:"tool"`
+	Hash       string          `json:"sha256"`
+	FirstSeen  string          `json:"first_seen"`
+	Definition json.RawMessage `json:"definition"`
+	Pending    *Pending        `json:"pending,omitempty"`
+}
+
+// Pending is a changed definition.
+type Pending struct {
+	Hash       string          `json:"sha256"`
+	Seen       string          `json:"seen"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+type file struct {
+	Version int   `json:"version"`
+	Pins    []Pin `json:"pins"`
+}
+
+// Store is the pin file. Safe for concurrent use within one process.
+type Store struct {
+	path string
+	mu   sync.Mutex
+	now  func() time.Time
+}
+
+// Open returns the store at path; the file is created at the first pin. It errors
+// when the directory does not exist or the file is not a pin file.
+func Open(path string) (*Store, error) {
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("pins: directory of %s does not exist", path)
+	}
+	s := &Store{path: path, now: time.Now}
+	if _, err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) load() (*file, error) {
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &file{Version: 1}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pins: %w", err)
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("pins: %s is not a pin file: %w", s.path, err)
+	}
+	return &f, nil
+}
+
+func (s *Store) save(f *file) error {
+	sort.Slice(f.Pins, func(i, j int) bool {
+		if f.Pins[i].Server != f.Pins[j].Server {
+			return f.Pins[i].Server < f.Pins[j].Server
+		}
+		return f.Pins[i].Tool < f.Pins[j].Tool
+	})
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".mcpgate-pins-*")
+	if err != nil {
+		return fmt.Errorf("pins: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("pins: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("pins: %w", err)
+	}
+	return os.Rename(tmp.Name(), s.path)
+}
+
+// Hash is the SHA-256 of a tool definition in canonical form (members sorted, no
+// insignificant whitespace), hex. It errors when def is not JSON.
+func Hash(def json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(def, &v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v) // maps encode with sorted keys
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Change is a listed tool whose definition differs from its pin.
+type Change struct {
+	Index int // position in the listing
+	Tool  string
+}
+
+// Check compares each listed tool (a tools/list entry) with its pin: a tool seen for
+// the first time is pinned; one that differs is returned and remembered as pending.
+// Entries that are not objects with a string name are skipped.
+func (s *Store) Check(server string, tools []json.RawMessage) ([]Change, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	idx := make(map[string]int, len(f.Pins))
+	for i, p := range f.Pins {
+		idx[p.Server+"\x00"+p.Tool] = i
+	}
+	now := s.now().UTC().Format(time.RFC3339)
+	dirty := false
+	var changes []Change
+	for i, def := range tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(def, &t) != nil || t.Name == "" {
+			continue
+		}
+		h, err := Hash(def)
+		if err != nil {
+			continue
+		}
+		def = bytes.TrimSpace(def)
+		j, ok := idx[server+"\x00"+t.Name]
+		switch {
+		case !ok:
+			f.Pins = append(f.Pins, Pin{Server: server, Tool: t.Name, Hash: h, FirstSeen: now, Definition: def})
+			idx[server+"\x00"+t.Name] = len(f.Pins) - 1
+			dirty = true
+		case f.Pins[j].Hash == h:
+			if f.Pins[j].Pending != nil { // the server went back to the pinned definition
+				f.Pins[j].Pending, dirty = nil, true
+			}
+		default:
+			changes = append(changes, Change{Index: i, Tool: t.Name})
+			if f.Pins[j].Pending == nil || f.Pins[j].Pending.Hash != h {
+				f.Pins[j].Pending = &Pending{Hash: h, Seen: now, Definition: def}
+				dirty = true
+			}
+		}
+	}
+	if dirty {
+		if err := s.save(f); err != nil {
+			return changes, err
+		}
+	}
+	return changes, nil
+}
+
+// List returns every pin, sorted by server and tool.
+func (s *Store) List() ([]Pin, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	return f.Pins, nil
+}
+
+// ErrNoPin is returned when no pin matches.
+var ErrNoPin = errors.New("pins: no such pin")
+
+// ErrNothingPending is returned by Approve for a pin with no changed definition.
+var ErrNothingPending = errors.New("pins: no changed definition to approve")
+
+// Approve makes the pending definition of (server, tool) the pinned one.
+func (s *Store) Approve(server, tool string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.load()
+	if err != nil {
+		return err
+	}
+	for i := range f.Pins {
+		p := &f.Pins[i]
+		if p.Server != server || p.Tool != tool {
+			continue
+		}
+		if p.Pending == nil {
+			return ErrNothingPending
+		}
+		p.Hash, p.Definition, p.FirstSeen, p.Pending = p.Pending.Hash, p.Pending.Definition, p.Pending.Seen, nil
+		return s.save(f)
+	}
+	return ErrNoPin
+}
+
+// Reset forgets the pins of server (every server when ""), or of one tool; the next
+// listing pins the tools again. It returns how many pins it removed.
+func (s *Store) Reset(server, tool string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.load()
+	if err != nil {
+		return 0, err
+	}
+	kept := f.Pins[:0]
+	n := 0
+	for _, p := range f.Pins {
+		if (server == "" || p.Server == server) && (tool == "" || p.Tool == tool) {
+			n++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	f.Pins = kept
+	return n, s.save(f)
+}

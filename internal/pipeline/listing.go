@@ -1,0 +1,198 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/vocab"
+)
+
+// RuleToolDefinitionChanged is the finding of a tool whose definition differs from
+// its pin (docs/channels.md#pinning).
+const RuleToolDefinitionChanged = "tool_definition_changed"
+
+// listKeys names the array of each listing result.
+var listKeys = map[string]string{
+	"tools/list":               "tools",
+	"prompts/list":             "prompts",
+	"resources/list":           "resources",
+	"resources/templates/list": "resourceTemplates",
+}
+
+// listing filters one listing response: every string of every entry is read (names,
+// titles, descriptions, schemas, annotations); an entry that blocks is removed (and,
+// for tools, hidden), one that warns is sanitized in place, with no notice. For
+// tools/list, tool pins are checked and the list phase runs. One record per response.
+func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
+	p := r.p
+	key := listKeys[c.Method]
+	result := resp.Result
+	stage := time.Now()
+	var m map[string]json.RawMessage
+	var entries []json.RawMessage
+	rep, err := p.Analyzer.AnalyzeArguments(result)
+	if err == nil {
+		if json.Unmarshal(result, &m) != nil || m == nil || json.Unmarshal(orArray(m[key]), &entries) != nil {
+			rep, err = engine.Report{}, engine.ErrUndecodable
+		}
+	}
+	pinned := map[int]bool{}
+	if err == nil && c.Method == "tools/list" && p.Pins != nil {
+		changes, perr := p.Pins.Check(c.Server, entries)
+		if perr != nil {
+			p.logger().Warn("tool pins could not be checked", "err", perr)
+		}
+		sev := engine.SeverityMedium
+		if p.PinBlock {
+			sev = engine.SeverityHigh
+		}
+		for _, ch := range changes {
+			rep.Findings = append(rep.Findings, engine.Finding{RuleID: RuleToolDefinitionChanged, Severity: sev,
+				Pointer: "/tools/" + strconv.Itoa(ch.Index)})
+			if sev > rep.Highest {
+				rep.Highest, rep.Verdict = sev, engine.VerdictFor(sev)
+			}
+			pinned[ch.Index] = p.PinBlock
+		}
+	}
+	r.rec.stage(vocab.StageOutputRules, stage)
+	r.rec.setFindings(rep)
+	verdict := r.outputVerdict(rep, err)
+	if err != nil {
+		if verdict == engine.Block { // fail-closed: an empty listing
+			r.rec.escalate(vocab.Block)
+			r.rec.outputChanged()
+			b, _ := jsonrpc.Marshal(map[string]any{key: []any{}})
+			return Reply{Result: b}
+		}
+		return Reply{Original: resp.Raw}
+	}
+
+	// The verdict of each entry.
+	worst := make([]engine.Verdict, len(entries))
+	prefix := "/" + key + "/"
+	for _, f := range rep.Findings {
+		rest, ok := strings.CutPrefix(f.Pointer, prefix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.SplitN(rest, "/", 2)[0])
+		if err != nil || n < 0 || n >= len(entries) {
+			continue
+		}
+		worst[n] = max(worst[n], engine.VerdictFor(f.Severity))
+	}
+	var hidden []Hidden
+	changed := false
+	out := make([]json.RawMessage, 0, len(entries))
+	for i, e := range entries {
+		switch {
+		case pinned[i]:
+			hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByPin, Reason: vocab.ReasonToolDefinitionChanged})
+			r.rec.guardrail(HiddenByPin)
+			changed = true
+			continue
+		case r.filterOutput && worst[i] == engine.Block:
+			hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonFilterBlock})
+			changed = true
+			continue
+		case r.filterOutput && worst[i] == engine.Warn:
+			clean, err := engine.SanitizeJSON(e)
+			if err != nil {
+				hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonSanitizeFailed})
+				changed = true
+				continue
+			}
+			if string(clean) != string(e) {
+				e, changed = clean, true
+				r.rec.escalate(vocab.Warn)
+			}
+		}
+		out = append(out, e)
+	}
+	if len(hidden) > 0 {
+		r.rec.escalate(vocab.Block)
+	}
+
+	// The list phase: ctx.tools, for the policies that take part in it.
+	if c.Method == "tools/list" && r.set.Acts(ctxapi.PhaseList) {
+		tools, _ := jsonrpc.Marshal(out)
+		pol := r.phase(vocab.StageListPolicies, &ctxapi.Call{Phase: ctxapi.PhaseList, Params: orObject(c.Params),
+			Tools: tools, Findings: rep.Findings})
+		r.rec.acted(pol.Acted)
+		var after []json.RawMessage
+		switch {
+		case pol.Reject != nil:
+			// fail closed: the caller sees no tool, and every call is rejected
+			rej := pol.Reject
+			r.rec.setReason(rej.Code)
+			r.rec.setPolicy(rej.Policy)
+			r.rec.guardrail(rej.Policy)
+			r.rec.escalate(vocab.Block)
+			for _, e := range out {
+				hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: rej.Policy, Reason: rej.Code})
+			}
+			out, changed = []json.RawMessage{}, true
+		case pol.Changed && json.Unmarshal(pol.Content, &after) == nil:
+			kept := map[string]bool{}
+			for i, e := range after {
+				if r.filterOutput { // a policy cannot put escapes back
+					if clean, err := engine.SanitizeJSON(e); err == nil {
+						after[i] = clean
+					}
+				}
+				kept[entryName(after[i])] = true
+			}
+			for _, e := range out {
+				if name := entryName(e); !kept[name] {
+					hidden = append(hidden, Hidden{Tool: name, EventID: r.rec.eventID(), Policy: lastOf(pol.Acted), Reason: vocab.ReasonPolicyHidden})
+				}
+			}
+			r.rec.escalate(policyAction(pol.Action))
+			out, changed = after, true
+		}
+	}
+	if len(hidden) > 0 || changed {
+		r.rec.outputChanged()
+	}
+	if !changed {
+		return Reply{Original: resp.Raw}
+	}
+	m[key], _ = jsonrpc.Marshal(out)
+	b, err := jsonrpc.Marshal(m)
+	if err != nil {
+		return r.blockChannel(c.Method, nil)
+	}
+	return Reply{Result: b, Hidden: hidden}
+}
+
+// entryName is a listing entry's name (tools, prompts) or uri (resources), or "".
+func entryName(e json.RawMessage) string {
+	var v struct {
+		Name        string `json:"name"`
+		URI         string `json:"uri"`
+		URITemplate string `json:"uriTemplate"`
+	}
+	if json.Unmarshal(e, &v) != nil {
+		return ""
+	}
+	switch {
+	case v.Name != "":
+		return v.Name
+	case v.URI != "":
+		return v.URI
+	}
+	return v.URITemplate
+}
+
+func orArray(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 || string(v) == "null" {
+		return json.RawMessage("[]")
+	}
+	return v
+}
