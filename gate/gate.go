@@ -233,6 +233,14 @@ func (g *Gate) Reload() error {
 		g.log.Error("gate: reload failed; keeping the last good policy set", attrs...)
 		return err
 	}
+	if g.lastErr.Load() != nil { // the set loads again after a failed reload: say so, once
+		gen := cur.Generation
+		if set.Hash != cur.Hash {
+			gen = set.Generation
+		}
+		g.log.Info("gate: policy reload recovered; the set compiles again", "dir", g.opts.Dir,
+			"generation", gen, "hash", set.Hash)
+	}
 	if set.Hash == cur.Hash {
 		g.lastErr.Store(nil)
 		return nil // nothing changed: keep the generation

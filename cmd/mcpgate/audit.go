@@ -21,6 +21,7 @@ type auditFlags struct {
 	db, file                   string
 	status, tool, since, limit string
 	format                     string
+	shadowDiffers              bool
 }
 
 func newAuditCmd() *cobra.Command {
@@ -61,6 +62,7 @@ Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O
 	fl.StringVar(&f.tool, "tool", "", "only this tool (exact name, as the client sees it)")
 	fl.StringVar(&f.since, "since", "", "only records newer than this duration ago (e.g. 90m, 24h)")
 	fl.StringVar(&f.limit, "limit", "100", fmt.Sprintf("newest N records (1..%d)", audit.MaxLimit))
+	fl.BoolVar(&f.shadowDiffers, "shadow-differs", false, "only calls where the --shadow candidate set decided otherwise (shadow.differs)")
 	fl.StringVar(&f.format, "format", "table", "output: table or json (the /api/audit body: records and counts)")
 	cmd.MarkFlagsMutuallyExclusive("db", "file")
 	return cmd
@@ -77,6 +79,7 @@ func runAudit(cmd *cobra.Command, f auditFlags, stdin io.Reader, stdout io.Write
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
+	filter.ShadowDiffers = f.shadowDiffers
 	var res admin.AuditResponse
 	if f.db != "" {
 		st, err := audit.OpenSQLiteReader(f.db)

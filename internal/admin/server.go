@@ -147,6 +147,14 @@ func auditHandler(st audit.Store, now func() time.Time, log *slog.Logger) http.H
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": strings.TrimPrefix(err.Error(), "bad filter: ")})
 			return
 		}
+		switch q.Get("shadow") {
+		case "":
+		case "differs":
+			f.ShadowDiffers = true
+		default:
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": `shadow: want "differs"`})
+			return
+		}
 		recs, err := st.Query(r.Context(), f)
 		var c audit.Counts
 		if err == nil {

@@ -26,6 +26,9 @@ type Filter struct {
 	Tool   string       // exact tool name, or "" for any
 	Since  time.Time    // records with ts at or after Since; zero for any
 	Limit  int          // newest N records; 1..MaxLimit
+	// ShadowDiffers keeps only records whose shadow field says differs: true (gateway
+	// run --shadow; docs/policies.md#shadow).
+	ShadowDiffers bool
 }
 
 // ErrBadFilter is wrapped by every ParseFilter error.
@@ -79,9 +82,17 @@ func (f Filter) since() string {
 // in time order.
 const TSLayout = "2006-01-02T15:04:05.000Z"
 
-// Match reports whether r passes the filter's status, tool and since tests.
+// Match reports whether r passes the filter's status, shadow, tool and since tests.
 func (f Filter) Match(r *Record) bool {
-	return f.matchScope(r) && (f.Status == "" || r.ActionTaken == f.Status)
+	return f.matchScope(r) && f.matchStatus(r)
+}
+
+// matchStatus is the status and shadow test: what the tiles count within.
+func (f Filter) matchStatus(r *Record) bool {
+	if f.ShadowDiffers && (r.Shadow == nil || !r.Shadow.Differs) {
+		return false
+	}
+	return f.Status == "" || r.ActionTaken == f.Status
 }
 
 // matchScope is Match without the status test: the scope of the count tiles.
@@ -152,7 +163,7 @@ func ReadJSONL(r io.Reader, f Filter) ([]Record, Counts, error) {
 			var rec Record
 			if json.Unmarshal(line, &rec) == nil && rec.EventID != "" && rec.Kind != "" && f.matchScope(&rec) {
 				c.add(rec.ActionTaken, 1)
-				if f.Status == "" || rec.ActionTaken == f.Status {
+				if f.matchStatus(&rec) {
 					if len(ring) < lim {
 						ring = append(ring, rec)
 					} else {

@@ -169,6 +169,9 @@ func where(f Filter, withStatus bool) (string, []any) {
 	if withStatus && f.Status != "" {
 		conds, args = append(conds, "action_taken = ?"), append(args, string(f.Status))
 	}
+	if withStatus && f.ShadowDiffers {
+		conds = append(conds, "json_extract(record, '$.shadow.differs') = 1")
+	}
 	if f.Tool != "" {
 		conds, args = append(conds, "tool = ?"), append(args, f.Tool)
 	}

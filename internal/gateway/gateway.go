@@ -22,6 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/admin"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/budget"
+	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
@@ -84,6 +85,21 @@ type Config struct {
 	// takes the budget's default, -1 turns the limit off.
 	MaxInflightCalls int
 	MaxInflightBytes int64
+	// ShadowDir, when set, is a candidate policy set run beside the live one on every
+	// call, watched and reloaded like it; it only fills the records' shadow field
+	// (docs/policies.md#shadow).
+	ShadowDir string
+	// Capture, when its File is set, writes each tools/call with its arguments and
+	// upstream result for mcpgate replay (docs/policies.md#replay).
+	Capture Capture
+}
+
+// Capture configures --capture: File (mode 0600), rotated past RotateMB megabytes
+// (0: never) keeping Keep old files (0: all).
+type Capture struct {
+	File     string
+	RotateMB int
+	Keep     int
 }
 
 // Gateway is a started gateway. Its methods are safe for concurrent use.
@@ -95,6 +111,9 @@ type Gateway struct {
 	emitter *audit.Emitter
 	pipe    *pipeline.Pipeline
 	admin   *admin.Server
+	shadow  *gate.Gate       // ShadowDir's set; nil without
+	capture *capture.Writer  // nil without Capture.File
+	health  *pipeline.Health // policy errors per file
 }
 
 // New builds a gateway. Every error is a start-up error with a message that names
@@ -169,6 +188,26 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		Origin:       origin,
 		AuditOutput:  !cfg.InputOnly,
 		Budget:       budget.New(budget.Options{MaxCalls: cfg.MaxInflightCalls, MaxBytes: cfg.MaxInflightBytes}),
+		Health:       &pipeline.Health{},
+	}
+	g.health = g.pipe.Health
+	if cfg.ShadowDir != "" {
+		if g.shadow, err = gate.Load(ctx, gate.Options{Dir: cfg.ShadowDir, Evaluators: cfg.Evaluators,
+			Analyzer: an, Logger: g.log.With("shadow", true)}); err != nil {
+			return nil, fmt.Errorf("--shadow: %w", err)
+		}
+		g.pipe.Shadow = g.shadow
+		g.log.Info("shadow policy set loaded: it runs beside the live set and changes nothing", "dir", cfg.ShadowDir, "hash", g.shadow.Current().Hash)
+	}
+	if c := cfg.Capture; c.File != "" {
+		if c.RotateMB < 0 || c.Keep < 0 {
+			return nil, errors.New("--capture-rotate-mb and --capture-keep must not be negative")
+		}
+		if g.capture, err = capture.Open(c.File, c.RotateMB, c.Keep, g.log); err != nil {
+			return nil, fmt.Errorf("--capture: %w", err)
+		}
+		g.pipe.Capture = g.capture
+		g.log.Warn("capturing tools/call arguments and results: the capture file holds values", "path", c.File)
 	}
 	if metrics != nil {
 		if err := g.serveAdmin(store, metrics); err != nil {
@@ -242,7 +281,11 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 		AllowedHosts: ac.AllowedHosts,
 		Store:        store, Metrics: metrics, Logger: g.log,
 		Status: func() any {
-			return map[string]any{"policies": g.gate.Status(), "audit": g.emitter.Stats()}
+			st := map[string]any{"policies": policyHealth(g.gate, g.health), "audit": g.emitter.Stats()}
+			if g.shadow != nil {
+				st["shadow"] = policyHealth(g.shadow, nil)
+			}
+			return st
 		},
 	})
 	if err != nil {
@@ -263,11 +306,16 @@ func (g *Gateway) watch(ctx context.Context) {
 	if g.cfg.PoliciesDir == "" {
 		return
 	}
-	go func() {
-		if err := g.gate.Watch(ctx); err != nil && ctx.Err() == nil {
-			g.log.Error("policy watcher stopped; SIGHUP still reloads", "err", err)
+	for _, gt := range []*gate.Gate{g.gate, g.shadow} {
+		if gt == nil {
+			continue
 		}
-	}()
+		go func() {
+			if err := gt.Watch(ctx); err != nil && ctx.Err() == nil {
+				g.log.Error("policy watcher stopped; SIGHUP still reloads", "err", err)
+			}
+		}()
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -278,6 +326,9 @@ func (g *Gateway) watch(ctx context.Context) {
 		case <-hup:
 			if err := g.gate.Reload(); err != nil {
 				g.log.Error("policy reload on SIGHUP failed; keeping the last good set", "err", err)
+			}
+			if g.shadow != nil {
+				_ = g.shadow.Reload() // logged by the gate, marked shadow
 			}
 		}
 	}
@@ -348,10 +399,38 @@ func (g *Gateway) Close() error {
 			g.log.Warn("audit records lost", "dropped", st.Dropped, "sink_errors", st.Errors)
 		}
 	}
+	if g.shadow != nil {
+		_ = g.shadow.Close()
+	}
+	if g.capture != nil {
+		if err := g.capture.Close(); err != nil {
+			g.log.Error("capture file not closed cleanly", "err", err)
+		}
+		if n := g.capture.Dropped(); n > 0 {
+			g.log.Warn("calls missing from the capture file", "dropped", n)
+		}
+	}
 	if g.gate != nil {
 		return g.gate.Close()
 	}
 	return nil
+}
+
+// PolicyStatus is /api/status's policies (and shadow) object: the loaded set, the
+// last reload's result, and the policy errors per file since start
+// (docs/policies.md#health).
+type PolicyStatus struct {
+	gate.Status
+	LastReload string            `json:"last_reload"` // ok, or failed (the last good set stays; see last_error)
+	Errors     map[string]uint64 `json:"errors"`      // runtime errors, limits, timeouts, bad ctx shapes per file
+}
+
+func policyHealth(g *gate.Gate, h *pipeline.Health) PolicyStatus {
+	st := PolicyStatus{Status: g.Status(), LastReload: "ok", Errors: h.Errors()}
+	if st.LastError != "" {
+		st.LastReload = "failed"
+	}
+	return st
 }
 
 // noPolicies is an empty policies directory.

@@ -57,7 +57,15 @@
       tr.appendChild(el("td", "mono", (r.ts || "").replace("T", " ").replace("Z", "")));
       const s = el("td"); s.appendChild(chip(a)); tr.appendChild(s);
       tr.appendChild(el("td", "mono tool", r.tool || "–"));
-      tr.appendChild(el("td", "", r.outcome + (r.reason ? " · " + r.reason : "")));
+      const oc = el("td", "", r.outcome + (r.reason ? " · " + r.reason : ""));
+      if (r.shadow) {
+        const sh = el("span", "tag" + (r.shadow.differs ? " shadow-differs" : ""),
+          "shadow " + ((CHIPS[r.shadow.action_taken] || [r.shadow.action_taken])[0]) + (r.shadow.differs ? " ≠" : ""));
+        sh.dataset.shadow = r.shadow.action_taken;
+        oc.appendChild(document.createTextNode(" "));
+        oc.appendChild(sh);
+      }
+      tr.appendChild(oc);
       tr.appendChild(tags([...(r.input_rule_ids || []), ...(r.rule_ids || [])]));
       tr.appendChild(tags(r.guardrails_triggered));
       tr.appendChild(el("td", "num", (r.elapsed_ms ?? 0).toFixed(1)));
@@ -67,6 +75,28 @@
     }
     body.replaceChildren(...rows);
     $("empty").hidden = rows.length > 0;
+  }
+
+  // Policy health from GET /api/status: the loaded set, the last reload, errors per file.
+  function renderHealth(st) {
+    const p = st && st.policies;
+    if (!p) { $("health").hidden = true; return; }
+    $("health").hidden = false;
+    const files = p.files || [];
+    $("h-set").textContent = `generation ${p.generation} · ${files.length} file${files.length === 1 ? "" : "s"}` +
+      (files.length ? ": " + files.join(", ") : "") + ` · ${(p.hash || "").slice(0, 12)}`;
+    const rl = $("h-reload");
+    rl.classList.toggle("bad", p.last_reload === "failed");
+    rl.textContent = p.last_reload === "failed"
+      ? "failed, keeping the last good set: " + p.last_error
+      : "ok · loaded " + (p.loaded_at || "").replace("T", " ").replace(/\.\d+.*$/, "");
+    const errs = Object.entries(p.errors || {}).sort();
+    const eh = $("h-errors");
+    eh.classList.toggle("bad", errs.length > 0);
+    eh.textContent = errs.length ? errs.map(([f, n]) => `${f}: ${n}`).join(", ") : "none";
+    const sh = st.shadow;
+    $("h-shadow").hidden = $("h-shadow-l").hidden = !sh;
+    if (sh) $("h-shadow").textContent = `${(sh.files || []).join(", ") || "no files"} · ${(sh.hash || "").slice(0, 12)}`;
   }
 
   function state(text, err) { const s = $("state"); s.textContent = text; s.classList.toggle("err", !!err); }
@@ -79,6 +109,7 @@
       const v = $("f-" + k).value.trim();
       if (v) q.set(k, v);
     }
+    if ($("f-shadow").checked) q.set("shadow", "differs");
     const headers = {};
     const tok = sessionStorage.getItem("mcpgate-token");
     if (tok) headers.Authorization = "Bearer " + tok;
@@ -89,6 +120,10 @@
       if (!res.ok) { state(data.error || res.statusText, true); return; }
       $("token-form").hidden = true;
       render(data);
+      try {
+        const sr = await fetch("/api/status", { headers, cache: "no-store" });
+        renderHealth(sr.ok ? await sr.json() : null);
+      } catch (e) { renderHealth(null); }
       document.body.dataset.loaded = String(Date.now());
       state(`${data.records.length} shown · updated ${new Date().toLocaleTimeString()}`);
     } catch (e) {
@@ -101,7 +136,7 @@
     if ($("f-auto").checked) timer = setInterval(load, 3000);
   }
 
-  for (const id of ["f-status", "f-since", "f-limit"]) $(id).addEventListener("change", load);
+  for (const id of ["f-status", "f-since", "f-limit", "f-shadow"]) $(id).addEventListener("change", load);
   $("f-tool").addEventListener("input", () => { clearTimeout(load.t); load.t = setTimeout(load, 250); });
   $("f-auto").addEventListener("change", schedule);
   $("refresh").addEventListener("click", load);

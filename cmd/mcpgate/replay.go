@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"unicode"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/capture"
+	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/fixture"
+	"github.com/mcpgate/mcpgate/internal/vocab"
+)
+
+func init() { subcommands = append(subcommands, newReplayCmd) }
+
+// replayRow is one call of mcpgate replay --format json.
+type replayRow struct {
+	EventID        string       `json:"event_id"`
+	Tool           string       `json:"tool"`
+	RecordedAction vocab.Action `json:"recorded_action"`
+	ReplayedAction vocab.Action `json:"replayed_action"`
+	Differs        bool         `json:"differs"`
+}
+
+func newReplayCmd() *cobra.Command {
+	var file, dir, format, cfgPath string
+	cmd := &cobra.Command{
+		Use:   "replay --capture FILE --policies DIR [--format text|json]",
+		Short: "Re-run captured tools/calls with another policy set and show what changes",
+		Long: `replay reads a capture file written by gateway run --capture FILE and runs every
+captured tools/call again through the pipeline (built-in rules, DIR's policies, the
+call's own --filter-output setting) against its captured upstream result. It prints
+per call the recorded action, the replayed action and whether they differ, then a
+summary. Nothing is sent to any server.
+
+A call the live set rejected before the upstream ran has no captured result; if DIR
+lets it through, it is replayed against an empty result.
+
+Exit status: 0 when nothing differs, 3 when a call's action differs, 1 when the
+capture file or the policies cannot be read.`,
+		Example: `  mcpgate gateway run --filter-output --capture /var/log/mcpgate/calls.jsonl -- CMD ...
+  mcpgate replay --capture /var/log/mcpgate/calls.jsonl --policies ./candidate`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runReplay(cmd.Context(), file, dir, format, cfgPath, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&file, "capture", "", "capture file written by gateway run --capture (required)")
+	fl.StringVar(&dir, "policies", "", "policies directory to replay with (required)")
+	fl.StringVar(&format, "format", "text", "output format: text or json")
+	fl.StringVar(&cfgPath, "config", "", "configuration file whose rule severities to use, as the gateway did")
+	_ = cmd.MarkFlagRequired("capture")
+	_ = cmd.MarkFlagRequired("policies")
+	return cmd
+}
+
+func runReplay(ctx context.Context, file, dir, format, cfgPath string, stdout io.Writer) error {
+	if format != "text" && format != "json" {
+		return fmt.Errorf("--format must be text or json, not %q", format)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("--capture: %w", err)
+	}
+	entries, err := capture.Read(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	cfg := config.Default()
+	if cfgPath != "" {
+		if cfg, err = config.Load(cfgPath); err != nil {
+			return err
+		}
+	}
+	an, err := engine.New(engine.Options{Severities: cfg.Severities()})
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	g, err := gate.Load(ctx, gate.Options{Dir: dir, Analyzer: an})
+	if err != nil {
+		return loadError(err)
+	}
+	defer g.Close()
+	runner, err := fixture.New(fixture.Options{Gate: g, Analyzer: an})
+	if err != nil {
+		return err
+	}
+	rows := []replayRow{}
+	differ := 0
+	for _, e := range entries {
+		filter := e.FilterOutput
+		out, err := runner.Call(ctx, fixture.Call{
+			Tool: e.Tool, Params: e.Arguments, ToolAccess: e.ToolAccess, User: e.User,
+			Result: e.Result, FilterOutput: &filter,
+		}, nil)
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", e.EventID, err)
+		}
+		row := replayRow{EventID: e.EventID, Tool: e.Tool, RecordedAction: e.ActionTaken, ReplayedAction: out.Action}
+		row.Differs = row.RecordedAction != row.ReplayedAction
+		if row.Differs {
+			differ++
+		}
+		rows = append(rows, row)
+	}
+	if format == "json" {
+		b, _ := json.MarshalIndent(rows, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		for _, r := range rows {
+			mark := ""
+			if r.Differs {
+				mark = "differs"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-> %s\t%s\n", r.EventID, displayName(r.Tool), r.RecordedAction, r.ReplayedAction, mark)
+		}
+		tw.Flush()
+		fmt.Fprintf(stdout, "%d of %d calls differ\n", differ, len(rows))
+	}
+	if differ > 0 {
+		return exitStatus(exitDiffers)
+	}
+	return nil
+}
+
+// displayName prints a tool name as is, or quoted with escapes when it holds a
+// control, format (bidi) or other non-graphic character that could disguise a row.
+func displayName(s string) string {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) {
+			return strconv.QuoteToGraphic(s)
+		}
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
