@@ -47,6 +47,7 @@ type Call struct {
 	Phase      Phase
 	Method     string          // the JSON-RPC method behind the phase (ctx.method)
 	Tool       string          // the name the client sees; "" outside pre and post
+	Server     string          // the configured name of the server the message goes to or came from, or ""
 	ToolAccess string          // DADL access tag: read, write, admin, dangerous, custom, or ""
 	Params     json.RawMessage // tools/call arguments, or the request's params in the other phases; a JSON object
 	Response   *Response       // post, resource and prompt phases

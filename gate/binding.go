@@ -208,6 +208,7 @@ func (v *vm) buildCtx(st func() *callState) error {
 	}
 	get(target, "phase", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(string(st().phase)) }), nil)
 	get(target, "tool", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Tool) }), nil)
+	get(target, "server", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Server) }), nil)
 	get(target, "toolAccess", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.ToolAccess) }), nil)
 	get(target, "user", fn(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) }), nil)
 	get(target, "params", v.b.paramsGet, v.b.paramsSet)

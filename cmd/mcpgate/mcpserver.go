@@ -113,8 +113,7 @@ func runMCPServer(ctx context.Context, f mcpServerFlags, stdin io.Reader, stdout
 type toolServer struct {
 	toSrv   *io.PipeWriter
 	fromSrv *io.PipeReader
-	w       *jsonrpc.Writer
-	r       *jsonrpc.Reader
+	conn    *jsonrpc.Stream
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -123,7 +122,7 @@ func startToolServer(an *engine.Analyzer) *toolServer {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	ts := &toolServer{toSrv: inW, fromSrv: outR, w: jsonrpc.NewWriter(inW), r: jsonrpc.NewReader(outR, 0), cancel: cancel, done: make(chan struct{})}
+	ts := &toolServer{toSrv: inW, fromSrv: outR, conn: jsonrpc.NewStream(outR, inW, 0), cancel: cancel, done: make(chan struct{})}
 	srv := newToolMCPServer(an)
 	go func() {
 		defer close(ts.done)
@@ -135,8 +134,8 @@ func startToolServer(an *engine.Analyzer) *toolServer {
 	return ts
 }
 
-func (t *toolServer) Send(msg []byte) error     { return t.w.Write(msg) }
-func (t *toolServer) ReadLine() ([]byte, error) { return t.r.ReadLine() }
+func (t *toolServer) Send(msg *jsonrpc.Message) error { return t.conn.Send(msg) }
+func (t *toolServer) Recv() (*jsonrpc.Message, error) { return t.conn.Recv() }
 
 func (t *toolServer) Close(ctx context.Context, _ time.Duration) error {
 	_ = t.toSrv.Close()

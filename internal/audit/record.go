@@ -66,6 +66,7 @@ type Record struct {
 	// (docs/channels.md). Tool is empty where no tool is involved.
 	Method          string                  `json:"method"`
 	Tool            string                  `json:"tool"`
+	Server          string                  `json:"server"` // configured server name, or ""
 	ToolAccess      string                  `json:"tool_access"`
 	Outcome         vocab.Outcome           `json:"outcome"`
 	Reason          vocab.Reason            `json:"reason,omitempty"` // a code such as policy_throw or filter_block

@@ -194,7 +194,7 @@ func TestHTTPMultiUpstream(t *testing.T) {
 	if !strings.Contains(httpJSON(r.last()), "hello from beta") {
 		t.Fatalf("prompts/get: %v", r.last())
 	}
-	r = c.post(t, `{"jsonrpc":"2.0","id":22,"method":"resources/read","params":{"uri":"test://alpha/a"}}`)
+	r = c.post(t, `{"jsonrpc":"2.0","id":22,"method":"resources/read","params":{"uri":"alpha+test://alpha/a"}}`)
 	if !strings.Contains(httpJSON(r.last()), "from alpha") {
 		t.Fatalf("resources/read: %v", r.last())
 	}

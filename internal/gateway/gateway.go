@@ -356,7 +356,17 @@ func (g *Gateway) relayOptions(user ctxapi.User) relay.Options {
 		MaxMessageBytes:  g.cfg.MaxMessageBytes,
 		CallTimeout:      g.cfg.CallTimeout,
 		RecordClientInfo: g.cfg.Kind == audit.KindMCPServer,
+		Server:           g.soleServer(),
 	}
+}
+
+// soleServer is the configured name of the only server (ctx.server), or "" when
+// there are several (each call then names its own) or the command came after --.
+func (g *Gateway) soleServer() string {
+	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 1 {
+		return g.cfg.Servers[0].Name
+	}
+	return ""
 }
 
 // ServeStdio relays one MCP client on stdin/stdout to the upstream until the client

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/httpfront"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/loopback"
 	"github.com/mcpgate/mcpgate/internal/multi"
 	"github.com/mcpgate/mcpgate/internal/relay"
@@ -100,7 +101,7 @@ func openServers(servers []Server, upErr io.Writer, maxMessage int, log *slog.Lo
 	if len(conns) == 1 {
 		return conns[0].Conn, nil
 	}
-	return multi.New(conns, log), nil
+	return multi.New(conns, multi.Options{Logger: log}), nil
 }
 
 // httpAuth picks the caller identification: bearer tokens when configured; without
@@ -196,8 +197,8 @@ type relayBackend struct {
 	opts relay.Options
 }
 
-func (b *relayBackend) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return relay.New(b.opts, b.up).Run(ctx, in, out)
+func (b *relayBackend) Run(ctx context.Context, conn jsonrpc.Conn) error {
+	return relay.New(b.opts, b.up).Serve(ctx, conn)
 }
 
 func (b *relayBackend) Close() error {

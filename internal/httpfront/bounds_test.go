@@ -1,7 +1,6 @@
 package httpfront
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,21 +20,19 @@ import (
 // echoBackend answers every request with an empty result.
 type echoBackend struct{}
 
-func (echoBackend) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m struct {
-			ID json.RawMessage `json:"id"`
+func (echoBackend) Run(ctx context.Context, conn jsonrpc.Conn) error {
+	for {
+		m, err := conn.Recv()
+		if err != nil {
+			return nil
 		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+		if m.Kind != jsonrpc.KindRequest {
 			continue
 		}
-		if _, err := io.WriteString(out, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`+"\n"); err != nil {
+		if err := conn.Send(jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`))); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 func (echoBackend) Close() error { return nil }

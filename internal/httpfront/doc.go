@@ -1,15 +1,15 @@
 // Package httpfront serves MCP over Streamable HTTP (MCP 2025-11-25, "Transports:
-// Streamable HTTP") at one endpoint, normally /mcp, in front of any line-based MCP
-// session backend.
+// Streamable HTTP") at one endpoint, normally /mcp, in front of any MCP session
+// backend that speaks parsed messages (jsonrpc.Conn).
 //
 // Each HTTP MCP session (Mcp-Session-Id) gets its own Backend, started by the
 // initialize request: mcpgate's gateway starts one stdio upstream per session and runs
-// a relay.Session over it (docs/decisions.md#http-sessions). The front talks to the backend
-// through two in-memory pipes, one JSON-RPC message per line:
+// a relay.Session over it (docs/decisions.md#http-sessions). The session is the
+// backend's jsonrpc.Conn, so a message is parsed once on its way through:
 //
 //   - a POST body is checked (size, nesting, batches, JSON-RPC shape), compacted to
-//     one line and written to the session's input;
-//   - the backend's output is routed: a response goes to the POST that carries the
+//     one line, parsed, and handed to the backend's Recv;
+//   - each message the backend Sends is routed: a response goes to the POST that carries the
 //     same request id (as application/json or as an SSE stream); a progress
 //     notification goes to the request whose progressToken it names; server-to-client
 //     requests and log messages go to an in-flight request's stream when there is one,

@@ -23,9 +23,10 @@ import (
 
 // Backend is one MCP session behind the front, started by an initialize request.
 type Backend interface {
-	// Run reads client messages (one per line) from in and writes server messages
-	// (one per line) to out until in ends or ctx is done.
-	Run(ctx context.Context, in io.Reader, out io.Writer) error
+	// Run relays between the session and its upstream until conn's Recv ends (the
+	// session ended) or ctx is done: conn.Recv yields the client's messages, checked
+	// and parsed once by the front; conn.Send routes a server message to its stream.
+	Run(ctx context.Context, conn jsonrpc.Conn) error
 	// Close releases what the backend holds (its upstream process); called after Run.
 	Close() error
 }
@@ -241,7 +242,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "mcpgate: could not read the request body")
 		return
 	}
-	line, msg, status, code, text := f.checkMessage(body)
+	msg, status, code, text := f.checkMessage(body)
 	if status != 0 {
 		var rid json.RawMessage
 		if msg != nil {
@@ -284,7 +285,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	s.touch()
 
 	if msg.Kind != jsonrpc.KindRequest { // notification or response: accepted, no body
-		if err := s.send(line); err != nil {
+		if err := s.send(msg); err != nil {
 			httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session ended")
 			return
 		}
@@ -301,7 +302,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
 		return
 	}
-	if err := s.send(line); err != nil {
+	if err := s.send(msg); err != nil {
 		s.dropRequest(st, msg)
 		httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session ended")
 		return
@@ -315,32 +316,32 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 }
 
 // checkMessage validates one POST body: JSON, no batch, nesting depth, JSON-RPC
-// shape. It returns the compacted line and message, or an HTTP status and error.
-func (f *Front) checkMessage(body []byte) (line []byte, msg *jsonrpc.Message, status, code int, text string) {
+// shape. It returns the message, parsed once from the compacted body (the only parse
+// it gets on its way to the upstream), or an HTTP status and error.
+func (f *Front) checkMessage(body []byte) (msg *jsonrpc.Message, status, code int, text string) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body"
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body"
 	}
 	if !json.Valid(trimmed) {
-		return nil, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
 	}
 	if trimmed[0] == '[' {
-		return nil, nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request"
+		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request"
 	}
 	if checkDepth(trimmed, f.opts.MaxDepth) != nil {
-		return nil, nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth)
+		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth)
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(trimmed))
 	if err := json.Compact(&buf, trimmed); err != nil {
-		return nil, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
 	}
-	line = buf.Bytes()
-	msg, err := jsonrpc.Parse(line)
+	msg, err := jsonrpc.Parse(buf.Bytes())
 	if err != nil {
-		return nil, msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: ")
+		return msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: ")
 	}
-	return line, msg, 0, 0, ""
+	return msg, 0, 0, ""
 }
 
 func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
@@ -414,19 +415,14 @@ func (f *Front) newSession(id Identity) (*session, error) {
 	f.starting--
 	f.sessions[s.id] = s
 	f.mu.Unlock()
-	f.wg.Add(2)
+	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		s.route()
-	}()
-	go func() {
-		defer f.wg.Done()
-		err := be.Run(f.ctx, s.inR, s.outW)
+		err := be.Run(f.ctx, s)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			f.log.Warn("session ended with an error", "session", s.id, "err", err)
 		}
-		_ = s.inR.CloseWithError(errSessionEnded)
-		_ = s.outW.Close()
+		s.end("backend ended")
 		if err := be.Close(); err != nil {
 			f.log.Debug("closing the session's upstream", "session", s.id, "err", err)
 		}

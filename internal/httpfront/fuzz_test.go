@@ -20,10 +20,11 @@ func FuzzCheckMessage(f *testing.F) {
 	}
 	front := &Front{opts: Options{MaxDepth: 16}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		line, msg, status, _, _ := front.checkMessage(body)
+		msg, status, _, _ := front.checkMessage(body)
 		if status != 0 {
 			return
 		}
+		line := msg.Raw
 		if msg == nil || msg.Kind == jsonrpc.KindBatch || !json.Valid(line) || bytes.ContainsAny(line, "\n\r") {
 			t.Fatalf("accepted %q as %q", body, line)
 		}

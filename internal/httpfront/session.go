@@ -26,11 +26,7 @@ type session struct {
 	id  string
 	key string // the caller identity key it is bound to
 
-	inR  *io.PipeReader
-	inW  *io.PipeWriter
-	in   *jsonrpc.Writer
-	outR *io.PipeReader
-	outW *io.PipeWriter
+	in chan *jsonrpc.Message // client messages for the backend
 
 	mu         sync.Mutex
 	streams    map[string]*stream // by stream id, for Last-Event-ID
@@ -74,9 +70,7 @@ func newSession(f *Front, id string, who Identity) *session {
 		last:     time.Now(),
 		done:     make(chan struct{}),
 	}
-	s.inR, s.inW = io.Pipe()
-	s.outR, s.outW = io.Pipe()
-	s.in = jsonrpc.NewWriter(s.inW)
+	s.in = make(chan *jsonrpc.Message)
 	s.standalone = s.newStreamLocked(false)
 	return s
 }
@@ -88,15 +82,36 @@ func (s *session) newStreamLocked(jsonMode bool) *stream {
 	return st
 }
 
-// send writes one client message to the backend.
-func (s *session) send(line []byte) error {
-	s.mu.Lock()
-	ended := s.ended
-	s.mu.Unlock()
-	if ended {
+// send hands one client message to the backend; it waits until the backend takes it.
+func (s *session) send(msg *jsonrpc.Message) error {
+	select {
+	case <-s.done:
+		return errSessionEnded
+	default:
+	}
+	select {
+	case s.in <- msg:
+		return nil
+	case <-s.done:
 		return errSessionEnded
 	}
-	return s.in.Write(line)
+}
+
+// Recv is the backend's side of send (jsonrpc.Conn): the next client message, or
+// io.EOF once the session ended.
+func (s *session) Recv() (*jsonrpc.Message, error) {
+	select {
+	case m := <-s.in:
+		return m, nil
+	case <-s.done:
+		return nil, io.EOF
+	}
+}
+
+// Send is the backend's output (jsonrpc.Conn): each server message goes to its stream.
+func (s *session) Send(msg *jsonrpc.Message) error {
+	s.deliver(msg)
+	return nil
 }
 
 func (s *session) touch() {
@@ -114,7 +129,7 @@ func (s *session) idle(limit time.Duration) bool {
 	return time.Since(s.last) > limit
 }
 
-// end closes the backend's input; the backend then ends and the session is removed.
+// end ends the backend's input; the backend then ends and the session is removed.
 func (s *session) end(reason string) {
 	s.mu.Lock()
 	if s.ended {
@@ -125,7 +140,6 @@ func (s *session) end(reason string) {
 	close(s.done)
 	s.mu.Unlock()
 	s.f.log.Debug("ending session", "session", s.id, "reason", reason)
-	_ = s.inW.Close()
 }
 
 // openRequest registers a request's stream before the request reaches the backend.
@@ -213,28 +227,6 @@ func (s *session) appendLocked(st *stream, data []byte) {
 	}
 	close(st.notify)
 	st.notify = make(chan struct{})
-}
-
-// route reads the backend's output and puts each message on its stream.
-func (s *session) route() {
-	r := jsonrpc.NewReader(s.outR, s.f.opts.MaxMessageBytes)
-	for {
-		line, err := r.ReadLine()
-		if errors.Is(err, jsonrpc.ErrTooLarge) {
-			continue
-		}
-		if err != nil {
-			s.end("backend output ended")
-			return
-		}
-		data := append([]byte(nil), line...)
-		msg, err := jsonrpc.Parse(data)
-		if err != nil {
-			s.f.log.Warn("malformed message from the backend dropped", "session", s.id, "err", err)
-			continue
-		}
-		s.deliver(msg)
-	}
 }
 
 func (s *session) deliver(msg *jsonrpc.Message) {

@@ -1,6 +1,8 @@
-// Package jsonrpc frames and classifies JSON-RPC 2.0 messages on an MCP stdio
-// transport: one message per line, kept as raw bytes so a relay forwards exactly what
-// it received (MCP 2025-11-25, "Transports: stdio").
+// Package jsonrpc is mcpgate's message model: it frames and classifies JSON-RPC 2.0
+// messages (one message per line on an MCP stdio transport, MCP 2025-11-25,
+// "Transports: stdio"), parses each once into a Message that keeps its raw bytes so a
+// relay forwards exactly what it received, and defines Conn, the parsed-message
+// interface every transport layer of the gateway implements.
 package jsonrpc
 
 import (
@@ -70,7 +72,9 @@ const (
 )
 
 // Message is one decoded JSON-RPC message. Raw holds the exact bytes received (no
-// trailing newline); the other fields are views for routing.
+// trailing newline); the other fields are views for routing. A layer that changes a
+// message makes a new one (WithID, WithParams, WithResult) and never edits Raw in
+// place, so a message nobody changed is forwarded byte for byte.
 type Message struct {
 	Raw    []byte
 	Kind   Kind
@@ -79,6 +83,10 @@ type Message struct {
 	Params json.RawMessage
 	Result json.RawMessage
 	Error  json.RawMessage
+	// Upstream names the configured server a server message came from, or the server
+	// a client request or notification is routed to; "" when the gateway fronts a
+	// single server that is not named, or before routing.
+	Upstream string
 }
 
 // IDKey returns a map key for the message id; equal ids give equal keys.

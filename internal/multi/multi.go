@@ -1,16 +1,32 @@
-// Package multi puts several MCP servers behind one MCP session: a Mux is a
-// relay.Upstream (and upstream.Conn) that the relay talks to as if it were one server,
-// so the relay and the pipeline stay unchanged and ctx.tool is the name the client
-// sees (docs/decisions.md#tool-names).
+// Package multi puts several MCP servers behind one MCP session: a Mux is an
+// upstream.Conn that the relay talks to as if it were one server, so the pipeline
+// stays unchanged and ctx.tool is the name the client sees
+// (docs/decisions.md#tool-names, docs/servers.md).
 //
-// Names: tools and prompts are exposed as "<server>_<name>"; resources keep their
-// URIs and are routed by the URI (as listed, or by a template's fixed prefix).
+// Names: tools and prompts are exposed as "<server>_<name>"; resource URIs and URI
+// templates as "<server>+<uri>" (the server name joined to the URI's scheme, so
+// "demo://x" from server "everything" reads "everything+demo://x", still a URI).
+// Resource URIs are namespaced wherever a server writes them: listings,
+// resources/read contents, resource_link and embedded resources in tool results and
+// prompts, and notifications/resources/updated. Every routed request is routed by its
+// name or URI alone (Route), so a URI the client built from a template reaches its
+// server without a listing.
+//
 // initialize goes to every server and the answers are merged; tools/list,
 // prompts/list, resources/list and resources/templates/list are merged over every page
-// of every server and returned as one page; list_changed and other notifications are
-// relayed. Server-to-client requests (sampling, elicitation, roots) get ids of the
-// mux's own "mcpgate-mux-" namespace so that two servers' ids never collide, and the
-// client's answer goes back to the server that asked.
+// of every server that offers them and returned as one page; a server that is
+// restarting is waited for briefly (ListWait) and otherwise left out, and its
+// list_changed notifications follow when it is back. Server-to-client requests
+// (sampling, elicitation, roots) get ids of the mux's own "mcpgate-mux-" namespace so
+// that two servers' ids never collide, and the client's answer goes back to the server
+// that asked.
+//
+// The mux keeps no table of client requests: client ids go to servers unchanged, each
+// message from a server carries the server's name in Message.Upstream, and a lost
+// connection is reported as a *jsonrpc.ResetError naming the server, so the relay
+// (which owns the pending requests) fails exactly those that went there. The only
+// requests the mux waits for are its own (initialize and listings fanned out to every
+// server).
 package multi
 
 import (
@@ -40,10 +56,13 @@ type Server struct {
 	Conn Conn
 }
 
+// CodeResourceNotFound is MCP's JSON-RPC error code for an unknown resource.
+const CodeResourceNotFound = -32002
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 
 // ValidName checks a server name used as a prefix: letters, digits and '-', so that
-// "<server>_<tool>" splits at the first '_'.
+// "<server>_<tool>" splits at the first '_' and "<server>+<uri>" at the first '+'.
 func ValidName(name string) error {
 	if !nameRE.MatchString(name) {
 		return fmt.Errorf("server name %q: with several servers, names are tool prefixes and may hold only letters, digits and '-'", name)
@@ -51,22 +70,41 @@ func ValidName(name string) error {
 	return nil
 }
 
+// Options configure a Mux.
+type Options struct {
+	Logger *slog.Logger
+	// ListWait is how long a listing waits for a server that is restarting before
+	// leaving it out (1 s when zero; negative: do not wait).
+	ListWait time.Duration
+	// CallTimeout bounds the mux's own requests (initialize, listings): 60 s when zero.
+	CallTimeout time.Duration
+}
+
 // Mux multiplexes servers.
 type Mux struct {
-	servers []Server
+	servers []*Server
 	byName  map[string]*Server
+	opts    Options
 	log     *slog.Logger
-	out     chan []byte
+	out     chan item
 	done    chan struct{}
 	once    sync.Once
 
 	mu      sync.Mutex
 	seq     uint64
-	waits   map[string]chan *jsonrpc.Message // the mux's own requests, by id key
-	routes  map[string]string                // client request id key → server (for cancellation)
-	srvReqs map[string]srvReq                // mux id key → the server request it stands for
-	uris    map[string]string                // resource URI → server
-	tmpls   []tmpl                           // resource templates' fixed prefixes
+	waits   map[string]*wait  // the mux's own requests, by id key
+	srvReqs map[string]srvReq // mux id key → the server request it stands for
+	caps    map[string]map[string]bool
+}
+
+type item struct {
+	msg *jsonrpc.Message
+	err error
+}
+
+type wait struct {
+	server string
+	ch     chan *jsonrpc.Message
 }
 
 type srvReq struct {
@@ -74,34 +112,40 @@ type srvReq struct {
 	id     json.RawMessage
 }
 
-type tmpl struct {
-	prefix, server string
-}
-
 // New returns a Mux over servers (names must pass ValidName and be distinct).
-func New(servers []Server, log *slog.Logger) *Mux {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func New(servers []Server, opts Options) *Mux {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ListWait == 0 {
+		opts.ListWait = time.Second
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 60 * time.Second
 	}
 	m := &Mux{
-		servers: servers, byName: map[string]*Server{}, log: log,
-		out: make(chan []byte, 64), done: make(chan struct{}),
-		waits: map[string]chan *jsonrpc.Message{}, routes: map[string]string{},
-		srvReqs: map[string]srvReq{}, uris: map[string]string{},
+		byName: map[string]*Server{}, opts: opts, log: opts.Logger,
+		out: make(chan item, 64), done: make(chan struct{}),
+		waits: map[string]*wait{}, srvReqs: map[string]srvReq{},
+		caps: map[string]map[string]bool{},
 	}
-	for i := range m.servers {
-		s := &m.servers[i]
+	for i := range servers {
+		s := &servers[i]
+		m.servers = append(m.servers, s)
 		m.byName[s.Name] = s
+	}
+	for _, s := range m.servers {
 		go m.read(s)
 	}
 	return m
 }
 
-// ReadLine returns the next message for the client.
-func (m *Mux) ReadLine() ([]byte, error) {
+// Recv returns the next message for the client, a transient error naming its server
+// (*jsonrpc.DropError, *jsonrpc.ResetError), or io.EOF after Close.
+func (m *Mux) Recv() (*jsonrpc.Message, error) {
 	select {
-	case b := <-m.out:
-		return b, nil
+	case it := <-m.out:
+		return it.msg, it.err
 	case <-m.done:
 		return nil, io.EOF
 	}
@@ -117,96 +161,124 @@ func (m *Mux) Close(ctx context.Context, grace time.Duration) error {
 	return errors.Join(errs...)
 }
 
-func (m *Mux) emit(b []byte) {
+func (m *Mux) emit(msg *jsonrpc.Message, err error) {
 	select {
-	case m.out <- b:
+	case m.out <- item{msg, err}:
 	case <-m.done:
 	}
 }
 
 func (m *Mux) reply(id json.RawMessage, result any) {
-	b, _ := json.Marshal(result)
-	m.emit(jsonrpc.Response(id, b))
+	b, _ := jsonrpc.Marshal(result)
+	m.emit(jsonrpc.NewResponse(id, b), nil)
 }
 
 func (m *Mux) replyErr(id json.RawMessage, code int, msg string) {
-	m.emit(jsonrpc.ErrorResponse(id, code, msg))
+	m.emit(jsonrpc.NewErrorResponse(id, code, msg), nil)
 }
 
-// Send routes one client message.
-func (m *Mux) Send(raw []byte) error {
-	msg, err := jsonrpc.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("multi: %w", err)
-	}
-	msg.Raw = append([]byte(nil), msg.Raw...)
+// answered lists the requests the mux answers itself, after asking every server.
+var answered = map[string]bool{
+	"initialize": true, "ping": true, "logging/setLevel": true,
+	"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true,
+}
+
+// Send routes one client message. A request the mux cannot route gets a
+// *jsonrpc.RequestError; one whose server is down an error wrapping
+// jsonrpc.ErrNotDelivered.
+func (m *Mux) Send(msg *jsonrpc.Message) error {
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
-		go m.request(msg)
+		if msg.Upstream == "" && answered[msg.Method] {
+			go m.request(msg)
+			return nil
+		}
+		if msg.Upstream == "" {
+			routed, err := m.Route(msg)
+			if err != nil {
+				return err
+			}
+			msg = routed
+		}
+		return m.sendTo(msg.Upstream, msg)
 	case jsonrpc.KindNotification:
-		m.notification(msg)
+		if msg.Method == "notifications/cancelled" {
+			// The relay names the server the cancelled request went to.
+			if msg.Upstream != "" {
+				_ = m.sendTo(msg.Upstream, msg)
+			}
+			return nil
+		}
+		for _, s := range m.servers { // initialized, roots/list_changed, progress, …
+			_ = m.sendTo(s.Name, msg)
+		}
 	case jsonrpc.KindResponse:
 		m.mu.Lock()
 		r, ok := m.srvReqs[msg.IDKey()]
 		delete(m.srvReqs, msg.IDKey())
 		m.mu.Unlock()
 		if ok {
-			m.sendTo(r.server, withID(msg.Raw, r.id))
+			_ = m.sendTo(r.server, msg.WithID(r.id))
 		}
 	}
 	return nil
 }
 
-func (m *Mux) sendTo(server string, b []byte) {
-	if s := m.byName[server]; s != nil {
-		if err := s.Conn.Send(b); err != nil {
-			m.log.Warn("send to upstream failed", "upstream", server, "err", err)
-		}
+func (m *Mux) sendTo(server string, msg *jsonrpc.Message) error {
+	s := m.byName[server]
+	if s == nil {
+		return &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: no upstream server is named %q", server)}
 	}
+	err := s.Conn.Send(msg)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jsonrpc.ErrNotDelivered):
+		return fmt.Errorf("upstream %q: %w", server, err)
+	}
+	m.log.Warn("send to upstream failed", "upstream", server, "err", err)
+	return fmt.Errorf("%w: upstream %q: %v", jsonrpc.ErrNotDelivered, server, err)
 }
 
-func (m *Mux) notification(msg *jsonrpc.Message) {
-	if msg.Method == "notifications/cancelled" {
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		_ = json.Unmarshal(msg.Params, &p)
-		m.mu.Lock()
-		server := m.routes[jsonrpc.IDKey(p.RequestID)]
-		m.mu.Unlock()
-		if server != "" {
-			m.sendTo(server, msg.Raw)
-		}
-		return
+// Route picks the server of a client request and rewrites it as that server must see
+// it: the name without its "<server>_" prefix, the URI without its "<server>+"
+// prefix. The result carries the server in Upstream. Requests the mux answers itself
+// come back unchanged with Upstream "". An unknown name or URI is a
+// *jsonrpc.RequestError.
+func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
+	if msg.Kind != jsonrpc.KindRequest || answered[msg.Method] {
+		return msg, nil
 	}
-	for _, s := range m.servers { // initialized, roots/list_changed, progress, …
-		m.sendTo(s.Name, msg.Raw)
-	}
-}
-
-// request handles one client request on its own goroutine.
-func (m *Mux) request(msg *jsonrpc.Message) {
 	params := map[string]json.RawMessage{}
 	_ = json.Unmarshal(msg.Params, &params)
+	routed := func(server string, key string, value string) (*jsonrpc.Message, error) {
+		params[key], _ = jsonrpc.Marshal(value)
+		b, _ := jsonrpc.Marshal(params)
+		out := msg.WithParams(b)
+		out.Upstream = server
+		return out, nil
+	}
 	switch msg.Method {
-	case "initialize":
-		m.initialize(msg)
-	case "ping":
-		m.reply(msg.ID, struct{}{})
-	case "tools/list":
-		m.list(msg, "tools/list", "tools", "name", true)
-	case "prompts/list":
-		m.list(msg, "prompts/list", "prompts", "name", true)
-	case "resources/list":
-		m.list(msg, "resources/list", "resources", "uri", false)
-	case "resources/templates/list":
-		m.list(msg, "resources/templates/list", "resourceTemplates", "uriTemplate", false)
 	case "tools/call", "prompts/get":
-		m.byPrefix(msg, params, "name")
+		var name string
+		_ = json.Unmarshal(params["name"], &name)
+		server, orig, ok := m.SplitName(name)
+		if !ok {
+			what := "tool"
+			if msg.Method == "prompts/get" {
+				what = "prompt"
+			}
+			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: unknown %s %q: with several servers, names are <server>_<name>", what, name), Unknown: true}
+		}
+		return routed(server, "name", orig)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		var uri string
 		_ = json.Unmarshal(params["uri"], &uri)
-		m.forward(msg, m.serverForURI(uri), msg.Raw)
+		server, orig, ok := m.SplitURI(uri)
+		if !ok {
+			return nil, &jsonrpc.RequestError{Code: CodeResourceNotFound, Message: fmt.Sprintf("mcpgate: resource %q names no upstream server: with several servers, resource URIs are <server>+<uri>, as resources/list shows them", uri), Unknown: true}
+		}
+		return routed(server, "uri", orig)
 	case "completion/complete":
 		var ref map[string]json.RawMessage
 		_ = json.Unmarshal(params["ref"], &ref)
@@ -214,27 +286,31 @@ func (m *Mux) request(msg *jsonrpc.Message) {
 		_ = json.Unmarshal(ref["type"], &typ)
 		_ = json.Unmarshal(ref["name"], &name)
 		_ = json.Unmarshal(ref["uri"], &uri)
+		var server, orig, key string
+		var ok bool
 		if typ == "ref/prompt" {
-			server, orig, ok := m.split(name)
-			if !ok {
-				m.replyErr(msg.ID, jsonrpc.CodeInvalidParams, fmt.Sprintf("mcpgate: unknown prompt %q", name))
-				return
-			}
-			ref["name"], _ = json.Marshal(orig)
-			params["ref"], _ = json.Marshal(ref)
-			m.forward(msg, server, rebuild(msg, params))
-			return
+			server, orig, ok = m.SplitName(name)
+			key = "name"
+		} else {
+			server, orig, ok = m.SplitURI(uri)
+			key = "uri"
 		}
-		m.forward(msg, m.serverForURI(uri), msg.Raw)
-	case "logging/setLevel":
-		m.broadcast(msg)
-	default:
-		m.replyErr(msg.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("mcpgate: method %q is not supported with several upstream servers", msg.Method))
+		if !ok {
+			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: completion reference %q names no upstream server", name+uri), Unknown: true}
+		}
+		ref[key], _ = jsonrpc.Marshal(orig)
+		b, _ := jsonrpc.Marshal(ref)
+		params["ref"] = b
+		b, _ = jsonrpc.Marshal(params)
+		out := msg.WithParams(b)
+		out.Upstream = server
+		return out, nil
 	}
+	return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("mcpgate: method %q is not supported with several upstream servers", msg.Method)}
 }
 
-// split maps "<server>_<name>" to its server and the server's own name.
-func (m *Mux) split(exposed string) (server, name string, ok bool) {
+// SplitName maps "<server>_<name>" to its server and the server's own name.
+func (m *Mux) SplitName(exposed string) (server, name string, ok bool) {
 	i := strings.IndexByte(exposed, '_')
 	if i <= 0 {
 		return "", "", false
@@ -245,109 +321,136 @@ func (m *Mux) split(exposed string) (server, name string, ok bool) {
 	return exposed[:i], exposed[i+1:], true
 }
 
-func (m *Mux) byPrefix(msg *jsonrpc.Message, params map[string]json.RawMessage, key string) {
-	var name string
-	_ = json.Unmarshal(params[key], &name)
-	server, orig, ok := m.split(name)
-	if !ok {
-		m.replyErr(msg.ID, jsonrpc.CodeInvalidParams, fmt.Sprintf("mcpgate: unknown name %q: with several servers, names are <server>_<name>", name))
-		return
+// SplitURI maps "<server>+<uri>" to its server and the server's own URI.
+func (m *Mux) SplitURI(exposed string) (server, uri string, ok bool) {
+	i := strings.IndexByte(exposed, '+')
+	if i <= 0 {
+		return "", "", false
 	}
-	params[key], _ = json.Marshal(orig)
-	m.forward(msg, server, rebuild(msg, params))
+	if _, known := m.byName[exposed[:i]]; !known {
+		return "", "", false
+	}
+	return exposed[:i], exposed[i+1:], true
 }
 
-// forward sends a request to one server; its response comes back with the client's id.
-func (m *Mux) forward(msg *jsonrpc.Message, server string, raw []byte) {
-	if server == "" {
-		m.replyErr(msg.ID, -32002, "mcpgate: no upstream server serves this resource")
-		return
-	}
-	m.mu.Lock()
-	m.routes[msg.IDKey()] = server
-	m.mu.Unlock()
-	m.sendTo(server, raw)
-}
-
-func (m *Mux) serverForURI(uri string) string {
-	m.mu.Lock()
-	s, ok := m.uris[uri]
-	tm := m.tmpls
-	m.mu.Unlock()
-	if ok {
-		return s
-	}
-	best := ""
-	for _, t := range tm {
-		if strings.HasPrefix(uri, t.prefix) && len(t.prefix) > len(best) {
-			best, s = t.prefix, t.server
-		}
-	}
-	if best != "" {
-		return s
-	}
-	if len(m.servers) > 0 && uri == "" {
-		return ""
-	}
-	// Unknown: list resources once, then retry.
-	m.refreshResources()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.uris[uri]
-}
-
-func (m *Mux) refreshResources() {
-	for _, s := range m.servers {
-		m.all(s.Name, "resources/list", "resources", nil)
+// request answers one request the mux handles itself, on its own goroutine.
+func (m *Mux) request(msg *jsonrpc.Message) {
+	switch msg.Method {
+	case "initialize":
+		m.initialize(msg)
+	case "ping":
+		m.reply(msg.ID, struct{}{})
+	case "tools/list":
+		m.list(msg, "tools", "tools", "name", "_")
+	case "prompts/list":
+		m.list(msg, "prompts", "prompts", "name", "_")
+	case "resources/list":
+		m.list(msg, "resources", "resources", "uri", "+")
+	case "resources/templates/list":
+		m.list(msg, "resources", "resourceTemplates", "uriTemplate", "+")
+	case "logging/setLevel":
+		m.broadcast(msg)
 	}
 }
 
-// call sends the mux's own request to one server and waits for the response.
-func (m *Mux) call(server, method string, params any) (*jsonrpc.Message, error) {
+// call sends the mux's own request to one server and waits for the response. A server
+// that is restarting is waited for up to wait first.
+func (m *Mux) call(server, method string, params json.RawMessage, retryWait time.Duration) (*jsonrpc.Message, error) {
 	m.mu.Lock()
 	m.seq++
 	id, _ := json.Marshal("mcpgate-mux-" + strconv.FormatUint(m.seq, 10))
 	ch := make(chan *jsonrpc.Message, 1)
-	m.waits[jsonrpc.IDKey(id)] = ch
+	m.waits[jsonrpc.IDKey(id)] = &wait{server: server, ch: ch}
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
 		delete(m.waits, jsonrpc.IDKey(id))
 		m.mu.Unlock()
 	}()
-	m.sendTo(server, jsonrpc.Request(id, method, params))
-	t := time.NewTimer(60 * time.Second)
+	req := jsonrpc.NewRequest(id, method, params)
+	err := m.sendTo(server, req)
+	if errors.Is(err, jsonrpc.ErrNotDelivered) && retryWait > 0 && m.waitUp(server, retryWait) {
+		err = m.sendTo(server, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(m.opts.CallTimeout)
 	defer t.Stop()
 	select {
 	case r := <-ch:
 		if r.Error != nil {
-			return r, fmt.Errorf("%s: %s", server, r.Error)
+			var e jsonrpc.ErrorObject
+			_ = json.Unmarshal(r.Error, &e)
+			return r, &callError{server: server, obj: e}
 		}
 		return r, nil
 	case <-t.C:
-		return nil, fmt.Errorf("%s: no answer to %s", server, method)
+		return nil, fmt.Errorf("upstream %q: no answer to %s within %s", server, method, m.opts.CallTimeout)
 	case <-m.done:
 		return nil, errors.New("closed")
 	}
 }
 
-// all fetches every page of a list from one server and records resource routes.
+type callError struct {
+	server string
+	obj    jsonrpc.ErrorObject
+}
+
+func (e *callError) Error() string {
+	return fmt.Sprintf("upstream %q answered %d %s", e.server, e.obj.Code, e.obj.Message)
+}
+
+// waitUp waits up to d for a restarting server's connection; it reports whether the
+// server is up.
+func (m *Mux) waitUp(server string, d time.Duration) bool {
+	u, ok := m.byName[server].Conn.(interface{ Up() <-chan struct{} })
+	if !ok {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-u.Up():
+		return true
+	case <-t.C:
+	case <-m.done:
+	}
+	return false
+}
+
+// offers reports whether a server offers a capability; true while unknown (the
+// server has not answered initialize through the mux).
+func (m *Mux) offers(server, capability string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.caps[server]
+	return !ok || c[capability]
+}
+
+// all fetches every page of a list from one server.
 func (m *Mux) all(server, method, field string, first map[string]json.RawMessage) []map[string]json.RawMessage {
 	var items []map[string]json.RawMessage
 	cursor := ""
 	for page := 0; page < 100; page++ {
-		params := map[string]any{}
+		params := map[string]json.RawMessage{}
 		for k, v := range first {
 			if k != "cursor" {
 				params[k] = v
 			}
 		}
 		if cursor != "" {
-			params["cursor"] = cursor
+			params["cursor"], _ = jsonrpc.Marshal(cursor)
 		}
-		r, err := m.call(server, method, params)
+		b, _ := jsonrpc.Marshal(params)
+		r, err := m.call(server, method, b, m.opts.ListWait)
 		if err != nil {
-			m.log.Warn("listing an upstream failed; its entries are left out", "upstream", server, "method", method, "err", err)
+			var ce *callError
+			level := slog.LevelWarn
+			if errors.As(err, &ce) && ce.obj.Code == jsonrpc.CodeMethodNotFound {
+				level = slog.LevelDebug // the server does not offer this list
+			}
+			m.log.Log(context.Background(), level, "listing an upstream failed; its entries are left out", "upstream", server, "method", method, "err", err)
 			return items
 		}
 		var res map[string]json.RawMessage
@@ -361,50 +464,33 @@ func (m *Mux) all(server, method, field string, first map[string]json.RawMessage
 			break
 		}
 	}
-	m.mu.Lock()
-	for _, it := range items {
-		switch field {
-		case "resources":
-			var uri string
-			_ = json.Unmarshal(it["uri"], &uri)
-			m.uris[uri] = server
-		case "resourceTemplates":
-			var t string
-			_ = json.Unmarshal(it["uriTemplate"], &t)
-			if i := strings.IndexByte(t, '{'); i > 0 {
-				m.tmpls = append(m.tmpls, tmpl{prefix: t[:i], server: server})
-			}
-		}
-	}
-	m.mu.Unlock()
 	return items
 }
 
-// list merges a list over every server into one page.
-func (m *Mux) list(msg *jsonrpc.Message, method, field, key string, prefix bool) {
+// list merges a list over every server that offers it into one page, each entry's
+// key prefixed with "<server>" and sep.
+func (m *Mux) list(msg *jsonrpc.Message, capability, field, key, sep string) {
 	var first map[string]json.RawMessage
 	_ = json.Unmarshal(msg.Params, &first)
-	type part struct {
-		items []map[string]json.RawMessage
-	}
-	parts := make([]part, len(m.servers))
+	parts := make([][]map[string]json.RawMessage, len(m.servers))
 	var wg sync.WaitGroup
 	for i, s := range m.servers {
+		if !m.offers(s.Name, capability) {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i].items = m.all(s.Name, method, field, first)
+			parts[i] = m.all(s.Name, msg.Method, field, first)
 		}()
 	}
 	wg.Wait()
 	merged := []map[string]json.RawMessage{}
 	for i, s := range m.servers {
-		for _, it := range parts[i].items {
-			if prefix {
-				var name string
-				_ = json.Unmarshal(it[key], &name)
-				it[key], _ = json.Marshal(s.Name + "_" + name)
-			}
+		for _, it := range parts[i] {
+			var name string
+			_ = json.Unmarshal(it[key], &name)
+			it[key], _ = jsonrpc.Marshal(s.Name + sep + name)
 			merged = append(merged, it)
 		}
 	}
@@ -413,12 +499,10 @@ func (m *Mux) list(msg *jsonrpc.Message, method, field, key string, prefix bool)
 
 // broadcast sends a request to every server and answers with the first success.
 func (m *Mux) broadcast(msg *jsonrpc.Message) {
-	var p any
-	_ = json.Unmarshal(msg.Params, &p)
 	var firstErr error
 	ok := false
 	for _, s := range m.servers {
-		if _, err := m.call(s.Name, msg.Method, p); err != nil {
+		if _, err := m.call(s.Name, msg.Method, msg.Params, 0); err != nil {
 			firstErr = err
 			continue
 		}
@@ -431,10 +515,10 @@ func (m *Mux) broadcast(msg *jsonrpc.Message) {
 	m.reply(msg.ID, struct{}{})
 }
 
-// initialize sends the client's initialize to every server and merges the answers.
+// initialize sends the client's initialize to every server and merges the answers. A
+// server that cannot answer is left out with an error naming it; its supervisor
+// replays this initialize when it starts, and its list_changed notifications follow.
 func (m *Mux) initialize(msg *jsonrpc.Message) {
-	var p any
-	_ = json.Unmarshal(msg.Params, &p)
 	type ans struct {
 		res map[string]json.RawMessage
 		err error
@@ -445,7 +529,7 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := m.call(s.Name, "initialize", p)
+			r, err := m.call(s.Name, "initialize", msg.Params, 0)
 			if err == nil {
 				err = json.Unmarshal(r.Result, &answers[i].res)
 			}
@@ -456,11 +540,12 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 	caps := map[string]map[string]any{}
 	version := ""
 	var instructions []string
-	up := 0
+	up, missing := 0, 0
 	for i, a := range answers {
 		name := m.servers[i].Name
 		if a.err != nil {
-			m.log.Error("upstream failed to initialize; its tools are left out", "upstream", name, "err", a.err)
+			m.log.Error("upstream failed to initialize; it is left out until it starts", "upstream", name, "err", a.err)
+			missing++
 			continue
 		}
 		up++
@@ -471,7 +556,9 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		}
 		var c map[string]map[string]any
 		_ = json.Unmarshal(a.res["capabilities"], &c)
+		offered := map[string]bool{}
 		for k, sub := range c {
+			offered[k] = true
 			if k == "tasks" {
 				continue
 			}
@@ -482,6 +569,9 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 				caps[k][kk] = vv
 			}
 		}
+		m.mu.Lock()
+		m.caps[name] = offered
+		m.mu.Unlock()
 		var ins string
 		if json.Unmarshal(a.res["instructions"], &ins) == nil && ins != "" {
 			instructions = append(instructions, name+": "+ins)
@@ -491,7 +581,18 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		m.replyErr(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: no upstream server could be initialized")
 		return
 	}
+	if version == "" {
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(msg.Params, &p)
+		version = p.ProtocolVersion
+	}
 	for _, k := range []string{"tools", "prompts", "resources"} {
+		if caps[k] == nil && missing > 0 {
+			// A server that is left out may bring these when it joins.
+			caps[k] = map[string]any{}
+		}
 		if caps[k] != nil {
 			caps[k]["listChanged"] = true
 		}
@@ -508,68 +609,214 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 	m.reply(msg.ID, res)
 }
 
-// read relays one server's messages.
+// read relays one server's messages, each marked with the server's name.
 func (m *Mux) read(s *Server) {
 	for {
-		line, err := s.Conn.ReadLine()
+		msg, err := s.Conn.Recv()
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				m.log.Warn("upstream read failed", "upstream", s.Name, "err", err)
+			var drop *jsonrpc.DropError
+			var reset *jsonrpc.ResetError
+			switch {
+			case errors.As(err, &drop):
+				if id, ok := jsonrpc.PeekID(drop.Head); ok && m.deliverOwn(jsonrpc.ResponseErrorMessage(id, drop.Reason)) {
+					continue
+				}
+				d := *drop
+				d.Upstream = s.Name
+				m.emit(nil, &d)
+				continue
+			case errors.As(err, &reset):
+				m.lost(s, reset.Err)
+				continue
 			}
 			select {
 			case <-m.done:
+				return
 			default:
-				m.log.Error("upstream connection ended", "upstream", s.Name)
 			}
+			// The connection ended for good (its supervisor was closed).
+			m.log.Error("upstream connection ended", "upstream", s.Name, "err", err)
+			m.lost(s, err)
 			return
 		}
-		msg, err := jsonrpc.Parse(line)
-		if err != nil {
-			continue
-		}
-		msg.Raw = append([]byte(nil), msg.Raw...)
 		switch msg.Kind {
 		case jsonrpc.KindResponse:
-			m.mu.Lock()
-			ch := m.waits[msg.IDKey()]
-			delete(m.routes, msg.IDKey())
-			m.mu.Unlock()
-			if ch != nil {
-				ch <- msg
+			if m.deliverOwn(msg) {
 				continue
 			}
-			m.emit(msg.Raw)
+			msg.Upstream = s.Name
+			m.emit(msg, nil)
 		case jsonrpc.KindRequest:
 			m.mu.Lock()
 			m.seq++
 			id, _ := json.Marshal("mcpgate-mux-" + strconv.FormatUint(m.seq, 10))
 			m.srvReqs[jsonrpc.IDKey(id)] = srvReq{server: s.Name, id: msg.ID}
 			m.mu.Unlock()
-			m.emit(withID(msg.Raw, id))
+			out := msg.WithID(id)
+			out.Upstream = s.Name
+			m.emit(out, nil)
 		case jsonrpc.KindNotification:
-			m.emit(msg.Raw)
+			out := m.notification(s.Name, msg)
+			out.Upstream = s.Name
+			m.emit(out, nil)
 		}
 	}
 }
 
-// withID returns raw with its "id" replaced.
-func withID(raw []byte, id json.RawMessage) []byte {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return raw
+// deliverOwn hands a response to the mux's own request with its id; it reports
+// whether there was one.
+func (m *Mux) deliverOwn(msg *jsonrpc.Message) bool {
+	m.mu.Lock()
+	w := m.waits[msg.IDKey()]
+	delete(m.waits, msg.IDKey())
+	m.mu.Unlock()
+	if w == nil {
+		return false
 	}
-	obj["id"] = id
-	b, _ := json.Marshal(obj)
-	return b
+	w.ch <- msg
+	return true
 }
 
-// rebuild re-encodes a request with new params, keeping its id and other fields.
-func rebuild(msg *jsonrpc.Message, params map[string]json.RawMessage) []byte {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(msg.Raw, &obj) != nil {
-		return msg.Raw
+// lost fails the mux's own requests to a server whose connection was lost, forgets
+// its server-to-client requests and reports the reset to the relay.
+func (m *Mux) lost(s *Server, cause error) {
+	m.mu.Lock()
+	var mine []*wait
+	var ids []string
+	for k, w := range m.waits {
+		if w.server == s.Name {
+			mine = append(mine, w)
+			ids = append(ids, k)
+		}
 	}
-	obj["params"], _ = json.Marshal(params)
-	b, _ := json.Marshal(obj)
-	return b
+	for _, k := range ids {
+		delete(m.waits, k)
+	}
+	for k, r := range m.srvReqs {
+		if r.server == s.Name {
+			delete(m.srvReqs, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, w := range mine {
+		w.ch <- jsonrpc.NewErrorResponse(nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the upstream connection was lost")
+	}
+	m.emit(nil, &jsonrpc.ResetError{Upstream: s.Name, Err: cause})
+}
+
+// notification rewrites a server notification for the client: resource URIs get
+// their server prefix.
+func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message {
+	if msg.Method != "notifications/resources/updated" {
+		return msg
+	}
+	params := map[string]json.RawMessage{}
+	if json.Unmarshal(msg.Params, &params) != nil {
+		return msg
+	}
+	var uri string
+	if json.Unmarshal(params["uri"], &uri) != nil {
+		return msg
+	}
+	params["uri"], _ = jsonrpc.Marshal(server + "+" + uri)
+	b, _ := jsonrpc.Marshal(params)
+	return msg.WithParams(b)
+}
+
+// RewriteResponse namespaces the resource URIs in a server's response for the
+// client: resources/read contents, and resource_link and embedded resource content
+// in tool results and prompt messages. method is the method of the request it answers.
+// A response with nothing to rewrite comes back as it was.
+func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Message {
+	if msg.Upstream == "" || msg.Result == nil {
+		return msg
+	}
+	var res map[string]json.RawMessage
+	switch method {
+	case "tools/call", "resources/read", "prompts/get":
+		if json.Unmarshal(msg.Result, &res) != nil {
+			return msg
+		}
+	default:
+		return msg
+	}
+	prefix := msg.Upstream + "+"
+	changed := false
+	switch method {
+	case "tools/call":
+		changed = prefixContent(res, "content", prefix)
+	case "resources/read":
+		var contents []map[string]json.RawMessage
+		if json.Unmarshal(res["contents"], &contents) == nil {
+			for _, c := range contents {
+				changed = prefixURI(c, prefix) || changed
+			}
+			if changed {
+				res["contents"], _ = jsonrpc.Marshal(contents)
+			}
+		}
+	case "prompts/get":
+		var msgs []map[string]json.RawMessage
+		if json.Unmarshal(res["messages"], &msgs) == nil {
+			for _, pm := range msgs {
+				var one map[string]json.RawMessage
+				if json.Unmarshal(pm["content"], &one) == nil && prefixItem(one, prefix) {
+					pm["content"], _ = jsonrpc.Marshal(one)
+					changed = true
+				}
+			}
+			if changed {
+				res["messages"], _ = jsonrpc.Marshal(msgs)
+			}
+		}
+	}
+	if !changed {
+		return msg
+	}
+	b, _ := jsonrpc.Marshal(res)
+	out := msg.WithResult(b)
+	return out
+}
+
+// prefixContent prefixes the URIs of the resource items of a content array.
+func prefixContent(res map[string]json.RawMessage, field, prefix string) bool {
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(res[field], &items) != nil {
+		return false
+	}
+	changed := false
+	for _, it := range items {
+		changed = prefixItem(it, prefix) || changed
+	}
+	if changed {
+		res[field], _ = jsonrpc.Marshal(items)
+	}
+	return changed
+}
+
+// prefixItem prefixes the URI of one content item: a resource_link's uri, or an
+// embedded resource's resource.uri.
+func prefixItem(it map[string]json.RawMessage, prefix string) bool {
+	var typ string
+	_ = json.Unmarshal(it["type"], &typ)
+	switch typ {
+	case "resource_link":
+		return prefixURI(it, prefix)
+	case "resource":
+		var r map[string]json.RawMessage
+		if json.Unmarshal(it["resource"], &r) == nil && prefixURI(r, prefix) {
+			it["resource"], _ = jsonrpc.Marshal(r)
+			return true
+		}
+	}
+	return false
+}
+
+func prefixURI(obj map[string]json.RawMessage, prefix string) bool {
+	var uri string
+	if json.Unmarshal(obj["uri"], &uri) != nil || uri == "" {
+		return false
+	}
+	obj["uri"], _ = jsonrpc.Marshal(prefix + uri)
+	return true
 }

@@ -33,10 +33,13 @@ var (
 	ErrCancelled   = errors.New("pipeline: call cancelled by the client")
 	ErrTimeout     = errors.New("pipeline: upstream did not answer in time")
 	ErrUnavailable = errors.New("pipeline: upstream MCP server is not running")
+	// ErrUnknownTool: the name routes to no configured server; no server was called.
+	ErrUnknownTool = errors.New("pipeline: unknown tool")
 )
 
 // Upstream sends a tools/call with params to the server and returns its response
-// message, or one of ErrCancelled, ErrTimeout, ErrUnavailable (possibly wrapped).
+// message, or one of ErrCancelled, ErrTimeout, ErrUnavailable, ErrUnknownTool
+// (possibly wrapped).
 type Upstream func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error)
 
 // Emitter receives the one audit record of each call.
@@ -104,6 +107,9 @@ type Call struct {
 	// ClientInfo is initialize's clientInfo for the record (mcp-server); nil leaves
 	// it out.
 	ClientInfo map[string]string
+	// Server is the configured name of the server the call goes to (ctx.server and
+	// the record's server); "" when the gateway fronts an unnamed command.
+	Server string
 	// Listed, when set, reports whether the upstream listed the tool (or the
 	// configuration tags it); only such names become /metrics labels. Nil means
 	// none is listed.
@@ -361,7 +367,7 @@ func (r *run) inputRules(args json.RawMessage) (engine.Report, error) {
 // see the same.
 func (r *run) policyCall(phase ctxapi.Phase, resp *ctxapi.Response, findings []engine.Finding) *ctxapi.Call {
 	return &ctxapi.Call{
-		Phase: phase, Method: r.rec.r.Method, Tool: r.tool, ToolAccess: r.rec.toolAccess(), Params: r.args, Response: resp,
+		Phase: phase, Method: r.rec.r.Method, Tool: r.tool, Server: r.c.Server, ToolAccess: r.rec.toolAccess(), Params: r.args, Response: resp,
 		User: r.c.User, Findings: findings, RateLimitExceeded: r.limit,
 	}
 }
@@ -636,6 +642,9 @@ func (r *run) upstreamFailed(err error) Reply {
 	case errors.Is(err, ErrTimeout):
 		r.rec.setOutcome(vocab.OutcomeTimeout)
 		code = jsonrpc.CodeRequestTimeout
+	case errors.Is(err, ErrUnknownTool):
+		r.rec.setOutcome(vocab.OutcomeUnknownTool)
+		code = jsonrpc.CodeInvalidParams
 	default:
 		r.rec.setOutcome(vocab.OutcomeUpstreamError)
 		code = jsonrpc.CodeUpstreamUnavailable

@@ -35,6 +35,7 @@ func newRecord(p *Pipeline, c Call) *record {
 		Outcome:             vocab.OutcomeOK,
 		StageMS:             map[vocab.Stage]float64{},
 		ClientInfo:          c.ClientInfo,
+		Server:              c.Server,
 		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass},
 	}}
 }

@@ -1,6 +1,26 @@
-// Package relay is mcpgate's transparent MCP relay over stdio: every JSON-RPC message
-// goes through in both directions with its id and unknown fields intact, and only
+// Package relay is mcpgate's transparent MCP relay: every JSON-RPC message goes
+// through in both directions with its id and unknown fields intact, and only
 // tools/call is handed to the pipeline.
+//
+// The relay is the only owner of pending client requests. Both sides are
+// jsonrpc.Conn values carrying parsed messages (parsed once where they enter the
+// gateway); below the relay, the restart supervisor, the multiplexer and the remote
+// client keep no request tables: a dropped server message comes up as a
+// *jsonrpc.DropError (the relay fails the request it answered), a lost connection as a
+// *jsonrpc.ResetError naming its server (the relay fails the requests routed there),
+// and a request that cannot be delivered as a Send error.
+//
+// # Intercepting server messages
+//
+// Options.Intercept sees every server→client message before it is written to the
+// client: responses (with Exchange.Method set to the method of the request they
+// answer, e.g. resources/read, prompts/get, tools/list, initialize), server→client
+// requests (sampling/createMessage, elicitation/create, roots/list, ping) and
+// notifications, each with the server it came from. It returns the message to write
+// (the same one to pass it byte for byte, another to replace it, nil to drop it). A
+// replaced or dropped response still settles its pending request. The responses of
+// tools/call are the exception: the pipeline filters and records them, so they never
+// reach Intercept.
 package relay
 
 import (
@@ -10,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +41,41 @@ import (
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
-// Upstream is the server side of a session: a stdio process or any transport that
-// carries one MCP session.
-type Upstream interface {
-	Send(msg []byte) error
-	ReadLine() ([]byte, error)
+// Upstream is the server side of a session: a stdio process, a restart supervisor,
+// a remote client or a multiplexer (see jsonrpc.Conn for what Send and Recv report).
+type Upstream = jsonrpc.Conn
+
+// Router is implemented by an Upstream that fronts several servers. Route returns a
+// client request as its server must see it, with Message.Upstream naming the server
+// ("" for a request the Upstream answers itself); an error (a *jsonrpc.RequestError)
+// answers the request.
+type Router interface {
+	Route(msg *jsonrpc.Message) (*jsonrpc.Message, error)
 }
+
+// ResponseRewriter is implemented by an Upstream that rewrites a server's response
+// for the client (the multiplexer namespaces resource URIs); method is the method of
+// the request it answers. It runs before the pipeline and Intercept.
+type ResponseRewriter interface {
+	RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Message
+}
+
+// Exchange is one server→client message and what the relay knows of it.
+type Exchange struct {
+	Msg *jsonrpc.Message
+	// Method is the message's method; for a response, the method of the request it
+	// answers.
+	Method string
+	// Server is the configured name of the server it came from (Options.Server when
+	// the session fronts one server).
+	Server string
+	// Request is, for a response, the client's request as it was sent upstream.
+	Request *jsonrpc.Message
+}
+
+// Interceptor sees a server→client message before the client does and returns what
+// to write: x.Msg to pass it unchanged, another message to replace it, nil to drop it.
+type Interceptor func(ctx context.Context, x *Exchange) *jsonrpc.Message
 
 // Options configure a Session.
 type Options struct {
@@ -38,16 +88,25 @@ type Options struct {
 	// DrainTimeout bounds how long in-flight calls may finish after the context
 	// ends (SIGTERM); 10 s when zero.
 	DrainTimeout time.Duration
-	// RecordClientInfo puts initialize's clientInfo into each record (mcp-server, docs/decisions.md#record-fields).
+	// RecordClientInfo puts initialize's clientInfo into each record (mcp-server,
+	// docs/decisions.md#record-fields).
 	RecordClientInfo bool
+	// Server is the configured name of the single server behind the session, for
+	// ctx.server and the record; with a multiplexer each message names its own.
+	Server string
+	// Intercept, when set, sees every server→client message except tools/call
+	// responses (see the package doc).
+	Intercept Interceptor
 }
 
 // Session relays one MCP session between a client and an upstream.
 type Session struct {
 	opts   Options
 	log    *slog.Logger
-	client *jsonrpc.Writer
+	client jsonrpc.Conn
 	up     Upstream
+	router Router
+	ctx    context.Context
 
 	mu       sync.Mutex
 	pending  map[string]*pending // client requests in flight upstream, by id
@@ -63,10 +122,11 @@ type Session struct {
 	client_ map[string]string // clientInfo from initialize
 }
 
+// pending is a request in flight upstream: a client's, or the gateway's own.
 type pending struct {
-	method string
-	id     json.RawMessage
-	ch     chan *jsonrpc.Message // set when the gateway itself waits for the response
+	req   *jsonrpc.Message      // as sent upstream (routed)
+	route string                // the server it went to ("" with one server)
+	ch    chan *jsonrpc.Message // set when the gateway itself waits for the response
 }
 
 // New returns a session over the given upstream.
@@ -85,24 +145,31 @@ func New(opts Options, up Upstream) *Session {
 		inflight: map[string]context.CancelFunc{},
 	}
 	s.tools = newToolIndex(s)
+	s.router, _ = up.(Router)
 	return s
 }
 
-// Run relays until the client closes its input, ctx ends, or the upstream is gone
-// and the client has been told. It returns nil on a clean client EOF.
+// Run relays between a newline-delimited client stream and the upstream (see Serve).
 func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	s.client = jsonrpc.NewWriter(out)
+	return s.Serve(ctx, jsonrpc.NewStream(in, out, s.opts.MaxMessageBytes))
+}
+
+// Serve relays until the client's Recv ends, ctx ends, or the upstream is gone and the
+// client has been told. It returns nil on a clean client EOF.
+func (s *Session) Serve(ctx context.Context, client jsonrpc.Conn) error {
+	s.client = client
 	defer s.closing.Store(true)
 	parent := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	s.ctx = ctx
 	upDone := make(chan struct{})
 	go func() {
 		defer close(upDone)
 		s.readUpstream()
 	}()
 	clientDone := make(chan error, 1)
-	go func() { clientDone <- s.readClient(ctx, in) }()
+	go func() { clientDone <- s.readClient(ctx) }()
 
 	var err error
 	select {
@@ -126,29 +193,31 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 // readClient handles client → upstream traffic.
-func (s *Session) readClient(ctx context.Context, in io.Reader) error {
-	r := jsonrpc.NewReader(in, s.opts.MaxMessageBytes)
+func (s *Session) readClient(ctx context.Context) error {
 	for {
-		line, err := r.ReadLine()
+		msg, err := s.client.Recv()
+		var drop *jsonrpc.DropError
 		switch {
-		case errors.Is(err, jsonrpc.ErrTooLarge):
+		case errors.As(err, &drop) && drop.Reason == jsonrpc.ReasonTooLarge:
 			s.log.Warn("client message over the size limit rejected", "limit_bytes", s.opts.MaxMessageBytes)
 			s.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", s.opts.MaxMessageBytes))
+			continue
+		case drop != nil:
+			s.log.Warn("malformed client message rejected", "err", strings.TrimPrefix(drop.Reason, jsonrpc.ReasonMalformed+": "))
+			code := jsonrpc.CodeParseError
+			var id json.RawMessage
+			if msg != nil {
+				id = msg.ID
+			}
+			if id != nil || json.Valid(drop.Head) {
+				code = jsonrpc.CodeInvalidRequest
+			}
+			s.replyError(id, code, "mcpgate: "+strings.TrimPrefix(drop.Reason, jsonrpc.ReasonMalformed+": "))
 			continue
 		case errors.Is(err, io.EOF):
 			return nil
 		case err != nil:
 			return fmt.Errorf("relay: read from client: %w", err)
-		}
-		msg, err := jsonrpc.Parse(line)
-		if err != nil {
-			s.log.Warn("malformed client message rejected", "err", err)
-			code := jsonrpc.CodeParseError
-			if msg.ID != nil || json.Valid(line) {
-				code = jsonrpc.CodeInvalidRequest
-			}
-			s.replyError(msg.ID, code, "mcpgate: "+err.Error())
-			continue
 		}
 		s.fromClient(ctx, msg)
 	}
@@ -175,37 +244,74 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		s.forwardRequest(msg)
 	case jsonrpc.KindNotification:
 		if msg.Method == "notifications/cancelled" {
-			s.cancelled(msg.Params)
+			msg = s.cancelled(msg)
 		}
-		s.send(msg.Raw)
+		s.send(msg)
 	case jsonrpc.KindResponse: // the client answering a server-to-client request
-		s.send(msg.Raw)
+		s.send(msg)
 	}
+}
+
+// route asks a multiplexing upstream where a request goes.
+func (s *Session) route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
+	if s.router == nil {
+		return msg, nil
+	}
+	return s.router.Route(msg)
+}
+
+// failSend answers a request that could not be sent; it reports false when the
+// upstream itself is gone.
+func (s *Session) failSend(id json.RawMessage, err error) bool {
+	var re *jsonrpc.RequestError
+	switch {
+	case errors.As(err, &re):
+		s.replyError(id, re.Code, re.Message)
+	case errors.Is(err, jsonrpc.ErrNotDelivered):
+		s.replyError(id, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+strings.TrimPrefix(err.Error(), "mcpgate: "))
+	default:
+		return false
+	}
+	return true
 }
 
 // forwardRequest sends a client request upstream and remembers it, so it can be
 // answered if the upstream dies.
 func (s *Session) forwardRequest(msg *jsonrpc.Message) {
+	routed, err := s.route(msg)
+	if err != nil {
+		s.failSend(msg.ID, err)
+		return
+	}
+	key := msg.IDKey()
 	s.mu.Lock()
 	if s.dead != nil {
 		s.mu.Unlock()
 		s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
 		return
 	}
-	if s.busy(msg.IDKey()) {
+	if s.busy(key) {
 		s.mu.Unlock()
 		s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
-	s.pending[msg.IDKey()] = &pending{method: msg.Method, id: msg.ID}
+	p := &pending{req: routed, route: routed.Upstream}
+	s.pending[key] = p
 	s.mu.Unlock()
-	if err := s.up.Send(msg.Raw); err != nil {
-		s.upstreamGone(err)
+	if err := s.up.Send(routed); err != nil {
+		s.mu.Lock()
+		if s.pending[key] == p {
+			delete(s.pending, key)
+		}
+		s.mu.Unlock()
+		if !s.failSend(msg.ID, err) {
+			s.upstreamGone(err)
+		}
 	}
 }
 
-func (s *Session) send(raw []byte) {
-	if err := s.up.Send(raw); err != nil {
+func (s *Session) send(msg *jsonrpc.Message) {
+	if err := s.up.Send(msg); err != nil && !errors.Is(err, jsonrpc.ErrNotDelivered) {
 		s.upstreamGone(err)
 	}
 }
@@ -232,23 +338,28 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			s.mu.Unlock()
 			cancel()
 		}()
+		server := s.opts.Server
+		if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
+			server = routed.Upstream
+		}
 		reply := s.opts.Pipeline.Handle(ctx, pipeline.Call{
 			Params:     msg.Params,
 			User:       s.opts.User,
 			ToolAccess: s.tools.access,
 			Listed:     s.tools.listed,
 			ClientInfo: s.clientInfo(),
+			Server:     server,
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			return s.callUpstream(ctx, msg, params)
 		})
 		switch {
 		case reply.NoReply:
-		case reply.Original != nil:
-			s.write(reply.Original)
+		case reply.Original != nil: // the upstream's response, unchanged
+			s.write(&jsonrpc.Message{Raw: reply.Original, Kind: jsonrpc.KindResponse, ID: msg.ID})
 		case reply.Error != nil:
-			s.write(jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error))
+			s.write(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse, ID: msg.ID, Error: reply.Error})
 		default:
-			s.write(jsonrpc.Response(msg.ID, reply.Result))
+			s.write(jsonrpc.NewResponse(msg.ID, reply.Result))
 		}
 	}()
 }
@@ -264,15 +375,23 @@ func (s *Session) busy(key string) bool {
 // callUpstream forwards a tools/call (rewritten when params changed) and waits for
 // its response, the client's cancellation, or the call timeout.
 func (s *Session) callUpstream(ctx context.Context, msg *jsonrpc.Message, params json.RawMessage) (*jsonrpc.Message, error) {
-	raw := msg.Raw
 	if string(params) != string(msg.Params) {
-		raw = jsonrpc.Request(msg.ID, msg.Method, params)
+		msg = jsonrpc.NewRequest(msg.ID, msg.Method, params)
 	}
-	return s.roundTrip(ctx, msg.ID, msg.Method, raw)
+	return s.roundTrip(ctx, msg)
 }
 
-// roundTrip sends a request and waits for the response with the same id.
-func (s *Session) roundTrip(ctx context.Context, id json.RawMessage, method string, raw []byte) (*jsonrpc.Message, error) {
+// roundTrip routes and sends a request and waits for the response with the same id.
+func (s *Session) roundTrip(ctx context.Context, msg *jsonrpc.Message) (*jsonrpc.Message, error) {
+	routed, err := s.route(msg)
+	var re *jsonrpc.RequestError
+	if errors.As(err, &re) && re.Unknown {
+		return nil, fmt.Errorf("%w: %s", pipeline.ErrUnknownTool, strings.TrimPrefix(re.Message, "mcpgate: "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", pipeline.ErrUnavailable, err)
+	}
+	id := msg.ID
 	ch := make(chan *jsonrpc.Message, 1)
 	key := jsonrpc.IDKey(id)
 	s.mu.Lock()
@@ -280,10 +399,20 @@ func (s *Session) roundTrip(ctx context.Context, id json.RawMessage, method stri
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w", pipeline.ErrUnavailable)
 	}
-	s.pending[key] = &pending{method: method, id: id, ch: ch}
+	p := &pending{req: routed, route: routed.Upstream, ch: ch}
+	s.pending[key] = p
 	s.mu.Unlock()
-	if err := s.up.Send(raw); err != nil {
+	if err := s.up.Send(routed); err != nil {
+		s.mu.Lock()
+		if s.pending[key] == p {
+			delete(s.pending, key)
+		}
+		s.mu.Unlock()
+		if errors.Is(err, jsonrpc.ErrNotDelivered) {
+			return nil, fmt.Errorf("%w: %w", pipeline.ErrUnavailable, err)
+		}
 		s.upstreamGone(err)
+		return nil, pipeline.ErrUnavailable
 	}
 	var timeout <-chan time.Time
 	if s.opts.CallTimeout > 0 {
@@ -300,88 +429,111 @@ func (s *Session) roundTrip(ctx context.Context, id json.RawMessage, method stri
 	case <-ctx.Done():
 		// The client's own notifications/cancelled went upstream as it was; on session
 		// end the upstream is closed. Either way there is nothing more to send.
-		s.abandon(key, id, "")
+		s.abandon(key, p, "")
 		return nil, pipeline.ErrCancelled
 	case <-timeout:
-		s.abandon(key, id, "mcpgate call timeout")
+		s.abandon(key, p, "mcpgate call timeout")
 		return nil, fmt.Errorf("%w (after %s)", pipeline.ErrTimeout, s.opts.CallTimeout)
 	}
 }
 
 // abandon stops waiting for a request and, with a reason, tells the upstream with
 // notifications/cancelled (MCP "Cancellation").
-func (s *Session) abandon(key string, id json.RawMessage, reason string) {
+func (s *Session) abandon(key string, p *pending, reason string) {
 	s.mu.Lock()
-	_, ok := s.pending[key]
-	delete(s.pending, key)
+	ok := s.pending[key] == p
+	if ok {
+		delete(s.pending, key)
+	}
 	dead := s.dead != nil
 	s.mu.Unlock()
 	if ok && !dead && reason != "" {
-		_ = s.up.Send(jsonrpc.Notification("notifications/cancelled", map[string]any{"requestId": id, "reason": reason}))
+		n := jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": p.req.ID, "reason": reason})
+		n.Upstream = p.route
+		_ = s.up.Send(n)
 	}
 }
 
-// cancelled ends the pipeline of a tools/call the client cancelled.
-func (s *Session) cancelled(params json.RawMessage) {
+// cancelled ends the pipeline of a tools/call the client cancelled, and names the
+// server the cancelled request went to, so a multiplexer can pass it there.
+func (s *Session) cancelled(msg *jsonrpc.Message) *jsonrpc.Message {
 	var p struct {
 		RequestID json.RawMessage `json:"requestId"`
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return
+	if json.Unmarshal(msg.Params, &p) != nil {
+		return msg
 	}
+	key := jsonrpc.IDKey(p.RequestID)
 	s.mu.Lock()
-	cancel := s.inflight[jsonrpc.IDKey(p.RequestID)]
+	cancel := s.inflight[key]
+	route := ""
+	if pe := s.pending[key]; pe != nil {
+		route = pe.route
+	}
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
+	if route != "" {
+		c := *msg
+		c.Upstream = route
+		return &c
+	}
+	return msg
 }
 
-// readUpstream handles upstream → client traffic until the upstream's stdout ends.
+// readUpstream handles upstream → client traffic until the upstream's stream ends.
 func (s *Session) readUpstream() {
 	for {
-		line, err := s.up.ReadLine()
-		var tooLarge *jsonrpc.TooLargeError
-		if errors.As(err, &tooLarge) {
-			s.log.Warn("upstream message over the size limit dropped", "limit_bytes", s.opts.MaxMessageBytes)
-			s.failDropped(tooLarge.Head, "it exceeds the gateway's message size limit (--max-message-bytes)")
+		msg, err := s.up.Recv()
+		var drop *jsonrpc.DropError
+		var reset *jsonrpc.ResetError
+		switch {
+		case errors.As(err, &drop):
+			s.log.Warn("upstream message dropped", "upstream", drop.Upstream, "reason", drop.Reason, "limit_bytes", s.opts.MaxMessageBytes)
+			s.failDropped(drop.Head, drop.Reason)
 			continue
-		}
-		if err != nil {
+		case errors.As(err, &reset):
+			s.reset(reset)
+			continue
+		case err != nil:
 			s.upstreamGone(err)
 			return
-		}
-		msg, err := jsonrpc.Parse(line)
-		if err != nil {
-			s.log.Warn("malformed upstream message dropped", "err", err)
-			s.failDropped(line, "it is not valid JSON-RPC")
-			continue
 		}
 		s.fromUpstream(msg)
 	}
 }
 
 func (s *Session) fromUpstream(msg *jsonrpc.Message) {
+	x := &Exchange{Msg: msg, Method: msg.Method, Server: msg.Upstream}
+	if x.Server == "" {
+		x.Server = s.opts.Server
+	}
 	switch msg.Kind {
 	case jsonrpc.KindResponse:
 		s.mu.Lock()
 		p := s.pending[msg.IDKey()]
 		delete(s.pending, msg.IDKey())
 		s.mu.Unlock()
-		switch {
-		case p == nil:
+		if p == nil {
 			// Nothing waits for this id: a late answer to a call that timed out or was
 			// cancelled, or to the gateway's own request. Forwarding it would hand the
 			// client an unfiltered tools/call result, so it is dropped.
 			s.log.Debug("upstream response with no pending request dropped", "id", msg.IDKey())
 			return
-		case p.ch != nil:
+		}
+		if rw, ok := s.up.(ResponseRewriter); ok {
+			msg = rw.RewriteResponse(p.req.Method, msg)
+		}
+		if p.ch != nil {
 			p.ch <- msg
 			return
-		case p.method == "initialize":
-			s.write(withoutTasks(msg, s.log))
-			return
-		case p.method == "tools/list":
+		}
+		x.Msg, x.Method, x.Request = msg, p.req.Method, p.req
+		switch p.req.Method {
+		case "initialize":
+			x.Msg = withoutTasks(msg, s.log)
+		case "tools/list":
 			s.tools.observe(msg.Result)
 		}
 	case jsonrpc.KindNotification:
@@ -392,29 +544,61 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		s.log.Warn("upstream sent a JSON-RPC batch; dropped")
 		return
 	}
-	s.write(msg.Raw)
+	out := x.Msg
+	if s.opts.Intercept != nil {
+		if out = s.opts.Intercept(s.ctx, x); out == nil {
+			return
+		}
+	}
+	s.write(out)
 }
 
 // failDropped fails the request a dropped upstream message answered, when its id can
 // be read, instead of letting the client wait for the call timeout.
-func (s *Session) failDropped(line []byte, why string) {
-	id, ok := jsonrpc.PeekID(line)
+func (s *Session) failDropped(head []byte, why string) {
+	id, ok := jsonrpc.PeekID(head)
 	if !ok {
 		return
 	}
-	if msg, err := jsonrpc.Parse(jsonrpc.ResponseError(id, why)); err == nil {
-		s.fromUpstream(msg)
+	s.fromUpstream(jsonrpc.ResponseErrorMessage(id, why))
+}
+
+// reset fails every request in flight on a connection that was lost: those routed to
+// its server, or all of them when the session fronts one server.
+func (s *Session) reset(e *jsonrpc.ResetError) {
+	s.mu.Lock()
+	var lost []*pending
+	for k, p := range s.pending {
+		if p.route == e.Upstream {
+			lost = append(lost, p)
+			delete(s.pending, k)
+		}
+	}
+	s.mu.Unlock()
+	s.tools.invalidate()
+	name := e.Upstream
+	if name == "" {
+		name = s.opts.Server
+	}
+	s.log.Warn("upstream connection lost; failing its requests in flight", "upstream", name, "in_flight", len(lost), "err", e.Err)
+	const why = "mcpgate: upstream MCP server exited while the request was in flight; it is being restarted"
+	for _, p := range lost {
+		if p.ch != nil {
+			p.ch <- jsonrpc.NewErrorResponse(p.req.ID, jsonrpc.CodeUpstreamUnavailable, why)
+			continue
+		}
+		s.replyError(p.req.ID, jsonrpc.CodeUpstreamUnavailable, why)
 	}
 }
 
-func (s *Session) write(raw []byte) {
-	if err := s.client.Write(raw); err != nil {
+func (s *Session) write(msg *jsonrpc.Message) {
+	if err := s.client.Send(msg); err != nil {
 		s.log.Debug("write to client failed", "err", err)
 	}
 }
 
 func (s *Session) replyError(id json.RawMessage, code int, message string) {
-	s.write(jsonrpc.ErrorResponse(id, code, message))
+	s.write(jsonrpc.NewErrorResponse(id, code, message))
 }
 
 // upstreamGone fails every request still waiting on the upstream with a clear error.
@@ -438,7 +622,7 @@ func (s *Session) upstreamGone(cause error) {
 			close(p.ch)
 			continue
 		}
-		s.replyError(p.id, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
+		s.replyError(p.req.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
 	}
 }
 

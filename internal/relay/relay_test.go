@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,27 +25,43 @@ import (
 // fakeUpstream is an in-memory MCP server side: the test reads what the relay sent
 // and writes what the server says.
 type fakeUpstream struct {
-	sent  chan string
-	lines chan string
+	sent   chan string
+	lines  chan string
+	errs   chan error                     // transient errors Recv reports before the next line
+	refuse func(m *jsonrpc.Message) error // when set, may refuse a message
 }
 
 func newFakeUpstream() *fakeUpstream {
-	return &fakeUpstream{sent: make(chan string, 64), lines: make(chan string, 64)}
+	return &fakeUpstream{sent: make(chan string, 64), lines: make(chan string, 64), errs: make(chan error, 4)}
 }
 
-func (f *fakeUpstream) Send(b []byte) error { f.sent <- string(b); return nil }
+func (f *fakeUpstream) Send(m *jsonrpc.Message) error {
+	if f.refuse != nil {
+		if err := f.refuse(m); err != nil {
+			return err
+		}
+	}
+	f.sent <- string(m.Raw)
+	return nil
+}
 
-// ReadLine returns the next scripted line; "TOOLARGE:<head>" stands for an oversized
-// line whose first bytes are <head>.
-func (f *fakeUpstream) ReadLine() ([]byte, error) {
-	l, ok := <-f.lines
+// Recv returns the next scripted line, parsed as a stdio transport parses it;
+// "TOOLARGE:<head>" stands for an oversized line whose first bytes are <head>.
+func (f *fakeUpstream) Recv() (*jsonrpc.Message, error) {
+	var l string
+	var ok bool
+	select {
+	case err := <-f.errs:
+		return nil, err
+	case l, ok = <-f.lines:
+	}
 	if !ok {
 		return nil, io.EOF
 	}
 	if head, ok := strings.CutPrefix(l, "TOOLARGE:"); ok {
-		return nil, &jsonrpc.TooLargeError{Head: []byte(head), Size: 1 << 30}
+		return nil, &jsonrpc.DropError{Head: []byte(head), Reason: jsonrpc.ReasonTooLarge}
 	}
-	return []byte(l), nil
+	return jsonrpc.NewStream(strings.NewReader(l+"\n"), nil, 0).Recv()
 }
 
 type records struct{ ch chan *audit.Record }
@@ -62,6 +81,24 @@ type harness struct {
 
 func newHarness(t *testing.T, timeout time.Duration, opts ...func(*Options)) *harness {
 	t.Helper()
+	up := newFakeUpstream()
+	return newHarnessOver(t, up, up, append([]func(*Options){func(o *Options) { o.CallTimeout = timeout }}, opts...)...)
+}
+
+// newHarnessWith runs a Session over up with options changed by opt.
+func newHarnessWith(t *testing.T, up *fakeUpstream, opt func(*Options)) *harness {
+	t.Helper()
+	return newHarnessOver(t, up, up, opt)
+}
+
+// newHarnessWithUpstream runs a Session over upstream, a wrapper around fake.
+func newHarnessWithUpstream(t *testing.T, upstream Upstream, fake *fakeUpstream) *harness {
+	t.Helper()
+	return newHarnessOver(t, upstream, fake)
+}
+
+func newHarnessOver(t *testing.T, upstream Upstream, up *fakeUpstream, opts ...func(*Options)) *harness {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	an, _ := engine.New(engine.Options{})
 	g, err := gate.Load(context.Background(), gate.Options{Dir: t.TempDir(), Analyzer: an, Logger: log})
@@ -72,12 +109,11 @@ func newHarness(t *testing.T, timeout time.Duration, opts ...func(*Options)) *ha
 	recs := records{ch: make(chan *audit.Record, 16)}
 	p := &pipeline.Pipeline{Analyzer: an, Gate: g, Limiter: ctxapi.NewRateLimiter(time.Hour, nil), Audit: recs,
 		Logger: log, FilterOutput: true, Kind: audit.KindGateway, AuditOutput: true}
-	up := newFakeUpstream()
-	o := Options{Pipeline: p, Logger: log, User: ctxapi.User{UserID: "u"}, MaxMessageBytes: 1 << 10, CallTimeout: timeout}
+	o := Options{Pipeline: p, Logger: log, User: ctxapi.User{UserID: "u"}, MaxMessageBytes: 1 << 10}
 	for _, f := range opts {
 		f(&o)
 	}
-	s := New(o, up)
+	s := New(o, upstream)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -356,5 +392,136 @@ func TestRelayRejectsDuplicateInFlightIDs(t *testing.T) {
 	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"resources":[]}}`
 	if got := h.clientGets(); !strings.Contains(got, `"resources":[]`) {
 		t.Fatalf("client got %q", got)
+	}
+}
+
+// routedUpstream is a fakeUpstream that routes like a multiplexer: a request's
+// "server" param names its server.
+type routedUpstream struct{ *fakeUpstream }
+
+func (r routedUpstream) Route(m *jsonrpc.Message) (*jsonrpc.Message, error) {
+	var p struct {
+		Server string `json:"server"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	c := *m
+	c.Upstream = p.Server
+	return &c, nil
+}
+
+// TestRelayReset: a lost connection fails the requests routed to its server at
+// once (all of them with one server), and no others.
+func TestRelayReset(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		routed  bool
+		reset   string
+		failIDs []string
+	}{
+		{"one server", false, "", []string{"1", "2"}},
+		{"several servers", true, "a", []string{"1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFakeUpstream()
+			var h *harness
+			if tc.routed {
+				h = newHarnessWithUpstream(t, routedUpstream{up}, up)
+			} else {
+				h = newHarnessWith(t, up, func(*Options) {})
+			}
+			h.client(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"server":"a"}}`)
+			h.upstreamGets()
+			h.client(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"server":"b"}}`)
+			h.upstreamGets()
+			up.errs <- &jsonrpc.ResetError{Upstream: tc.reset, Err: errors.New("exited")}
+			var failed []string
+			for range tc.failIDs {
+				got := h.clientGets()
+				var m jsonrpc.Message
+				if p, err := jsonrpc.Parse([]byte(got)); err == nil {
+					m = *p
+				}
+				if errorCode(t, got) != jsonrpc.CodeUpstreamUnavailable || !strings.Contains(got, "exited while the request was in flight") {
+					t.Fatalf("client got %q", got)
+				}
+				failed = append(failed, string(m.ID))
+			}
+			slices.Sort(failed)
+			if !slices.Equal(failed, tc.failIDs) {
+				t.Fatalf("failed %v, want %v", failed, tc.failIDs)
+			}
+			// The other server's request is still pending: its answer reaches the client.
+			if len(tc.failIDs) == 1 {
+				up.lines <- `{"jsonrpc":"2.0","id":2,"result":{"messages":[]}}`
+				if got := h.clientGets(); !strings.Contains(got, `"id":2,"result"`) {
+					t.Fatalf("client got %q", got)
+				}
+			}
+		})
+	}
+}
+
+// TestRelayRefusedRequest: a request the upstream cannot deliver now is answered at
+// once, with the code a *jsonrpc.RequestError names, and the session goes on.
+func TestRelayRefusedRequest(t *testing.T) {
+	up := newFakeUpstream()
+	up.refuse = func(m *jsonrpc.Message) error {
+		switch m.Method {
+		case "resources/read":
+			return &jsonrpc.RequestError{Code: -32002, Message: "mcpgate: no such resource"}
+		case "prompts/get":
+			return fmt.Errorf("%w: restarting", jsonrpc.ErrNotDelivered)
+		}
+		return nil
+	}
+	h := newHarnessWith(t, up, func(*Options) {})
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x"}}`)
+	if got := h.clientGets(); errorCode(t, got) != -32002 {
+		t.Fatalf("client got %q", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"x"}}`)
+	if got := h.clientGets(); errorCode(t, got) != jsonrpc.CodeUpstreamUnavailable || !strings.Contains(got, "restarting") {
+		t.Fatalf("client got %q", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // id 2 is free again
+	if got := h.upstreamGets(); !strings.Contains(got, `"ping"`) {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+// TestRelayIntercept: the hook sees responses with the method they answer,
+// server→client requests and notifications; it can pass, replace or drop each.
+func TestRelayIntercept(t *testing.T) {
+	seen := make(chan string, 8)
+	up := newFakeUpstream()
+	h := newHarnessWith(t, up, func(o *Options) {
+		o.Server = "fs"
+		o.Intercept = func(_ context.Context, x *Exchange) *jsonrpc.Message {
+			seen <- x.Method + "@" + x.Server
+			switch x.Method {
+			case "resources/read":
+				return jsonrpc.NewResponse(x.Msg.ID, json.RawMessage(`{"contents":[]}`))
+			case "notifications/message":
+				return nil
+			}
+			return x.Msg
+		}
+	})
+	h.client(`{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"file:///a"}}`)
+	h.upstreamGets()
+	up.lines <- `{"jsonrpc":"2.0","id":"r","result":{"contents":[{"uri":"file:///a","text":"secret"}]}}`
+	if got := h.clientGets(); got != `{"jsonrpc":"2.0","id":"r","result":{"contents":[]}}` {
+		t.Fatalf("replaced response: %q", got)
+	}
+	up.lines <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+	sampling := `{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{"messages":[]}}`
+	up.lines <- sampling
+	if got := h.clientGets(); got != sampling {
+		t.Fatalf("passed request: %q (the dropped notification must not arrive)", got)
+	}
+	for _, want := range []string{"resources/read@fs", "notifications/message@fs", "sampling/createMessage@fs"} {
+		if got := <-seen; got != want {
+			t.Fatalf("hook saw %q, want %q", got, want)
+		}
 	}
 }

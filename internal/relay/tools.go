@@ -113,7 +113,7 @@ func (x *toolIndex) fetch(ctx context.Context) {
 		if cursor != "" {
 			params = map[string]string{"cursor": cursor}
 		}
-		resp, err := x.s.roundTrip(ctx, id, "tools/list", jsonrpc.Request(id, "tools/list", params))
+		resp, err := x.s.roundTrip(ctx, jsonrpc.NewRequest(id, "tools/list", params))
 		if err != nil || resp.Result == nil {
 			x.s.log.Debug("could not list upstream tools for access tags", slog.Any("err", err))
 			return
@@ -131,24 +131,24 @@ func (x *toolIndex) fetch(ctx context.Context) {
 // withoutTasks removes the tasks capability from the upstream's initialize result: a
 // task-augmented tools/call would deliver its result through tasks/result and bypass
 // the post phase and the audit (docs/decisions.md#tasks).
-func withoutTasks(msg *jsonrpc.Message, log *slog.Logger) []byte {
+func withoutTasks(msg *jsonrpc.Message, log *slog.Logger) *jsonrpc.Message {
 	if msg.Result == nil {
-		return msg.Raw
+		return msg
 	}
 	var result map[string]json.RawMessage
 	if json.Unmarshal(msg.Result, &result) != nil {
-		return msg.Raw
+		return msg
 	}
 	var caps map[string]json.RawMessage
 	if json.Unmarshal(result["capabilities"], &caps) != nil {
-		return msg.Raw
+		return msg
 	}
 	if _, ok := caps["tasks"]; !ok {
-		return msg.Raw
+		return msg
 	}
 	delete(caps, "tasks")
 	result["capabilities"], _ = jsonrpc.Marshal(caps)
 	b, _ := jsonrpc.Marshal(result)
 	log.Info("removed the upstream's tasks capability: task-augmented tools/call would bypass the policies and the audit")
-	return jsonrpc.Response(msg.ID, b)
+	return msg.WithResult(b)
 }

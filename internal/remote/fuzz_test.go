@@ -3,7 +3,6 @@ package remote
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"testing"
 )
@@ -16,13 +15,13 @@ func FuzzReadSSE(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		c := &Client{opts: Options{MaxMessageBytes: 1 << 12}, log: slog.New(slog.DiscardHandler), out: make(chan []byte, 1<<12), ctx: ctx, cancel: cancel}
+		c := &Client{opts: Options{MaxMessageBytes: 1 << 12}, log: slog.New(slog.DiscardHandler), out: make(chan item, 1<<12), gone: make(chan struct{}), ctx: ctx, cancel: cancel}
 		last := ""
 		c.readSSE(bytes.NewReader(stream), "1", &last)
 		close(c.out)
-		for b := range c.out {
-			if json.Valid(b) && bytes.ContainsAny(b, "\n\r") {
-				t.Fatalf("queued a multi-line message %q", b)
+		for it := range c.out {
+			if it.msg != nil && bytes.ContainsAny(it.msg.Raw, "\n\r") {
+				t.Fatalf("queued a multi-line message %q", it.msg.Raw)
 			}
 		}
 	})

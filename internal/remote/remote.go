@@ -1,6 +1,6 @@
 // Package remote is an MCP client for a remote server over Streamable HTTP (MCP
 // 2025-11-25, "Transports: Streamable HTTP"), shaped like a stdio process: Send one
-// JSON-RPC message, ReadLine the server's messages. It implements relay.Upstream and
+// JSON-RPC message, Recv the server's messages (a jsonrpc.Conn). It implements relay.Upstream and
 // upstream.Conn, so the relay, the supervisor and the multiplexer use a remote server
 // exactly like a local one.
 //
@@ -9,6 +9,13 @@
 // After initialize, the GET stream carries server-initiated messages; it is reopened
 // with Last-Event-ID when it drops. A failed request is answered with a JSON-RPC
 // error for its id, so the caller never waits forever.
+//
+// Session loss: when the server answers HTTP 404 for the session (the server
+// restarted or expired it; MCP "Session Management": the client must start a new
+// session), or HTTP 400 naming a missing or uninitialized session (the TypeScript
+// SDK's answer after a restart), Recv ends with ErrSessionExpired. The restart
+// supervisor above then dials a new Client and replays the client's initialize,
+// notifications/initialized and subscriptions on it.
 package remote
 
 import (
@@ -42,7 +49,8 @@ type Client struct {
 	opts Options
 	log  *slog.Logger
 	hc   *http.Client
-	out  chan []byte
+	out  chan item
+	gone chan struct{} // closed when the session expired
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -53,8 +61,17 @@ type Client struct {
 	version   string
 	getOn     bool
 	closed    bool
+	expired   bool
 	wg        sync.WaitGroup
 }
+
+type item struct {
+	msg *jsonrpc.Message
+	err error
+}
+
+// ErrSessionExpired ends Recv when the server no longer knows the session.
+var ErrSessionExpired = errors.New("remote: the server no longer knows the session (it restarted or expired it)")
 
 // Dial prepares a client; nothing is sent until the first message.
 func Dial(opts Options) (*Client, error) {
@@ -72,19 +89,15 @@ func Dial(opts Options) (*Client, error) {
 		hc = &http.Client{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{opts: opts, log: opts.Logger, hc: hc, out: make(chan []byte, 64), ctx: ctx, cancel: cancel}, nil
+	return &Client{opts: opts, log: opts.Logger, hc: hc, out: make(chan item, 64), gone: make(chan struct{}), ctx: ctx, cancel: cancel}, nil
 }
 
 // Send delivers one client message to the server.
-func (c *Client) Send(msg []byte) error {
-	m, err := jsonrpc.Parse(msg)
-	if err != nil {
-		return fmt.Errorf("remote: %w", err)
-	}
+func (c *Client) Send(m *jsonrpc.Message) error {
 	if c.ctx.Err() != nil {
 		return errors.New("remote: closed")
 	}
-	msg = append([]byte(nil), msg...)
+	msg := m.Raw
 	if m.Kind != jsonrpc.KindRequest {
 		c.sendMu.Lock()
 		defer c.sendMu.Unlock()
@@ -134,9 +147,13 @@ func (c *Client) post(m *jsonrpc.Message, body []byte) {
 		return
 	case resp.StatusCode >= 300:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if m.Method != "initialize" && c.sessionLost(resp.StatusCode, b) {
+			c.expire(resp.StatusCode)
+			return
+		}
 		// A JSON-RPC error body for our id is the server's own answer: pass it on.
 		if r, err := jsonrpc.Parse(bytes.TrimSpace(b)); err == nil && r.Kind == jsonrpc.KindResponse && m.Kind == jsonrpc.KindRequest && r.IDKey() == m.IDKey() {
-			c.queue(r.Raw)
+			c.queue(r)
 			return
 		}
 		c.fail(m, fmt.Sprintf("remote MCP server answered HTTP %d", resp.StatusCode))
@@ -156,8 +173,38 @@ func (c *Client) post(m *jsonrpc.Message, body []byte) {
 		return
 	}
 	if len(bytes.TrimSpace(b)) > 0 {
-		c.queue(b)
+		c.queueRaw(b)
 	}
+}
+
+// sessionLost reports whether an HTTP error means the server no longer knows our
+// session: 404 (MCP "Session Management"), or 400 whose body names a missing or
+// uninitialized session (the TypeScript SDK after a restart).
+func (c *Client) sessionLost(status int, body []byte) bool {
+	c.mu.Lock()
+	sid := c.sessionID
+	c.mu.Unlock()
+	if sid == "" {
+		return false
+	}
+	if status == http.StatusNotFound {
+		return true
+	}
+	low := strings.ToLower(string(body))
+	return status == http.StatusBadRequest && (strings.Contains(low, "not initialized") || strings.Contains(low, "session"))
+}
+
+// expire ends the stream with ErrSessionExpired, once.
+func (c *Client) expire(status int) {
+	c.mu.Lock()
+	if c.expired {
+		c.mu.Unlock()
+		return
+	}
+	c.expired = true
+	c.mu.Unlock()
+	c.log.Warn("remote MCP server no longer knows the session; a new session will be started", "status", status)
+	close(c.gone)
 }
 
 // readSSE queues each event's data; it reports whether the response with id arrived.
@@ -172,10 +219,9 @@ func (c *Client) readSSE(body io.Reader, id string, lastID *string) bool {
 		case line == "":
 			if data.Len() > 0 {
 				b := append([]byte(nil), data.Bytes()...)
-				if m, err := jsonrpc.Parse(b); err == nil && m.Kind == jsonrpc.KindResponse && m.IDKey() == id {
+				if m := c.queueRaw(b); m != nil && m.Kind == jsonrpc.KindResponse && m.IDKey() == id {
 					got = true
 				}
-				c.queue(b)
 				data.Reset()
 			}
 		case strings.HasPrefix(line, "data:"):
@@ -221,6 +267,14 @@ func (c *Client) startGet() {
 				resp.Body.Close()
 				return // the server offers no GET stream
 			}
+			if err == nil && resp.StatusCode >= 400 {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				if c.sessionLost(resp.StatusCode, b) {
+					resp.Body.Close()
+					c.expire(resp.StatusCode)
+					return
+				}
+			}
 			if err == nil && resp.StatusCode == http.StatusOK {
 				c.readSSE(resp.Body, "", &last)
 				resp.Body.Close()
@@ -252,14 +306,28 @@ func (c *Client) headers(req *http.Request) {
 	c.mu.Unlock()
 }
 
-// queue hands a server message to ReadLine, noting the negotiated version.
-func (c *Client) queue(b []byte) {
+// queueRaw parses one server message (compacted to one line when it is not) and
+// queues it; it returns the message, or nil when it was dropped as malformed.
+func (c *Client) queueRaw(b []byte) *jsonrpc.Message {
 	b = bytes.TrimSpace(b)
-	var compact bytes.Buffer
-	if json.Compact(&compact, b) == nil {
-		b = compact.Bytes()
+	if bytes.ContainsAny(b, "\n\r") {
+		var compact bytes.Buffer
+		if json.Compact(&compact, b) == nil {
+			b = compact.Bytes()
+		}
 	}
-	if m, err := jsonrpc.Parse(b); err == nil && m.Kind == jsonrpc.KindResponse && m.Result != nil {
+	m, err := jsonrpc.Parse(b)
+	if err != nil {
+		c.push(item{err: &jsonrpc.DropError{Head: m.Raw, Reason: jsonrpc.ReasonMalformed + ": " + err.Error()}})
+		return nil
+	}
+	c.queue(m)
+	return m
+}
+
+// queue hands a server message to Recv, noting the negotiated version.
+func (c *Client) queue(m *jsonrpc.Message) {
+	if m.Kind == jsonrpc.KindResponse && m.Result != nil {
 		var r struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
@@ -271,9 +339,14 @@ func (c *Client) queue(b []byte) {
 			c.mu.Unlock()
 		}
 	}
+	c.push(item{msg: m})
+}
+
+func (c *Client) push(it item) {
 	select {
-	case c.out <- b:
+	case c.out <- it:
 	case <-c.ctx.Done():
+	case <-c.gone:
 	}
 }
 
@@ -283,15 +356,18 @@ func (c *Client) fail(m *jsonrpc.Message, why string) {
 	}
 	c.log.Warn("remote MCP request failed", "method", m.Method, "err", why)
 	if m.Kind == jsonrpc.KindRequest {
-		c.queue(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+why))
+		c.queue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+why))
 	}
 }
 
-// ReadLine returns the next server message, or io.EOF after Close.
-func (c *Client) ReadLine() ([]byte, error) {
+// Recv returns the next server message, a *jsonrpc.DropError for a malformed one,
+// ErrSessionExpired once the server lost the session, or io.EOF after Close.
+func (c *Client) Recv() (*jsonrpc.Message, error) {
 	select {
-	case b := <-c.out:
-		return b, nil
+	case it := <-c.out:
+		return it.msg, it.err
+	case <-c.gone:
+		return nil, ErrSessionExpired
 	case <-c.ctx.Done():
 		return nil, io.EOF
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -13,10 +14,10 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
-// Conn is one connection to an MCP server: a stdio process, or a remote session.
+// Conn is one connection to an MCP server: a stdio process, a remote session, or a
+// supervisor over either (see jsonrpc.Conn for Send and Recv).
 type Conn interface {
-	Send(msg []byte) error
-	ReadLine() ([]byte, error)
+	jsonrpc.Conn
 	Close(ctx context.Context, grace time.Duration) error
 }
 
@@ -29,39 +30,56 @@ type SupervisorOptions struct {
 	// when zero). The wait doubles on each failure and resets once a connection has
 	// stayed up for StableAfter (30 s when zero).
 	MinBackoff, MaxBackoff, StableAfter time.Duration
-	// InitTimeout bounds the replayed initialize after a restart (30 s when zero).
+	// InitTimeout bounds the replayed initialize after a restart (30 s when zero); a
+	// process that exits before answering fails the attempt at once.
 	InitTimeout time.Duration
+	// StartDown makes a failed first start not an error: the supervisor begins down
+	// and retries with backoff, as after a crash (used when several servers are
+	// configured, so one broken server does not keep the others from serving).
+	StartDown bool
 }
 
-// Supervisor is a relay.Upstream that restarts its server when it dies. Requests in
-// flight when it dies are answered with a JSON-RPC error (-32000) that says so; then
-// the server is started again with backoff, initialize is replayed with the client's
-// original params (the response is swallowed), notifications/initialized is sent if
-// the client had sent it, and traffic resumes. Requests sent while it is down are
-// answered with the same error at once. ReadLine never reports the death itself, so
-// the relay session above goes on.
+// Supervisor is an upstream.Conn that restarts its server when it dies. It keeps no
+// table of requests: when the connection is lost, Recv reports a
+// *jsonrpc.ResetError and the relay, which owns the pending requests, fails those
+// that went to this server. Then the server is started again with backoff,
+// initialize is replayed with the client's original params (the response is
+// swallowed), notifications/initialized is sent if the client had sent it,
+// resources/subscribe is replayed for every subscribed URI, and list_changed
+// notifications tell the client to list again (for each of tools, prompts and
+// resources that the server offers). A request sent while the server is down gets a
+// Send error wrapping jsonrpc.ErrNotDelivered at once.
 type Supervisor struct {
 	opts SupervisorOptions
 	log  *slog.Logger
-	out  chan []byte
+	out  chan item
 
 	mu          sync.Mutex
-	conn        Conn // nil while down
-	pending     map[string]json.RawMessage
-	initReq     []byte // the client's initialize request
-	initialized bool   // the client sent notifications/initialized
+	conn        Conn          // nil while down
+	up          chan struct{} // closed when a connection is active; replaced when it is lost
+	initParams  json.RawMessage
+	initSeen    bool // the client sent initialize
+	initialized bool // the client sent notifications/initialized
+	subs        map[string]bool
 	closed      bool
 	closeCh     chan struct{}
-	reinit      map[string]chan []byte
+	reinitID    string // id key of the replayed initialize in flight
+	reinitCh    chan *jsonrpc.Message
 	seq         uint64
 	restarts    int
 	fails       int // short-lived connections in a row, for the backoff
 }
 
+type item struct {
+	msg *jsonrpc.Message
+	err error
+}
+
 // ErrRestarting is the message of the error a request gets while its server restarts.
 const ErrRestarting = "mcpgate: upstream MCP server exited; it is being restarted — retry the request"
 
-// NewSupervisor starts the first connection; its error is returned as is.
+// NewSupervisor starts the first connection; its error is returned as is unless
+// StartDown is set.
 func NewSupervisor(opts SupervisorOptions) (*Supervisor, error) {
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond
@@ -79,34 +97,46 @@ func NewSupervisor(opts SupervisorOptions) (*Supervisor, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c, err := opts.Start()
-	if err != nil {
+	if err != nil && !opts.StartDown {
 		return nil, err
 	}
 	s := &Supervisor{
 		opts: opts, log: opts.Logger,
-		out:     make(chan []byte, 64),
-		conn:    c,
-		pending: map[string]json.RawMessage{},
+		out:     make(chan item, 64),
+		up:      make(chan struct{}),
+		subs:    map[string]bool{},
 		closeCh: make(chan struct{}),
-		reinit:  map[string]chan []byte{},
 	}
-	go s.pump(c, time.Now())
+	if err != nil {
+		s.log.Error("upstream MCP server failed to start; it is left out and retried with backoff", "err", err, "next_in", opts.MinBackoff)
+		s.fails = 1
+		go s.restart(opts.MinBackoff)
+		return s, nil
+	}
+	s.conn = c
+	close(s.up)
+	go s.pump(c, time.Now(), nil)
 	return s, nil
 }
 
-// Restarts returns how many times the server was restarted.
+// Restarts returns how many times the server was (re)started after the first start.
 func (s *Supervisor) Restarts() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.restarts
 }
 
-// Send forwards a client message, remembering requests until they are answered.
-func (s *Supervisor) Send(msg []byte) error {
-	m, err := jsonrpc.Parse(msg)
-	if err != nil {
-		return s.sendRaw(msg)
-	}
+// Up returns a channel that is closed while a connection is active (a new channel
+// after each loss), so a caller can wait briefly for a restart.
+func (s *Supervisor) Up() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.up
+}
+
+// Send forwards a client message. It notes initialize, notifications/initialized and
+// resource subscriptions for replay after a restart.
+func (s *Supervisor) Send(m *jsonrpc.Message) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -114,62 +144,60 @@ func (s *Supervisor) Send(msg []byte) error {
 	}
 	switch {
 	case m.Kind == jsonrpc.KindRequest && m.Method == "initialize":
-		s.initReq = append([]byte(nil), msg...)
+		s.initParams, s.initSeen = m.Params, true
 	case m.Kind == jsonrpc.KindNotification && m.Method == "notifications/initialized":
 		s.initialized = true
+	case m.Kind == jsonrpc.KindRequest && (m.Method == "resources/subscribe" || m.Method == "resources/unsubscribe"):
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && p.URI != "" {
+			if m.Method == "resources/subscribe" {
+				s.subs[p.URI] = true
+			} else {
+				delete(s.subs, p.URI)
+			}
+		}
 	}
 	c := s.conn
-	if m.Kind == jsonrpc.KindRequest {
-		if c == nil {
-			s.mu.Unlock()
-			s.emit(jsonrpc.ErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, ErrRestarting))
-			return nil
-		}
-		s.pending[m.IDKey()] = m.ID
-	}
 	s.mu.Unlock()
 	if c == nil {
+		if m.Kind == jsonrpc.KindRequest {
+			return fmt.Errorf("%w: %s", jsonrpc.ErrNotDelivered, ErrRestarting)
+		}
 		return nil // a notification or a response for a server that is gone
 	}
-	if err := c.Send(msg); err != nil {
+	if err := c.Send(m); err != nil {
+		// The pump sees the exit and reports the reset; the relay fails the request.
 		s.log.Debug("send to upstream failed; it is probably exiting", "err", err)
 	}
 	return nil
 }
 
-func (s *Supervisor) sendRaw(msg []byte) error {
-	s.mu.Lock()
-	c := s.conn
-	s.mu.Unlock()
-	if c != nil {
-		_ = c.Send(msg)
-	}
-	return nil
-}
-
-// ReadLine returns the next server message, or io.EOF once the supervisor is closed.
-func (s *Supervisor) ReadLine() ([]byte, error) {
+// Recv returns the next server message, a *jsonrpc.DropError or *jsonrpc.ResetError
+// (the stream goes on), or io.EOF once the supervisor is closed.
+func (s *Supervisor) Recv() (*jsonrpc.Message, error) {
 	select {
-	case line := <-s.out:
-		return line, nil
+	case it := <-s.out:
+		return it.msg, it.err
 	case <-s.closeCh:
 		select {
-		case line := <-s.out:
-			return line, nil
+		case it := <-s.out:
+			return it.msg, it.err
 		default:
 			return nil, io.EOF
 		}
 	}
 }
 
-func (s *Supervisor) emit(line []byte) {
+func (s *Supervisor) emit(msg *jsonrpc.Message, err error) {
 	select {
-	case s.out <- line:
+	case s.out <- item{msg, err}:
 	case <-s.closeCh:
 	}
 }
 
-// Close stops the server and ends ReadLine.
+// Close stops the server and ends Recv.
 func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	if s.closed {
@@ -186,38 +214,39 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 	return nil
 }
 
-// pump reads one connection until it ends, then restarts.
-func (s *Supervisor) pump(c Conn, started time.Time) {
+// pump reads one connection until it ends. For the active connection it then
+// reports the reset and restarts; for a connection still being initialized it closes
+// dead, which fails the attempt at once.
+func (s *Supervisor) pump(c Conn, started time.Time, dead chan struct{}) {
+	var cause error
 	for {
-		line, err := c.ReadLine()
-		var tooLarge *jsonrpc.TooLargeError
-		if errors.As(err, &tooLarge) {
-			s.log.Warn("upstream message over the size limit dropped", "bytes", tooLarge.Size)
-			s.failDropped(tooLarge.Head, "it exceeds the gateway's message size limit (--max-message-bytes)")
-			continue
-		}
+		m, err := c.Recv()
 		if err != nil {
+			if jsonrpc.Transient(err) {
+				var d *jsonrpc.DropError
+				if errors.As(err, &d) {
+					s.log.Warn("upstream message dropped", "reason", d.Reason)
+				}
+				s.emit(nil, err)
+				continue
+			}
+			cause = err
 			break
 		}
-		line = append([]byte(nil), line...)
-		m, perr := jsonrpc.Parse(line)
-		if perr != nil {
-			s.log.Warn("malformed upstream message dropped", "err", perr)
-			s.failDropped(line, "it is not valid JSON-RPC")
-			continue
-		}
 		if m.Kind == jsonrpc.KindResponse {
-			key := m.IDKey()
 			s.mu.Lock()
-			ch := s.reinit[key]
-			delete(s.pending, key)
+			ch := s.reinitCh
+			own := s.reinitID != "" && m.IDKey() == s.reinitID
 			s.mu.Unlock()
-			if ch != nil {
-				ch <- line
+			if own {
+				ch <- m
 				continue
 			}
 		}
-		s.emit(line)
+		s.emit(m, nil)
+	}
+	if dead != nil {
+		close(dead)
 	}
 	s.mu.Lock()
 	if s.closed || s.conn != c { // closed, or a connection that never became active
@@ -225,41 +254,29 @@ func (s *Supervisor) pump(c Conn, started time.Time) {
 		return
 	}
 	s.conn = nil
+	s.up = make(chan struct{})
 	if time.Since(started) >= s.opts.StableAfter {
 		s.fails = 0
 	}
+	backoff := s.backoffLocked()
+	s.fails++
+	s.mu.Unlock()
+	_ = c.Close(context.Background(), time.Second)
+	if errors.Is(cause, io.EOF) {
+		cause = errors.New("the server closed its output (exited)")
+	}
+	s.log.Error("upstream MCP server exited; restarting it", "err", cause, "next_in", backoff)
+	s.emit(nil, &jsonrpc.ResetError{Err: cause})
+	s.restart(backoff)
+}
+
+// backoffLocked is MinBackoff doubled once per recent failure, at most MaxBackoff.
+func (s *Supervisor) backoffLocked() time.Duration {
 	backoff := s.opts.MinBackoff
 	for i := 0; i < s.fails && backoff < s.opts.MaxBackoff; i++ {
 		backoff *= 2
 	}
-	backoff = min(backoff, s.opts.MaxBackoff)
-	s.fails++
-	waiting := s.pending
-	s.pending = map[string]json.RawMessage{}
-	s.mu.Unlock()
-	_ = c.Close(context.Background(), time.Second)
-	s.log.Error("upstream MCP server exited; restarting it", "in_flight", len(waiting))
-	for _, id := range waiting {
-		s.emit(jsonrpc.ErrorResponse(id, jsonrpc.CodeUpstreamUnavailable, "mcpgate: upstream MCP server exited while the request was in flight; it is being restarted"))
-	}
-	s.restart(backoff)
-}
-
-// failDropped answers the pending request a dropped upstream message was meant to
-// answer, when its id can be read, so the call fails at once instead of timing out.
-func (s *Supervisor) failDropped(line []byte, why string) {
-	id, ok := jsonrpc.PeekID(line)
-	if !ok {
-		return
-	}
-	key := jsonrpc.IDKey(id)
-	s.mu.Lock()
-	_, pending := s.pending[key]
-	delete(s.pending, key)
-	s.mu.Unlock()
-	if pending {
-		s.emit(jsonrpc.ResponseError(id, why))
-	}
+	return min(backoff, s.opts.MaxBackoff)
 }
 
 func (s *Supervisor) restart(backoff time.Duration) {
@@ -276,17 +293,18 @@ func (s *Supervisor) restart(backoff time.Duration) {
 		n := s.restarts
 		s.mu.Unlock()
 		c, err := s.opts.Start()
+		var caps map[string]json.RawMessage
 		if err == nil {
-			err = s.reinitialize(c)
+			caps, err = s.reinitialize(c)
 			if err != nil {
 				_ = c.Close(context.Background(), time.Second)
 			}
 		}
 		if err != nil {
-			s.log.Error("upstream restart failed", "attempt", n, "err", err, "next_in", backoff*2)
 			if backoff *= 2; backoff > s.opts.MaxBackoff {
 				backoff = s.opts.MaxBackoff
 			}
+			s.log.Error("upstream restart failed", "attempt", n, "err", err, "next_in", backoff)
 			continue
 		}
 		s.mu.Lock()
@@ -296,52 +314,90 @@ func (s *Supervisor) restart(backoff time.Duration) {
 			return
 		}
 		s.conn = c
+		close(s.up)
 		s.mu.Unlock()
 		s.log.Info("upstream MCP server restarted", "attempt", n)
+		// The server's lists may differ from what the client saw before (or the
+		// client never saw them): tell it to list again.
+		for _, k := range []string{"tools", "prompts", "resources"} {
+			if _, ok := caps[k]; ok {
+				s.emit(jsonrpc.NewNotification("notifications/"+k+"/list_changed", nil), nil)
+			}
+		}
 		return
 	}
 }
 
-// reinitialize replays the client's initialize on a new connection. It runs the
-// connection's pump so that the response can be read.
-func (s *Supervisor) reinitialize(c Conn) error {
+// reinitialize replays the client's initialize on a new connection and returns the
+// server's capabilities. It runs the connection's pump so that the response can be
+// read; a connection that ends first fails the attempt at once.
+func (s *Supervisor) reinitialize(c Conn) (map[string]json.RawMessage, error) {
 	s.mu.Lock()
-	initReq, initialized := s.initReq, s.initialized
-	s.seq++
-	id, _ := json.Marshal("mcpgate-reinit-" + strconv.FormatUint(s.seq, 10))
-	ch := make(chan []byte, 1)
-	s.reinit[jsonrpc.IDKey(id)] = ch
+	params, seen, initialized := s.initParams, s.initSeen, s.initialized
+	subs := make([]string, 0, len(s.subs))
+	for u := range s.subs {
+		subs = append(subs, u)
+	}
+	ch := make(chan *jsonrpc.Message, 1)
+	next := func() json.RawMessage {
+		s.seq++
+		id, _ := json.Marshal("mcpgate-reinit-" + strconv.FormatUint(s.seq, 10))
+		s.reinitID = jsonrpc.IDKey(id)
+		s.reinitCh = ch
+		return id
+	}
+	id := next()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.reinit, jsonrpc.IDKey(id))
+		s.reinitID, s.reinitCh = "", nil
 		s.mu.Unlock()
 	}()
-	go s.pump(c, time.Now())
-	if initReq == nil {
-		return nil
+	dead := make(chan struct{})
+	go s.pump(c, time.Now(), dead)
+	if !seen {
+		return nil, nil
 	}
-	m, err := jsonrpc.Parse(initReq)
-	if err != nil {
-		return err
-	}
-	if err := c.Send(jsonrpc.Request(id, "initialize", m.Params)); err != nil {
-		return err
-	}
-	t := time.NewTimer(s.opts.InitTimeout)
-	defer t.Stop()
-	select {
-	case line := <-ch:
-		if r, _ := jsonrpc.Parse(line); r != nil && r.Error != nil {
-			return errors.New("upstream: replayed initialize failed: " + string(r.Error))
+	call := func(id json.RawMessage, method string, params any) (*jsonrpc.Message, error) {
+		if err := c.Send(jsonrpc.NewRequest(id, method, params)); err != nil {
+			return nil, err
 		}
-	case <-t.C:
-		return errors.New("upstream: replayed initialize timed out")
-	case <-s.closeCh:
-		return errors.New("upstream: closed")
+		t := time.NewTimer(s.opts.InitTimeout)
+		defer t.Stop()
+		select {
+		case r := <-ch:
+			if r.Error != nil {
+				return nil, fmt.Errorf("upstream: replayed %s failed: %s", method, r.Error)
+			}
+			return r, nil
+		case <-dead:
+			return nil, fmt.Errorf("upstream: the server exited before answering the replayed %s", method)
+		case <-t.C:
+			return nil, fmt.Errorf("upstream: replayed %s timed out", method)
+		case <-s.closeCh:
+			return nil, errors.New("upstream: closed")
+		}
 	}
+	r, err := call(id, "initialize", params)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	_ = json.Unmarshal(r.Result, &res)
 	if initialized {
-		return c.Send(jsonrpc.Notification("notifications/initialized", nil))
+		if err := c.Send(jsonrpc.NewNotification("notifications/initialized", nil)); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	for _, u := range subs {
+		s.mu.Lock()
+		id := next()
+		s.mu.Unlock()
+		if _, err := call(id, "resources/subscribe", map[string]string{"uri": u}); err != nil {
+			s.log.Warn("could not re-establish a resource subscription after the restart", "err", err)
+		}
+	}
+	return res.Capabilities, nil
 }

@@ -27,8 +27,7 @@ const maxStderrLine = 16 << 10
 type Process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	w      *jsonrpc.Writer
-	r      *jsonrpc.Reader
+	conn   *jsonrpc.Stream
 	done   chan struct{}
 	err    error // the exit status, valid after done is closed
 	closed sync.Once
@@ -36,9 +35,12 @@ type Process struct {
 
 // Options configure Start.
 type Options struct {
-	Argv            []string  // the command and its arguments
-	Env             []string  // extra KEY=VALUE pairs added to our environment
-	Stderr          io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
+	Argv   []string  // the command and its arguments
+	Env    []string  // extra KEY=VALUE pairs added to our environment
+	Stderr io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
+	// Name is the configured server name; each relayed stderr line then reads
+	// "[upstream] NAME: …" so several servers' logs can be told apart.
+	Name            string
 	MaxMessageBytes int
 }
 
@@ -70,8 +72,7 @@ func Start(opts Options) (*Process, error) {
 	p := &Process{
 		cmd:   cmd,
 		stdin: stdin,
-		w:     jsonrpc.NewWriter(stdin),
-		r:     jsonrpc.NewReader(stdout, opts.MaxMessageBytes),
+		conn:  jsonrpc.NewStream(stdout, stdin, opts.MaxMessageBytes),
 		done:  make(chan struct{}),
 	}
 	var relayed sync.WaitGroup
@@ -79,7 +80,7 @@ func Start(opts Options) (*Process, error) {
 		relayed.Add(1)
 		go func() {
 			defer relayed.Done()
-			relayStderr(stderr, opts.Stderr)
+			relayStderr(stderr, opts.Stderr, opts.Name)
 		}()
 	}
 	go func() {
@@ -92,7 +93,11 @@ func Start(opts Options) (*Process, error) {
 
 // relayStderr copies the upstream's stderr line by line with the prefix, escape
 // sequences and controls removed, so a line can never pass for an audit record.
-func relayStderr(r io.Reader, w io.Writer) {
+func relayStderr(r io.Reader, w io.Writer, name string) {
+	prefix := StderrPrefix
+	if name != "" {
+		prefix += engine.Sanitize(name) + ": "
+	}
 	br := bufio.NewReaderSize(r, 4096)
 	var line []byte
 	for {
@@ -111,7 +116,7 @@ func relayStderr(r io.Reader, w io.Writer) {
 			if len(line) >= maxStderrLine {
 				text += " …[cut]"
 			}
-			_, _ = io.WriteString(w, StderrPrefix+text+"\n")
+			_, _ = io.WriteString(w, prefix+text+"\n")
 			line = line[:0]
 		}
 		if err != nil {
@@ -121,15 +126,16 @@ func relayStderr(r io.Reader, w io.Writer) {
 }
 
 // Send writes one message to the upstream's stdin.
-func (p *Process) Send(msg []byte) error {
-	if err := p.w.Write(msg); err != nil {
+func (p *Process) Send(msg *jsonrpc.Message) error {
+	if err := p.conn.Send(msg); err != nil {
 		return fmt.Errorf("upstream: write: %w", err)
 	}
 	return nil
 }
 
-// ReadLine returns the next line the upstream wrote to stdout (see jsonrpc.Reader).
-func (p *Process) ReadLine() ([]byte, error) { return p.r.ReadLine() }
+// Recv returns the next message the upstream wrote to stdout; an oversized or
+// malformed line is a *jsonrpc.DropError and the stream goes on (see jsonrpc.Stream).
+func (p *Process) Recv() (*jsonrpc.Message, error) { return p.conn.Recv() }
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
 // TestRelayStderr: upstream stderr lines are prefixed and stripped of escapes, so they
@@ -16,7 +18,7 @@ import (
 func TestRelayStderr(t *testing.T) {
 	in := "plain line\n\x1b]52;c;ZXZpbA==\x07clipboard\r\n{\"event_id\":\"x\",\"kind\":\"gateway_output_filter\"}\nno newline at end"
 	var out bytes.Buffer
-	relayStderr(strings.NewReader(in), &out)
+	relayStderr(strings.NewReader(in), &out, "")
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) != 4 {
 		t.Fatalf("want 4 lines, got %q", lines)
@@ -33,7 +35,7 @@ func TestRelayStderr(t *testing.T) {
 
 func TestRelayStderrCapsLongLines(t *testing.T) {
 	var out bytes.Buffer
-	relayStderr(strings.NewReader(strings.Repeat("a", 1<<20)+"\nnext\n"), &out)
+	relayStderr(strings.NewReader(strings.Repeat("a", 1<<20)+"\nnext\n"), &out, "")
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) != 2 || len(lines[0]) > maxStderrLine+64 || !strings.HasSuffix(lines[0], "[cut]") || lines[1] != StderrPrefix+"next" {
 		t.Fatalf("got %d lines, first %d bytes", len(lines), len(lines[0]))
@@ -62,20 +64,20 @@ func newFakeConn() *fakeConn {
 	return &fakeConn{lines: make(chan []byte, 16), closed: make(chan struct{})}
 }
 
-func (f *fakeConn) Send(b []byte) error {
+func (f *fakeConn) Send(m *jsonrpc.Message) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sent = append(f.sent, string(b))
+	f.sent = append(f.sent, string(m.Raw))
 	return nil
 }
 
-func (f *fakeConn) ReadLine() ([]byte, error) {
+func (f *fakeConn) Recv() (*jsonrpc.Message, error) {
 	select {
 	case l, ok := <-f.lines:
 		if !ok {
 			return nil, io.EOF
 		}
-		return l, nil
+		return jsonrpc.NewStream(bytes.NewReader(append(l, '\n')), nil, 0).Recv()
 	case <-f.closed:
 		return nil, io.EOF
 	}
@@ -92,8 +94,32 @@ func (f *fakeConn) sentLines() []string {
 	return append([]string(nil), f.sent...)
 }
 
-// TestSupervisorRestarts: when the server dies, its in-flight request gets -32000,
-// the server is started again, initialize is replayed, and traffic resumes.
+// waitSent waits until the connection got n messages.
+func (f *fakeConn) waitSent(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.sentLines()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server got %q, want %d messages", f.sentLines(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return f.sentLines()
+}
+
+func parse(t *testing.T, line string) *jsonrpc.Message {
+	t.Helper()
+	m, err := jsonrpc.Parse([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSupervisorRestarts: when the server dies, Recv reports a reset (the relay fails
+// the requests in flight), the server is started again, initialize is replayed,
+// notifications/initialized and the subscriptions follow, the client is told to list
+// again, and traffic resumes.
 func TestSupervisorRestarts(t *testing.T) {
 	conns := make(chan *fakeConn, 4)
 	sup, err := NewSupervisor(SupervisorOptions{
@@ -109,47 +135,148 @@ func TestSupervisorRestarts(t *testing.T) {
 	}
 	defer sup.Close(context.Background(), time.Second)
 	first := <-conns
-	sup.Send([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
-	first.lines <- []byte(`{"jsonrpc":"2.0","id":0,"result":{}}`)
-	if got := readLine(t, sup); !strings.Contains(got, `"id":0`) {
-		t.Fatalf("initialize answer: %q", got)
+	sup.Send(parse(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
+	first.lines <- []byte(`{"jsonrpc":"2.0","id":0,"result":{"capabilities":{"tools":{},"resources":{}}}}`)
+	if m, err := recv(t, sup); err != nil || m.IDKey() != "0" {
+		t.Fatalf("initialize answer: %v %v", m, err)
 	}
-	sup.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	sup.Send([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`))
+	sup.Send(parse(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	sup.Send(parse(t, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"demo://a"}}`))
+	sup.Send(parse(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`))
 	close(first.lines) // the server dies mid-call
-	if got := readLine(t, sup); !strings.Contains(got, `"id":7`) || !strings.Contains(got, "-32000") {
-		t.Fatalf("in-flight request: %q", got)
+	var reset *jsonrpc.ResetError
+	if _, err := recv(t, sup); !errors.As(err, &reset) {
+		t.Fatalf("want a reset, got %v", err)
+	}
+	if err := sup.Send(parse(t, `{"jsonrpc":"2.0","id":8,"method":"tools/list"}`)); !errors.Is(err, jsonrpc.ErrNotDelivered) {
+		// The restart may already be under way; only a down server refuses.
+		t.Logf("send while restarting: %v", err)
 	}
 	second := <-conns
-	deadline := time.Now().Add(5 * time.Second)
-	for len(second.sentLines()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	replayed := second.sentLines()
-	if len(replayed) == 0 || !strings.Contains(replayed[0], `"initialize"`) {
+	replayed := second.waitSent(t, 1)
+	init := parse(t, replayed[0])
+	if init.Method != "initialize" || !strings.Contains(string(init.Params), "2025-06-18") {
 		t.Fatalf("initialize not replayed: %q", replayed)
+	}
+	second.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(init.ID) + `,"result":{"capabilities":{"tools":{},"resources":{}}}}`)
+	sent := second.waitSent(t, 3)
+	if parse(t, sent[1]).Method != "notifications/initialized" {
+		t.Fatalf("initialized not replayed: %q", sent)
+	}
+	sub := parse(t, sent[2])
+	if sub.Method != "resources/subscribe" || !strings.Contains(string(sub.Params), "demo://a") {
+		t.Fatalf("subscription not replayed: %q", sent)
+	}
+	second.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(sub.ID) + `,"result":{}}`)
+	var got []string
+	for len(got) < 2 {
+		m, err := recv(t, sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Method)
+	}
+	if strings.Join(got, ",") != "notifications/tools/list_changed,notifications/resources/list_changed" {
+		t.Fatalf("after the restart the client got %q", got)
 	}
 	if sup.Restarts() < 1 {
 		t.Fatalf("restarts = %d", sup.Restarts())
 	}
+	if err := sup.Send(parse(t, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if l := second.waitSent(t, 4); !strings.Contains(l[3], `"id":9`) {
+		t.Fatalf("traffic did not resume: %q", l)
+	}
 }
 
-func readLine(t *testing.T, c Conn) string {
+// TestSupervisorFailedRestartBacksOff: a process that exits before answering the
+// replayed initialize fails that attempt at once, and the next attempt follows after
+// the backoff, not after the initialize timeout.
+func TestSupervisorFailedRestartBacksOff(t *testing.T) {
+	conns := make(chan *fakeConn, 8)
+	sup, err := NewSupervisor(SupervisorOptions{
+		Start: func() (Conn, error) {
+			c := newFakeConn()
+			conns <- c
+			return c, nil
+		},
+		MinBackoff:  time.Millisecond,
+		InitTimeout: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background(), time.Second)
+	first := <-conns
+	sup.Send(parse(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	first.lines <- []byte(`{"jsonrpc":"2.0","id":0,"result":{}}`)
+	recv(t, sup)
+	close(first.lines)
+	second := <-conns
+	second.waitSent(t, 1)
+	close(second.lines) // dies during the replayed initialize
+	third := <-conns    // an hour-long InitTimeout would block here
+	init := parse(t, third.waitSent(t, 1)[0])
+	third.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(init.ID) + `,"result":{}}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for sup.Send(parse(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never came back")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSupervisorStartDown: with StartDown, a server that cannot start is retried with
+// backoff; requests meanwhile fail at once with ErrNotDelivered.
+func TestSupervisorStartDown(t *testing.T) {
+	var mu sync.Mutex
+	tries := 0
+	conns := make(chan *fakeConn, 1)
+	sup, err := NewSupervisor(SupervisorOptions{
+		Start: func() (Conn, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			tries++
+			if tries < 3 {
+				return nil, errors.New("no such file")
+			}
+			c := newFakeConn()
+			conns <- c
+			return c, nil
+		},
+		MinBackoff: time.Millisecond,
+		StartDown:  true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background(), time.Second)
+	<-conns
+	select {
+	case <-sup.Up():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not up")
+	}
+	if _, err := NewSupervisor(SupervisorOptions{Start: func() (Conn, error) { return nil, errors.New("boom") }}); err == nil {
+		t.Fatal("without StartDown a failed first start is an error")
+	}
+}
+
+func recv(t *testing.T, c Conn) (*jsonrpc.Message, error) {
 	t.Helper()
 	type res struct {
-		b   []byte
+		m   *jsonrpc.Message
 		err error
 	}
 	ch := make(chan res, 1)
-	go func() { b, err := c.ReadLine(); ch <- res{b, err} }()
+	go func() { m, err := c.Recv(); ch <- res{m, err} }()
 	select {
 	case r := <-ch:
-		if r.err != nil && !errors.Is(r.err, io.EOF) {
-			t.Fatal(r.err)
-		}
-		return string(r.b)
+		return r.m, r.err
 	case <-time.After(5 * time.Second):
-		t.Fatal("no line")
+		t.Fatal("nothing received")
 	}
-	return ""
+	return nil, nil
 }

@@ -90,6 +90,8 @@ const (
 	OutcomeTimeout       Outcome = "timeout"
 	OutcomeCancelled     Outcome = "cancelled"
 	OutcomeRejected      Outcome = "rejected" // a pre-phase rejection: the upstream was never called
+	// OutcomeUnknownTool: no configured server offers the tool, so none was called.
+	OutcomeUnknownTool Outcome = "unknown_tool"
 )
 
 // Stage names one timed step of the tools/call path, a key of a record's stage_ms.

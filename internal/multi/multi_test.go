@@ -1,0 +1,378 @@
+package multi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// fakeServer is an in-memory MCP server: answer decides the reply to each request
+// (nil: no reply), and the test can push server messages or errors.
+type fakeServer struct {
+	answer func(m *jsonrpc.Message) *jsonrpc.Message
+	recv   chan item
+	mu     sync.Mutex
+	sent   []*jsonrpc.Message
+	down   bool
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newFake(answer func(m *jsonrpc.Message) *jsonrpc.Message) *fakeServer {
+	return &fakeServer{answer: answer, recv: make(chan item, 64), closed: make(chan struct{})}
+}
+
+func (f *fakeServer) Send(m *jsonrpc.Message) error {
+	f.mu.Lock()
+	if f.down {
+		f.mu.Unlock()
+		if m.Kind == jsonrpc.KindRequest {
+			return fmt.Errorf("%w: restarting", jsonrpc.ErrNotDelivered)
+		}
+		return nil
+	}
+	f.sent = append(f.sent, m)
+	f.mu.Unlock()
+	if m.Kind == jsonrpc.KindRequest && f.answer != nil {
+		if r := f.answer(m); r != nil {
+			f.recv <- item{msg: r}
+		}
+	}
+	return nil
+}
+
+func (f *fakeServer) Recv() (*jsonrpc.Message, error) {
+	select {
+	case it := <-f.recv:
+		return it.msg, it.err
+	case <-f.closed:
+		return nil, io.EOF
+	}
+}
+
+func (f *fakeServer) Close(context.Context, time.Duration) error {
+	f.once.Do(func() { close(f.closed) })
+	return nil
+}
+
+func (f *fakeServer) push(line string) { f.recv <- item{msg: mustParse(line)} }
+
+func (f *fakeServer) last(t *testing.T) *jsonrpc.Message {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.sent) == 0 {
+		t.Fatal("the server got nothing")
+	}
+	return f.sent[len(f.sent)-1]
+}
+
+func mustParse(line string) *jsonrpc.Message {
+	m, err := jsonrpc.Parse([]byte(line))
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func result(m *jsonrpc.Message, res string) *jsonrpc.Message {
+	return jsonrpc.NewResponse(m.ID, json.RawMessage(res))
+}
+
+// server answers initialize with caps and each list method with its entries.
+func server(caps string, lists map[string]string) func(m *jsonrpc.Message) *jsonrpc.Message {
+	return func(m *jsonrpc.Message) *jsonrpc.Message {
+		switch {
+		case m.Method == "initialize":
+			return result(m, `{"protocolVersion":"2025-06-18","capabilities":`+caps+`,"serverInfo":{"name":"x","version":"1"}}`)
+		case lists[m.Method] != "":
+			return result(m, lists[m.Method])
+		case strings.HasSuffix(m.Method, "/list"):
+			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "no")
+		}
+		return nil
+	}
+}
+
+func newMux(t *testing.T, servers map[string]*fakeServer) *Mux {
+	t.Helper()
+	var list []Server
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		if s := servers[n]; s != nil {
+			list = append(list, Server{Name: n, Conn: s})
+		}
+	}
+	m := New(list, Options{ListWait: -1, CallTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = m.Close(context.Background(), time.Second) })
+	return m
+}
+
+func recv(t *testing.T, m *Mux) (*jsonrpc.Message, error) {
+	t.Helper()
+	type res struct {
+		m   *jsonrpc.Message
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { msg, err := m.Recv(); ch <- res{msg, err} }()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client got nothing")
+	}
+	return nil, nil
+}
+
+func ask(t *testing.T, m *Mux, line string) *jsonrpc.Message {
+	t.Helper()
+	if err := m.Send(mustParse(line)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := recv(t, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRoute(t *testing.T) {
+	m := newMux(t, map[string]*fakeServer{"alpha": newFake(nil), "beta": newFake(nil)})
+	for _, tc := range []struct {
+		name, in           string
+		server, wantParams string
+		code               int
+	}{
+		{"tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"beta_echo","arguments":{"a":1}}}`, "beta", `{"arguments":{"a":1},"name":"echo"}`, 0},
+		{"tool with underscores", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha_read_text_file"}}`, "alpha", `{"name":"read_text_file"}`, 0},
+		{"prompt", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"alpha_greet"}}`, "alpha", `{"name":"greet"}`, 0},
+		{"resource", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"beta+demo://resource/dynamic/text/2"}}`, "beta", `{"uri":"demo://resource/dynamic/text/2"}`, 0},
+		{"file resource", `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"alpha+file:///tmp/a"}}`, "alpha", `{"uri":"file:///tmp/a"}`, 0},
+		{"completion of a prompt", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"beta_p"},"argument":{"name":"x","value":""}}}`, "beta", `{"argument":{"name":"x","value":""},"ref":{"name":"p","type":"ref/prompt"}}`, 0},
+		{"completion of a template", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"alpha+demo://{id}"}}}`, "alpha", `{"ref":{"type":"ref/resource","uri":"demo://{id}"}}`, 0},
+		{"answered by the mux", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "", ``, 0},
+		{"unknown server", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delta_x"}}`, "", "", jsonrpc.CodeInvalidParams},
+		{"no prefix", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "", "", jsonrpc.CodeInvalidParams},
+		{"bare URI", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"demo://x"}}`, "", "", CodeResourceNotFound},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"tasks/get"}`, "", "", jsonrpc.CodeMethodNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := mustParse(tc.in)
+			out, err := m.Route(in)
+			if tc.code != 0 {
+				var re *jsonrpc.RequestError
+				if !errors.As(err, &re) || re.Code != tc.code || !errors.Is(err, jsonrpc.ErrNotDelivered) {
+					t.Fatalf("want error %d, got %v", tc.code, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Upstream != tc.server {
+				t.Fatalf("server %q, want %q", out.Upstream, tc.server)
+			}
+			if tc.wantParams == "" {
+				if out != in {
+					t.Fatal("a request the mux answers must come back unchanged")
+				}
+				return
+			}
+			if string(out.Params) != tc.wantParams {
+				t.Fatalf("params %s, want %s", out.Params, tc.wantParams)
+			}
+			if string(in.Params) == string(out.Params) || !strings.Contains(string(out.Raw), tc.wantParams) || string(out.ID) != "1" {
+				t.Fatalf("raw %s", out.Raw)
+			}
+		})
+	}
+}
+
+// TestInitializeAndListings: initialize merges the servers' answers; listings are
+// merged and namespaced; a server without a capability is not asked.
+func TestInitializeAndListings(t *testing.T) {
+	alpha := newFake(server(`{"tools":{},"resources":{"subscribe":true}}`, map[string]string{
+		"tools/list":               `{"tools":[{"name":"read","annotations":{"readOnlyHint":true}}]}`,
+		"resources/list":           `{"resources":[{"uri":"file:///a","name":"a"}]}`,
+		"resources/templates/list": `{"resourceTemplates":[{"uriTemplate":"demo://{id}","name":"t"}]}`,
+	}))
+	beta := newFake(server(`{"tools":{},"prompts":{}}`, map[string]string{
+		"tools/list":   `{"tools":[{"name":"read"}]}`,
+		"prompts/list": `{"prompts":[{"name":"greet"}]}`,
+	}))
+	m := newMux(t, map[string]*fakeServer{"alpha": alpha, "beta": beta})
+	init := ask(t, m, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}`)
+	var res struct {
+		Capabilities map[string]map[string]any `json:"capabilities"`
+	}
+	if err := json.Unmarshal(init.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if res.Capabilities[k]["listChanged"] != true {
+			t.Errorf("%s: %v", k, res.Capabilities[k])
+		}
+	}
+	for _, tc := range []struct{ method, want string }{
+		{"tools/list", `{"tools":[{"annotations":{"readOnlyHint":true},"name":"alpha_read"},{"name":"beta_read"}]}`},
+		{"prompts/list", `{"prompts":[{"name":"beta_greet"}]}`},
+		{"resources/list", `{"resources":[{"name":"a","uri":"alpha+file:///a"}]}`},
+		{"resources/templates/list", `{"resourceTemplates":[{"name":"t","uriTemplate":"alpha+demo://{id}"}]}`},
+	} {
+		r := ask(t, m, `{"jsonrpc":"2.0","id":"l","method":"`+tc.method+`"}`)
+		if string(r.Result) != tc.want || string(r.ID) != `"l"` {
+			t.Errorf("%s: %s", tc.method, r.Raw)
+		}
+	}
+	alpha.mu.Lock()
+	for _, s := range alpha.sent {
+		if s.Method == "prompts/list" {
+			t.Error("alpha offers no prompts but was asked for them")
+		}
+	}
+	alpha.mu.Unlock()
+}
+
+// TestServerDownIsLeftOut: a server whose requests cannot be delivered is left out of
+// initialize and listings, which still answer.
+func TestServerDownIsLeftOut(t *testing.T) {
+	alpha := newFake(server(`{"tools":{}}`, map[string]string{"tools/list": `{"tools":[{"name":"a"}]}`}))
+	beta := newFake(server(`{"tools":{}}`, nil))
+	beta.down = true
+	m := newMux(t, map[string]*fakeServer{"alpha": alpha, "beta": beta})
+	if r := ask(t, m, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`); r.Error != nil {
+		t.Fatalf("initialize: %s", r.Raw)
+	}
+	if r := ask(t, m, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); string(r.Result) != `{"tools":[{"name":"alpha_a"}]}` {
+		t.Fatalf("tools/list: %s", r.Raw)
+	}
+	err := m.Send(mustParse(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"beta_x"}}`))
+	if !errors.Is(err, jsonrpc.ErrNotDelivered) || !strings.Contains(err.Error(), `"beta"`) {
+		t.Fatalf("call to a down server: %v", err)
+	}
+}
+
+// TestServerRequestsAndResponses: a server→client request gets a mux id, the client's
+// answer goes back to that server with the server's own id; responses and
+// notifications are marked with their server.
+func TestServerRequestsAndResponses(t *testing.T) {
+	alpha, beta := newFake(nil), newFake(nil)
+	m := newMux(t, map[string]*fakeServer{"alpha": alpha, "beta": beta})
+	beta.push(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}`)
+	req, err := recv(t, m)
+	if err != nil || req.Upstream != "beta" || !strings.HasPrefix(string(req.ID), `"mcpgate-mux-`) {
+		t.Fatalf("server request: %v %v", req, err)
+	}
+	if err := m.Send(mustParse(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":{"type":"text","text":"hi"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	back := beta.last(t)
+	if back.Kind != jsonrpc.KindResponse || string(back.ID) != "1" {
+		t.Fatalf("answer to the server: %s", back.Raw)
+	}
+	alpha.push(`{"jsonrpc":"2.0","id":7,"result":{}}`)
+	if r, _ := recv(t, m); r.Upstream != "alpha" || string(r.Raw) != `{"jsonrpc":"2.0","id":7,"result":{}}` {
+		t.Fatalf("response: %+v", r)
+	}
+	alpha.push(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a"}}`)
+	if n, _ := recv(t, m); n.Upstream != "alpha" || string(n.Params) != `{"uri":"alpha+file:///a"}` {
+		t.Fatalf("notification: %s", n.Raw)
+	}
+	// A cancellation goes only to the server the relay names.
+	if err := m.Send(&jsonrpc.Message{Raw: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`), Kind: jsonrpc.KindNotification, Method: "notifications/cancelled", Upstream: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	if alpha.last(t).Method != "notifications/cancelled" || len(beta.sent) != 1 {
+		t.Fatal("cancellation misrouted")
+	}
+}
+
+// TestResetAndDrop: a lost connection and a dropped message come up naming their
+// server; the mux's own request to the lost server fails at once.
+func TestResetAndDrop(t *testing.T) {
+	alpha := newFake(nil) // never answers
+	m := newMux(t, map[string]*fakeServer{"alpha": alpha, "beta": newFake(server(`{"tools":{}}`, map[string]string{"tools/list": `{"tools":[]}`}))})
+	if err := m.Send(mustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		alpha.mu.Lock()
+		n := len(alpha.sent)
+		alpha.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alpha was not asked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	alpha.recv <- item{err: &jsonrpc.ResetError{Err: errors.New("exited")}}
+	var reset *jsonrpc.ResetError
+	var listing *jsonrpc.Message
+	for listing == nil || reset == nil {
+		r, err := recv(t, m)
+		switch {
+		case errors.As(err, &reset):
+			if reset.Upstream != "alpha" {
+				t.Fatalf("reset names %q", reset.Upstream)
+			}
+		case err != nil:
+			t.Fatal(err)
+		default:
+			listing = r
+		}
+	}
+	if string(listing.Result) != `{"tools":[]}` {
+		t.Fatalf("listing: %s", listing.Raw)
+	}
+	alpha.recv <- item{err: &jsonrpc.DropError{Head: []byte(`{"id":5,`), Reason: jsonrpc.ReasonTooLarge}}
+	var drop *jsonrpc.DropError
+	if _, err := recv(t, m); !errors.As(err, &drop) || drop.Upstream != "alpha" {
+		t.Fatalf("drop: %v", err)
+	}
+}
+
+func TestRewriteResponse(t *testing.T) {
+	m := newMux(t, map[string]*fakeServer{"alpha": newFake(nil), "beta": newFake(nil)})
+	for _, tc := range []struct{ method, result, want string }{
+		{"tools/call",
+			`{"content":[{"type":"text","text":"uri"},{"type":"resource_link","uri":"demo://resource/dynamic/text/2","name":"r"},{"type":"resource","resource":{"uri":"file:///x","text":"t"}}]}`,
+			`{"content":[{"text":"uri","type":"text"},{"name":"r","type":"resource_link","uri":"beta+demo://resource/dynamic/text/2"},{"resource":{"text":"t","uri":"beta+file:///x"},"type":"resource"}]}`},
+		{"resources/read", `{"contents":[{"uri":"file:///x","text":"t"}]}`, `{"contents":[{"text":"t","uri":"beta+file:///x"}]}`},
+		{"prompts/get", `{"messages":[{"role":"user","content":{"type":"resource","resource":{"uri":"demo://r","text":"t"}}}]}`,
+			`{"messages":[{"content":{"resource":{"text":"t","uri":"beta+demo://r"},"type":"resource"},"role":"user"}]}`},
+		{"tools/call", `{"content":[{"type":"text","text":"plain"}]}`, `{"content":[{"type":"text","text":"plain"}]}`},
+		{"tools/list", `{"tools":[{"name":"x","uri":"y"}]}`, `{"tools":[{"name":"x","uri":"y"}]}`},
+	} {
+		in := result(mustParse(`{"jsonrpc":"2.0","id":3,"method":"x"}`), tc.result)
+		in.Upstream = "beta"
+		out := m.RewriteResponse(tc.method, in)
+		if string(out.Result) != tc.want {
+			t.Errorf("%s: %s", tc.method, out.Result)
+		}
+		if string(out.Result) == tc.result && out != in {
+			t.Errorf("%s: an unchanged response must be the same message", tc.method)
+		}
+		if string(out.ID) != "3" || !strings.Contains(string(out.Raw), tc.want) {
+			t.Errorf("%s: raw %s", tc.method, out.Raw)
+		}
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for name, ok := range map[string]bool{"fs": true, "server-2": true, "a_b": false, "a+b": false, "": false, "-x": false} {
+		if (ValidName(name) == nil) != ok {
+			t.Errorf("%q", name)
+		}
+	}
+}
