@@ -173,7 +173,8 @@ func TestHTTPMultiUpstream(t *testing.T) {
 		names = append(names, x.(map[string]any)["name"].(string))
 	}
 	sort.Strings(names)
-	if len(names) != 12 || names[0] != "alpha_ask" || names[11] != "beta_slow" || res["nextCursor"] != nil {
+	half := len(names) / 2
+	if len(names) < 12 || len(names)%2 != 0 || names[0] != "alpha_ask" || names[half] != "beta_ask" || names[len(names)-1] != "beta_slow" || res["nextCursor"] != nil {
 		t.Fatalf("merged tools (every page of both): %v", names)
 	}
 	for i, tt := range []struct{ tool, want string }{
