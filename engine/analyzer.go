@@ -395,9 +395,13 @@ func (v *docVisitor) scanBytes(b []byte, isKey bool) {
 	}
 	v.budget -= len(s) + 1 // +1 for the NUL separator (docs/decisions.md#scan-cap)
 	v.st.k.beginString(isKey)
-	if w := v.st.k.w; !isKey && w != nil && w.depth() > 0 {
-		if key := w.key(w.depth() - 1); key != nil {
-			v.st.k.key = unsafe.String(unsafe.SliceData(key), len(key))
+	if w := v.st.k.w; !isKey && w != nil {
+		// the nearest member name: an array element is read under its array's name
+		for d := w.depth() - 1; d >= 0; d-- {
+			if key := w.key(d); key != nil {
+				v.st.k.key = unsafe.String(unsafe.SliceData(key), len(key))
+				break
+			}
 		}
 	}
 	scanText(&v.st.k, s, false, cut)

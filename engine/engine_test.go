@@ -243,3 +243,25 @@ func TestDefaultIgnorable(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleCatalogue: every rule has a known family and a summary; PII and secret
+// rules are Info by default (docs/decisions.md#severities) and redactable; nothing
+// else is.
+func TestRuleCatalogue(t *testing.T) {
+	families := map[string]bool{FamilyTerminalEscape: true, FamilyHiddenText: true, FamilyPromptInjection: true, FamilyPII: true, FamilySecret: true}
+	for i, r := range ruleTable {
+		if r.ID == "" || !families[r.Family] || r.Summary == "" || r.Severity == SeverityNone {
+			t.Errorf("rule %d: %+v", i, r)
+		}
+		data := r.Family == FamilyPII || r.Family == FamilySecret
+		if data && r.Severity != SeverityInfo {
+			t.Errorf("%s: default %v, want INFO", r.ID, r.Severity)
+		}
+		if ruleIndex(i).isRedactable() != data {
+			t.Errorf("%s: redactable %v", r.ID, !data)
+		}
+		if !strings.HasPrefix(r.ID, map[bool]string{true: r.Family[:3], false: "output_"}[data]) {
+			t.Errorf("%s: id does not start with its family's prefix", r.ID)
+		}
+	}
+}

@@ -69,7 +69,25 @@ func (t *textScan) angle(i int) int {
 		t.k.add(rInjection, ent, i, end)
 		return end
 	}
+	if wideBeforeClose(t.s, i+1, '>') {
+		return t.normalizedToken(i) // "<|im＿start|>": a compatibility form inside
+	}
 	return i + 1
+}
+
+// wideBeforeClose reports whether a non-ASCII byte comes before the closing byte (or
+// a line end) within 64 bytes of s[i]: a token may be written partly in
+// compatibility characters.
+func wideBeforeClose(s string, i int, closing byte) bool {
+	for k := i; k < len(s) && k < i+64; k++ {
+		switch c := s[k]; {
+		case c >= 0x80:
+			return true
+		case c == closing || c == '\n' || c == ' ':
+			return false
+		}
+	}
+	return false
 }
 
 // angleToken matches the '<' at s[i]: a special token "<|name|>" (ChatML, Llama 3
@@ -134,6 +152,9 @@ func (t *textScan) bracket(i int) int {
 	if ent, end := bracketToken(t.s, i); end > i {
 		t.k.add(rInjection, ent, i, end)
 		return end
+	}
+	if wideBeforeClose(t.s, i+1, ']') {
+		return t.normalizedToken(i)
 	}
 	return i + 1
 }
@@ -400,11 +421,31 @@ func labelHost(label []byte) (string, bool) {
 		if !okTLD || !validHostChars(w) {
 			continue
 		}
-		if hadScheme || strings.HasPrefix(w, "www.") || commonTLDs[tld] {
+		if hadScheme || strings.HasPrefix(w, "www.") || commonTLDs[tld] || icannSuffix(w, tld) {
 			return w, true
 		}
 	}
 	return "", false
+}
+
+// fileExtensions are ICANN top-level domains that are far more often file name
+// extensions in a label ("README.md", "main.rs").
+var fileExtensions = map[string]bool{
+	"md": true, "rs": true, "py": true, "sh": true, "pl": true, "ts": true, "pm": true,
+	"tf": true, "ps": true, "am": true, "mk": true, "cs": true, "fs": true, "ml": true,
+	"hs": true, "ko": true, "so": true, "gz": true, "rb": true, "cc": true,
+	"mp": true, "sc": true, "ci": true, "lk": true,
+}
+
+// icannSuffix reports whether w ends in a public suffix of the ICANN section of the
+// public suffix list (golang.org/x/net/publicsuffix) whose last label tld is not a
+// common file extension, and has a label before it.
+func icannSuffix(w, tld string) bool {
+	if fileExtensions[tld] {
+		return false
+	}
+	ps, icann := publicsuffix.PublicSuffix(w)
+	return icann && len(ps) < len(w) && ps != w
 }
 
 func validHostChars(h string) bool {

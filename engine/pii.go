@@ -357,7 +357,8 @@ func afterVersionWord(s string, i int) bool {
 
 // versionName reports whether a name (a word or a JSON member name) names a version:
 // "version", "ver", "v", "build", "release", "firmware", or a name ending in
-// "version", "_ver" or "-ver" in any case ("app_version", "appVersion", "OS-Version").
+// "_ver" or "-ver", or holding "version", in any case ("app_version", "appVersion",
+// "OS-Version", "version_code").
 func versionName(name string) bool {
 	if name == "" || len(name) > 64 {
 		return false
@@ -369,7 +370,7 @@ func versionName(name string) bool {
 	case "v", "ver", "version", "build", "release", "firmware", "fw":
 		return true
 	}
-	return strings.HasSuffix(ls, "version") || strings.HasSuffix(ls, "_ver") || strings.HasSuffix(ls, "-ver") || strings.HasSuffix(ls, "_build")
+	return strings.Contains(ls, "version") || strings.HasSuffix(ls, "_ver") || strings.HasSuffix(ls, "-ver") || strings.HasSuffix(ls, "_build")
 }
 
 // validSSN applies the SSA rules: area not 000, 666 or 900–999; group not 00; serial
@@ -556,7 +557,7 @@ func localStart(s string, i int) int {
 	for j > 0 && i-j <= 64 {
 		c := s[j-1]
 		if c < 0x80 {
-			if isLocalByte(c) || c == '\'' && j >= 2 && isAlnum(s[j-2]) && isAlnum(s[j]) {
+			if isLocalByte(c) || localSpecial(c) || c == '\'' && j >= 2 && isAlnum(s[j-2]) && isAlnum(s[j]) {
 				j--
 				continue
 			}
@@ -568,13 +569,23 @@ func localStart(s string, i int) int {
 		}
 		j -= sz
 	}
-	for j < i && (s[j] == '.' || s[j] == '\'') {
-		j++ // a local part never starts with a dot; an apostrophe there is a quote
+	for j < i && (s[j] == '.' || s[j] == '\'' || s[j] == '{') {
+		j++ // a local part never starts with a dot; an apostrophe or brace there is a quote
 	}
 	if j == i || i-j > 64 || s[i-1] == '.' || j > 0 && s[j-1] == '@' {
 		return -1
 	}
 	return j
+}
+
+// localSpecial reports the RFC 5322 atext specials that join a local part
+// ("user!tag", "#ops", "a{b}c"); '/', '=', '|' and '\” delimit in running text instead.
+func localSpecial(c byte) bool {
+	switch c {
+	case '!', '#', '$', '&', '*', '?', '^', '{', '}', '~':
+		return true
+	}
+	return false
 }
 
 // domainLabel returns the end of a domain label starting at s[k]: ASCII letters,
@@ -985,14 +996,13 @@ func (t *textScan) iban(i int) int {
 	if !ok {
 		return i + 4
 	}
-	// one case throughout (upper or lower), groups of 4 split by spaces or '-'
-	lower := isLower(s[i])
+	// any letter case, groups of 4 split by spaces or '-'; mod-97 decides
 	var buf [34]byte
 	nb := 0
 	j := i
 	for j < n && nb < want {
 		c := s[j]
-		if isDigit(c) || !lower && isUpper(c) || lower && isLower(c) {
+		if isAlnum(c) {
 			buf[nb] = c &^ (boolByte(isLower(c)) << 5)
 			nb++
 			j++

@@ -280,6 +280,12 @@ func (t *textScan) csi(e escSeq) {
 		if !e.terminated {
 			return
 		}
+		if len(p) > 0 && p[0] == '>' { // XTMODKEYS: xterm modifyOtherKeys changes what keys send
+			if v, _ := sgrNum(p, 1); v == 4 && len(p) > 2 {
+				t.k.add(rInputMode, "keyboard_protocol", e.start, e.end)
+			}
+			return
+		}
 		t.endHidden(e.start)
 		if applySGR(&t.sgr, p) {
 			if h, kind := t.sgr.hidden(); h {
@@ -319,9 +325,11 @@ func (t *textScan) csi(e escSeq) {
 		if !private {
 			t.overwrite(e.start, e.end, 0, "cursor_move")
 		}
-	case 'u': // SCORC restore cursor
+	case 'u': // SCORC restore cursor; CSI > flags u / CSI = flags u: kitty keyboard protocol
 		if len(p) == 0 {
 			t.overwrite(e.start, e.end, lineUnknown, "cursor_move")
+		} else if p[0] == '>' || p[0] == '=' {
+			t.k.add(rInputMode, "keyboard_protocol", e.start, e.end)
 		}
 	case 'h', 'l':
 		if e.final == 'h' && (p == "?1049" || p == "?47" || p == "?1047") {
@@ -331,8 +339,8 @@ func (t *textScan) csi(e escSeq) {
 		if ent := inputMode(p, e.final); ent != "" {
 			t.k.add(rInputMode, ent, e.start, e.end)
 		}
-	case 'i': // MC, media copy: CSI 5 i starts the printer controller, CSI 4 i ends it
-		if v, _ := sgrNum(p, boolInt(private)); v == 4 || v == 5 {
+	case 'i': // MC, media copy: CSI 5 i starts the printer controller, CSI 4 i ends it, CSI 0 i prints the screen
+		if v, _ := sgrNum(p, boolInt(private)); v == 4 || v == 5 || v == 0 && (len(p) == 0 || p == "0") {
 			t.k.add(rInputMode, "printer_controller", e.start, e.end)
 		}
 	case 'n': // DSR: the terminal answers on its input
@@ -357,9 +365,10 @@ func (t *textScan) csi(e escSeq) {
 
 // inputMode names the entity of a set-mode (h) or reset-mode (l) CSI whose
 // parameters p change how the terminal takes input, or "": DEC private mouse
-// reporting ?9, ?1000–?1003, ?1005, ?1006, ?1015, ?1016 and focus reporting ?1004 set;
+// reporting ?9, ?1000–?1003, ?1005–?1007, ?1015, ?1016 and focus reporting ?1004 set;
 // bracketed paste ?2004 reset (pasted text then runs as typed commands); ANSI KAM (2,
-// keyboard locked) and SRM (12, local echo off) set. Any parameter of a list counts.
+// keyboard locked), SRM (12, local echo off) and LNM (20) set. Any parameter of a
+// list counts.
 func inputMode(p string, final byte) string {
 	private := len(p) > 0 && p[0] == '?'
 	if private {
@@ -373,7 +382,7 @@ func inputMode(p string, final byte) string {
 			return ""
 		}
 		switch {
-		case private && final == 'h' && (v == 9 || v >= 1000 && v <= 1003 || v == 1005 || v == 1006 || v == 1015 || v == 1016):
+		case private && final == 'h' && (v == 9 || v >= 1000 && v <= 1003 || v == 1005 || v == 1006 || v == 1007 || v == 1015 || v == 1016):
 			return "mouse_reporting"
 		case private && final == 'h' && v == 1004:
 			return "focus_reporting"
@@ -383,6 +392,8 @@ func inputMode(p string, final byte) string {
 			return "keyboard_locked"
 		case !private && final == 'h' && v == 12:
 			return "local_echo_off"
+		case !private && final == 'h' && v == 20:
+			return "newline_mode" // LNM: Return sends CR LF
 		}
 		if j >= len(p) {
 			break

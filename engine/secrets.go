@@ -30,17 +30,17 @@ var (
 // tokenRules are checked in order against a word (a run of [A-Za-z0-9_-]); the first
 // matching prefix decides. Lengths follow gitleaks v8.30.1 and the providers' docs.
 var tokenRules = [...]tokenRule{
-	{"sk-ant-api03-", 80, 0, base64URL, rAnthropic, "anthropic_api_key"},
-	{"sk-ant-admin01-", 80, 0, base64URL, rAnthropic, "anthropic_admin_key"},
-	{"sk-ant-", 40, 0, base64URL, rAnthropic, "anthropic_api_key"},
+	{"sk-ant-api03-", 32, 0, base64URL, rAnthropic, "anthropic_api_key"},
+	{"sk-ant-admin01-", 32, 0, base64URL, rAnthropic, "anthropic_admin_key"},
+	{"sk-ant-", 32, 0, base64URL, rAnthropic, "anthropic_api_key"},
 	{"sk-proj-", 40, 0, base64URL, rOpenAI, "openai_api_key"},
 	{"sk-svcacct-", 40, 0, base64URL, rOpenAI, "openai_api_key"},
 	{"sk-admin-", 40, 0, base64URL, rOpenAI, "openai_api_key"},
 	{"sk-or-v1-", 64, 64, hexLower, rAIProvider, "openrouter_api_key"},
-	{"gsk_", 52, 52, alnum, rAIProvider, "groq_api_key"},
-	{"xai-", 70, 90, alnumUnderscore, rAIProvider, "xai_api_key"},
-	{"hf_", 34, 34, letters, rAIProvider, "huggingface_token"},
-	{"api_org_", 34, 34, letters, rAIProvider, "huggingface_token"},
+	{"gsk_", 40, 64, alnum, rAIProvider, "groq_api_key"},
+	{"xai-", 60, 100, alnumUnderscore, rAIProvider, "xai_api_key"},
+	{"hf_", 30, 40, alnum, rAIProvider, "huggingface_token"},
+	{"api_org_", 30, 40, alnum, rAIProvider, "huggingface_token"},
 	{"pplx-", 48, 48, alnum, rAIProvider, "perplexity_api_key"},
 	{"r8_", 37, 37, alnum, rAIProvider, "replicate_api_token"},
 	{"glpat-", 20, 0, base64URL, rGitLab, "gitlab_token"},
@@ -93,10 +93,20 @@ func (t *textScan) providerToken(ws, we int) bool {
 		t.k.add(r.rule, r.entity, ws, end)
 		return true
 	}
-	// OpenAI legacy and project keys carry "T3BlbkFJ" (base64 of "OpenAI") mid-key
-	if strings.HasPrefix(w, "sk-") && len(w) >= 40 && strings.Contains(w, "T3BlbkFJ") && allIn(w[3:], base64URL) {
-		t.k.add(rOpenAI, "openai_api_key", ws, we)
-		return true
+	// "sk-" keys: OpenAI's carry "T3BlbkFJ" (base64 of "OpenAI") mid-key or, legacy,
+	// 48 alphanumerics; other providers (DeepSeek, Moonshot, ...) use "sk-" and 32 or
+	// more random characters
+	if strings.HasPrefix(w, "sk-") && len(w) >= 3+32 {
+		body := w[3:]
+		switch {
+		case !allIn(body, base64URL) || !varied(body) || !mixedClasses(body):
+		case strings.Contains(body, "T3BlbkFJ") || len(body) == 48 && allIn(body, alnum):
+			t.k.add(rOpenAI, "openai_api_key", ws, we)
+			return true
+		default:
+			t.k.add(rAIProvider, "sk_api_key", ws, we)
+			return true
+		}
 	}
 	return false
 }
@@ -283,7 +293,7 @@ func (t *textScan) authorization(v int) int {
 	}
 	switch {
 	case strings.EqualFold(scheme, "bearer"), strings.EqualFold(scheme, "token"):
-		return max(v, t.bearerToken(c))
+		return max(v, t.bearer(c, true))
 	case strings.EqualFold(scheme, "basic"):
 		e := c
 		for e < len(s) && (isAlnum(s[e]) || s[e] == '+' || s[e] == '/') {
@@ -312,9 +322,12 @@ func (t *textScan) authorization(v int) int {
 }
 
 // bearerToken reports a bearer token (RFC 6750 token68) at s[c]: at least 16
-// characters, 8 distinct, with a digit and a letter; placeholders ("<token>",
-// "$TOKEN", "YOUR_ACCESS_TOKEN") fail those tests.
-func (t *textScan) bearerToken(c int) int {
+// characters, 8 distinct, with a digit and a letter (after an Authorization header
+// name, bearerHeader, a letters-only token counts too); placeholders ("<token>",
+// "$TOKEN", "YOUR_ACCESS_TOKEN", "your-token-here") never do.
+func (t *textScan) bearerToken(c int) int { return t.bearer(c, false) }
+
+func (t *textScan) bearer(c int, header bool) int {
 	s := t.s
 	e := c
 	for e < len(s) && token68[s[e]] {
@@ -338,11 +351,33 @@ func (t *textScan) bearerToken(c int) int {
 			return q
 		}
 	}
-	if len(tok) < 16 || !varied(tok) || !mixedClasses(tok) {
+	if len(tok) < 16 || !varied(tok) || !(mixedClasses(tok) || header) || placeholderToken(tok) {
 		return c
 	}
 	t.k.add(rAuthorization, "bearer_token", c, e)
 	return e
+}
+
+// placeholderToken reports tokens that documentation writes instead of a real one:
+// SCREAMING_SNAKE_CASE names, or words such as "your", "token", "example", "xxxx".
+func placeholderToken(tok string) bool {
+	upperSnake := true
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; !(isUpper(c) || c == '_' || c == '-') {
+			upperSnake = false
+			break
+		}
+	}
+	if upperSnake {
+		return true
+	}
+	l := strings.ToLower(tok)
+	for _, w := range [...]string{"your", "token", "example", "placeholder", "redacted", "xxxx", "changeme", "secret", "dummy"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // afterBearer reports whether the word at s[ws] follows "Bearer " or "Token " (any
@@ -524,9 +559,24 @@ func webhookURL(s, host string, p int) (int, string) {
 		if secretPart("/webhookb2/", 60) {
 			return e, "teams_webhook"
 		}
+	case strings.HasSuffix(host, ".logic.azure.com") || strings.HasSuffix(host, ".environment.api.powerplatform.com"):
+		// Teams Workflows: the sig parameter signs the trigger URL
+		if strings.Contains(path, "/workflows/") && strings.Contains(path, "sig=") {
+			return e, "teams_webhook"
+		}
 	case host == "chat.googleapis.com":
 		if strings.HasPrefix(path, "/v1/spaces/") && strings.Contains(path, "key=") && strings.Contains(path, "token=") {
 			return e, "google_chat_webhook"
+		}
+	}
+	if k := strings.Index(path, "/hooks/"); k >= 0 {
+		// Mattermost and Rocket.Chat incoming webhooks: /hooks/<26+ random characters>
+		tok := path[k+len("/hooks/"):]
+		if q := strings.IndexAny(tok, "?#"); q >= 0 {
+			tok = tok[:q]
+		}
+		if len(tok) >= 24 && allIn(strings.ReplaceAll(tok, "/", ""), alnum) && varied(tok) && mixedClasses(tok) {
+			return e, "chat_webhook"
 		}
 	}
 	return 0, ""
