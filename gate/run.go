@@ -5,7 +5,7 @@ import (
 	"errors"
 	"slices"
 	"time"
-	
+
 	"github.com/dop251/goja"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -341,4 +341,3 @@ func classify(r any) *Rejection {
 	}
 	return &Rejection{Code: vocab.ReasonPolicyError, Message: "policy failed"}
 }
-

@@ -20,6 +20,7 @@ func init() { subcommands = append(subcommands, newAuditCmd) }
 type auditFlags struct {
 	db, file                   string
 	status, tool, since, limit string
+	method                     string
 	format                     string
 	shadowDiffers              bool
 }
@@ -38,7 +39,7 @@ Records hold tool names, actions, rule ids, reasons and timings: never an argume
 or any text of a result.
 
 The gateway's admin listener (--admin ADDR) answers the same filters at
-GET /api/audit?status=redact&tool=NAME&since=1h&limit=100.
+GET /api/audit?status=redact&tool=NAME&method=METHOD&since=1h&limit=100.
 
 Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O error.`,
 		Example: `  # what did mcpgate redact in the last day?
@@ -46,6 +47,9 @@ Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O
 
   # the last 20 blocks of one tool, as JSON
   mcpgate audit --db audit.db --status block --tool read_file --limit 20 --format json
+
+  # what reached the agent outside tool calls: resources, prompts, sampling
+  mcpgate audit --db audit.db --method resources/read --status block
 
   # a JSONL file, or stderr piped in
   mcpgate audit --file /var/log/mcpgate/audit.jsonl --status mask
@@ -60,6 +64,7 @@ Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O
 	fl.StringVar(&f.file, "file", "", `JSONL audit file written by gateway run --audit-file ("-" reads stdin)`)
 	fl.StringVar(&f.status, "status", "", "only this final action: pass, warn, redact, mask or block")
 	fl.StringVar(&f.tool, "tool", "", "only this tool (exact name, as the client sees it)")
+	fl.StringVar(&f.method, "method", "", "only this JSON-RPC method (tools/call, tools/list, resources/read, prompts/get, sampling/createMessage, notifications/message, …)")
 	fl.StringVar(&f.since, "since", "", "only records newer than this duration ago (e.g. 90m, 24h)")
 	fl.StringVar(&f.limit, "limit", "100", fmt.Sprintf("newest N records (1..%d)", audit.MaxLimit))
 	fl.BoolVar(&f.shadowDiffers, "shadow-differs", false, "only calls where the --shadow candidate set decided otherwise (shadow.differs)")
@@ -80,6 +85,7 @@ func runAudit(cmd *cobra.Command, f auditFlags, stdin io.Reader, stdout io.Write
 		return fmt.Errorf("audit: %w", err)
 	}
 	filter.ShadowDiffers = f.shadowDiffers
+	filter.Method = f.method
 	var res admin.AuditResponse
 	if f.db != "" {
 		st, err := audit.OpenSQLiteReader(f.db)

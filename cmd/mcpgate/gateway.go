@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/gateway"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/logging"
+	"github.com/mcpgate/mcpgate/internal/pins"
 )
 
 func init() { subcommands = append(subcommands, newGatewayCmd) }
@@ -41,6 +42,8 @@ type gatewayFlags struct {
 	capture        string // --capture FILE (docs/policies.md#replay)
 	captureRotate  int
 	captureKeep    int
+	pins           string         // tool pins file (docs/channels.md#pinning)
+	pinsMode       string         // what a changed tool does: warn, block or off
 	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
 	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
 }
@@ -106,6 +109,8 @@ Environment:
 	fl.StringVar(&f.capture, "capture", "", "write each tools/call with its arguments and the upstream's result to this JSONL file (mode 0600) for mcpgate replay; it holds values")
 	fl.IntVar(&f.captureRotate, "capture-rotate-mb", 0, "rotate --capture when it passes N megabytes (0: never)")
 	fl.IntVar(&f.captureKeep, "capture-keep", 5, "rotated capture files to keep with --capture-rotate-mb (0: keep all)")
+	fl.StringVar(&f.pins, "pins", "", "tool pins file: the first definition of every tool, to catch a changed one (default: "+pins.FileName+" next to --audit-db or --audit-file; none without them)")
+	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until `mcpgate pins approve`) or off")
 	f.telemetry.register(fl)
 	f.http.register(fl, "its own upstream processes")
 	gw.AddCommand(run)
@@ -144,6 +149,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 			return gateway.Config{}, err
 		}
 	}
+	if f.pinsMode != "warn" && f.pinsMode != "block" && f.pinsMode != "off" {
+		return gateway.Config{}, fmt.Errorf("--pins-mode %q: want warn, block or off", f.pinsMode)
+	}
 	servers, err := gateway.Servers(file, argv)
 	if err != nil {
 		return gateway.Config{}, err
@@ -170,6 +178,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		MaxInflightBytes:    f.inflightBytes,
 		ShadowDir:           f.shadow,
 		Capture:             gateway.Capture{File: f.capture, RotateMB: f.captureRotate, Keep: f.captureKeep},
+		Pins:                gateway.Pins{File: f.pins, Block: f.pinsMode == "block", Off: f.pinsMode == "off"},
 	}, nil
 }
 

@@ -541,3 +541,54 @@ func TestFilesAre0600(t *testing.T) {
 		t.Errorf("only %d files: %v", len(ents), ents)
 	}
 }
+
+// TestMethodFilter: --method selects records by JSON-RPC method in every store; a
+// record without a method (written before records named one) is a tools/call.
+func TestMethodFilter(t *testing.T) {
+	recs := []*Record{rec(0, vocab.Pass, "a"), rec(1, vocab.Block, ""), rec(2, vocab.Warn, ""), rec(3, vocab.Pass, "b")}
+	recs[0].Method = "" // an old record
+	recs[1].Method = "resources/read"
+	recs[2].Method = "notifications/message"
+	recs[3].Method = "tools/call"
+	db, err := OpenSQLite(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var jsonl bytes.Buffer
+	for _, r := range recs {
+		if err := db.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		jsonl.Write(append(b, '\n'))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for method, want := range map[string][]string{
+		"tools/call":            {"b", "a"},
+		"resources/read":        {""},
+		"notifications/message": {""},
+		"prompts/get":           {},
+	} {
+		f := Filter{Method: method, Limit: 10}
+		got, err := db.Query(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromFile, _, err := ReadJSONL(bytes.NewReader(jsonl.Bytes()), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, rs := range map[string][]Record{"sqlite": got, "jsonl": fromFile} {
+			var tools []string
+			for _, r := range rs {
+				tools = append(tools, r.Tool)
+			}
+			if strings.Join(tools, ",") != strings.Join(want, ",") || len(rs) != len(want) {
+				t.Errorf("%s --method %s: %q, want %q", name, method, tools, want)
+			}
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 )
 
 // WriteTable writes records as an aligned table, one row each, in the given order:
-// TIME, STATUS, TOOL, OUTCOME, RULES, GUARDRAILS, MS, EVENT. Cells hold names and
+// TIME, STATUS, TOOL (the method for channels other than tools/call), OUTCOME, RULES, GUARDRAILS, MS, EVENT. Cells hold names and
 // codes only, as the records do.
 func WriteTable(w io.Writer, recs []Record) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -16,11 +16,23 @@ func WriteTable(w io.Writer, recs []Record) error {
 	for i := range recs {
 		r := &recs[i]
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n",
-			r.TS, r.ActionTaken.Label(), cell(r.Tool), cell(string(r.Outcome)),
+			r.TS, r.ActionTaken.Label(), cell(toolCell(r)), cell(string(r.Outcome)),
 			cell(strings.Join(r.RuleIDs, ",")), cell(strings.Join(r.GuardrailsTriggered, ",")),
 			r.ElapsedMS, r.EventID)
 	}
 	return tw.Flush()
+}
+
+// toolCell is the TOOL column: the tool of a tools/call, the method (and tool, if
+// any) of another channel's record.
+func toolCell(r *Record) string {
+	if m := RecordMethod(r); m != "tools/call" {
+		if r.Tool != "" {
+			return m + " " + r.Tool
+		}
+		return m
+	}
+	return r.Tool
 }
 
 // cell keeps a table cell on one line and never empty.

@@ -24,8 +24,11 @@ const (
 type Filter struct {
 	Status vocab.Action // one of vocab.Actions, or "" for any; matches action_taken exactly
 	Tool   string       // exact tool name, or "" for any
-	Since  time.Time    // records with ts at or after Since; zero for any
-	Limit  int          // newest N records; 1..MaxLimit
+	// Method is the exact JSON-RPC method (tools/call, resources/read, …), or "" for
+	// any; a record written before records named their method is a tools/call.
+	Method string
+	Since  time.Time // records with ts at or after Since; zero for any
+	Limit  int       // newest N records; 1..MaxLimit
 	// ShadowDiffers keeps only records whose shadow field says differs: true (gateway
 	// run --shadow; docs/policies.md#shadow).
 	ShadowDiffers bool
@@ -78,6 +81,15 @@ func (f Filter) since() string {
 	return f.Since.UTC().Format(TSLayout)
 }
 
+// RecordMethod is r's method: tools/call for a record written before records named
+// their method.
+func RecordMethod(r *Record) string {
+	if r.Method == "" {
+		return "tools/call"
+	}
+	return r.Method
+}
+
 // TSLayout is the format of Record.TS: RFC 3339, UTC, milliseconds. Its strings sort
 // in time order.
 const TSLayout = "2006-01-02T15:04:05.000Z"
@@ -98,6 +110,9 @@ func (f Filter) matchStatus(r *Record) bool {
 // matchScope is Match without the status test: the scope of the count tiles.
 func (f Filter) matchScope(r *Record) bool {
 	if f.Tool != "" && r.Tool != f.Tool {
+		return false
+	}
+	if f.Method != "" && RecordMethod(r) != f.Method {
 		return false
 	}
 	if s := f.since(); s != "" && r.TS < s {

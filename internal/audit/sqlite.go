@@ -175,6 +175,9 @@ func where(f Filter, withStatus bool) (string, []any) {
 	if f.Tool != "" {
 		conds, args = append(conds, "tool = ?"), append(args, f.Tool)
 	}
+	if f.Method != "" { // the record's JSON: no column, so stores from before keep working
+		conds, args = append(conds, "coalesce(nullif(json_extract(record, '$.method'), ''), 'tools/call') = ?"), append(args, f.Method)
+	}
 	if s := f.since(); s != "" {
 		conds, args = append(conds, "ts >= ?"), append(args, s)
 	}

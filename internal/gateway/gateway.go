@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/upstream"
@@ -92,6 +94,8 @@ type Config struct {
 	// Capture, when its File is set, writes each tools/call with its arguments and
 	// upstream result for mcpgate replay (docs/policies.md#replay).
 	Capture Capture
+	// Pins configures tool pinning (docs/channels.md#pinning).
+	Pins Pins
 }
 
 // Capture configures --capture: File (mode 0600), rotated past RotateMB megabytes
@@ -100,6 +104,29 @@ type Capture struct {
 	File     string
 	RotateMB int
 	Keep     int
+}
+
+// Pins configures tool pinning. The file defaults to pins.FileName in the directory
+// of the SQLite store or else the JSONL audit file; with neither, pinning is off.
+type Pins struct {
+	File  string // --pins
+	Block bool   // --pins-mode block: a changed tool is hidden until approved
+	Off   bool   // --pins-mode off
+}
+
+// PinsPath is the pin file cfg uses, or "" when pinning is off.
+func PinsPath(p Pins, a config.Audit) string {
+	switch {
+	case p.Off:
+		return ""
+	case p.File != "":
+		return p.File
+	case a.DB != "":
+		return filepath.Join(filepath.Dir(a.DB), pins.FileName)
+	case a.File != "":
+		return filepath.Join(filepath.Dir(a.File), pins.FileName)
+	}
+	return ""
 }
 
 // Gateway is a started gateway. Its methods are safe for concurrent use.
@@ -208,6 +235,13 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 		g.pipe.Capture = g.capture
 		g.log.Warn("capturing tools/call arguments and results: the capture file holds values", "path", c.File)
+	}
+	if path := PinsPath(cfg.Pins, cfg.Audit); path != "" {
+		if g.pipe.Pins, err = pins.Open(path); err != nil {
+			return nil, fmt.Errorf("--pins: %w", err)
+		}
+		g.pipe.PinBlock = cfg.Pins.Block
+		g.log.Info("tool pins", "path", path, "on_change", map[bool]string{true: "block", false: "warn"}[cfg.Pins.Block])
 	}
 	if metrics != nil {
 		if err := g.serveAdmin(store, metrics); err != nil {

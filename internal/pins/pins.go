@@ -227,9 +227,18 @@ func (s *Store) Approve(server, tool string) error {
 	return ErrNoPin
 }
 
-// Reset forgets the pins of server (every server when ""), or of one tool; the next
-// listing pins the tools again. It returns how many pins it removed.
+// Reset forgets the pins of server, or of one of its tools when tool is not ""; the
+// next listing pins them again. It returns how many pins it removed.
 func (s *Store) Reset(server, tool string) (int, error) {
+	return s.remove(func(p Pin) bool { return p.Server == server && (tool == "" || p.Tool == tool) })
+}
+
+// ResetAll forgets every pin.
+func (s *Store) ResetAll() (int, error) {
+	return s.remove(func(Pin) bool { return true })
+}
+
+func (s *Store) remove(match func(Pin) bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, err := s.load()
@@ -239,7 +248,7 @@ func (s *Store) Reset(server, tool string) (int, error) {
 	kept := f.Pins[:0]
 	n := 0
 	for _, p := range f.Pins {
-		if (server == "" || p.Server == server) && (tool == "" || p.Tool == tool) {
+		if match(p) {
 			n++
 			continue
 		}

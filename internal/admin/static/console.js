@@ -56,7 +56,9 @@
       tr.dataset.event = r.event_id;
       tr.appendChild(el("td", "mono", (r.ts || "").replace("T", " ").replace("Z", "")));
       const s = el("td"); s.appendChild(chip(a)); tr.appendChild(s);
-      tr.appendChild(el("td", "mono tool", r.tool || "–"));
+      // tools/call rows show the tool; other channels their method (and tool, if any)
+      const m = r.method && r.method !== "tools/call" ? r.method + (r.tool ? " " + r.tool : "") : "";
+      tr.appendChild(el("td", "mono tool", m || r.tool || "–"));
       const oc = el("td", "", r.outcome + (r.reason ? " · " + r.reason : ""));
       if (r.shadow) {
         const sh = el("span", "tag" + (r.shadow.differs ? " shadow-differs" : ""),
@@ -105,7 +107,7 @@
     if (inflight) return;
     inflight = true;
     const q = new URLSearchParams();
-    for (const k of ["status", "tool", "since", "limit"]) {
+    for (const k of ["status", "tool", "method", "since", "limit"]) {
       const v = $("f-" + k).value.trim();
       if (v) q.set(k, v);
     }
@@ -136,7 +138,7 @@
     if ($("f-auto").checked) timer = setInterval(load, 3000);
   }
 
-  for (const id of ["f-status", "f-since", "f-limit", "f-shadow"]) $(id).addEventListener("change", load);
+  for (const id of ["f-status", "f-method", "f-since", "f-limit", "f-shadow"]) $(id).addEventListener("change", load);
   $("f-tool").addEventListener("input", () => { clearTimeout(load.t); load.t = setTimeout(load, 250); });
   $("f-auto").addEventListener("change", schedule);
   $("refresh").addEventListener("click", load);
