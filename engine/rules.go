@@ -110,7 +110,7 @@ var ruleTable = [numRules]Rule{
 	rClear:      {RuleClearScreen, FamilyTerminalEscape, SeverityInfo, "CSI 2J/3J, RIS (ESC c) or the alternate screen clears what the user saw"},
 	rOverwrite:  {RuleCursorOverwrite, FamilyTerminalEscape, SeverityMedium, "bare CR, backspaces, cursor-up/position/restore or line erase that overwrite earlier prose with other text"},
 	rControl:    {RuleTerminalControl, FamilyTerminalEscape, SeverityMedium, "DCS, APC, PM, SOS, stray C1 controls, unknown OSC, or CSI queries that make the terminal act or answer"},
-	rInjection:  {RulePromptInjection, FamilyPromptInjection, SeverityMedium, "forged role or system markup (system-reminder tags, <|special|> tokens of ChatML, Llama, Harmony and DeepSeek, Gemma turn tags, Llama and Mistral [INST]/[SYSTEM_PROMPT], Human and Assistant turns at line start; matched after NFKC) or forged fence sentinels"},
+	rInjection:  {RulePromptInjection, FamilyPromptInjection, SeverityMedium, "forged role or system markup (system-reminder tags, the pipe-delimited special tokens of ChatML, Llama, Harmony and DeepSeek, Gemma turn tags, Llama and Mistral [INST]/[SYSTEM_PROMPT], Human and Assistant turns at line start; matched after NFKC) or forged fence sentinels"},
 	rEmail:      {RuleEmail, FamilyPII, SeverityInfo, "e-mail address, whole: RFC 6531 local part (internationalized, apostrophes, quoted), dotted domain (IDN allowed) with an alphabetic TLD"},
 	rPhone:      {RulePhone, FamilyPII, SeverityInfo, "phone number: E.164 (+ and 8-15 digits) or a national grouping (NANP 3-3-4, trunk-0 groups), with an attached extension (x12, ext.12)"},
 	rCard:       {RulePaymentCard, FamilyPII, SeverityInfo, "payment card number: known IIN prefix and length, Luhn-valid, plain or grouped with spaces or dashes"},
