@@ -26,7 +26,7 @@ import (
 // return, "use strict" directive, private names). compilePolicy checks that the inner
 // body spans the whole file, so a file cannot close the wrapper and run at top level.
 const (
-	wrapPrefix = "(function (ctx$gate) { const ctx = ctx$gate; return (function () {"
+	wrapPrefix = "(function (ctx$gate, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const ctx = ctx$gate; return (function () {"
 	wrapSuffix = "\n})(); })"
 )
 
@@ -111,58 +111,77 @@ func hashSources(names []string, srcs [][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// compilePolicy wraps src in its function scope and compiles it once; the program is
-// shared by every pooled runtime. Source maps are never read (parser option).
+// compilePolicy wraps src in its function scope, decides the phases it acts in,
+// guards its growth (growth.go) and compiles it once; the program is shared by every
+// pooled runtime. Source maps are never read (parser option).
 func compilePolicy(name string, src []byte) (policy, error) {
-	prg, ast, err := compileProgram(name, src)
+	text, open, close := wrap(src, "")
+	prog, err := parse(name, text)
 	if err != nil {
 		return policy{}, err
 	}
-	return policy{name: name, prg: prg, phases: analyzePhases(wrapperBody(ast))}, nil
-}
-
-func compileProgram(name string, src []byte) (*goja.Program, *ast.Program, error) {
-	text, open, close := wrap(src, "")
-	ast, err := parser.ParseFile(nil, name, text, 0, parser.WithDisableSourceMaps)
-	if err != nil {
-		var list parser.ErrorList
-		var one *parser.Error
-		switch {
-		case errors.As(err, &list) && len(list) > 0:
-			return nil, nil, compileErr(name, list[0].Position.Line, list[0].Position.Column, list[0].Message)
-		case errors.As(err, &one):
-			return nil, nil, compileErr(name, one.Position.Line, one.Position.Column, one.Message)
-		}
-		return nil, nil, &CompileError{File: name, Msg: err.Error()}
+	if err := checkWrapper(name, prog, open, close); err != nil {
+		return policy{}, err
 	}
-	if err := checkWrapper(name, ast, open, close); err != nil {
-		return nil, nil, err
+	body := wrapperBody(prog)
+	if n := reservedName(body); n != "" {
+		return policy{}, &CompileError{File: name, Msg: "names ending in " + reserved + " are reserved (" + n + ")"}
 	}
-	if names := implicitGlobals(ast); len(names) > 0 {
+	if at := bigIntLiteral(body); at != 0 {
+		return policy{}, errAt(name, prog, at, "BigInt is not available in policies")
+	}
+	p := policy{name: name, phases: analyzePhases(body)}
+	if names := implicitGlobals(prog); len(names) > 0 {
 		// declare sloppy implicit globals as the policy's own locals (see implicitGlobals)
 		decl, open, close := wrap(src, "\n;var "+strings.Join(names, ", ")+";")
-		if a2, err := parser.ParseFile(nil, name, decl, 0, parser.WithDisableSourceMaps); err == nil &&
-			checkWrapper(name, a2, open, close) == nil {
-			if prg, err := goja.CompileAST(a2, false); err == nil {
-				return prg, a2, nil
+		if a2, err := parse(name, decl); err == nil && checkWrapper(name, a2, open, close) == nil {
+			guardGrowth(wrapperBody(a2))
+			if p.prg, err = goja.CompileAST(a2, false); err == nil {
+				return p, nil
 			}
 		}
 	}
-	prg, err := goja.CompileAST(ast, false)
-	if err != nil {
+	guardGrowth(body)
+	if p.prg, err = goja.CompileAST(prog, false); err != nil {
 		var se *goja.CompilerSyntaxError
 		var re *goja.CompilerReferenceError
 		switch {
 		case errors.As(err, &se) && se.File != nil:
 			p := se.File.Position(se.Offset)
-			return nil, nil, compileErr(name, p.Line, p.Column, se.Message)
+			return policy{}, compileErr(name, p.Line, p.Column, se.Message)
 		case errors.As(err, &re) && re.File != nil:
 			p := re.File.Position(re.Offset)
-			return nil, nil, compileErr(name, p.Line, p.Column, re.Message)
+			return policy{}, compileErr(name, p.Line, p.Column, re.Message)
 		}
-		return nil, nil, &CompileError{File: name, Msg: err.Error()}
+		return policy{}, &CompileError{File: name, Msg: err.Error()}
 	}
-	return prg, ast, nil
+	return p, nil
+}
+
+// parse parses wrapped source, mapping parser errors to *CompileError.
+func parse(name, text string) (*ast.Program, error) {
+	prog, err := parser.ParseFile(nil, name, text, 0, parser.WithDisableSourceMaps)
+	if err != nil {
+		var list parser.ErrorList
+		var one *parser.Error
+		switch {
+		case errors.As(err, &list) && len(list) > 0:
+			return nil, compileErr(name, list[0].Position.Line, list[0].Position.Column, list[0].Message)
+		case errors.As(err, &one):
+			return nil, compileErr(name, one.Position.Line, one.Position.Column, one.Message)
+		}
+		return nil, &CompileError{File: name, Msg: err.Error()}
+	}
+	return prog, nil
+}
+
+// errAt is a *CompileError at a node's position.
+func errAt(name string, prog *ast.Program, idx file.Idx, msg string) *CompileError {
+	if prog.File == nil || idx == 0 {
+		return &CompileError{File: name, Msg: msg}
+	}
+	p := prog.File.Position(int(idx) - prog.File.Base())
+	return compileErr(name, p.Line, p.Column, msg)
 }
 
 // errWrapper is the message for a file that closes its function wrapper early.

@@ -42,7 +42,7 @@ func (w *walker) enter(x *goja.Object, depth int) (items *goja.Object, n int64) 
 		v.broken.Store(true)
 		panic(v.rt.NewTypeError("value nested too deeply"))
 	}
-	if w.nodes++; w.nodes > maxArrayLen {
+	if w.nodes++; w.nodes > maxNodes {
 		v.rt.Interrupt(errMemory)
 		v.broken.Store(true)
 		panic(v.rt.NewTypeError("value too large"))

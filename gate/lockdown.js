@@ -6,7 +6,7 @@
 (function (host) {
   'use strict';
   var G = globalThis;
-  var MAXS = host.maxString, MAXA = host.maxArray, MAXB = host.maxBytes, MAXD = host.maxDepth;
+  var MAXS = host.maxString, MAXA = host.maxArray, MAXN = host.maxNodes, MAXB = host.maxBytes, MAXD = host.maxDepth;
   var oom = host.oom, tooDeep = host.deep, jsonDepth = host.jsonDepth;
   var apply = Reflect.apply, construct = Reflect.construct;
   var defProp = Object.defineProperty, getDesc = Object.getOwnPropertyDescriptor;
@@ -17,6 +17,8 @@
   var mapGet = Map.prototype.get, mapSet = Map.prototype.set;
   var setHas = Set.prototype.has, setAdd = Set.prototype.add;
   var num = Number, str = String, floor = Math.floor;
+  var MAXARGS = 65536; // arguments one call may spread or apply
+  var MAXSHIFT = 4294967296; // receiver length times items inserted by splice/unshift
 
   function lenOf(o) {
     if (o === null || o === undefined) return 0;
@@ -58,14 +60,76 @@
       return apply(orig, s, parts);
     };
   });
+  // replace, replaceAll and RegExp.prototype[Symbol.replace] are bounded before the
+  // step: a replacement function's results are summed as they come; a replacement
+  // string is checked against the number of matches (counted only when the quick bound
+  // len(s) + (len(s)+1) * len(replacement) is over the limit).
+  var origExec = RegExp.prototype.exec, origIndexOf = String.prototype.indexOf;
+  var OrigRegExp = RegExp, symReplace = Symbol.replace;
+  // countMatches counts matches of pattern in s, stopping once there are more than cap.
+  function countMatches(s, pattern, all, cap) {
+    if (pattern !== null && typeof pattern === 'object' && pattern instanceof OrigRegExp) {
+      var flags = str(pattern.flags);
+      if (flags.indexOf('g') < 0) return 1;
+      var re = new OrigRegExp(pattern.source, flags), c = 0, m;
+      re.lastIndex = 0;
+      while ((m = apply(origExec, re, [s])) !== null) {
+        if (++c > cap) break;
+        if (m[0].length === 0) re.lastIndex++;
+      }
+      return c;
+    }
+    var p = str(pattern);
+    if (!all) return 1;
+    var n = 0, at = 0;
+    for (;;) {
+      var i = apply(origIndexOf, s, [p, at]);
+      if (i < 0) return n;
+      if (++n > cap) return n;
+      at = i + (p.length > 0 ? p.length : 1);
+      if (at > s.length) return n;
+    }
+  }
+  function boundReplace(orig, self, s, pattern, replacement, all, args) {
+    if (typeof replacement === 'function') {
+      var total = s.length, user = replacement;
+      args[1] = function () {
+        var r = str(apply(user, this, arguments));
+        total += r.length;
+        if (total > MAXS) oom();
+        return r;
+      };
+      return apply(orig, self, args);
+    }
+    var rep = str(replacement), per = rep.length;
+    if (apply(origIndexOf, rep, ['$']) >= 0) per += rep.length * s.length; // $&, $`, $' each up to len(s)
+    if (s.length + (s.length + 1) * per > MAXS) {
+      var cap = floor((MAXS - s.length) / (per > 0 ? per : 1));
+      if (cap < 0 || countMatches(s, pattern, all, cap) > cap) oom();
+    }
+    var r = apply(orig, self, args);
+    if (typeof r === 'string' && r.length > MAXS) oom();
+    return r;
+  }
   ['replace', 'replaceAll'].forEach(function (name) {
     method(String.prototype, name, function (orig) {
       return function (pattern, replacement) {
-        var r = apply(orig, this, arguments);
-        if (typeof r === 'string' && r.length > MAXS) oom();
-        return r;
+        if (this === null || this === undefined) return apply(orig, this, arguments); // TypeError
+        var args = [pattern, replacement];
+        if (pattern !== null && typeof pattern === 'object' && !(pattern instanceof OrigRegExp)) {
+          var r = apply(orig, this, args); // a user-defined Symbol.replace: JS, interruptible
+          if (typeof r === 'string' && r.length > MAXS) oom();
+          return r;
+        }
+        return boundReplace(orig, this, str(this), pattern, replacement, name === 'replaceAll', args);
       };
     });
+  });
+  method(RegExp.prototype, symReplace, function (orig) {
+    return function (s, replacement) {
+      var text = str(s);
+      return boundReplace(orig, this, text, this, replacement, true, [text, replacement]);
+    };
   });
   method(String.prototype, 'split', function (orig) {
     return function split(sep, limit) {
@@ -104,12 +168,66 @@
       return;
     }
     if (k === 'flat') {
+      // the elements the result will hold are counted first (JS, interruptible)
+      var countFlat = function (o, d, n) {
+        var len = lenOf(o);
+        if (len > MAXA) oom();
+        for (var i = 0; i < len; i++) {
+          var e = o[i];
+          if (d > 0 && isArray(e)) n = countFlat(e, d - 1, n); else n++;
+          if (n > MAXA) oom();
+        }
+        return n;
+      };
       method(Array.prototype, k, function (orig) {
         return function flat(depth) {
-          if (lenOf(this) > MAXA) oom();
           var d = depth === undefined ? 1 : num(depth);
           if (d > MAXD) d = MAXD;
+          countFlat(Object(this), d, 0);
           return apply(orig, this, [d]);
+        };
+      });
+      return;
+    }
+    if (k === 'flatMap') {
+      method(Array.prototype, k, function (orig) {
+        return function flatMap(fn, thisArg) {
+          if (lenOf(this) > MAXA) oom();
+          if (typeof fn !== 'function') return apply(orig, this, arguments); // TypeError
+          var n = 0;
+          return apply(orig, this, [function () {
+            var r = apply(fn, this, arguments);
+            n += isArray(r) ? r.length : 1;
+            if (n > MAXA) oom();
+            return r;
+          }, thisArg]);
+        };
+      });
+      return;
+    }
+    if (k === 'splice' || k === 'unshift') {
+      // inserting shifts the receiver once per item on some arrays: bound the product
+      method(Array.prototype, k, function (orig) {
+        return function () {
+          var len = lenOf(this), items = k === 'splice' ? arguments.length - 2 : arguments.length;
+          if (items < 0) items = 0;
+          if (len > MAXA || len + items > MAXA || (items > 1 && len * items > MAXSHIFT)) oom();
+          return apply(orig, this, arguments);
+        };
+      });
+      return;
+    }
+    if (k === 'concat') {
+      method(Array.prototype, k, function (orig) {
+        return function concat() {
+          var n = lenOf(this);
+          for (var i = 0; i < arguments.length; i++) {
+            var a = arguments[i];
+            n += (typeof a === 'object' && a !== null) ? lenOf(a) || 1 : 1;
+            if (n > MAXA) oom();
+          }
+          if (n > MAXA) oom();
+          return apply(orig, this, arguments);
         };
       });
       return;
@@ -128,7 +246,7 @@
     };
   });
   function checkArgs(args) {
-    if (args !== null && args !== undefined && lenOf(args) > MAXA) oom();
+    if (args !== null && args !== undefined && lenOf(args) > MAXARGS) oom();
   }
   method(Function.prototype, 'apply', function (orig) {
     return function apply_(thisArg, args) {
@@ -179,10 +297,99 @@
     });
   });
 
+
+  // --- growth guards for `+`, `+=`, template literals and array spreads -------------
+  // The compiler rewrites those into calls of these (growth.go): a string past MAXS
+  // units is refused before it is built, an array literal past MAXA after (one step is
+  // bounded by the spreads written in the source).
+  function add(a, b) {
+    var ta = typeof a, tb = typeof b;
+    if (ta === 'string' && tb === 'string') {
+      if (a.length + b.length > MAXS) oom();
+      return a + b;
+    }
+    if (ta === 'number' && tb === 'number') return a + b;
+    var r = a + b; // objects: ToPrimitive runs first; both sides are bounded strings at most
+    if (typeof r === 'string' && r.length > MAXS) oom();
+    return r;
+  }
+  function addAt(o, k, b) {
+    if (o === null || o === undefined) throw new TypeError('Cannot read properties of ' + o);
+    var key = typeof k === 'symbol' ? k : str(k);
+    return (o[key] = add(o[key], b));
+  }
+  function tpl(q0) {
+    var out = q0, n = q0.length;
+    for (var i = 1; i < arguments.length; i += 2) {
+      var e = arguments[i];
+      if (typeof e === 'symbol') throw new TypeError('Cannot convert a Symbol value to a string');
+      var t = str(e), q = arguments[i + 1];
+      n += t.length + q.length;
+      if (n > MAXS) oom();
+      out = out + t + q;
+    }
+    return out;
+  }
+  function arr(a) {
+    if (a.length > MAXA) oom();
+    return a;
+  }
+  // spreading is one native step: its source is measured first (arrays, strings, Maps
+  // and Sets; other iterables run JS per element and can be interrupted)
+  function spreadLen(x) {
+    if (typeof x === 'string' || isArray(x)) return x.length;
+    if (x instanceof OrigMap || x instanceof OrigSet) return x.size;
+    return 0;
+  }
+  function spr(x) {
+    if (spreadLen(x) > MAXA) oom();
+    return x;
+  }
+  function sprArgs(x) {
+    if (spreadLen(x) > MAXARGS) oom();
+    return x;
+  }
+
+  // the built-ins whose one native step multiplies a string by a bounded factor are
+  // checked after it: every string a policy holds stays within MAXS, so one step can
+  // reach at most that factor times MAXS before it is refused
+  ['normalize', 'toUpperCase', 'toLowerCase', 'toLocaleUpperCase', 'toLocaleLowerCase'].forEach(function (name) {
+    if (typeof String.prototype[name] !== 'function') return;
+    method(String.prototype, name, function (orig) {
+      return function () {
+        var r = apply(orig, this, arguments);
+        if (r.length > MAXS) oom();
+        return r;
+      };
+    });
+  });
+  ['encodeURI', 'encodeURIComponent', 'escape'].forEach(function (name) {
+    if (typeof G[name] !== 'function') return;
+    method(G, name, function (orig) {
+      return function (s) {
+        var r = apply(orig, undefined, arguments);
+        if (r.length > MAXS) oom();
+        return r;
+      };
+    });
+  });
+  method(String, 'raw', function (orig) {
+    return function raw(strings) {
+      var n = 0, parts = Object(Object(strings).raw), len = lenOf(parts);
+      if (len > MAXA) oom();
+      for (var i = 0; i < len; i++) {
+        n += str(parts[i]).length + (i + 1 < arguments.length ? str(arguments[i + 1]).length : 0);
+        if (n > MAXS) oom();
+      }
+      return apply(orig, String, arguments);
+    };
+  });
+
   // --- native recursion ------------------------------------------------------------
   // JSON.stringify runs with a replacer that tracks each holder's depth, so it stops at
   // MAXD levels however the value was built (toJSON included) and counts nodes.
-  function safeStringify(value, replacer, space) {
+  function safeStringify(value, replacer, space, limit) {
+    var max = typeof limit === 'number' && limit > MAXS ? limit : MAXS;
     var depth = new OrigMap(), nodes = 0, root = { '': value };
     var user = typeof replacer === 'function' ? replacer : null;
     var allow = null;
@@ -191,10 +398,17 @@
       for (var i = 0; i < replacer.length; i++) apply(setAdd, allow, [str(replacer[i])]);
     }
     apply(mapSet, depth, [root, 0]);
+    var gap = typeof space === 'number' ? (space > 10 ? 10 : space) : typeof space === 'string' ? (space.length > 10 ? 10 : space.length) : 0;
+    var size = 0;
     var tracker = function (k, v) {
       if (user !== null) v = apply(user, this, [k, v]);
       if (allow !== null && k !== '' && !isArray(this) && !apply(setHas, allow, [k])) return undefined;
-      if (++nodes > MAXA) oom();
+      if (++nodes > MAXN) oom();
+      // the text it will write: the key, the value if a string, and the indentation;
+      // checked before the native step writes it
+      size += k.length + 4 + gap * ((apply(mapGet, depth, [this]) || 0) + 1);
+      if (typeof v === 'string') size += v.length + 2; // escapes may add up to 5 units more each: one bounded step
+      if (size > max) oom();
       if (typeof v === 'object' && v !== null) {
         var d = (apply(mapGet, depth, [this]) || 0) + 1;
         if (d > MAXD) tooDeep();
@@ -223,6 +437,14 @@
   defProp(G, 'Function', { value: noCodegen, writable: true, enumerable: false, configurable: true });
   delete G.eval;
   delete G.GoError;
+  // --- no BigInt: `x = x * x` on one doubles its size in one native step; BigInt
+  // literals are refused at compile time and every other source is removed here
+  delete G.BigInt;
+  delete G.BigInt64Array;
+  delete G.BigUint64Array;
+  if (typeof DataView === 'function') {
+    ['getBigInt64', 'getBigUint64', 'setBigInt64', 'setBigUint64'].forEach(function (k) { delete DataView.prototype[k]; });
+  }
 
   // --- globalThis stays extensible for sloppy implicit globals (removed after each
   // policy by the host); defining hidden ones or swapping its prototype is refused.
@@ -303,7 +525,7 @@
     return 'policy threw a non-error value';
   }
   var runner = function (fn, ctx) {
-    try { fn(ctx); return undefined; } catch (e) { return [describe(e), e]; }
+    try { fn(ctx, add, addAt, tpl, arr, spr, sprArgs); return undefined; } catch (e) { return [describe(e), e]; }
   };
 
   // deepFreeze freezes v and everything reachable from it: functions too, accessor
@@ -332,7 +554,7 @@
     var out = [], i, d;
     if (isArray(o)) {
       var n = getDesc(o, 'length').value;
-      if (n > MAXA) oom();
+      if (n > MAXN) oom();
       for (i = 0; i < n; i++) {
         d = getDesc(o, i);
         if (d === undefined) throw new TypeError('the redaction helpers take no arrays with holes');

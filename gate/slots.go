@@ -176,7 +176,8 @@ func (v *vm) readBack(c *callState) (bool, *Rejection) {
 // readText runs the guarded JSON.stringify on a slot's JS value; ok is false when it
 // gives undefined. A throw (a getter, toJSON or Proxy trap) is a bad shape.
 func (v *vm) readText(s *slot) (text string, ok bool, msg string) {
-	out, err := v.stringify(goja.Undefined(), s.js)
+	limit := maxStringLen + 2*int64(len(s.orig))
+	out, err := v.stringify(goja.Undefined(), s.js, goja.Undefined(), goja.Undefined(), v.rt.ToValue(limit))
 	if err != nil {
 		var ie *goja.InterruptedError
 		var so *goja.StackOverflowError

@@ -21,7 +21,8 @@ import (
 // policy_stack_limit; the runtime is then thrown away.
 const (
 	maxStringLen  = 1 << 25          // UTF-16 units a guarded built-in may produce (repeat, padStart, join)
-	maxArrayLen   = 1 << 22          // elements: Array(n), Array.from, any Array.prototype receiver, split, apply
+	maxArrayLen   = 1 << 20          // elements: Array(n), Array.from, any Array.prototype receiver, split, apply, spreads
+	maxNodes      = 1 << 22          // values one JSON.stringify or one helper walk visits
 	maxBufferLen  = 1 << 26          // bytes: ArrayBuffer and typed arrays
 	maxNesting    = 512              // JSON.parse/stringify nesting, Array.prototype.flat depth, helper walks
 	maxCallStack  = 2048             // JS frames (goja SetMaxCallStackSize)
@@ -116,6 +117,7 @@ func newVM(p *pool) (*vm, error) {
 	host := rt.NewObject()
 	_ = host.Set("maxString", maxStringLen)
 	_ = host.Set("maxArray", maxArrayLen)
+	_ = host.Set("maxNodes", maxNodes)
 	_ = host.Set("maxBytes", maxBufferLen)
 	_ = host.Set("maxDepth", maxNesting)
 	_ = host.Set("oom", func(goja.FunctionCall) goja.Value {
