@@ -80,7 +80,8 @@ func (t *textScan) providerToken(ws, we int) bool {
 			continue
 		}
 		body := w[len(r.prefix):]
-		if len(body) < r.min || r.max > 0 && len(body) > r.max || !allIn(body, r.set) || !varied(body) {
+		// the OpenAI marker is no randomness: a placeholder around it stays one
+		if len(body) < r.min || r.max > 0 && len(body) > r.max || !allIn(body, r.set) || !varied(strings.Replace(body, "T3BlbkFJ", "", 1)) {
 			return false
 		}
 		end := we
@@ -99,7 +100,7 @@ func (t *textScan) providerToken(ws, we int) bool {
 	if strings.HasPrefix(w, "sk-") && len(w) >= 3+32 {
 		body := w[3:]
 		switch {
-		case !allIn(body, base64URL) || !varied(body) || !mixedClasses(body):
+		case !allIn(body, base64URL) || !varied(strings.Replace(body, "T3BlbkFJ", "", 1)) || !mixedClasses(body):
 		case strings.Contains(body, "T3BlbkFJ") || len(body) == 48 && allIn(body, alnum):
 			t.k.add(rOpenAI, "openai_api_key", ws, we)
 			return true

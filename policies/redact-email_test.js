@@ -29,3 +29,14 @@ function test_arguments_reach_the_server_unchanged() {
     result: { content: [{ type: "text", text: "sent" }] } });
   mcpgate.assertEqual(r.sent, { to: "ada@example.com" });
 }
+
+function test_redacts_internationalized_and_quoted_addresses_whole() {
+  var text = "o'connor@example.ie, jörg.müller@example.de, françois.núñez@exemple.fr, zoë@example.com, \"jane doe\"@example.org";
+  var r = mcpgate.call({
+    tool: "lookup_customer", params: {}, user: user,
+    result: { content: [{ type: "text", text: text }], structuredContent: { to: ["zoë@example.com"] } },
+  });
+  mcpgate.assertEqual(r.result.content[0].text,
+    "[REDACTED:EMAIL], [REDACTED:EMAIL], [REDACTED:EMAIL], [REDACTED:EMAIL], [REDACTED:EMAIL]");
+  mcpgate.assertEqual(r.result.structuredContent, { to: ["[REDACTED:EMAIL]"] });
+}
