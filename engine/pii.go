@@ -59,6 +59,8 @@ func (t *textScan) word(i int) int {
 		}
 		if numberBoundary(s, ws) {
 			end = max(end, t.numeric(ws))
+		} else if s[ws-1] == '=' {
+			end = max(end, t.assignedIPv4(ws)) // host=10.0.0.1
 		}
 	case c == '-':
 		if strings.HasPrefix(s[ws:], "-----BEGIN ") {
@@ -105,6 +107,39 @@ func numberBoundary(s string, i int) bool {
 		}
 	}
 	return true
+}
+
+// assignedIPv4 reports a dotted quad at s[i] that a "name=" assignment precedes
+// (numbers after '=' are otherwise not at a number boundary), unless the name is a
+// version's. It returns where scanning resumes.
+func (t *textScan) assignedIPv4(i int) int {
+	s := t.s
+	j := i
+	var r numRun
+	for r.n < 4 {
+		st := j
+		for j < len(s) && isDigit(s[j]) && j-st < 4 {
+			j++
+		}
+		if j == st {
+			return j
+		}
+		r.gs[r.n], r.ge[r.n] = st, j
+		r.n++
+		if r.n < 4 {
+			if j+1 >= len(s) || s[j] != '.' || !isDigit(s[j+1]) {
+				return j
+			}
+			j++
+		}
+	}
+	if j < len(s) && (isWordByte(s[j]) || s[j] == '.' && j+1 < len(s) && isDigit(s[j+1])) {
+		return skipWord(s, j)
+	}
+	if validIPv4(s, &r, 0) && !afterVersionWord(s, i) && !versionName(t.k.key) {
+		t.k.add(rIP, "ipv4", i, j)
+	}
+	return j
 }
 
 // sign handles '+' and '(' that may open a phone number.
@@ -333,10 +368,17 @@ func validIPv4(s string, r *numRun, a int) bool {
 	return true
 }
 
-// afterVersionWord reports whether the dotted quad at s[i] follows a version name:
+// afterVersionWord reports whether the dotted quad at s[i] follows a version operator
+// ('@', '^', '~', "==", ">=", "~=") or a version name:
 // "version", "ver", "v", "build", "release", or an assignment to a name ending in
 // "version" or "_ver" ("app_version=1.2.3.4", "\"appVersion\": \"1.2.3.4\"").
 func afterVersionWord(s string, i int) bool {
+	if i > 0 && (s[i-1] == '@' || s[i-1] == '^' || s[i-1] == '~') {
+		return true // pkg@1.2.3.4, ^1.2.3.4, ~1.2.3.4: a package version or range
+	}
+	if i > 1 && s[i-1] == '=' && strings.IndexByte("=<>~!", s[i-2]) >= 0 {
+		return true // pkg==1.2.3.4, >=1.2.3.4: a requirement specifier
+	}
 	j := i
 	for j > 0 && (s[j-1] == ' ' || s[j-1] == '"' || s[j-1] == '\'' || s[j-1] == '\t') {
 		j--

@@ -217,7 +217,7 @@ func headerKind(name string) int {
 	switch string(normName(buf[:0], name)) {
 	case "authorization", "proxyauthorization":
 		return hdrAuthorization
-	case "cookie":
+	case "cookie", "cookies":
 		return hdrCookie
 	case "setcookie":
 		return hdrSetCookie
@@ -393,7 +393,7 @@ func afterBearer(s string, ws int) bool {
 // cookies reports the session values of a Cookie header ("a=1; sid=…") or, when set
 // is true, the first pair of a Set-Cookie header (the rest are attributes). A value
 // counts when it has at least 16 characters, 8 distinct, a digit and a letter, or
-// at least 8 under a session-like name (sid, session, token, auth, jwt).
+// at least 8 (5 distinct) under a session-like name (sid, session, token, auth, jwt).
 func (t *textScan) cookies(v int, set bool) int {
 	s := t.s
 	i := v
@@ -415,7 +415,7 @@ func (t *textScan) cookies(v int, set bool) int {
 			ve++
 		}
 		val := s[vs:ve]
-		if len(val) >= 16 && varied(val) && mixedClasses(val) || len(val) >= 8 && sessionName(name) && varied(val) {
+		if len(val) >= 16 && varied(val) && mixedClasses(val) || len(val) >= 8 && sessionName(name) && distinct(val) >= 5 {
 			t.k.add(rCookie, "cookie_value", vs, ve)
 		}
 		i = ve
@@ -428,6 +428,19 @@ func (t *textScan) cookies(v int, set bool) int {
 		}
 	}
 	return i
+}
+
+// distinct counts the distinct bytes of s, up to 16.
+func distinct(s string) int {
+	var seen [256]bool
+	d := 0
+	for i := 0; i < len(s) && d < 16; i++ {
+		if !seen[s[i]] {
+			seen[s[i]] = true
+			d++
+		}
+	}
+	return d
 }
 
 func sessionName(name string) bool {
