@@ -29,6 +29,15 @@ type Channel struct {
 	ClientInfo map[string]string
 	// Server names the upstream in tool pins ("" for the only one).
 	Server string
+	// Tool, ToolAccess and Arguments are, for tasks/result, the tools/call that
+	// created the task: its post phase sees them as ctx.tool, ctx.toolAccess and
+	// ctx.params.
+	Tool, ToolAccess string
+	Arguments        json.RawMessage
+	// Internal marks the gateway's own request (a tools/list to learn access tags and
+	// what the caller may see): its response never reaches the client, so it is
+	// recorded only when the rules found something or a tool was withheld.
+	Internal bool
 	// Policies, when set, is the policy set the message runs on instead of
 	// Gate.Current() (mcpgate test).
 	Policies *gate.Set
@@ -74,6 +83,13 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
 	r.rec.setMethod(c.Method)
+	if c.Tool != "" {
+		r.tool = c.Tool
+		r.rec.setTool(c.Tool, c.ToolAccess, false)
+		if len(c.Arguments) > 0 && c.Arguments[0] == '{' {
+			r.args = c.Arguments
+		}
+	}
 	switch {
 	case c.Policies != nil:
 		r.set = c.Policies
@@ -155,6 +171,9 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 			p.logger().Error("channel filter panicked; response blocked", "event_id", r.rec.eventID(), "method", c.Method, "panic", fmt.Sprint(v))
 			r.rec.setReason(vocab.ReasonInternalError)
 			reply = r.blockChannel(c.Method, resp.Result)
+		}
+		if c.Internal && r.rec.r.ActionTaken == vocab.Pass && r.rec.r.FindingsCount == 0 {
+			return
 		}
 		r.rec.emit(p)
 	}()

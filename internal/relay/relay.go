@@ -116,6 +116,8 @@ type Session struct {
 	closing  atomic.Bool // Run has returned; the caller closes the upstream
 
 	tools   *toolIndex
+	vis     visibility
+	tasks   taskIndex
 	ownSeq  atomic.Uint64
 	calls   sync.WaitGroup
 	clientM sync.Mutex
@@ -347,10 +349,15 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			User:       s.opts.User,
 			ToolAccess: s.tools.access,
 			Listed:     s.tools.listed,
+			Hidden:     s.hiddenTool,
 			ClientInfo: s.clientInfo(),
 			Server:     server,
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
-			return s.callUpstream(ctx, msg, params)
+			resp, err := s.callUpstream(ctx, msg, params)
+			if err == nil {
+				s.tasks.created(resp, params)
+			}
+			return resp, err
 		})
 		switch {
 		case reply.NoReply:
@@ -530,21 +537,25 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			return
 		}
 		x.Msg, x.Method, x.Request = msg, p.req.Method, p.req
-		switch p.req.Method {
-		case "initialize":
-			x.Msg = withoutTasks(msg, s.log)
-		case "tools/list":
+		if p.req.Method == "tools/list" {
 			s.tools.observe(msg.Result)
 		}
 	case jsonrpc.KindNotification:
 		if msg.Method == "notifications/tools/list_changed" {
 			s.tools.invalidate()
+			s.vis.invalidate()
 		}
 	case jsonrpc.KindBatch:
 		s.log.Warn("upstream sent a JSON-RPC batch; dropped")
 		return
 	}
-	out := x.Msg
+	// Every channel toward the agent or the user goes through the pipeline's filters
+	// (docs/channels.md); a dropped notification or a refused server request ends here.
+	out := s.filterChannel(x)
+	if out == nil {
+		return
+	}
+	x.Msg = out
 	if s.opts.Intercept != nil {
 		if out = s.opts.Intercept(s.ctx, x); out == nil {
 			return

@@ -68,6 +68,16 @@ type records struct{ ch chan *audit.Record }
 
 func (r records) Emit(rec *audit.Record) { r.ch <- rec }
 
+// call returns the next tools/call record; the records of listings that passed
+// through before it (one per tools/list response) are skipped.
+func (r records) call() *audit.Record {
+	for {
+		if rec := <-r.ch; rec.Method == "tools/call" {
+			return rec
+		}
+	}
+}
+
 // harness runs a Session between a pipe-driven client and a fake upstream.
 type harness struct {
 	t      *testing.T
@@ -244,7 +254,7 @@ func TestRelayToolCallAndRecord(t *testing.T) {
 	if got := h.clientGets(); got != result {
 		t.Fatalf("client got %q", got)
 	}
-	rec := <-h.recs.ch
+	rec := h.recs.call()
 	if rec.Tool != "t" || rec.ToolAccess != "read" || rec.ActionTaken != "pass" || !rec.Listed {
 		t.Fatalf("record %+v", rec)
 	}
@@ -266,7 +276,7 @@ func TestRelayBoundsClientInput(t *testing.T) {
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"Unknown tool"}}`
 	h.clientGets()
-	rec := <-h.recs.ch
+	rec := h.recs.call()
 	if n := len(rec.ClientInfo["name"]); n > bound.ClientInfo || n == 0 {
 		t.Fatalf("clientInfo name kept %d bytes, want 1..%d", n, bound.ClientInfo)
 	}
@@ -278,13 +288,14 @@ func TestRelayBoundsClientInput(t *testing.T) {
 	}
 }
 
-func TestRelayRemovesTasksCapability(t *testing.T) {
+func TestRelayKeepsTasksCapability(t *testing.T) {
 	h := newHarness(t, 0)
 	h.client(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"s","version":"1"}}}`
 	got := h.clientGets()
-	if strings.Contains(got, "tasks") || !strings.Contains(got, `"tools":{}`) || !strings.Contains(got, `"serverInfo"`) {
+	// tasks/result goes through the pipeline, so the capability is relayed as is
+	if !strings.Contains(got, `"tasks":{"requests"`) || !strings.Contains(got, `"tools":{}`) || !strings.Contains(got, `"serverInfo"`) {
 		t.Fatalf("client got %q", got)
 	}
 }
@@ -301,7 +312,7 @@ func TestRelayUpstreamGone(t *testing.T) {
 	if got := errorCode(t, h.clientGets()); got != -32000 {
 		t.Fatalf("later tools/call: code %d", got)
 	}
-	if rec := <-h.recs.ch; rec.Outcome != "upstream_error" {
+	if rec := h.recs.call(); rec.Outcome != "upstream_error" {
 		t.Fatalf("record %+v", rec)
 	}
 }
@@ -320,7 +331,7 @@ func TestRelayCallTimeoutSendsCancel(t *testing.T) {
 	if got := errorCode(t, h.clientGets()); got != -32001 {
 		t.Fatalf("code %d", got)
 	}
-	if rec := <-h.recs.ch; rec.Outcome != "timeout" {
+	if rec := h.recs.call(); rec.Outcome != "timeout" {
 		t.Fatalf("record %+v", rec)
 	}
 	// The late answer must never reach the client: it skipped the output filter.
@@ -344,7 +355,7 @@ func TestRelayClientCancel(t *testing.T) {
 	if got := h.upstreamGets(); !strings.Contains(got, "notifications/cancelled") {
 		t.Fatalf("upstream got %q", got)
 	}
-	if rec := <-h.recs.ch; rec.Outcome != "cancelled" {
+	if rec := h.recs.call(); rec.Outcome != "cancelled" {
 		t.Fatalf("record %+v", rec)
 	}
 }
@@ -366,7 +377,7 @@ func TestRelayFailsDroppedResponses(t *testing.T) {
 	if got := errorCode(t, h.clientGets()); got != jsonrpc.CodeInternalError {
 		t.Fatalf("too deep: code %d", got)
 	}
-	if rec := <-h.recs.ch; rec.Outcome != "upstream_error" {
+	if rec := h.recs.call(); rec.Outcome != "upstream_error" {
 		t.Fatalf("record %+v", rec)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
 // toolIndex resolves ctx.toolAccess: a configured tag first, otherwise the upstream's
@@ -90,6 +91,17 @@ func (x *toolIndex) access(ctx context.Context, tool string) string {
 	return x.access_[tool]
 }
 
+// cached returns the tag for tool from configuration or a listing already seen,
+// never listing the tools itself.
+func (x *toolIndex) cached(tool string) string {
+	if tag, ok := x.s.opts.Access[tool]; ok {
+		return tag
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.access_[tool]
+}
+
 // listed reports whether the upstream listed tool (or the configuration tags it).
 func (x *toolIndex) listed(tool string) bool {
 	if _, ok := x.s.opts.Access[tool]; ok {
@@ -119,6 +131,12 @@ func (x *toolIndex) fetch(ctx context.Context) {
 			return
 		}
 		x.observe(resp.Result)
+		if x.s.listingHides() { // the caller's view of the tools, for calls to hidden ones
+			raw, _ := jsonrpc.Marshal(params)
+			reply := x.s.opts.Pipeline.Response(ctx, pipeline.Channel{Method: "tools/list", Params: raw,
+				User: x.s.opts.User, ClientInfo: x.s.clientInfo(), Server: x.s.opts.Server, Internal: true}, resp)
+			x.s.vis.listed(cursor == "", lastPage(resp.Result), reply.Hidden)
+		}
 		var p toolsPage
 		_ = json.Unmarshal(resp.Result, &p)
 		if p.NextCursor == "" {
@@ -126,29 +144,4 @@ func (x *toolIndex) fetch(ctx context.Context) {
 		}
 		cursor = p.NextCursor
 	}
-}
-
-// withoutTasks removes the tasks capability from the upstream's initialize result: a
-// task-augmented tools/call would deliver its result through tasks/result and bypass
-// the post phase and the audit (docs/decisions.md#tasks).
-func withoutTasks(msg *jsonrpc.Message, log *slog.Logger) *jsonrpc.Message {
-	if msg.Result == nil {
-		return msg
-	}
-	var result map[string]json.RawMessage
-	if json.Unmarshal(msg.Result, &result) != nil {
-		return msg
-	}
-	var caps map[string]json.RawMessage
-	if json.Unmarshal(result["capabilities"], &caps) != nil {
-		return msg
-	}
-	if _, ok := caps["tasks"]; !ok {
-		return msg
-	}
-	delete(caps, "tasks")
-	result["capabilities"], _ = jsonrpc.Marshal(caps)
-	b, _ := jsonrpc.Marshal(result)
-	log.Info("removed the upstream's tasks capability: task-augmented tools/call would bypass the policies and the audit")
-	return msg.WithResult(b)
 }

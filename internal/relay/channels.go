@@ -1,0 +1,223 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
+)
+
+// visibility is what this session's caller may see of the upstream's tools: the
+// tools the last filtered tools/list withheld (by the output rules, a list policy or
+// tool pinning), so that a call to one is rejected (docs/channels.md#hidden).
+type visibility struct {
+	mu     sync.Mutex
+	hidden map[string]pipeline.Hidden
+	known  bool // a whole filtered listing has been seen since the last list_changed
+}
+
+// listed takes one filtered tools/list page: the first page (no cursor) starts a
+// new listing; the last (no nextCursor) completes it.
+func (v *visibility) listed(first, last bool, hidden []pipeline.Hidden) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if first || v.hidden == nil {
+		v.hidden = map[string]pipeline.Hidden{}
+	}
+	for _, h := range hidden {
+		v.hidden[h.Tool] = h
+	}
+	if last {
+		v.known = true
+	}
+}
+
+func (v *visibility) invalidate() {
+	v.mu.Lock()
+	v.known = false
+	v.mu.Unlock()
+}
+
+func (v *visibility) lookup(tool string) (h *pipeline.Hidden, known bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if x, ok := v.hidden[tool]; ok {
+		return &x, v.known
+	}
+	return nil, v.known
+}
+
+// listingHides reports whether a filtered listing can withhold a tool from this
+// caller: with the output filter on, tools pinned in block mode, or a list policy.
+func (s *Session) listingHides() bool {
+	p := s.opts.Pipeline
+	if p == nil {
+		return false
+	}
+	if p.FilterOutput || (p.Pins != nil && p.PinBlock) {
+		return true
+	}
+	return p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList)
+}
+
+// hiddenTool is pipeline.Call.Hidden: whether tool is withheld from this caller. When
+// no whole listing has been filtered since the last list_changed, the gateway lists
+// the tools itself first, so a caller that never lists cannot call a hidden tool.
+func (s *Session) hiddenTool(ctx context.Context, tool string) *pipeline.Hidden {
+	if !s.listingHides() {
+		return nil
+	}
+	h, known := s.vis.lookup(tool)
+	if !known {
+		s.tools.fetch(ctx)
+		h, _ = s.vis.lookup(tool)
+	}
+	return h
+}
+
+// filterChannel runs a server→client message through the pipeline's channel filters
+// (docs/channels.md) and returns what to write to the client: the message itself
+// when it is clean, a rewritten one, or nil (a dropped notification, or a
+// server-to-client request the gateway answered itself).
+func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
+	p := s.opts.Pipeline
+	if p == nil || !pipeline.Filtered(x.Method) {
+		return x.Msg
+	}
+	msg := x.Msg
+	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: s.clientInfo(), Server: x.Server}
+	switch msg.Kind {
+	case jsonrpc.KindResponse:
+		if x.Request != nil {
+			ch.Params = x.Request.Params
+		}
+		if x.Method == "tasks/result" {
+			if c, ok := s.tasks.of(ch.Params); ok {
+				ch.Tool, ch.Arguments = c.tool, c.args
+				ch.ToolAccess = s.tools.cached(c.tool) // never list here: this is the upstream's reader
+			}
+		}
+		reply := p.Response(s.ctx, ch, msg)
+		if x.Method == "tools/list" && msg.Error == nil {
+			s.vis.listed(firstPage(ch.Params), lastPage(msg.Result), reply.Hidden)
+		}
+		return responseMessage(msg, reply)
+	case jsonrpc.KindRequest:
+		ch.Params = msg.Params
+		reply := p.ServerRequest(s.ctx, ch, msg.Raw)
+		switch {
+		case reply.Error != nil: // answered here; the client never sees it
+			s.send(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse,
+				ID: msg.ID, Error: reply.Error, Upstream: msg.Upstream})
+			return nil
+		case reply.Params != nil:
+			return msg.WithParams(reply.Params)
+		}
+		return msg
+	case jsonrpc.KindNotification:
+		ch.Params = msg.Params
+		reply := p.Notification(ch, msg.Raw)
+		switch {
+		case reply.NoReply:
+			return nil
+		case reply.Params != nil:
+			return msg.WithParams(reply.Params)
+		}
+		return msg
+	}
+	return msg
+}
+
+// responseMessage turns a pipeline reply into the response to write.
+func responseMessage(msg *jsonrpc.Message, reply pipeline.Reply) *jsonrpc.Message {
+	switch {
+	case reply.Original != nil:
+		return msg
+	case reply.Error != nil:
+		return &jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse,
+			ID: msg.ID, Error: reply.Error, Upstream: msg.Upstream}
+	case reply.Result != nil:
+		m := jsonrpc.NewResponse(msg.ID, reply.Result)
+		m.Upstream = msg.Upstream
+		return m
+	}
+	return msg
+}
+
+// firstPage reports whether list params ask for the first page (no cursor).
+func firstPage(params json.RawMessage) bool {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Cursor == ""
+}
+
+// lastPage reports whether a listing result is the last page (no nextCursor).
+func lastPage(result json.RawMessage) bool {
+	var r struct {
+		NextCursor string `json:"nextCursor"`
+	}
+	_ = json.Unmarshal(result, &r)
+	return r.NextCursor == ""
+}
+
+// taskIndex remembers which tool each task of a task-augmented tools/call runs, so
+// that its tasks/result runs the post phase with the same ctx.tool and ctx.params
+// (docs/channels.md#tasks).
+type taskIndex struct {
+	mu    sync.Mutex
+	tasks map[string]taskCall
+}
+
+type taskCall struct {
+	tool string
+	args json.RawMessage
+}
+
+// maxTasks bounds the remembered tasks of one session; the oldest half is forgotten
+// past it (its tasks/result then runs with an empty ctx.tool).
+const maxTasks = 4096
+
+// created notes the task a tools/call response created (a CreateTaskResult).
+func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
+	if resp == nil || resp.Result == nil {
+		return
+	}
+	var r struct {
+		Task *struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(resp.Result, &r) != nil || r.Task == nil || r.Task.TaskID == "" {
+		return
+	}
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(params, &p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tasks == nil || len(t.tasks) >= maxTasks {
+		t.tasks = map[string]taskCall{}
+	}
+	t.tasks[r.Task.TaskID] = taskCall{tool: p.Name, args: p.Arguments}
+}
+
+// of returns the tool and arguments of the task a tasks/result asks for.
+func (t *taskIndex) of(params json.RawMessage) (taskCall, bool) {
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return taskCall{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.tasks[p.TaskID]
+	return c, ok
+}
