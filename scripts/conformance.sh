@@ -3,15 +3,14 @@
 #
 #   scripts/conformance.sh            (from the repository root; CI: bash scripts/conformance.sh)
 #
-# Installs, if missing:
-#   - @modelcontextprotocol/conformance@0.1.13 (npm, Node 20) into testdata/e2e/node_modules
-#   - the go-sdk reference everything-server v1.8.0 (go install) into $GOBIN or ~/go/bin
-# Then:
+# Needs the test bed of `make deps` (make conformance runs it first): the conformance
+# package from testdata/e2e/package-lock.json and the go-sdk everything-server in
+# testdata/e2e/bin, each at the version pinned there and in the Makefile. Then:
 #   1. server suite against `mcpgate gateway run --listen` in front of everything-server
 #      over stdio: must report 40 passed, 0 failed (like the reference alone);
 #   2. client scenarios initialize and tools_call against mcpgate's upstream side (a
 #      remote url upstream), driven by internal/e2e/testdata/confclient.
-# Exits non-zero on any failure. Env: CONFORMANCE_DIR overrides the npm folder.
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -23,20 +22,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-conf_dir=${CONFORMANCE_DIR:-$root/testdata/e2e}
-conf_js=$conf_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js
-if [ ! -f "$conf_js" ]; then
-  echo "conformance: installing @modelcontextprotocol/conformance@0.1.13 into $conf_dir"
-  mkdir -p "$conf_dir"
-  [ -f "$conf_dir/package.json" ] || echo '{"private":true}' > "$conf_dir/package.json"
-  (cd "$conf_dir" && npm install --no-audit --no-fund --no-save @modelcontextprotocol/conformance@0.1.13 >/dev/null)
-fi
-gobin=$(go env GOBIN); [ -n "$gobin" ] || gobin=$(go env GOPATH)/bin
-evs=$gobin/everything-server
-if [ ! -x "$evs" ]; then
-  echo "conformance: installing go-sdk everything-server v1.8.0"
-  go install github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
-fi
+conf_js=$root/testdata/e2e/node_modules/@modelcontextprotocol/conformance/dist/index.js
+evs=$root/testdata/e2e/bin/everything-server
+for f in "$conf_js" "$evs"; do
+  [ -e "$f" ] || { echo "conformance: $f is missing: run make deps (or make conformance)"; exit 1; }
+done
 
 go build -o "$work/mcpgate" ./cmd/mcpgate
 go build -o "$work/confclient" ./internal/e2e/testdata/confclient

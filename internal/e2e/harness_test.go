@@ -78,12 +78,7 @@ func filesystemServer(t *testing.T, dir string) []string {
 }
 
 func everythingServer(t *testing.T) []string {
-	gobin := os.Getenv("GOBIN")
-	if gobin == "" {
-		out, _ := exec.Command("go", "env", "GOPATH").Output()
-		gobin = filepath.Join(strings.TrimSpace(string(out)), "bin")
-	}
-	return []string{need(t, filepath.Join(gobin, "everything-server"), "go-sdk everything-server")}
+	return []string{need(t, filepath.Join(root, "testdata", "e2e", "bin", "everything-server"), "go-sdk everything-server")}
 }
 
 // stderrLog collects a process's stderr and picks out audit records.
