@@ -50,6 +50,10 @@ type Gate struct {
 	Audit Audit `json:"audit"`
 	// Admin configures the admin listener (console, /api/audit, /metrics).
 	Admin Admin `json:"admin"`
+	// PrefixNames keeps the "<server>_" tool and prompt prefix and the
+	// "<server>+" resource prefix even with one server in mcpServers, so names stay
+	// stable when servers are added or removed (docs/servers.md#naming).
+	PrefixNames bool `json:"prefixNames,omitempty"`
 }
 
 // Audit is "mcpgate": {"audit": {...}}. Zero values mean "not set": the flag's

@@ -377,7 +377,7 @@ func (g *Gateway) openUpstream() (upstream.Conn, error) {
 	if g.cfg.RelayUpstreamStderr {
 		upErr = g.cfg.Stderr
 	}
-	return openServers(g.cfg.Servers, upErr, g.cfg.MaxMessageBytes, g.log)
+	return openServers(g.cfg.Servers, upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames)
 }
 
 // relayOptions are a relay session's options for the caller user.
@@ -397,7 +397,7 @@ func (g *Gateway) relayOptions(user ctxapi.User) relay.Options {
 // soleServer is the configured name of the only server (ctx.server), or "" when
 // there are several (each call then names its own) or the command came after --.
 func (g *Gateway) soleServer() string {
-	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 1 {
+	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 1 && !g.file.Gate.PrefixNames {
 		return g.cfg.Servers[0].Name
 	}
 	return ""

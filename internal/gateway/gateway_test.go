@@ -33,3 +33,47 @@ func TestHTTPAuthPolicy(t *testing.T) {
 }
 
 func parseConfigForTest(s string) (*config.Config, error) { return config.Parse([]byte(s)) }
+
+func TestServers(t *testing.T) {
+	two := `{"mcpServers":{"b":{"command":"y"},"a":{"command":"x"}}}`
+	tests := []struct {
+		name, cfg string
+		argv      []string
+		want      string // names in order, or the error's text
+		wantErr   bool
+	}{
+		{"command after --", `{}`, []string{"srv", "-x"}, "", false},
+		{"several in name order", two, nil, "a,b", false},
+		{"one", `{"mcpServers":{"fs":{"command":"x"}}}`, nil, "fs", false},
+		{"command and mcpServers", two, []string{"srv"}, "both name upstreams", true},
+		{"none", `{}`, nil, "no upstream", true},
+		{"bad name with several", `{"mcpServers":{"a_b":{"command":"x"},"c":{"command":"y"}}}`, nil, "a_b", true},
+		{"bad name with prefixNames", `{"mcpServers":{"a_b":{"command":"x"}},"mcpgate":{"prefixNames":true}}`, nil, "a_b", true},
+		{"prefixNames with a command", `{"mcpgate":{"prefixNames":true}}`, []string{"srv"}, "needs named servers", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseConfigForTest(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Servers(cfg, tt.argv)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range got {
+				names = append(names, s.Name)
+			}
+			if strings.Join(names, ",") != tt.want {
+				t.Fatalf("servers %q, want %q", names, tt.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -43,9 +44,17 @@ type Server struct {
 
 // Servers lists the upstreams: the command argv (one, unprefixed), or the
 // configuration's mcpServers in name order (prefixed <server>_<tool> when there are
-// several, docs/decisions.md#tool-names).
+// several or prefixNames is set, docs/decisions.md#tool-names, docs/servers.md). A
+// command together with mcpServers is an error: one would silently win.
 func Servers(file *config.Config, argv []string) ([]Server, error) {
 	if len(argv) > 0 {
+		if file != nil && len(file.MCPServers) > 0 {
+			names := slices.Sorted(maps.Keys(file.MCPServers))
+			return nil, fmt.Errorf("a command after -- and mcpServers in --config (%s) both name upstreams: drop the command to front the configured servers, or drop mcpServers from the file", strings.Join(names, ", "))
+		}
+		if file != nil && file.Gate.PrefixNames {
+			return nil, errors.New("mcpgate.prefixNames needs named servers: list the server under mcpServers in --config instead of after --")
+		}
 		return []Server{{Server: config.Server{Command: argv[0], Args: argv[1:]}}}, nil
 	}
 	if file == nil || len(file.MCPServers) == 0 {
@@ -54,7 +63,7 @@ func Servers(file *config.Config, argv []string) ([]Server, error) {
 	names := slices.Sorted(maps.Keys(file.MCPServers))
 	out := make([]Server, 0, len(names))
 	for _, n := range names {
-		if len(names) > 1 {
+		if len(names) > 1 || file.Gate.PrefixNames {
 			if err := multi.ValidName(n); err != nil {
 				return nil, fmt.Errorf("mcpServers.%s: %w", n, err)
 			}
@@ -65,8 +74,10 @@ func Servers(file *config.Config, argv []string) ([]Server, error) {
 }
 
 // openServers opens one session's upstreams, each under a restart supervisor, and
-// puts a multiplexer in front when there are several.
-func openServers(servers []Server, upErr io.Writer, maxMessage int, log *slog.Logger) (upstream.Conn, error) {
+// puts a multiplexer in front when there are several (or prefix is set). With
+// several, a server that cannot start is left out, logged with its name and retried
+// with backoff (docs/servers.md#restarts); with one, its start error is returned.
+func openServers(servers []Server, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool) (upstream.Conn, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("no upstream configured")
 	}
@@ -86,10 +97,10 @@ func openServers(servers []Server, upErr io.Writer, maxMessage int, log *slog.Lo
 			}
 			return upstream.Start(upstream.Options{
 				Argv: append([]string{sp.Server.Command}, sp.Server.Args...), Env: env,
-				Stderr: upErr, MaxMessageBytes: maxMessage,
+				Stderr: upErr, MaxMessageBytes: maxMessage, Name: sp.Name,
 			})
 		}
-		sup, err := upstream.NewSupervisor(upstream.SupervisorOptions{Start: startOne, Logger: l})
+		sup, err := upstream.NewSupervisor(upstream.SupervisorOptions{Start: startOne, Logger: l, StartDown: len(servers) > 1})
 		if err != nil {
 			for _, c := range conns {
 				_ = c.Conn.Close(context.Background(), time.Second)
@@ -98,7 +109,7 @@ func openServers(servers []Server, upErr io.Writer, maxMessage int, log *slog.Lo
 		}
 		conns = append(conns, multi.Server{Name: sp.Name, Conn: sup})
 	}
-	if len(conns) == 1 {
+	if len(conns) == 1 && !prefix {
 		return conns[0].Conn, nil
 	}
 	return multi.New(conns, multi.Options{Logger: log}), nil
