@@ -160,6 +160,14 @@ func (t *textScan) run() {
 			t.backspace(i, j)
 			i = j
 		case cLead:
+			// CD, E3 and F0 lead far more letters and emoji than carriers: only
+			// U+034F (CD 8F), U+3164 (E3 85 A4) and U+1B000–U+1DFFF (F0 9B, F0 9D) matter
+			if c := s[i]; c == 0xCD && i+1 < n && s[i+1] != 0x8F ||
+				c == 0xE3 && i+2 < n && (s[i+1] != 0x85 || s[i+2] != 0xA4) ||
+				c == 0xF0 && i+1 < n && s[i+1] != 0x9B && s[i+1] != 0x9D {
+				i++
+				continue
+			}
 			i = t.unicode(i)
 		case cWord:
 			// 'A' and 'J' only matter where a secret's prefix can start: "AKIA",
@@ -544,7 +552,22 @@ const (
 	invOther
 )
 
+// invBMP is invClass for U+0000–U+FFFF, one load per rune.
+var invBMP = func() (t [0x10000]uint8) {
+	for r := rune(0); r < 0x10000; r++ {
+		t[r] = uint8(invClassSlow(r))
+	}
+	return
+}()
+
 func invClass(r rune) int {
+	if uint32(r) < 0x10000 {
+		return int(invBMP[r])
+	}
+	return invClassSlow(r)
+}
+
+func invClassSlow(r rune) int {
 	switch {
 	case r >= 0x200B && r <= 0x200D, r >= 0x2060 && r <= 0x2064, r == 0xFEFF, r == 0x180E:
 		return invZW
