@@ -74,7 +74,7 @@ func TestCompileTestFile(t *testing.T) {
 	}
 	for _, tc := range []struct{ src, want string }{
 		{"function test_a() {\n  let x = ;\n}\n", "a_test.js:2:"},
-		{"function test_a() {\n", "a_test.js:1:"},     // unclosed: the end of the file, not the wrapper
+		{"function test_a() {\n", "a_test.js:1:"},        // unclosed: the end of the file, not the wrapper
 		{"}); evil(); (function () {\n", "a_test.js:1:"}, // cannot close the wrapper
 	} {
 		_, err := CompileTestFile("a_test.js", []byte(tc.src))
