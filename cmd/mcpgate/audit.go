@@ -33,7 +33,7 @@ func newAuditCmd() *cobra.Command {
 		Long: `Read the audit records a gateway stored: a SQLite store (gateway run --audit-db) or a
 JSONL stream (gateway run --audit-file, or a captured stderr; log lines are skipped).
 Records are listed newest first. The status is the call's final action on the ladder
-pass < warn < redact/mask < block, so a redacted call reads REDACTED, never PASS, and an output block reads BLOCKED.
+pass < warn < redact = mask < block, so a redacted call reads REDACTED, never PASS, and an output block reads BLOCKED.
 
 Records hold tool names, actions, rule ids, reasons and timings: never an argument
 or any text of a result.
@@ -61,8 +61,10 @@ Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.db, "db", "", "SQLite audit store written by gateway run --audit-db")
+	fl.StringVar(&f.db, "audit-db", "", "the same as --db, as gateway run spells it")
 	fl.StringVar(&f.file, "file", "", `JSONL audit file written by gateway run --audit-file ("-" reads stdin)`)
-	fl.StringVar(&f.status, "status", "", "only this final action: pass, warn, redact, mask or block")
+	fl.StringVar(&f.file, "audit-file", "", "the same as --file, as gateway run spells it")
+	fl.StringVar(&f.status, "status", "", "only this final action: pass, warn, redact, mask or block (or the table's label: REDACTED, MASKED, …)")
 	fl.StringVar(&f.tool, "tool", "", "only this tool (exact name, as the client sees it)")
 	fl.StringVar(&f.method, "method", "", "only this JSON-RPC method (tools/call, tools/list, resources/read, prompts/get, sampling/createMessage, notifications/message, …)")
 	fl.StringVar(&f.since, "since", "", "only records newer than this duration ago (e.g. 90m, 24h)")

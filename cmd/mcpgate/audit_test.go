@@ -70,12 +70,13 @@ func TestAuditCommand(t *testing.T) {
 	}{
 		{"table", []string{"--limit", "10"}, "audit-table.golden", 0, ""},
 		{"redact", []string{"--status", "redact"}, "audit-redact.golden", 0, ""},
+		{"redacted label", []string{"--status", "redacted"}, "audit-redact.golden", 0, ""},
 		{"tool json", []string{"--tool", "customer_profile_get", "--status", "block", "--format", "json"}, "audit-tool.json.golden", 0, ""},
 		{"bad status", []string{"--status", "allow"}, "", 1, "status \"allow\""},
 		{"bad format", []string{"--format", "yaml"}, "", 1, "--format"},
 		{"bad since", []string{"--since", "tomorrow"}, "", 1, "since"},
 	} {
-		for _, src := range [][]string{{"--db", db}, {"--file", file}} {
+		for _, src := range [][]string{{"--db", db}, {"--file", file}, {"--audit-db", db}, {"--audit-file", file}} {
 			t.Run(tc.name+src[0], func(t *testing.T) {
 				var out, errb bytes.Buffer
 				code := run(context.Background(), append(append([]string{"audit"}, src...), tc.args...), nil, &out, &errb)

@@ -3,20 +3,20 @@ package admin
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/internal/loopback"
 )
 
 // Guard checks a request's Host, Origin and bearer token before any handler runs.
 type Guard struct {
-	hosts map[string]bool // lower-case host names and IPs without port
-	token [32]byte        // sha256 of the token; both sides are hashed so lengths match
-	need  bool            // a token is required
+	hosts *loopback.Hosts
+	token [32]byte // sha256 of the token; both sides are hashed so lengths match
+	need  bool     // a token is required
 }
 
-// NewGuard allows localhost, 127.0.0.1 and ::1 plus hosts (host names or IPs, no
+// NewGuard allows localhost and the loopback IPs plus hosts (host names or IPs, no
 // port). A non-empty token is required on every API and metrics request.
 func NewGuard(hosts []string, token string) *Guard {
 	if token == "" {
@@ -28,40 +28,12 @@ func NewGuard(hosts []string, token string) *Guard {
 
 // newGuard takes the token's sha256 (nil: no token).
 func newGuard(hosts []string, digest []byte) *Guard {
-	g := &Guard{hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
-	for _, h := range hosts {
-		if h = strings.ToLower(strings.Trim(h, "[]")); h != "" {
-			g.hosts[h] = true
-		}
-	}
+	g := &Guard{hosts: loopback.NewHosts(hosts...)}
 	if digest != nil {
 		g.need = true
 		copy(g.token[:], digest)
 	}
 	return g
-}
-
-// hostOK reports whether hostport (a Host header or an Origin's host) names an
-// allowed host, with any port.
-func (g *Guard) hostOK(hostport string) bool {
-	h := hostport
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		h = host
-	}
-	return g.hosts[strings.ToLower(strings.Trim(h, "[]"))]
-}
-
-// originOK accepts a missing Origin (not a browser cross-origin request) and an
-// http(s) origin whose host is allowed; "null" and anything else are refused.
-func (g *Guard) originOK(origin string) bool {
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return g.hostOK(u.Host)
 }
 
 // tokenOK compares the request's bearer token with the configured one in constant
@@ -84,9 +56,9 @@ func (g *Guard) tokenOK(r *http.Request) bool {
 func (g *Guard) Wrap(h http.Handler, needToken bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case !g.hostOK(r.Host):
+		case !g.hosts.Host(r.Host):
 			http.Error(w, "forbidden host", http.StatusForbidden)
-		case !g.originOK(r.Header.Get("Origin")):
+		case !g.hosts.Origin(r.Header.Get("Origin")):
 			http.Error(w, "forbidden origin", http.StatusForbidden)
 		case needToken && !g.tokenOK(r):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpgate"`)

@@ -1,10 +1,14 @@
 package httpfront
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
@@ -242,5 +247,40 @@ func TestReplayBoundedInBytes(t *testing.T) {
 	s.mu.Unlock()
 	if bytes > budget || n != budget/300 {
 		t.Fatalf("GET stream holds %d events, %d bytes; want %d events within %d bytes", n, bytes, budget/300, budget)
+	}
+}
+
+// TestRefusalsAreLogged: a 401 (no valid token) and a 403 (another caller's session)
+// each leave a log line, without the token.
+func TestRefusalsAreLogged(t *testing.T) {
+	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	auth, err := TokenAuth([]config.Token{{SHA256: sum("token-a"), UserID: "a"}, {SHA256: sum("token-b"), UserID: "b"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	f := New(Options{Auth: auth, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Start: func(context.Context, ctxapi.User) (Backend, error) { return echoBackend{}, nil }})
+	defer f.Close(context.Background())
+
+	if w := post(f, initBody, map[string]string{"Authorization": "Bearer wrong-token"}); w.Code != http.StatusUnauthorized {
+		t.Fatalf("status %d", w.Code)
+	}
+	w := post(f, initBody, map[string]string{"Authorization": "Bearer token-a"})
+	sid := w.Header().Get("Mcp-Session-Id")
+	if w.Code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", w.Code, w.Body)
+	}
+	if w := post(f, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Authorization": "Bearer token-b", "Mcp-Session-Id": sid}); w.Code != http.StatusForbidden {
+		t.Fatalf("status %d", w.Code)
+	}
+	out := logs.String()
+	for _, want := range []string{"(401)", "(403)", "user_id=b"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "wrong-token") || strings.Contains(out, "token-b") {
+		t.Errorf("a token reached the log:\n%s", out)
 	}
 }

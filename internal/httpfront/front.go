@@ -183,6 +183,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := f.opts.Auth(r)
 	if err != nil {
+		// The token itself is never logged; that one was sent is.
+		f.log.Warn("request rejected: no valid bearer token (401)", "method", r.Method,
+			"remote", r.RemoteAddr, "authorization_sent", r.Header.Get("Authorization") != "")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpgate"`)
 		httpError(w, http.StatusUnauthorized, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
 		return
@@ -274,6 +277,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 			return
 		}
 		if s.key != id.Key {
+			f.wrongCaller(r, s, id)
 			httpError(w, http.StatusForbidden, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
 			return
 		}
@@ -355,6 +359,7 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	if s.key != id.Key {
+		f.wrongCaller(r, s, id)
 		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
 		return
 	}
@@ -376,6 +381,12 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 	s.serveSSE(w, r, st, after)
 }
 
+// wrongCaller logs a 403 for a request naming another caller's session.
+func (f *Front) wrongCaller(r *http.Request, s *session, id Identity) {
+	f.log.Warn("request rejected: the session belongs to another caller (403)", "method", r.Method,
+		"remote", r.RemoteAddr, "session", s.id, "user_id", id.User.UserID, "caller_id", id.User.CallerID)
+}
+
 func (f *Front) delete(w http.ResponseWriter, r *http.Request, id Identity) {
 	s := f.lookup(r.Header.Get("Mcp-Session-Id"))
 	if s == nil {
@@ -383,6 +394,7 @@ func (f *Front) delete(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	if s.key != id.Key {
+		f.wrongCaller(r, s, id)
 		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
 		return
 	}

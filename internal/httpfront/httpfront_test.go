@@ -27,6 +27,9 @@ func TestHostAllowlist(t *testing.T) {
 		{a, "evil.example.com", "", false},
 		{a, "localhost:8080", "http://evil.example.com", false},
 		{a, "localhost:8080", "null", false},
+		{a, "localhost:8080", "file://localhost", false},             // the Origin's scheme is checked too,
+		{a, "localhost:8080", "chrome-extension://localhost", false}, // as the admin listener does
+		{a, "localhost:8080", "ws://127.0.0.1:8080", false},
 		{wild, "0.0.0.0:8080", "", false},
 		{wild, "127.0.0.2", "", true},
 	}

@@ -550,7 +550,7 @@ func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
 		msg = "the policy rejected the call"
 	}
 	// A thrown message may quote content: it gets the Warn sanitizer and a bound.
-	msg = capText(engine.Sanitize(msg), maxRejectionText)
+	msg = bound.Truncate(engine.Sanitize(msg), maxRejectionText)
 	return Reply{Result: errorResult(text(rej.Policy, msg, r.rec.eventID()))}
 }
 
@@ -564,7 +564,7 @@ func rejectionMessage(rej *gate.Rejection) string {
 	if msg == "" {
 		msg = "the policy rejected the call"
 	}
-	return capText(engine.Sanitize(msg), maxRejectionText)
+	return bound.Truncate(engine.Sanitize(msg), maxRejectionText)
 }
 
 // hidden rejects a call to a tool withheld from the caller's listing, citing the

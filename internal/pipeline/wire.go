@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -131,17 +130,5 @@ func warnResult(result json.RawMessage, eventID string, n int) (json.RawMessage,
 // newEventID returns a UUIDv4 (docs/decisions.md#block-shape).
 func newEventID() string { return uuid.NewString() }
 
-// maxRejectionText bounds the policy message an agent sees, in bytes.
+// maxRejectionText bounds the policy message an agent sees, in bytes, "…" included.
 const maxRejectionText = 1024
-
-// capText cuts s to at most max bytes on a UTF-8 boundary, marking the cut.
-func capText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
