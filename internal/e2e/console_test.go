@@ -338,7 +338,7 @@ func TestConsoleSIGTERMFlush(t *testing.T) {
 	if completed < first+5 {
 		t.Fatalf("only %d calls completed before the gateway exited (%v)\n%s", completed, err, c.stderr.String())
 	}
-	stderrRecs := len(c.stderr.records())
+	stderrRecs := len(c.stderr.allRecords())
 	out, cerr := exec.Command(binary, "audit", "--db", db, "--format", "json", "--limit", "10000").CombinedOutput()
 	if cerr != nil {
 		t.Fatalf("mcpgate audit: %v\n%s", cerr, out)

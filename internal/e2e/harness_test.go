@@ -99,8 +99,21 @@ func (l *stderrLog) String() string {
 	return l.buf.String()
 }
 
-// records returns every audit record so far: JSON lines with event_id and kind.
+// records returns the tools/call audit records so far: JSON lines with event_id and
+// kind whose method is tools/call. The records of other channels (a listing the client
+// asked for, a notification) are in allRecords.
 func (l *stderrLog) records() []map[string]any {
+	var out []map[string]any
+	for _, m := range l.allRecords() {
+		if m["method"] == "tools/call" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// allRecords returns every audit record so far, of every method.
+func (l *stderrLog) allRecords() []map[string]any {
 	var out []map[string]any
 	for _, line := range strings.Split(l.String(), "\n") {
 		var m map[string]any
