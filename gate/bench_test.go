@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"path"
 	"strings"
 	"testing"
 
-	"github.com/dop251/goja"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/policies"
@@ -29,7 +29,13 @@ func shipped(tb testing.TB, ex bool) map[string]string {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".js") {
 			continue
 		}
-		b, _ := fs.ReadFile(policies.FS, dir+"/"+e.Name())
+		if strings.HasSuffix(e.Name(), "_test.js") {
+			continue // policy tests, not policies
+		}
+		b, err := fs.ReadFile(policies.FS, path.Join(dir, e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
 		files[e.Name()] = string(b)
 	}
 	return files
@@ -37,7 +43,7 @@ func shipped(tb testing.TB, ex bool) map[string]string {
 
 func benchCalls() (*ctxapi.Call, *ctxapi.Call, int) {
 	line := "Build 4711 finished; ping alice@example.com or bob.smith@corp.example.org if it breaks. "
-	text := strings.Repeat(line, 4096/len(line)+1)[:4000]
+	text := strings.Repeat(line, 4096/len(line)) // whole lines: every address complete
 	content, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
 	u := ctxapi.User{UserID: "u1", CallerID: "cli", CallerClass: "standard", Roles: []string{"dev"}}
 	pre := &ctxapi.Call{Phase: ctxapi.PhasePre, Tool: "github_create_pull", ToolAccess: "write", User: u,
@@ -48,11 +54,21 @@ func benchCalls() (*ctxapi.Call, *ctxapi.Call, int) {
 	return pre, &post, len(content)
 }
 
-// BenchmarkShippedSet runs the shipped policy set, pre then post, on a 4 KiB result.
+// BenchmarkShippedSet runs the shipped policy set, pre then post, on a 4 KiB result,
+// and checks first that the set is not empty and redacts every address.
 func BenchmarkShippedSet(b *testing.B) {
-	g := loadGate(b, shipped(b, false), func(o *Options) { o.PoolSize = 1; o.Timeout = DefaultTimeout })
+	files := shipped(b, false)
+	if len(files) == 0 {
+		b.Fatal("no shipped policies")
+	}
+	g := loadGate(b, files, func(o *Options) { o.PoolSize = 1; o.Timeout = DefaultTimeout })
 	pre, post, n := benchCalls()
 	ctx := context.Background()
+	set := g.Current()
+	r := set.Run(ctx, post)
+	if r.Reject != nil || !r.Changed || strings.Contains(string(r.Content), "@") || !strings.Contains(string(r.Content), "[REDACTED") {
+		b.Fatalf("the shipped set did not redact: %+v %.200s", r.Reject, r.Content)
+	}
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -60,76 +76,8 @@ func BenchmarkShippedSet(b *testing.B) {
 		if r := set.Run(ctx, pre); r.Reject != nil {
 			b.Fatal(r.Reject)
 		}
-		if r := set.Run(ctx, post); r.Reject != nil {
+		if r := set.Run(ctx, post); r.Reject != nil || !r.Changed {
 			b.Fatal(r.Reject)
 		}
-	}
-}
-
-// BenchmarkSeedExamples runs the four classic plain-JS examples the same way (the
-// e-mail regex runs in JS here).
-func BenchmarkSeedExamples(b *testing.B) {
-	files := shipped(b, true)
-	seed := map[string]string{}
-	for _, n := range []string{"block-force-delete.js", "redact-email-regex.js", "strip-co-authored-by.js", "untrusted-readonly.js"} {
-		seed[n] = files[n]
-	}
-	g := loadGate(b, seed, func(o *Options) { o.PoolSize = 1; o.Timeout = DefaultTimeout })
-	pre, post, n := benchCalls()
-	ctx := context.Background()
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	for b.Loop() {
-		set := g.Current()
-		set.Run(ctx, pre)
-		set.Run(ctx, post)
-	}
-}
-
-// BenchmarkReferenceDesign is ToolMesh's design on the four classic examples: a fresh
-// runtime per policy, per phase and per call, RunString each time, ctx handed over as
-// Go maps and read back through Export and json.Marshal.
-func BenchmarkReferenceDesign(b *testing.B) {
-	files := shipped(b, true)
-	var srcs []string
-	for _, n := range []string{"block-force-delete.js", "redact-email-regex.js", "strip-co-authored-by.js", "untrusted-readonly.js"} {
-		srcs = append(srcs, files[n])
-	}
-	pre, post, n := benchCalls()
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	phase := func(c *ctxapi.Call) {
-		params := c.Params
-		var content json.RawMessage
-		if c.Response != nil {
-			content = c.Response.Content
-		}
-		for _, src := range srcs {
-			rt := goja.New()
-			for _, k := range []string{"eval", "Function"} { // lockdown per runtime
-				_ = rt.GlobalObject().Delete(k)
-			}
-			var p map[string]any
-			_ = json.Unmarshal(params, &p)
-			ctx := map[string]any{"phase": string(c.Phase), "tool": c.Tool, "toolAccess": c.ToolAccess, "params": p,
-				"user": map[string]any{"userID": c.User.UserID, "callerId": c.User.CallerID, "callerClass": c.User.CallerClass, "roles": c.User.Roles}}
-			if content != nil {
-				var ct []any
-				_ = json.Unmarshal(content, &ct)
-				ctx["response"] = map[string]any{"content": ct}
-			}
-			_ = rt.Set("ctx", ctx)
-			if _, err := rt.RunString(src); err != nil {
-				return
-			}
-			params, _ = json.Marshal(ctx["params"])
-			if content != nil {
-				content, _ = json.Marshal(ctx["response"].(map[string]any)["content"])
-			}
-		}
-	}
-	for b.Loop() {
-		phase(pre)
-		phase(post)
 	}
 }

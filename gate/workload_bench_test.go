@@ -1,0 +1,262 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/ctxapi"
+)
+
+// The gate benchmark workload (docs/policies.md#what-a-policy-costs): one tools/call
+// of github_create_pull (access write) by a trusted caller, pre then post, with fresh
+// inputs each iteration, through the same Set.Run calls internal/pipeline makes. The
+// arguments carry a 236-byte PR body ending in two Co-Authored-By trailers; the result
+// is one 4096-byte text item with three e-mail addresses near offsets 1000, 2000 and
+// 3000. Four policies in file order: e-mail redaction (post), block force_delete,
+// strip Co-Authored-By, read-only tools for untrusted callers (pre).
+
+// workloadBody is the 236-byte PR description.
+var workloadBody = func() string {
+	trailers := "Co-Authored-By: Ada Agent <agent@example.com>\nCo-Authored-By: Bo Bot <bot@example.org>\n"
+	head := "Fix the retry loop in the uploader.\n\nThe loop retried forever on HTTP 429; it now backs off and gives up after five tries.\n\n"
+	pad := 236 - len(head) - len(trailers)
+	return head + strings.Repeat("x", pad-1) + "\n" + trailers
+}()
+
+// workloadText is the 4096-byte result text with three addresses.
+var workloadText = func() string {
+	b := []byte(strings.Repeat("build log line without anything private in it; ", 100)[:4096])
+	for i, addr := range []string{"alice@example.com", "bob.smith@corp.example.org", "carol@example.net"} {
+		copy(b[(i+1)*1000:], " "+addr+" ")
+	}
+	return string(b)
+}()
+
+var workloadUser = ctxapi.User{UserID: "user-42", CallerID: "claude-code", CallerClass: "trusted", Roles: []string{"developer"}}
+
+// workloadCalls returns fresh pre and post calls, as a real request has a fresh
+// params map and a fresh result.
+func workloadCalls() (pre, post *ctxapi.Call) {
+	params, _ := json.Marshal(map[string]any{"owner": "acme", "repo": "uploader", "title": "Fix retry loop",
+		"head": "fix-retry", "base": "main", "body": workloadBody})
+	content, _ := json.Marshal([]map[string]string{{"type": "text", "text": workloadText}})
+	limit := func(int) bool { return false }
+	pre = &ctxapi.Call{Phase: ctxapi.PhasePre, Tool: "github_create_pull", ToolAccess: "write", Params: params,
+		User: workloadUser, RateLimitExceeded: limit}
+	post = &ctxapi.Call{Phase: ctxapi.PhasePost, Tool: "github_create_pull", ToolAccess: "write", Params: params,
+		User: workloadUser, RateLimitExceeded: limit, Response: &ctxapi.Response{Content: content}}
+	return pre, post
+}
+
+// checkWorkload is the result check every workload benchmark makes first: the three
+// addresses redacted, no @ left, no trailer left.
+func checkWorkload(params, content []byte) error {
+	var p struct{ Body string }
+	if err := json.Unmarshal(params, &p); err != nil {
+		return fmt.Errorf("params: %w", err)
+	}
+	if strings.Contains(strings.ToLower(p.Body), "co-authored-by") || !strings.HasPrefix(p.Body, "Fix the retry loop") {
+		return fmt.Errorf("trailers left in body %q", p.Body)
+	}
+	var items []struct{ Type, Text string }
+	if err := json.Unmarshal(content, &items); err != nil || len(items) != 1 {
+		return fmt.Errorf("content %s: %v", content, err)
+	}
+	if n := strings.Count(items[0].Text, "[REDACTED"); n != 3 || strings.Contains(items[0].Text, "@") {
+		return fmt.Errorf("%d redactions, @ left: %v", n, strings.Contains(items[0].Text, "@"))
+	}
+	return nil
+}
+
+// Idiomatic policies: the Go-backed helpers, and each file says the phase it acts in.
+var idiomaticPolicies = map[string]string{
+	"10-redact-email.js": `if (ctx.phase !== "post") return;
+ctx.redactAll({ kinds: ["pii_email"] });`,
+	"20-block-force-delete.js": `if (ctx.phase === "pre" && ctx.params.force_delete === true) {
+  throw "force_delete is blocked by policy";
+}`,
+	"30-strip-co-authored-by.js": `if (ctx.phase !== "pre") return;
+if (ctx.tool === "github_create_pull" || ctx.tool === "github_update_pull") {
+  var body = ctx.params.body;
+  if (typeof body === "string" && /co-authored-by:/i.test(body)) {
+    ctx.params.body = body.replace(/^co-authored-by:.*$\n?/gim, "").replace(/\n{3,}/g, "\n\n");
+  }
+}`,
+	"40-untrusted-readonly.js": `if (ctx.phase === "pre" && ctx.user.callerClass === "untrusted" && ctx.toolAccess !== "read") {
+  throw "caller class 'untrusted' may only call tools with access tag 'read'";
+}`,
+}
+
+// seedPolicies are the seed's four plain-JavaScript examples (the regex runs in JS),
+// in the workload's file order.
+func seedPolicies(tb testing.TB) map[string]string {
+	ex := shipped(tb, true)
+	files := map[string]string{}
+	for name, src := range map[string]string{
+		"10-redact-email.js":         "redact-email-regex.js",
+		"20-block-force-delete.js":   "block-force-delete.js",
+		"30-strip-co-authored-by.js": "strip-co-authored-by.js",
+		"40-untrusted-readonly.js":   "untrusted-readonly.js",
+	} {
+		if ex[src] == "" {
+			tb.Fatalf("policies/examples/%s is missing", src)
+		}
+		files[name] = ex[src]
+	}
+	return files
+}
+
+// runWorkload runs one call through the gate as the pipeline does.
+func runWorkload(g *Gate) (pre, post Result) {
+	ctx := context.Background()
+	preCall, postCall := workloadCalls()
+	set := g.Current() // a call keeps its set for both phases
+	pre = set.Run(ctx, preCall)
+	if pre.Reject != nil {
+		return pre, post
+	}
+	if pre.Changed {
+		postCall.Params = pre.Params
+	}
+	if set.Acts(ctxapi.PhasePost) {
+		post = set.Run(ctx, postCall)
+	} else {
+		post.Content = postCall.Response.Content
+	}
+	return pre, post
+}
+
+// baselinePerCall measures the runtime-per-call baseline (runtimePerCall) over n calls.
+func baselinePerCall(tb testing.TB, srcs []string, n int) time.Duration {
+	for i := 0; i < 3; i++ { // warm up, and check its result
+		p, c := runtimePerCall(srcs)
+		if err := checkWorkload(p, c); err != nil {
+			tb.Fatalf("baseline: %v", err)
+		}
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		runtimePerCall(srcs)
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+func benchWorkload(b *testing.B, files map[string]string) {
+	g := loadGate(b, files, func(o *Options) { o.PoolSize = 1; o.Timeout = DefaultTimeout })
+	pre, post := runWorkload(g)
+	if pre.Reject != nil || post.Reject != nil {
+		b.Fatalf("rejected: %+v %+v", pre.Reject, post.Reject)
+	}
+	if err := checkWorkload(pre.Params, post.Content); err != nil {
+		b.Fatal(err)
+	}
+	// the baseline, side by side in this binary and this process
+	base := baselinePerCall(b, seedSources(b), 50)
+	b.SetBytes(int64(len(workloadText)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		runWorkload(g)
+	}
+	per := time.Since(start) / time.Duration(b.N)
+	b.ReportMetric(float64(base.Nanoseconds()), "baseline-ns/op")
+	b.ReportMetric(float64(base)/float64(per), "x-faster")
+}
+
+// BenchmarkGateWorkload runs the workload with idiomatic policies, with the seed's
+// plain-JS policies, and with four policies that do nothing; each reports the
+// runtime-per-call baseline measured in the same process and the ratio (x-faster).
+func BenchmarkGateWorkload(b *testing.B) {
+	b.Run("idiomatic", func(b *testing.B) { benchWorkload(b, idiomaticPolicies) })
+	b.Run("plain-js", func(b *testing.B) { benchWorkload(b, seedPolicies(b)) })
+	b.Run("noop-x4-plus-redaction", func(b *testing.B) {
+		files := map[string]string{"10-redact-email.js": idiomaticPolicies["10-redact-email.js"],
+			"30-strip-co-authored-by.js": idiomaticPolicies["30-strip-co-authored-by.js"]}
+		for i := 0; i < 4; i++ {
+			files[fmt.Sprintf("5%d-noop.js", i)] = `var x = 1;`
+		}
+		benchWorkload(b, files)
+	})
+}
+
+// BenchmarkRuntimePerCallBaseline is the baseline on its own: a fresh runtime per
+// policy, per phase and per call, the source parsed each time, a lockdown each time,
+// and ctx handed over and read back through JSON (the design docs/policies.md
+// compares with).
+func BenchmarkRuntimePerCallBaseline(b *testing.B) {
+	srcs := seedSources(b)
+	p, c := runtimePerCall(srcs)
+	if err := checkWorkload(p, c); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(workloadText)))
+	b.ReportAllocs()
+	for b.Loop() {
+		runtimePerCall(srcs)
+	}
+}
+
+func seedSources(tb testing.TB) []string {
+	files := seedPolicies(tb)
+	return []string{files["10-redact-email.js"], files["20-block-force-delete.js"],
+		files["30-strip-co-authored-by.js"], files["40-untrusted-readonly.js"]}
+}
+
+// baselineLockdown is the per-runtime lockdown of the baseline: no eval, no Function
+// constructor, the common prototypes frozen.
+const baselineLockdown = `(function () {
+  delete globalThis.eval;
+  var noCode = function () { throw new TypeError("code generation is disabled"); };
+  Object.defineProperty(Function.prototype, "constructor", {value: noCode});
+  globalThis.Function = noCode;
+  [Object, Array, String, Number, Boolean, RegExp, Date, Error, Promise, Map, Set, JSON, Math].forEach(function (o) {
+    Object.freeze(o); if (o.prototype) Object.freeze(o.prototype);
+  });
+})()`
+
+// runtimePerCall runs one workload call the runtime-per-call way and returns the
+// arguments and content it would send.
+func runtimePerCall(srcs []string) (params, content []byte) {
+	preCall, postCall := workloadCalls()
+	phase := func(c *ctxapi.Call, params, content []byte) ([]byte, []byte, bool) {
+		for _, src := range srcs {
+			rt := goja.New()
+			if _, err := rt.RunString(baselineLockdown); err != nil {
+				return nil, nil, false
+			}
+			var p map[string]any
+			_ = json.Unmarshal(params, &p)
+			user, _ := json.Marshal(c.User)
+			var u map[string]any
+			_ = json.Unmarshal(user, &u)
+			ctx := map[string]any{"phase": string(c.Phase), "tool": c.Tool, "toolAccess": c.ToolAccess, "params": p, "user": u}
+			if content != nil {
+				var ct []any
+				_ = json.Unmarshal(content, &ct)
+				ctx["response"] = map[string]any{"content": ct}
+			}
+			_ = rt.Set("ctx", ctx)
+			if _, err := rt.RunString(src); err != nil {
+				return nil, nil, false
+			}
+			out := rt.Get("ctx").Export().(map[string]any)
+			params, _ = json.Marshal(out["params"])
+			if content != nil {
+				content, _ = json.Marshal(out["response"].(map[string]any)["content"])
+			}
+		}
+		return params, content, true
+	}
+	params, _, ok := phase(preCall, preCall.Params, nil)
+	if !ok {
+		return nil, nil
+	}
+	_, content, _ = phase(postCall, params, postCall.Response.Content)
+	return params, content
+}
