@@ -1,9 +1,25 @@
 package ctxapi
 
 import (
+	"context"
 	"sync"
 	"time"
 )
+
+// RateLimitStore counts tools/call arrivals per user over a sliding window for
+// ctx.rateLimitExceeded(n) (docs/decisions.md#rate-limit). RateLimiter keeps the
+// window in the process; internal/ratelimit keeps it in Redis, shared by replicas.
+type RateLimitStore interface {
+	// Hit counts one call for user, when it arrives, and returns user's calls in the
+	// window ending now, this one included. It never fails: a store that cannot count
+	// answers by its documented failure mode (0 when failing open).
+	Hit(ctx context.Context, user string) int
+	// Peek returns user's calls in the window ending now without counting one (for
+	// requests that are not tools/call), by the same failure mode.
+	Peek(ctx context.Context, user string) int
+}
+
+var _ RateLimitStore = (*RateLimiter)(nil)
 
 // RateLimiter backs ctx.rateLimitExceeded(n): a sliding window (an hour in production)
 // per user in which each tools/call is counted once, when it arrives
@@ -93,6 +109,15 @@ func (r *RateLimiter) Arrive(user string) {
 		}
 	}
 }
+
+// Hit counts one call for user and returns the count in the window, this one included.
+func (r *RateLimiter) Hit(_ context.Context, user string) int {
+	r.Arrive(user)
+	return r.Count(user)
+}
+
+// Peek returns the count in the window without counting a call.
+func (r *RateLimiter) Peek(_ context.Context, user string) int { return r.Count(user) }
 
 // Count returns user's calls in the window ending now, the current call included.
 func (r *RateLimiter) Count(user string) int {

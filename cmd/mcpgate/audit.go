@@ -30,7 +30,8 @@ func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit (--db PATH | --file PATH) [flags]",
 		Short: "Read stored audit records, newest first",
-		Long: `Read the audit records a gateway stored: a SQLite store (gateway run --audit-db) or a
+		Long: `Read the audit records a gateway stored: a SQLite or PostgreSQL store (gateway run
+--audit-db; PostgreSQL holds every replica's records, each naming its replica) or a
 JSONL stream (gateway run --audit-file, or a captured stderr; log lines are skipped).
 Records are listed newest first. The status is the call's final action on the ladder
 pass < warn < redact = mask < block, so a redacted call reads REDACTED, never PASS, and an output block reads BLOCKED.
@@ -44,6 +45,7 @@ GET /api/audit?status=redact&tool=NAME&method=METHOD&since=1h&limit=100.
 Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O error.`,
 		Example: `  # what did mcpgate redact in the last day?
   mcpgate audit --db /var/lib/mcpgate/audit.db --status redact --since 24h
+  mcpgate audit --db postgres://mcpgate:PASS@db.internal:5432/mcpgate --since 168h --status redact
 
   # the last 20 blocks of one tool, as JSON
   mcpgate audit --db audit.db --status block --tool read_file --limit 20 --format json
@@ -60,7 +62,7 @@ Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.db, "db", "", "SQLite audit store written by gateway run --audit-db")
+	fl.StringVar(&f.db, "db", "", "audit store written by gateway run --audit-db: a SQLite file or postgres://USER:PASS@HOST:PORT/DB")
 	fl.StringVar(&f.db, "audit-db", "", "the same as --db, as gateway run spells it")
 	fl.StringVar(&f.file, "file", "", `JSONL audit file written by gateway run --audit-file ("-" reads stdin)`)
 	fl.StringVar(&f.file, "audit-file", "", "the same as --file, as gateway run spells it")
@@ -90,7 +92,15 @@ func runAudit(cmd *cobra.Command, f auditFlags, stdin io.Reader, stdout io.Write
 	filter.Method = f.method
 	var res admin.AuditResponse
 	if f.db != "" {
-		st, err := audit.OpenSQLiteReader(f.db)
+		var st interface {
+			audit.Store
+			Close() error
+		}
+		if audit.IsPostgres(f.db) {
+			st, err = audit.OpenPostgresReader(cmd.Context(), f.db)
+		} else {
+			st, err = audit.OpenSQLiteReader(f.db)
+		}
 		if err != nil {
 			return err
 		}

@@ -46,6 +46,7 @@ type gatewayFlags struct {
 	pinsMode       string         // what a changed tool does: warn, block or off
 	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
 	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
+	shared         sharedFlags    // state several replicas share (shared.go)
 }
 
 func newGatewayCmd() *cobra.Command {
@@ -113,6 +114,7 @@ Environment:
 	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until `mcpgate pins approve`) or off")
 	f.telemetry.register(fl)
 	f.http.register(fl, "its own upstream processes")
+	f.shared.register(fl)
 	gw.AddCommand(run)
 	return gw
 }
@@ -174,6 +176,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		MaxMessageBytes:     f.maxMessage,
 		Servers:             servers,
 		HTTP:                f.http.config(),
+		Shared:              f.shared.config(),
 		MaxInflightCalls:    f.inflightCalls,
 		MaxInflightBytes:    f.inflightBytes,
 		ShadowDir:           f.shadow,

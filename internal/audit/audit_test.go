@@ -114,6 +114,17 @@ func stores(t *testing.T, recs []*Record) map[string]func(Filter) ([]Record, Cou
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	pg := pgStore(t) // nil without MCPGATE_TEST_POSTGRES_URL
+	if pg != nil {
+		for _, r := range recs {
+			if err := pg.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pg.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	jsonl.WriteString(`{"event_id":"torn`) // a torn last line is skipped
 	ctx := context.Background()
 	store := func(s Store) func(Filter) ([]Record, Counts) {
@@ -129,7 +140,7 @@ func stores(t *testing.T, recs []*Record) map[string]func(Filter) ([]Record, Cou
 			return got, c
 		}
 	}
-	return map[string]func(Filter) ([]Record, Counts){
+	out := map[string]func(Filter) ([]Record, Counts){
 		"ring":   store(ring),
 		"sqlite": store(db),
 		"jsonl": func(f Filter) ([]Record, Counts) {
@@ -140,6 +151,10 @@ func stores(t *testing.T, recs []*Record) map[string]func(Filter) ([]Record, Cou
 			return got, c
 		},
 	}
+	if pg != nil {
+		out["postgres"] = store(pg)
+	}
+	return out
 }
 
 // TestAuditStoresAgree proves the three readers answer every filter alike: newest

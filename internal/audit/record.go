@@ -81,6 +81,8 @@ type Record struct {
 	StageMS         map[vocab.Stage]float64 `json:"stage_ms,omitempty"`     // input_rules, pre_policies, upstream, output_rules, post_policies, merge
 	AuditOutput     string                  `json:"audit_output,omitempty"` // "off" when MCPGATE_AUDIT_OUTPUT=off
 
+	Replica string `json:"replica,omitempty"` // the gateway replica that wrote the record (--replica)
+
 	// Listed says the upstream listed Tool in tools/list (or the configuration tags
 	// it): /metrics labels only such names. Not stored.
 	Listed bool `json:"-"`

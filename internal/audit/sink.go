@@ -88,6 +88,9 @@ type Emitter struct {
 	written, dropped, errs atomic.Uint64
 	// Failure lines are rate-limited; the counters stay exact.
 	dropLog, errLog, flushLog logLimiter
+	// Replica, when set before the first Emit, names this replica in every record
+	// that does not name one (docs/deploy.md).
+	Replica string
 	// OnWrite, when set, is called after each record is handed to every sink.
 	OnWrite func(r *Record, err error)
 }
@@ -105,6 +108,9 @@ func NewEmitter(log *slog.Logger, size int, sinks ...Sink) *Emitter {
 
 // Emit queues r; it never blocks.
 func (e *Emitter) Emit(r *Record) {
+	if r.Replica == "" {
+		r.Replica = e.Replica
+	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {

@@ -5,6 +5,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
+	"github.com/mcpgate/mcpgate/internal/ratelimit"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/upstream"
 )
@@ -96,6 +98,23 @@ type Config struct {
 	Capture Capture
 	// Pins configures tool pinning (docs/channels.md#pinning).
 	Pins Pins
+	// Shared configures the state replicas share (docs/deploy.md).
+	Shared Shared
+}
+
+// Shared configures what several replicas share: the rate-limit window in Redis and
+// the replica's name in every audit record. A PostgreSQL Audit.DB is the shared
+// audit store.
+type Shared struct {
+	// RateLimitStore is redis://HOST:PORT/DB; "" keeps the window in the process.
+	RateLimitStore string
+	// RateLimitFail is what a count does when Redis does not answer within
+	// RateLimitTimeout: ratelimit.FailOpen ("" means this) or ratelimit.FailClosed.
+	RateLimitFail    string
+	RateLimitTimeout time.Duration
+	// Replica names this replica in every record; "" means the host name when
+	// Audit.DB is PostgreSQL, else none.
+	Replica string
 }
 
 // Capture configures --capture: File (mode 0600), rotated past RotateMB megabytes
@@ -140,6 +159,7 @@ type Gateway struct {
 	admin   *admin.Server
 	shadow  *gate.Gate       // ShadowDir's set; nil without
 	capture *capture.Writer  // nil without Capture.File
+	limiter *ratelimit.Redis // nil without Shared.RateLimitStore
 	health  *pipeline.Health // policy errors per file
 }
 
@@ -196,6 +216,21 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		sinks = append(front, sinks...)
 	}
 	g.emitter = audit.NewEmitter(g.log, 0, sinks...)
+	g.emitter.Replica = cfg.Shared.Replica
+	if g.emitter.Replica == "" && audit.IsPostgres(cfg.Audit.DB) {
+		g.emitter.Replica, _ = os.Hostname()
+	}
+	var limiter ctxapi.RateLimitStore = ctxapi.NewRateLimiter(time.Hour, nil)
+	if sh := cfg.Shared; sh.RateLimitStore != "" {
+		if g.limiter, err = ratelimit.Open(ratelimit.Options{URL: sh.RateLimitStore, Timeout: sh.RateLimitTimeout,
+			Fail: sh.RateLimitFail, Logger: g.log}); err != nil {
+			return nil, fmt.Errorf("--rate-limit-store: %w", err)
+		}
+		limiter = g.limiter
+		g.log.Info("rate-limit window kept in Redis", "fail", cmp.Or(sh.RateLimitFail, ratelimit.FailOpen), "timeout", sh.RateLimitTimeout)
+	} else if f := sh.RateLimitFail; f != "" && f != ratelimit.FailOpen && f != ratelimit.FailClosed {
+		return nil, fmt.Errorf("--rate-limit-fail %q: want open or closed", f)
+	}
 	if cfg.InputOnly {
 		g.log.Warn("MCPGATE_AUDIT_OUTPUT=off: recording input decisions only; output blocks and redactions are NOT recorded")
 	}
@@ -206,7 +241,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.pipe = &pipeline.Pipeline{
 		Analyzer:     an,
 		Gate:         g.gate,
-		Limiter:      ctxapi.NewRateLimiter(time.Hour, nil),
+		Limiter:      limiter,
 		Audit:        g.emitter,
 		Logger:       g.log,
 		FilterOutput: cfg.FilterOutput,
@@ -289,7 +324,16 @@ func (g *Gateway) openSinks() (sinks []audit.Sink, store audit.Store, err error)
 		sinks = append(sinks, audit.NewJSONL(g.cfg.Stderr))
 	}
 	if a.DB != "" {
-		db, err := audit.OpenSQLite(a.DB)
+		var db interface {
+			audit.Sink
+			audit.Store
+		}
+		var err error
+		if audit.IsPostgres(a.DB) {
+			db, err = audit.OpenPostgres(context.Background(), a.DB)
+		} else {
+			db, err = audit.OpenSQLite(a.DB)
+		}
 		if err != nil {
 			for _, s := range sinks {
 				s.Close()
@@ -297,7 +341,11 @@ func (g *Gateway) openSinks() (sinks []audit.Sink, store audit.Store, err error)
 			return nil, nil, fmt.Errorf("--audit-db: %w", err)
 		}
 		sinks, store = append(sinks, db), db
-		g.log.Info("audit records stored in SQLite", "path", a.DB)
+		if audit.IsPostgres(a.DB) {
+			g.log.Info("audit records stored in PostgreSQL, shared by every replica")
+		} else {
+			g.log.Info("audit records stored in SQLite", "path", a.DB)
+		}
 	}
 	return sinks, store, nil
 }
@@ -327,8 +375,11 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 	}
 	g.admin = srv
 	src := "memory (last records)"
-	if _, ok := store.(*audit.SQLite); ok {
+	switch store.(type) {
+	case *audit.SQLite:
 		src = "sqlite"
+	case *audit.Postgres:
+		src = "postgres"
 	}
 	g.log.Info("admin listener started", "admin_addr", srv.Addr(), "console", "http://"+srv.Addr()+"/", "store", src, "token", ac.Token != "" || ac.TokenSHA256 != "")
 	return nil
@@ -445,6 +496,12 @@ func (g *Gateway) Close() error {
 	}
 	if g.shadow != nil {
 		_ = g.shadow.Close()
+	}
+	if g.limiter != nil {
+		if n := g.limiter.Errors(); n > 0 {
+			g.log.Warn("rate-limit store failures during the run", "errors_total", n)
+		}
+		_ = g.limiter.Close()
 	}
 	if g.capture != nil {
 		if err := g.capture.Close(); err != nil {

@@ -99,7 +99,7 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	r.rec.setPolicySet(r.set.Generation, r.set.Hash)
 	if l := p.Limiter; l != nil {
 		user := c.User.UserID
-		r.limit = func(n int) bool { return l.Exceeded(user, n) }
+		r.limit = func(n int) bool { return l.Peek(context.Background(), user) > n }
 	}
 	return r
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -53,9 +54,10 @@ type Pipeline struct {
 	// Gate holds the policy set each call runs on. Nil means no policies: both
 	// policy phases are skipped and records carry generation 0 and no hash.
 	Gate *gate.Gate
-	// Limiter counts each call once on arrival for ctx.rateLimitExceeded(n). Nil
-	// means no limiter: rateLimitExceeded is always false.
-	Limiter *ctxapi.RateLimiter
+	// Limiter counts each call once on arrival for ctx.rateLimitExceeded(n): a
+	// *ctxapi.RateLimiter in the process, or a shared store. Nil means no limiter:
+	// rateLimitExceeded is always false.
+	Limiter ctxapi.RateLimitStore
 	// Audit receives the one record of each call. Nil means records are dropped.
 	Audit Emitter
 	// Logger receives the pipeline's own failures (a panic). Nil means slog.Default().
@@ -324,10 +326,19 @@ func (p *Pipeline) arrive(ctx context.Context, c Call) *run {
 		r.filterOutput = *c.FilterOutput
 	}
 	r.rec.setPolicySet(r.set.Generation, r.set.Hash)
-	if l := p.Limiter; l != nil {
+	switch l := p.Limiter.(type) {
+	case nil:
+	case *ctxapi.RateLimiter:
 		user := c.User.UserID
 		l.Arrive(user)
 		r.limit = func(n int) bool { return l.Exceeded(user, n) }
+	default:
+		// A shared store (Redis) counts in the background: a call whose policies never
+		// ask does not wait for the round trip; one that asks waits for this count.
+		count := make(chan int, 1)
+		go func() { count <- l.Hit(context.WithoutCancel(ctx), c.User.UserID) }()
+		got := sync.OnceValue(func() int { return <-count })
+		r.limit = func(n int) bool { return got() > n }
 	}
 	return r
 }

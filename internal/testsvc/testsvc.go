@@ -1,0 +1,39 @@
+// Package testsvc gives tests the addresses of the shared services they need — a
+// Redis server and a PostgreSQL database — from the environment:
+//
+//	MCPGATE_TEST_REDIS_URL     redis://127.0.0.1:6379/15
+//	MCPGATE_TEST_POSTGRES_URL  postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
+//
+// .ci/run installs and starts both and sets these. Outside CI a test without them
+// skips with a notice saying how to run it; with CI set it fails instead, so a CI
+// machine that lost a service cannot pass by skipping.
+package testsvc
+
+import (
+	"os"
+	"testing"
+)
+
+// RedisURL returns MCPGATE_TEST_REDIS_URL, or skips (fails under CI) without it.
+func RedisURL(t testing.TB) string {
+	t.Helper()
+	return need(t, "MCPGATE_TEST_REDIS_URL", "a Redis server, e.g. redis-server --port 6379 and MCPGATE_TEST_REDIS_URL=redis://127.0.0.1:6379/15")
+}
+
+// PostgresURL returns MCPGATE_TEST_POSTGRES_URL, or skips (fails under CI) without it.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	return need(t, "MCPGATE_TEST_POSTGRES_URL", "a PostgreSQL database, e.g. MCPGATE_TEST_POSTGRES_URL=postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable (see .ci/run)")
+}
+
+func need(t testing.TB, env, what string) string {
+	t.Helper()
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set but %s is not: this test needs %s", env, what)
+	}
+	t.Skipf("SKIPPED: set %s to run this test; it needs %s", env, what)
+	return ""
+}
