@@ -369,7 +369,7 @@ func (m *Mux) call(server, method string, params json.RawMessage, retryWait time
 	}()
 	req := jsonrpc.NewRequest(id, method, params)
 	err := m.sendTo(server, req)
-	if errors.Is(err, jsonrpc.ErrNotDelivered) && retryWait > 0 && m.waitUp(server, retryWait) {
+	if errors.Is(err, jsonrpc.ErrNotDelivered) && retryWait > 0 && m.initialized(server) && m.waitUp(server, retryWait) {
 		err = m.sendTo(server, req)
 	}
 	if err != nil {
@@ -419,6 +419,15 @@ func (m *Mux) waitUp(server string, d time.Duration) bool {
 	return false
 }
 
+// initialized reports whether a server answered initialize through the mux: only
+// such a server is waited for while it restarts; one that never started is not.
+func (m *Mux) initialized(server string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.caps[server]
+	return ok
+}
+
 // offers reports whether a server offers a capability; true while unknown (the
 // server has not answered initialize through the mux).
 func (m *Mux) offers(server, capability string) bool {
@@ -447,8 +456,11 @@ func (m *Mux) all(server, method, field string, first map[string]json.RawMessage
 		if err != nil {
 			var ce *callError
 			level := slog.LevelWarn
-			if errors.As(err, &ce) && ce.obj.Code == jsonrpc.CodeMethodNotFound {
+			switch {
+			case errors.As(err, &ce) && ce.obj.Code == jsonrpc.CodeMethodNotFound:
 				level = slog.LevelDebug // the server does not offer this list
+			case errors.Is(err, jsonrpc.ErrNotDelivered):
+				level = slog.LevelDebug // down: its supervisor logs the restarts
 			}
 			m.log.Log(context.Background(), level, "listing an upstream failed; its entries are left out", "upstream", server, "method", method, "err", err)
 			return items
