@@ -153,6 +153,8 @@ func (g *Gate) RunTest(ctx context.Context, tf *TestFile, test string, host Test
 	started := time.Now()
 	timer := time.AfterFunc(budget, func() { v.interruptIf(tok, errTimeout) })
 	defer timer.Stop()
+	stopCancel := context.AfterFunc(ctx, func() { v.interruptIf(tok, errCancelled) })
+	defer stopCancel()
 	// pause stops the clock while a host function runs the pipeline.
 	pause := func() func() {
 		if timer.Stop() {

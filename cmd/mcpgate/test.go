@@ -67,8 +67,8 @@ when it throws. The global mcpgate offers:
 
 spec is {tool, params, toolAccess, user: {userID, callerId, callerClass, roles},
 result} (result: the CallToolResult the upstream returns; policies: ["a.js"] runs
-only those files). mcpgate.call returns {outcome, action, reason, policy, phase,
-sent, result}: outcome and action as in the audit record, sent the arguments the
+only those files). mcpgate.call returns {outcome, action, decision, reason, policy,
+phase, sent, result}: outcome and action as in the audit record, sent the arguments the
 upstream received (null when rejected), result what the client receives.
 
 Output: one line per test (PASS, FAIL with the message, ERROR with file:line:col),
