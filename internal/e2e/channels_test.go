@@ -3,6 +3,8 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -370,6 +372,110 @@ func TestChannelsRugPull(t *testing.T) {
 		}
 		if res := callTool(t, c, "adder", map[string]any{"a": 1, "b": 2}); res.IsError {
 			t.Errorf("call after approve: %+v", res)
+		}
+	}
+}
+
+// TestChannelsServerEverything: server-everything's resources, prompts, completions,
+// sampling and elicitation work through the gateway (output filter on) exactly as
+// directly, seen by the official TypeScript SDK client; each message leaves a record.
+func TestChannelsServerEverything(t *testing.T) {
+	server := everythingServer(t)
+	run := func(argv ...string) map[string]json.RawMessage {
+		cmd := exec.Command("node", append([]string{filepath.Join(root, "testdata", "e2e", "everything.mjs"), "--"}, argv...)...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("everything.mjs: %v\n%s", err, out)
+		}
+		// dynamic resources carry the time they were made
+		out = regexp.MustCompile(`created at \d+:\d+:\d+ [AP]M`).ReplaceAll(out, []byte("created at T"))
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil || m["error"] != nil {
+			t.Fatalf("everything.mjs: %v %s", err, out)
+		}
+		return m
+	}
+	direct := run(server...)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	via := run(append([]string{binary, "gateway", "run", "--filter-output", "--policies", emptyPolicies(t), "--audit-file", audit, "--"}, server...)...)
+	for _, k := range []string{"prompts", "resources", "templates", "read", "get", "sampling", "elicitation", "seen"} {
+		if !jsonEq(direct[k], via[k]) {
+			t.Errorf("%s differs through the gateway:\n via %s\n direct %s", k, via[k], direct[k])
+		}
+	}
+	var seen struct{ Sampling, Elicitation []any }
+	get(t, via["seen"], &seen)
+	if len(seen.Sampling) != 1 || len(seen.Elicitation) != 1 {
+		t.Errorf("the client's handlers saw %d sampling and %d elicitation requests", len(seen.Sampling), len(seen.Elicitation))
+	}
+	count := map[string]int{}
+	for _, r := range auditFile(t, audit) {
+		count[r["method"].(string)]++
+	}
+	for _, m := range []string{"resources/read", "prompts/get", "completion/complete", "sampling/createMessage", "elicitation/create", "prompts/list", "resources/list"} {
+		if count[m] == 0 {
+			t.Errorf("no record for %s: %v", m, count)
+		}
+	}
+	if count["sampling/createMessage"] != 1 || count["elicitation/create"] != 1 {
+		t.Errorf("records: %v", count)
+	}
+}
+
+// TestChannelsListPolicyOverHTTP: a list policy hides destructiveHint tools from
+// untrusted callers. Over HTTP, with bearer identities and the TypeScript SDK client,
+// the untrusted caller neither sees nor calls "wipe"; the trusted one sees and calls it.
+func TestChannelsListPolicyOverHTTP(t *testing.T) {
+	server := hostileServer(t)
+	tokens := map[string]string{"tok-trusted": "trusted", "tok-untrusted": "untrusted"}
+	var entries []string
+	for tok, class := range tokens {
+		sum := sha256.Sum256([]byte(tok))
+		entries = append(entries, `{"sha256":"`+hex.EncodeToString(sum[:])+`","userID":"`+class+`-user","callerClass":"`+class+`"}`)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	httpWriteFile(t, cfg, `{"mcpgate":{"tokens":[`+strings.Join(entries, ",")+`]}}`)
+	pol := t.TempDir()
+	httpWriteFile(t, filepath.Join(pol, "hide-dangerous.js"), `if (ctx.phase === "list" && ctx.user.callerClass !== "trusted") {
+  ctx.tools = ctx.tools.filter((t) => !(t.annotations && t.annotations.destructiveHint));
+}`)
+	// the seed-003 examples beside it keep working as before
+	for _, f := range []string{"block-force-delete.js", "untrusted-readonly.js"} {
+		b, err := os.ReadFile(filepath.Join(root, "policies", "examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		httpWriteFile(t, filepath.Join(pol, f), string(b))
+	}
+	g := startHTTPGateway(t, append([]string{"--config", cfg, "--policies", pol, "--"}, server...)...)
+	for tok, class := range tokens {
+		out, err := exec.Command("node", filepath.Join(root, "testdata", "e2e", "http-tools.mjs"), g.url, tok, "wipe").Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", class, err, out)
+		}
+		var r struct {
+			Tools []string
+			Call  struct {
+				IsError bool
+				Content []struct{ Text string }
+			}
+			Error string
+		}
+		if err := json.Unmarshal(out, &r); err != nil || r.Error != "" {
+			t.Fatalf("%s: %v %s", class, err, out)
+		}
+		sees := strings.Contains(strings.Join(r.Tools, ","), "wipe")
+		switch class {
+		case "trusted":
+			if !sees || r.Call.IsError || r.Call.Content[0].Text != "done" {
+				t.Errorf("trusted: tools %v, call %+v", r.Tools, r.Call)
+			}
+		case "untrusted":
+			m := rejectRe.FindStringSubmatch(r.Call.Content[0].Text)
+			if sees || !r.Call.IsError || m == nil || m[1] != "hide-dangerous.js" {
+				t.Errorf("untrusted: tools %v, call %+v", r.Tools, r.Call)
+			}
 		}
 	}
 }
