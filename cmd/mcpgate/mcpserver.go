@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,6 +171,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithString("text", mcp.Required(), mcp.Description("the text to scan")),
 		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := onlyArguments(req, "text"); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
 		text, err := req.RequireString("text")
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
@@ -181,6 +185,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithString("text", mcp.Required(), mcp.Description("the text to clean")),
 		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := onlyArguments(req, "text"); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
 		text, err := req.RequireString("text")
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
@@ -194,6 +201,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithArray("kinds", mcp.WithStringItems(), mcp.Description("entity kinds or rule ids to redact (default: all)")),
 		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := onlyArguments(req, "text", "strategy", "kinds"); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
 		text, err := req.RequireString("text")
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
@@ -215,6 +225,9 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		mcp.WithString("id", mcp.Description("a rule id such as output_osc52_clipboard_write; empty lists all")),
 		pureTool,
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := onlyArguments(req, "id"); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
 		id := strings.TrimSpace(req.GetString("id", ""))
 		rules := engine.Rules()
 		if id == "" {
@@ -228,6 +241,17 @@ func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
 		return mcp.NewToolResultError(fmt.Sprintf("no rule %q; call explain_rule without an id for the list", id)), nil
 	})
 	return s
+}
+
+// onlyArguments refuses arguments a tool does not take, so that a misspelt one
+// ("rule" for "id") is an error instead of being ignored.
+func onlyArguments(req mcp.CallToolRequest, names ...string) error {
+	for k := range req.GetArguments() {
+		if !slices.Contains(names, k) {
+			return fmt.Errorf("unknown argument %q: %s takes %s", k, req.Params.Name, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
 
 // scanSummary is scan_text's answer: codes and positions only.

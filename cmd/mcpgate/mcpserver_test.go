@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/engine"
 )
 
 // lockedBuf collects stderr from the command's goroutines.
@@ -107,5 +110,61 @@ func TestMCPServerStdio(t *testing.T) {
 				t.Fatalf("client_info: %v", rec["client_info"])
 			}
 		})
+	}
+}
+
+// TestToolArgumentsChecked: explain_rule with an unknown argument is an error, not
+// the whole list; with none it lists every rule; an unknown id is an error too.
+func TestToolArgumentsChecked(t *testing.T) {
+	an, err := engine.New(engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newToolMCPServer(an)
+	call := func(name, args string) (bool, string) {
+		t.Helper()
+		msg := srv.HandleMessage(context.Background(), json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":`+args+`}}`))
+		b, _ := json.Marshal(msg)
+		var resp struct {
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(b, &resp); err != nil || len(resp.Result.Content) == 0 {
+			t.Fatalf("%s: %s", name, b)
+		}
+		return resp.Result.IsError, resp.Result.Content[0].Text
+	}
+	for _, tc := range []struct {
+		tool, args string
+		isError    bool
+		has        string
+	}{
+		{"explain_rule", `{"rule":"output_osc52_clipboard_write"}`, true, `unknown argument "rule"`},
+		{"explain_rule", `{}`, false, `"rules"`},
+		{"explain_rule", `{"id":"output_osc52_clipboard_write"}`, false, "output_osc52_clipboard_write"},
+		{"explain_rule", `{"id":"nope"}`, true, `no rule "nope"`},
+		{"scan_text", `{"text":"x","txt":"y"}`, true, `unknown argument "txt"`},
+		{"redact_text", `{"text":"a@b.example","strategy":"mask"}`, false, ""},
+	} {
+		isErr, text := call(tc.tool, tc.args)
+		if isErr != tc.isError || !strings.Contains(text, tc.has) {
+			t.Errorf("%s %s: isError %v, %.120q", tc.tool, tc.args, isErr, text)
+		}
+	}
+}
+
+// TestMCPServerHelpIsTruthful: mcp-server starts no upstream process, and its help
+// says so instead of promising one per session.
+func TestMCPServerHelpIsTruthful(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"mcp-server", "--help"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if help := out.String(); strings.Contains(help, "upstream process") || !strings.Contains(help, "no process is started") {
+		t.Fatalf("help:\n%s", help)
 	}
 }

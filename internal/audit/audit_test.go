@@ -607,3 +607,27 @@ func TestMethodFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestControlsInNamesEscaped: a tool name with C1 or bidi controls reaches neither
+// audit.jsonl nor the table raw, and the JSONL still decodes to the same name.
+func TestControlsInNamesEscaped(t *testing.T) {
+	name := "read\u202eelif\u0085_x"
+	r := rec(1, vocab.Pass, name)
+	var jsonl bytes.Buffer
+	if err := NewJSONL(&jsonl).Write(r); err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, []Record{*r}); err != nil {
+		t.Fatal(err)
+	}
+	for what, out := range map[string]string{"jsonl": jsonl.String(), "table": table.String()} {
+		if strings.ContainsAny(out, "\u202e\u0085") || !strings.Contains(out, `read\u202eelif\u0085_x`) {
+			t.Errorf("%s: %q", what, out)
+		}
+	}
+	var back Record
+	if err := json.Unmarshal(jsonl.Bytes(), &back); err != nil || back.Tool != name {
+		t.Fatalf("decoded %q, %v", back.Tool, err)
+	}
+}

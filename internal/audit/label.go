@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/mcpgate/mcpgate/internal/bound"
 )
 
 // WriteTable writes records as an aligned table, one row each, in the given order:
@@ -35,15 +37,17 @@ func toolCell(r *Record) string {
 	return r.Tool
 }
 
-// cell keeps a table cell on one line and never empty.
+// cell keeps a table cell on one line, never empty, and shows C0, C1 and bidi
+// controls as \uXXXX, so that no cell can reorder or hide its row.
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
 			return '?'
 		}
 		return r
 	}, s)
+	return string(bound.EscapeControls([]byte(s)))
 }

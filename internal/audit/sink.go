@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/bound"
 )
 
 // Sink stores records. Write is called from one goroutine at a time; Close flushes.
@@ -52,7 +54,9 @@ func (s *JSONL) Write(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("audit: encode record: %w", err)
 	}
-	s.buf = append(append(s.buf[:0], b...), '\n')
+	// C1 and bidi controls in a name are written \uXXXX: the same value to a JSON
+	// reader, and no reordering or hidden text on a terminal or in a pager.
+	s.buf = append(append(s.buf[:0], bound.EscapeControls(b)...), '\n')
 	_, err = s.w.Write(s.buf)
 	return err
 }

@@ -3,7 +3,10 @@
 // client cannot grow the audit store, the console's memory or /metrics.
 package bound
 
-import "unicode/utf8"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Limits, in bytes unless named otherwise.
 const (
@@ -41,4 +44,50 @@ func Truncate(s string, max int) string {
 func ToolNameOK(name string) bool {
 	return name != "" && (len(name) <= ToolName ||
 		len(name) <= utf8.UTFMax*ToolName && utf8.RuneCountInString(name) <= ToolName)
+}
+
+// isHidingControl reports whether r is a C1 control (U+0080–U+009F) or a bidi control
+// (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069): characters a terminal or a
+// viewer acts on instead of showing, so that a logged name could read as another.
+func isHidingControl(r rune) bool {
+	switch {
+	case r >= 0x80 && r <= 0x9f, r == 0x061c, r == 0x200e, r == 0x200f,
+		r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// EscapeControls rewrites every C1 and bidi control in b as the six bytes \uXXXX and
+// leaves everything else as it is. Inside a JSON string that is the same character
+// (a decoder reads it back unchanged); anywhere else it shows as text. It returns b
+// itself when there is nothing to escape.
+func EscapeControls(b []byte) []byte {
+	i := 0
+	for i < len(b) {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if isHidingControl(r) {
+			break
+		}
+		i += n
+	}
+	if i == len(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if isHidingControl(r) {
+			out = append(out, fmt.Sprintf(`\u%04x`, r)...)
+		} else {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
 }

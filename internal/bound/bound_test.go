@@ -1,6 +1,7 @@
 package bound
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -63,6 +64,45 @@ func FuzzTruncate(f *testing.F) {
 		}
 		if utf8.ValidString(s) && !utf8.ValidString(got) {
 			t.Fatalf("valid input became invalid: %q", got)
+		}
+	})
+}
+
+func TestEscapeControls(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain tool_name", "plain tool_name"},
+		{"ü € 日本", "ü € 日本"},
+		{"read\u202efile", `read\u202efile`},
+		{"a\u0085b\u009bc", `a\u0085b\u009bc`},
+		{"\u2066x\u2069\u200e\u200f\u061c", `\u2066x\u2069\u200e\u200f\u061c`},
+	} {
+		if got := string(EscapeControls([]byte(tc.in))); got != tc.want {
+			t.Errorf("EscapeControls(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// Inside JSON the escaped line decodes to the same value.
+	line, _ := json.Marshal(map[string]string{"tool": "x\u202eevil\u0085"})
+	var back map[string]string
+	if err := json.Unmarshal(EscapeControls(line), &back); err != nil || back["tool"] != "x\u202eevil\u0085" {
+		t.Fatalf("round trip: %v %q", err, back["tool"])
+	}
+}
+
+func FuzzEscapeControls(f *testing.F) {
+	f.Add([]byte("read\u202efile\u0085"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := EscapeControls(b)
+		for _, r := range string(out) {
+			if isHidingControl(r) {
+				t.Fatalf("%q left in %q", r, out)
+			}
+		}
+		if utf8.Valid(b) {
+			line, _ := json.Marshal(string(b))
+			var back string
+			if err := json.Unmarshal(EscapeControls(line), &back); err != nil || back != string(b) {
+				t.Fatalf("JSON round trip of %q: %v %q", b, err, back)
+			}
 		}
 	})
 }

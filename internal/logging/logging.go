@@ -10,6 +10,8 @@ import (
 
 	"github.com/lmittmann/tint"
 	"github.com/mattn/go-isatty"
+
+	"github.com/mcpgate/mcpgate/internal/bound"
 )
 
 // LineWriter serialises whole lines from many writers (logger, audit sink, upstream
@@ -22,11 +24,16 @@ type LineWriter struct {
 // NewLineWriter wraps w.
 func NewLineWriter(w io.Writer) *LineWriter { return &LineWriter{w: w} }
 
-// Write writes p in one call under the lock; callers pass whole lines.
+// Write writes p in one call under the lock; callers pass whole lines. C1 and bidi
+// controls (a hostile tool name, say) are written as \uXXXX, so that no line can
+// reorder or hide what a terminal shows; a JSON line decodes to the same values.
 func (l *LineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	if _, err := l.w.Write(bound.EscapeControls(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Format selects the log encoding.
@@ -51,7 +58,7 @@ func New(w io.Writer, format Format, level slog.Level) *slog.Logger {
 	if format == FormatText {
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000"}))
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: dropKind}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr}))
 }
 
 func terminal(w io.Writer) (*os.File, bool) {
@@ -62,11 +69,15 @@ func terminal(w io.Writer) (*os.File, bool) {
 	return f, ok
 }
 
-// dropKind renames a top-level "kind" attribute so a log line can never pass for an
-// audit record.
-func dropKind(groups []string, a slog.Attr) slog.Attr {
+// replaceAttr renames a top-level "kind" attribute so a log line can never pass for
+// an audit record, and writes durations as Go duration strings ("1.5s", "30m0s")
+// instead of integer nanoseconds.
+func replaceAttr(groups []string, a slog.Attr) slog.Attr {
 	if len(groups) == 0 && a.Key == "kind" {
 		a.Key = "log_kind"
+	}
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
 	}
 	return a
 }

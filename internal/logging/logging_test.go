@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLogLinesNeverLookLikeAuditRecords: on stderr only audit records carry both
@@ -36,5 +37,22 @@ func TestFormatAutoIsJSONOffATerminal(t *testing.T) {
 	New(&buf, FormatText, slog.LevelInfo).Info("hello")
 	if json.Valid(bytes.TrimSpace(buf.Bytes())) || !strings.Contains(buf.String(), "hello") {
 		t.Fatalf("text format: %q", buf.String())
+	}
+}
+
+// TestJSONLogLines: durations read as Go durations, not integer nanoseconds, and C1
+// and bidi controls in a value are escaped on the line.
+func TestJSONLogLines(t *testing.T) {
+	var buf bytes.Buffer
+	log := New(NewLineWriter(&buf), FormatJSON, slog.LevelInfo)
+	log.Info("drain", "drain_timeout", 30*time.Second, "took", 1500*time.Millisecond, "tool", "x\u202ey")
+	line := buf.String()
+	for _, want := range []string{`"drain_timeout":"30s"`, `"took":"1.5s"`, `"tool":"x\u202ey"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line lacks %s: %s", want, line)
+		}
+	}
+	if strings.ContainsRune(line, 0x202e) {
+		t.Errorf("raw bidi control in %q", line)
 	}
 }

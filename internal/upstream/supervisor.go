@@ -263,11 +263,30 @@ func (s *Supervisor) pump(c Conn, started time.Time, dead chan struct{}) {
 	s.mu.Unlock()
 	_ = c.Close(context.Background(), time.Second)
 	if errors.Is(cause, io.EOF) {
-		cause = errors.New("the server closed its output (exited)")
+		cause = exitCause(c)
 	}
 	s.log.Error("upstream MCP server exited; restarting it", "err", cause, "next_in", backoff)
 	s.emit(nil, &jsonrpc.ResetError{Err: cause})
 	s.restart(backoff)
+}
+
+// exitCause says why a connection's output ended: the process's exit status when
+// the connection is a process that has exited ("exit status 3", "signal: killed").
+func exitCause(c Conn) error {
+	if p, ok := c.(interface {
+		Done() <-chan struct{}
+		ExitErr() error
+	}); ok {
+		select {
+		case <-p.Done():
+			if err := p.ExitErr(); err != nil {
+				return fmt.Errorf("the server exited: %w", err)
+			}
+			return errors.New("the server exited: exit status 0")
+		default:
+		}
+	}
+	return errors.New("the server closed its output")
 }
 
 // backoffLocked is MinBackoff doubled once per recent failure, at most MaxBackoff.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestRelayStderr: upstream stderr lines are prefixed and stripped of escapes, so they
@@ -279,4 +281,47 @@ func recv(t *testing.T, c Conn) (*jsonrpc.Message, error) {
 		t.Fatal("nothing received")
 	}
 	return nil, nil
+}
+
+// TestSupervisorLogsExitStatus: a server that exits is logged with its exit status.
+func TestSupervisorLogsExitStatus(t *testing.T) {
+	var logs syncBuffer
+	sup, err := NewSupervisor(SupervisorOptions{
+		Start: func() (Conn, error) {
+			return Start(Options{Argv: []string{"sh", "-c", "read line; exit 3"}})
+		},
+		Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
+		MinBackoff: time.Hour, // one exit is enough
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background(), time.Second)
+	sup.Send(parse(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	var reset *jsonrpc.ResetError
+	if _, err := recv(t, sup); !errors.As(err, &reset) {
+		t.Fatalf("want a reset, got %v", err)
+	}
+	testwait.For(t, "the exit logged", func() bool { return strings.Contains(logs.String(), "exit status 3") })
+	if strings.Contains(logs.String(), "file already closed") {
+		t.Fatalf("log: %s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

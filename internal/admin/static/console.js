@@ -18,10 +18,15 @@
     history.replaceState(null, "", location.pathname + location.search);
   }
 
+  // C0, C1 and bidi controls in a shown text (a hostile tool name) are shown as
+  // \uXXXX, so that no cell can reorder or hide its row (as mcpgate audit does).
+  const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const visible = (s) => String(s).replace(CONTROLS, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+
   function el(tag, cls, text) {
     const e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
+    if (text !== undefined) e.textContent = visible(text);
     return e;
   }
 
