@@ -41,6 +41,9 @@ func fixture() (*audit.Ring, *Metrics) {
 		if a == "block" {
 			r.RuleIDs = []string{"output_osc52_clipboard_write"}
 		}
+		if i >= 4 { // a --shadow run: ev-e differs, ev-f agrees
+			r.Shadow = &audit.Shadow{ActionTaken: "pass", PolicySetHash: "h", Differs: i == 4}
+		}
 		ring.Add(r)
 		m.Observe(r)
 	}
@@ -145,6 +148,7 @@ func TestTelemetryAPI(t *testing.T) {
 		{"?status=redact", []string{"ev-f", "ev-c"}, audit.Counts{Total: 6, Pass: 1, Warn: 1, Redact: 2, Mask: 1, Block: 1}},
 		{"?status=block&tool=read_file", []string{"ev-e"}, audit.Counts{Total: 3, Pass: 1, Redact: 1, Block: 1}},
 		{"?since=3m&limit=2", []string{"ev-f", "ev-e"}, audit.Counts{Total: 3, Mask: 1, Block: 1, Redact: 1}},
+		{"?shadow=differs", []string{"ev-e"}, audit.Counts{Total: 6, Pass: 1, Warn: 1, Redact: 2, Mask: 1, Block: 1}},
 	} {
 		w := do(h, "/api/audit"+tc.query, "localhost", nil)
 		var got AuditResponse
@@ -159,7 +163,7 @@ func TestTelemetryAPI(t *testing.T) {
 			t.Errorf("%s: events %v counts %+v; want %v %+v", tc.query, ev, got.Counts, tc.events, tc.counts)
 		}
 	}
-	for _, q := range []string{"?status=allow", "?since=soon", "?limit=0"} {
+	for _, q := range []string{"?status=allow", "?since=soon", "?limit=0", "?shadow=yes"} {
 		if w := do(h, "/api/audit"+q, "localhost", nil); w.Code != 400 || !strings.Contains(w.Body.String(), "error") {
 			t.Errorf("%s: %d %s, want 400", q, w.Code, w.Body)
 		}

@@ -49,7 +49,11 @@ func corpus() []*Record {
 	tools := []string{"read_file", "customer_profile_get", "kyc_check"}
 	var out []*Record
 	for i := range 12 {
-		out = append(out, rec(i, actions[i%len(actions)], tools[i%len(tools)]))
+		r := rec(i, actions[i%len(actions)], tools[i%len(tools)])
+		if i%3 == 0 { // a --shadow run: records 3 and 9 differ, 0 and 6 agree
+			r.Shadow = &Shadow{ActionTaken: r.ActionTaken, PolicySetHash: "h", Differs: i%2 == 1}
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -175,6 +179,9 @@ func TestAuditStoresAgree(t *testing.T) {
 		{"since", Filter{Since: now.Add(-3 * time.Minute)}, []int{11, 10, 9}, Counts{Total: 3, Pass: 1, Mask: 1, Block: 1}},
 		{"limit", Filter{Limit: 2}, []int{11, 10}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
 		{"none", Filter{Tool: "nope"}, nil, Counts{}},
+		{"shadow differs", Filter{ShadowDiffers: true}, []int{9, 3}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
+		{"shadow differs+status", Filter{ShadowDiffers: true, Status: vocab.Mask}, []int{9, 3}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
+		{"shadow differs+tool", Filter{ShadowDiffers: true, Tool: "read_file"}, []int{9, 3}, Counts{Total: 4, Pass: 2, Mask: 2}},
 	} {
 		for name, q := range ss {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {

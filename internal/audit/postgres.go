@@ -223,9 +223,13 @@ func numbered(q string) string {
 	return b.String()
 }
 
+// pgShadowDiffers is Filter.ShadowDiffers on PostgreSQL's text column.
+const pgShadowDiffers = "(record::jsonb -> 'shadow' ->> 'differs') = 'true'"
+
 // pgQuerySQL is the statement Query runs: SQLite's, on mcpgate_records.
 func pgQuerySQL(f Filter) (string, []any) {
 	w, args := where(f, true)
+	w = strings.Replace(w, sqliteShadowDiffers, pgShadowDiffers, 1)
 	return numbered(`SELECT record FROM mcpgate_records` + w + ` ORDER BY ts DESC, id DESC LIMIT ?`), append(args, f.limit())
 }
 
@@ -267,7 +271,7 @@ func (s *Postgres) Count(ctx context.Context, f Filter) (Counts, error) {
 		n      *int
 	}{{vocab.Warn, &c.Warn}, {vocab.Redact, &c.Redact}, {vocab.Mask, &c.Mask}, {vocab.Block, &c.Block}} {
 		g := f
-		g.Status = a.action
+		g.Status, g.ShadowDiffers = a.action, false // the tiles' scope is tool and since
 		w, args := where(g, true)
 		if err := s.db.QueryRowContext(ctx, numbered(`SELECT count(*) FROM mcpgate_records`+w), args...).Scan(a.n); err != nil {
 			return Counts{}, fmt.Errorf("audit: count: %w", err)

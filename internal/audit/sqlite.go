@@ -162,7 +162,11 @@ func (s *SQLite) Close() error {
 	return errors.Join(s.Flush(), s.db.Close())
 }
 
-// where builds the WHERE clause of f; withStatus false leaves the status out.
+// sqliteShadowDiffers is Filter.ShadowDiffers in SQLite; Postgres swaps in its own.
+const sqliteShadowDiffers = "json_extract(record, '$.shadow.differs') = 1"
+
+// where builds the WHERE clause of f; withStatus false leaves the status and the
+// shadow test out.
 func where(f Filter, withStatus bool) (string, []any) {
 	var conds []string
 	var args []any
@@ -170,7 +174,7 @@ func where(f Filter, withStatus bool) (string, []any) {
 		conds, args = append(conds, "action_taken = ?"), append(args, string(f.Status))
 	}
 	if withStatus && f.ShadowDiffers {
-		conds = append(conds, "json_extract(record, '$.shadow.differs') = 1")
+		conds = append(conds, sqliteShadowDiffers)
 	}
 	if f.Tool != "" {
 		conds, args = append(conds, "tool = ?"), append(args, f.Tool)
@@ -233,7 +237,7 @@ func (s *SQLite) Count(ctx context.Context, f Filter) (Counts, error) {
 		n      *int
 	}{{vocab.Warn, &c.Warn}, {vocab.Redact, &c.Redact}, {vocab.Mask, &c.Mask}, {vocab.Block, &c.Block}} {
 		g := f
-		g.Status = a.action
+		g.Status, g.ShadowDiffers = a.action, false // the tiles' scope is tool and since
 		w, args := where(g, true)
 		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM records`+w, args...).Scan(a.n); err != nil {
 			return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
