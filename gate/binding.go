@@ -28,6 +28,8 @@ type binding struct {
 	ctx      *goja.Object // the global ctx: a proxy (delete trap) over one non-extensible object per runtime
 	response *goja.Object // ctx.response in the post phase: a proxy like ctx
 
+	members []ctxMember // the ctx surface (exports)
+
 	lastUser    ctxapi.User // cache: a frozen ctx.user is reused while the user is the same
 	lastUserVal goja.Value
 }
@@ -206,12 +208,6 @@ func (v *vm) buildCtx(st func() *callState) error {
 			panic(err)
 		}
 	}
-	get(target, "phase", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(string(st().phase)) }), nil)
-	get(target, "tool", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Tool) }), nil)
-	get(target, "server", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Server) }), nil)
-	get(target, "toolAccess", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.ToolAccess) }), nil)
-	get(target, "user", fn(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) }), nil)
-	get(target, "params", v.b.paramsGet, v.b.paramsSet)
 	respTarget := rt.NewObject()
 	get(respTarget, "content", v.b.contentGet, v.b.contentSet)
 	get(respTarget, "structuredContent", v.b.scGet, v.b.scSet)
@@ -240,22 +236,13 @@ func (v *vm) buildCtx(st func() *callState) error {
 		},
 	})).(*goja.Object)
 	v.b.response = resp
-	get(target, "response", fn(func(goja.FunctionCall) goja.Value {
-		switch st().phase {
-		case ctxapi.PhasePost, ctxapi.PhaseResource, ctxapi.PhasePrompt:
-			return resp
+	for _, m := range v.exports(st) {
+		if m.method != nil {
+			ro(m.name, m.method)
+		} else {
+			get(target, m.name, m.get, m.set)
 		}
-		return goja.Undefined()
-	}), v.b.responseSet)
-	get(target, "tools", v.b.toolsGet, v.b.toolsSet)
-	get(target, "method", fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(st().call.Method) }), nil)
-	get(target, "findings", v.b.findingsGet, nil)
-	ro("rateLimitExceeded", v.b.rate)
-	ro("warn", v.b.warn)
-	ro("redact", v.b.redact)
-	ro("mask", v.b.mask)
-	ro("hash", v.b.hash)
-	ro("redactAll", v.b.redactAll)
+	}
 	if _, err := v.preventExt(goja.Undefined(), target); err != nil {
 		return err
 	}
@@ -289,6 +276,52 @@ func (v *vm) buildCtx(st func() *callState) error {
 		return ctx
 	})
 	return v.global.DefineAccessorProperty("ctx", getter, nil, goja.FLAG_FALSE, goja.FLAG_FALSE)
+}
+
+// ctxMember is one field of ctx: an accessor (get, and set when a policy may assign
+// it) or a method. Every function is frozen and reads the running call from vm.cur.
+type ctxMember struct {
+	name     string
+	get, set goja.Value
+	method   goja.Value
+}
+
+// exports is the whole ctx surface, one name to function(s) per field, in the order
+// ctx lists them; buildCtx defines exactly these and the self-test checks each is frozen.
+func (v *vm) exports(st func() *callState) []ctxMember {
+	if v.b.members != nil {
+		return v.b.members
+	}
+	rt := v.rt
+	str := func(f func(c *callState) string) goja.Value {
+		return v.frozenFunc(func(goja.FunctionCall) goja.Value { return rt.ToValue(f(st())) })
+	}
+	resp := v.b.response
+	v.b.members = []ctxMember{
+		{name: "phase", get: str(func(c *callState) string { return string(c.phase) })},
+		{name: "tool", get: str(func(c *callState) string { return c.call.Tool })},
+		{name: "server", get: str(func(c *callState) string { return c.call.Server })},
+		{name: "toolAccess", get: str(func(c *callState) string { return c.call.ToolAccess })},
+		{name: "user", get: v.frozenFunc(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) })},
+		{name: "params", get: v.b.paramsGet, set: v.b.paramsSet},
+		{name: "response", get: v.frozenFunc(func(goja.FunctionCall) goja.Value {
+			switch st().phase {
+			case ctxapi.PhasePost, ctxapi.PhaseResource, ctxapi.PhasePrompt:
+				return resp
+			}
+			return goja.Undefined()
+		}), set: v.b.responseSet},
+		{name: "tools", get: v.b.toolsGet, set: v.b.toolsSet},
+		{name: "method", get: str(func(c *callState) string { return c.call.Method })},
+		{name: "findings", get: v.b.findingsGet},
+		{name: "rateLimitExceeded", method: v.b.rate},
+		{name: "warn", method: v.b.warn},
+		{name: "redact", method: v.b.redact},
+		{name: "mask", method: v.b.mask},
+		{name: "hash", method: v.b.hash},
+		{name: "redactAll", method: v.b.redactAll},
+	}
+	return v.b.members
 }
 
 // findingsValue builds ctx.findings: a frozen array of frozen

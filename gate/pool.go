@@ -1,0 +1,142 @@
+package gate
+
+import (
+	_ "embed"
+	"log/slog"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+)
+
+// pool holds up to size runtimes shared by every policy set of one Gate.
+type pool struct {
+	size    int
+	console bool
+	logger  *slog.Logger
+	gate    *Gate
+
+	idle       chan *vm
+	slots      chan struct{} // one token per runtime that exists or is being built
+	mu         sync.Mutex
+	active     map[*vm]activeRun // running runtimes, for the heap watchdog
+	closed     atomic.Bool
+	softCap    uint64
+	budget     uint64        // Options.PolicyHeapBudget
+	collecting atomic.Bool   // a GC started by the watchdog is running
+	gcLive     atomic.Uint64 // live heap the watchdog's last GC found
+	gcSeq      atomic.Uint64 // number of the watchdog's last completed collection
+	gcStarted  atomic.Uint64 // collections begun
+	wake       chan struct{} // begin → an idle watchdog
+	stop       chan struct{}
+	wg         sync.WaitGroup
+}
+
+// activeRun is one policy run the watchdog watches: its token, the heap when it began,
+// the growth it may cause, and whether it was interrupted already (it may take a while
+// to stop: a huge string copy is one instruction).
+type activeRun struct {
+	tok, base, budget uint64
+	hit               bool
+}
+
+func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft, budget uint64) *pool {
+	p := &pool{
+		size: size, console: console, logger: logger, gate: g,
+		idle:    make(chan *vm, size),
+		slots:   make(chan struct{}, size),
+		active:  make(map[*vm]activeRun),
+		softCap: soft,
+		budget:  budget,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+	p.wg.Add(1)
+	go p.watchdog()
+	return p
+}
+
+// get returns an idle runtime, builds one while fewer than size exist, or waits.
+func (p *pool) get(done <-chan struct{}) (*vm, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	for {
+		select {
+		case v := <-p.idle:
+			return v, nil
+		default:
+		}
+		select {
+		case v := <-p.idle:
+			return v, nil
+		case p.slots <- struct{}{}:
+			v, err := newVM(p)
+			if err != nil {
+				<-p.slots
+				return nil, err
+			}
+			return v, nil
+		case <-done:
+			return nil, errCancelled
+		}
+	}
+}
+
+// put returns v to the pool, or drops it (freeing its slot) when it is broken.
+func (p *pool) put(v *vm) {
+	v.cur = nil
+	if v.broken.Load() || p.closed.Load() {
+		<-p.slots
+		return
+	}
+	p.idle <- v
+}
+
+func (p *pool) begin(v *vm, tok uint64, input int) {
+	v.mu.Lock()
+	v.token = tok
+	v.mu.Unlock()
+	v.rt.ClearInterrupt() // k6: clear on activation; a stale interrupt cannot reach us (token)
+	if v.heap == nil {
+		v.heap = []metrics.Sample{{Name: heapMetric}}
+	}
+	metrics.Read(v.heap)
+	run := activeRun{tok: tok, base: sampleUint(v.heap[0]), budget: p.budget + inputFactor*uint64(input)}
+	p.mu.Lock()
+	p.active[v] = run
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pool) end(v *vm) {
+	v.mu.Lock()
+	v.token = 0
+	v.mu.Unlock()
+	p.mu.Lock()
+	delete(p.active, v)
+	p.mu.Unlock()
+}
+
+func (p *pool) close() {
+	if p.closed.Swap(true) {
+		return
+	}
+	close(p.stop)
+	p.wg.Wait()
+	p.mu.Lock()
+	for v, r := range p.active {
+		v.interruptIf(r.tok, errClosing)
+	}
+	p.mu.Unlock()
+	for {
+		select {
+		case <-p.idle:
+			<-p.slots
+		default:
+			return
+		}
+	}
+}

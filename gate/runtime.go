@@ -1,0 +1,159 @@
+package gate
+
+import (
+	_ "embed"
+	"fmt"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+// vm is one pooled runtime with its lockdown applied.
+type vm struct {
+	rt         *goja.Runtime
+	runner     goja.Callable // (fn, ctx) → undefined or [message]
+	describe   goja.Callable // thrown value → message, without running its toString
+	stringify  goja.Callable // guarded JSON.stringify
+	parse      goja.Callable // guarded JSON.parse
+	deepFreeze goja.Callable
+	preventExt goja.Callable
+	freeze     goja.Callable
+	entries    goja.Callable // a helper argument's own data, without running a getter
+	global     *goja.Object
+	baseProto  *goja.Object
+	baseSyms   int
+
+	mu     sync.Mutex // guards token against the timer and the watchdog
+	token  uint64
+	broken atomic.Bool // interrupted, panicked or polluted: never reused
+
+	cur *callState // the call being run (natives read it)
+	b   binding    // per-runtime native functions for ctx
+
+	// rejected are the promises rejected without a handler during the running policy,
+	// in order (SetPromiseRejectionTracker); a handler added later removes its promise.
+	rejected []*goja.Promise
+
+	fnSet *Set                         // the set fns belongs to
+	fns   map[*goja.Program]goja.Value // wrapper functions of fnSet's policies
+	heap  []metrics.Sample             // begin's reusable heap sample
+}
+
+// newVM builds a locked-down runtime. console is exposed only when console is true.
+func newVM(p *pool) (*vm, error) {
+	rt := goja.New()
+	rt.SetParserOptions(parser.WithDisableSourceMaps)
+	rt.SetMaxCallStackSize(maxCallStack)
+	v := &vm{rt: rt, global: rt.GlobalObject()}
+	rt.SetPromiseRejectionTracker(func(p *goja.Promise, op goja.PromiseRejectionOperation) {
+		switch op {
+		case goja.PromiseRejectionReject:
+			v.rejected = append(v.rejected, p)
+		case goja.PromiseRejectionHandle:
+			for i := len(v.rejected) - 1; i >= 0; i-- { // usually the last one
+				if v.rejected[i] == p {
+					v.rejected = append(v.rejected[:i], v.rejected[i+1:]...)
+					break
+				}
+			}
+		}
+	})
+	host := rt.NewObject()
+	_ = host.Set("maxString", maxStringLen)
+	_ = host.Set("maxArray", maxArrayLen)
+	_ = host.Set("maxNodes", maxNodes)
+	_ = host.Set("maxBytes", maxBufferLen)
+	_ = host.Set("maxDepth", maxNesting)
+	_ = host.Set("oom", func(goja.FunctionCall) goja.Value {
+		rt.Interrupt(errMemory)
+		v.broken.Store(true)
+		return goja.Undefined()
+	})
+	_ = host.Set("deep", func(goja.FunctionCall) goja.Value {
+		rt.Interrupt(errStack)
+		v.broken.Store(true)
+		return goja.Undefined()
+	})
+	_ = host.Set("jsonDepth", func(c goja.FunctionCall) goja.Value {
+		return rt.ToValue(jsonDepth(c.Argument(0).String()))
+	})
+	if p.console {
+		con := rt.NewObject()
+		logf := func(c goja.FunctionCall) goja.Value {
+			parts := make([]string, len(c.Arguments))
+			for i, a := range c.Arguments {
+				parts[i] = a.String()
+			}
+			if v.cur != nil {
+				p.logger.Debug("policy console", "policy", v.cur.policy, "msg", strings.Join(parts, " "))
+			}
+			return goja.Undefined()
+		}
+		for _, k := range []string{"log", "info", "warn", "error", "debug"} {
+			_ = con.Set(k, logf)
+		}
+		_ = v.global.DefineDataProperty("console", con, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	fv, err := rt.RunProgram(lockdownPrg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	setup, _ := goja.AssertFunction(fv)
+	tools, err := setup(goja.Undefined(), host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	t := tools.ToObject(rt)
+	for name, dst := range map[string]*goja.Callable{
+		"runner": &v.runner, "describe": &v.describe, "stringify": &v.stringify, "parse": &v.parse,
+		"deepFreeze": &v.deepFreeze, "preventExtensions": &v.preventExt, "freeze": &v.freeze,
+		"entries": &v.entries,
+	} {
+		f, ok := goja.AssertFunction(t.Get(name))
+		if !ok {
+			return nil, fmt.Errorf("%w: lockdown tool %s missing", ErrLockdownFailed, name)
+		}
+		*dst = f
+	}
+	if err := v.bind(p); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	// globalThis is made non-extensible last: implicit globals of a policy are its own
+	// locals (implicitGlobals), and nothing else can add or swap anything global.
+	if _, err := v.preventExt(goja.Undefined(), v.global); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
+	}
+	v.baseProto = v.global.Prototype()
+	v.baseSyms = len(v.global.Symbols())
+	if n := len(v.global.Keys()); n != 0 {
+		return nil, fmt.Errorf("%w: %d enumerable globals after lockdown", ErrLockdownFailed, n)
+	}
+	return v, nil
+}
+
+// resetGlobals deletes implicit globals a policy created and reports whether the
+// runtime is still clean (prototype unchanged, nothing left behind).
+func (v *vm) resetGlobals() bool {
+	keys := v.global.Keys()
+	for _, k := range keys {
+		if err := v.global.Delete(k); err != nil {
+			return false
+		}
+	}
+	if len(keys) > 0 && len(v.global.Keys()) != 0 {
+		return false
+	}
+	if syms := v.global.Symbols(); len(syms) != v.baseSyms {
+		for _, s := range syms {
+			_ = v.global.DeleteSymbol(s)
+		}
+		if len(v.global.Symbols()) != v.baseSyms {
+			return false
+		}
+	}
+	return v.global.Prototype() == v.baseProto
+}

@@ -1,0 +1,137 @@
+package gate
+
+import (
+	_ "embed"
+	"runtime"
+	"runtime/metrics"
+	"time"
+)
+
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// liveHeapBytes is the heap the last GC found live (runtime/metrics /gc/heap/live:bytes).
+func liveHeapBytes() uint64 {
+	s := [1]metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s[:])
+	return sampleUint(s[0])
+}
+
+// collect runs two full garbage collections in the background, unless they are
+// running; when they end, gcLive holds the smaller live heap they found and gcSeq
+// the number of this collection (gcStarted counts the ones begun). Two, because a GC counts what is allocated while it marks as live: a
+// burst of garbage made during the first is gone by the second, a bomb is not.
+func (p *pool) collect() {
+	if p.collecting.CompareAndSwap(false, true) {
+		n := p.gcStarted.Add(1)
+		go func() {
+			defer p.collecting.Store(false)
+			runtime.GC()
+			first := liveHeapBytes()
+			runtime.GC()
+			p.gcLive.Store(min(first, liveHeapBytes()))
+			p.gcSeq.Store(n)
+		}()
+	}
+}
+
+// heapBytes is the heap in use by objects, live or not yet swept (about 0.3 µs).
+func heapBytes() uint64 {
+	s := [1]metrics.Sample{{Name: heapMetric}}
+	metrics.Read(s[:])
+	return sampleUint(s[0])
+}
+
+func sampleUint(s metrics.Sample) uint64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s.Value.Uint64()
+}
+
+// watchdog samples the heap every millisecond while a policy runs (and sleeps while
+// none does). Once the live heap passes the soft cap it interrupts every running
+// policy; with a per-policy budget set, a policy whose heap growth since it began
+// passes that budget. Allocation in a loop is JS and stops at the next instruction
+// (policy_memory_limit), so string doubling with `+` or template literals, which no
+// built-in guard sees, stops soon after the limit. The GC that tells live memory from
+// garbage runs on its own goroutine, so a policy copying a huge string never stalls
+// this loop.
+func (p *pool) watchdog() {
+	defer p.wg.Done()
+	t := time.NewTicker(watchInterval)
+	defer t.Stop()
+	ticking := true
+	seenGC, trustFrom := p.gcSeq.Load(), p.gcStarted.Load()+1
+	for {
+		p.mu.Lock()
+		n := len(p.active)
+		p.mu.Unlock()
+		if n == 0 {
+			if ticking {
+				t.Stop()
+				ticking = false
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-p.wake:
+			}
+			continue
+		}
+		if !ticking {
+			t.Reset(watchInterval)
+			ticking = true
+			trustFrom = p.gcStarted.Load() + 1
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		heap := heapBytes()
+		if heap >= p.softCap {
+			// The heap counts garbage until the next GC: only memory a GC forced here
+			// found live interrupts, or a burst of garbage (a large result handled by
+			// another call) would reject every clean call. The GC runs off this loop,
+			// and again while the heap stays high, so a growing bomb is re-measured.
+			// Only a collection begun in this busy period describes these policies.
+			if seq := p.gcSeq.Load(); seq != seenGC && seq >= trustFrom {
+				seenGC = seq
+				if live := p.gcLive.Load(); live >= p.softCap {
+					if n := p.interrupt(func(activeRun) bool { return true }); n > 0 {
+						p.logger.Warn("gate: live heap passed the soft limit; running policies interrupted",
+							"live_bytes", live, "soft_limit", p.softCap, "interrupted", n)
+					}
+				}
+			}
+			p.collect()
+			continue
+		}
+		if p.budget == 0 {
+			continue
+		}
+		if n := p.interrupt(func(r activeRun) bool { return heap > r.base+r.budget }); n > 0 {
+			p.logger.Warn("gate: the heap grew past a running policy's budget; interrupted",
+				"heap_bytes", heap, "interrupted", n)
+		}
+	}
+}
+
+// interrupt interrupts the running policies that match f and were not interrupted
+// yet (policy_memory_limit), and returns how many.
+func (p *pool) interrupt(f func(activeRun) bool) int {
+	p.mu.Lock()
+	victims := make(map[*vm]uint64, len(p.active))
+	for v, r := range p.active {
+		if !r.hit && f(r) {
+			victims[v] = r.tok
+			r.hit = true
+			p.active[v] = r
+		}
+	}
+	p.mu.Unlock()
+	for v, tok := range victims {
+		v.interruptIf(tok, errMemory)
+	}
+	return len(victims)
+}
