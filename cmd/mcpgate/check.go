@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/config"
 )
 
 func init() { subcommands = append(subcommands, newCheckCmd) }
@@ -40,9 +41,9 @@ const (
 )
 
 func newCheckCmd() *cobra.Command {
-	var format string
+	var format, configPath string
 	cmd := &cobra.Command{
-		Use:   "check [--format text|json] [FILE|-]",
+		Use:   "check [--format text|json] [--config FILE] [FILE|-]",
 		Short: "Analyse a text or a CallToolResult with the built-in rules",
 		Long: `check runs mcpgate's built-in rules (terminal escapes, hidden text, prompt-injection
 markers, PII, secrets) over one input and prints the verdict, the findings and the
@@ -61,6 +62,9 @@ printed for results and for texts up to 1 MiB; a longer text is not kept.
 Findings name the rule, severity, entity kind, pointer and byte offsets, never the
 matched value. The sanitized output is printed even for a block, for inspection.
 
+With --config, the rule severities of the configuration's "mcpgate.rules" apply, as
+in the gateway: a rule raised to high blocks here too.
+
 Exit status: 0 allow, 3 warn, 4 block, 1 usage or I/O error.
 
 Examples:
@@ -68,7 +72,8 @@ Examples:
   tail -c 50M app.log | mcpgate check -
   printf 'hi \033]52;c;aGk=\007' | mcpgate check -
   mcpgate check --format json result.json | jq .rule_ids
-  mcpgate check result.json || echo "verdict: exit $?"`,
+  mcpgate check result.json || echo "verdict: exit $?"
+  mcpgate check --config /etc/mcpgate/config.json result.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
@@ -87,7 +92,15 @@ Examples:
 				defer f.Close()
 				in = f
 			}
-			out, err := runCheck(in)
+			var sev map[string]engine.Severity
+			if configPath != "" {
+				cfg, err := config.Load(configPath)
+				if err != nil {
+					return fmt.Errorf("check: %w", err)
+				}
+				sev = cfg.Severities()
+			}
+			out, err := runCheck(in, sev)
 			if err != nil {
 				return err
 			}
@@ -111,6 +124,7 @@ Examples:
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&configPath, "config", "", `JSON configuration file: its "mcpgate.rules" severities apply`)
 	return cmd
 }
 
@@ -128,7 +142,8 @@ func readPrefix(r io.Reader, limit int) (b []byte, whole bool, err error) {
 
 // runCheck analyses all of in: as a CallToolResult when it is a JSON object with
 // "content" of at most checkResultLimit bytes, else as plain text, streamed.
-func runCheck(in io.Reader) (checkOutput, error) {
+// sev overrides rule severities (--config); nil keeps the defaults.
+func runCheck(in io.Reader, sev map[string]engine.Severity) (checkOutput, error) {
 	var out checkOutput
 	// the first bytes decide: text, or JSON that may be a result
 	head, whole, err := readPrefix(in, checkSanitizeLimit)
@@ -144,9 +159,9 @@ func runCheck(in io.Reader) (checkOutput, error) {
 		whole = len(head) <= checkResultLimit
 	}
 	if whole && isResult(head) {
-		return checkResult(head)
+		return checkResult(head, sev)
 	}
-	a, err := engine.New(engine.Options{})
+	a, err := engine.New(engine.Options{Severities: sev})
 	if err != nil {
 		return out, err
 	}
@@ -179,10 +194,10 @@ func isResult(b []byte) bool {
 }
 
 // checkResult analyses a whole CallToolResult with no scan cap.
-func checkResult(input []byte) (checkOutput, error) {
+func checkResult(input []byte, sev map[string]engine.Severity) (checkOutput, error) {
 	out := checkOutput{Input: "result"}
 	// every string and one separator each: never more than twice the input's length
-	a, err := engine.New(engine.Options{MaxScanBytes: 2*len(input) + 1})
+	a, err := engine.New(engine.Options{MaxScanBytes: 2*len(input) + 1, Severities: sev})
 	if err != nil {
 		return out, err
 	}

@@ -16,6 +16,10 @@ func TestCheck(t *testing.T) {
 	if err := os.WriteFile(resultFile, []byte(`{"content":[{"type":"text","text":"a \u001b]52;c;aGk=\u0007 b"}],"isError":false}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cfgFile := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgFile, []byte(`{"mcpgate":{"rules":{"pii_email":"high"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -36,6 +40,11 @@ func TestCheck(t *testing.T) {
 		{"json format", []string{"check", "--format", "json", "-"}, "mail bob@example.com", exitOK,
 			[]string{`"verdict": "allow"`, `"rule_ids": [`, `"pii_email"`, `"entity": "email"`, `"input": "text"`}, nil, ""},
 		{"json without content is text", []string{"check", "-"}, `{"a":"\u202e"}`, exitOK, []string{"verdict: allow"}, nil, ""},
+		{"config raises a severity", []string{"check", "--config", cfgFile, "-"}, "mail bob@example.com", exitBlock,
+			[]string{"verdict: block", "pii_email"}, nil, ""},
+		{"config raises it in a result", []string{"check", "--config", cfgFile, "-"}, `{"content":[{"type":"text","text":"mail bob@example.com"}]}`, exitBlock,
+			[]string{"verdict: block", "pii_email"}, nil, ""},
+		{"bad config", []string{"check", "--config", filepath.Join(dir, "nope.json"), "-"}, "", exitError, nil, nil, "check: config"},
 		{"bad format", []string{"check", "--format", "yaml", "-"}, "", exitError, nil, nil, "--format must be text or json"},
 		{"missing file", []string{"check", filepath.Join(dir, "nope")}, "", exitError, nil, nil, "no such file"},
 		{"two args", []string{"check", "a", "b"}, "", exitError, nil, nil, "accepts at most 1 arg"},
