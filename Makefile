@@ -12,7 +12,7 @@ EVERYTHING_SERVER := github.com/modelcontextprotocol/go-sdk/conformance/everythi
 TESTBED_BIN := testdata/e2e/bin
 
 # Packages with golden files under testdata/ (each defines -update).
-GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./cmd/mcpgate/
+GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./internal/pipeline/ ./cmd/mcpgate/
 
 .PHONY: all build demo deps test test-policies test-unit test-race console-notice fuzz bench golden load conformance vet clean
 
