@@ -9,7 +9,8 @@ import (
 )
 
 // DefaultPhases are the phases a policy runs in unless its source shows it does
-// nothing there: seed 003 runs every file in both (docs/policies.md#phases).
+// nothing there: the classic policy model runs every file in both
+// (docs/decisions.md#policies, docs/policies.md#phases).
 var DefaultPhases = []ctxapi.Phase{ctxapi.PhasePre, ctxapi.PhasePost}
 
 // phaseInfo is what Load learns about a policy's phases from its source.

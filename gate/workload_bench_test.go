@@ -92,7 +92,7 @@ if (ctx.tool === "github_create_pull" || ctx.tool === "github_update_pull") {
 }`,
 }
 
-// seedPolicies are the seed's four plain-JavaScript examples (the regex runs in JS),
+// seedPolicies are the four classic plain-JavaScript examples (the regex runs in JS),
 // in the workload's file order.
 func seedPolicies(tb testing.TB) map[string]string {
 	ex := shipped(tb, true)
@@ -169,7 +169,7 @@ func benchWorkload(b *testing.B, files map[string]string) {
 	b.ReportMetric(float64(base)/float64(per), "x-faster")
 }
 
-// BenchmarkGateWorkload runs the workload with idiomatic policies, with the seed's
+// BenchmarkGateWorkload runs the workload with idiomatic policies, with the classic
 // plain-JS policies, and with four policies that do nothing; each reports the
 // runtime-per-call baseline measured in the same process and the ratio (x-faster).
 func BenchmarkGateWorkload(b *testing.B) {

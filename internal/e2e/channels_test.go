@@ -440,7 +440,7 @@ func TestChannelsListPolicyOverHTTP(t *testing.T) {
 	httpWriteFile(t, filepath.Join(pol, "hide-dangerous.js"), `if (ctx.phase === "list" && ctx.user.callerClass !== "trusted") {
   ctx.tools = ctx.tools.filter((t) => !(t.annotations && t.annotations.destructiveHint));
 }`)
-	// the seed-003 examples beside it keep working as before
+	// the classic pre/post examples beside it keep working as before
 	for _, f := range []string{"block-force-delete.js", "untrusted-readonly.js"} {
 		b, err := os.ReadFile(filepath.Join(root, "policies", "examples", f))
 		if err != nil {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // Canary values: each is fed through one channel a value could leak by, and none
@@ -72,18 +74,20 @@ var chipLabel = map[string]string{"pass": "PASS", "warn": "WARN", "redact": "RED
 // adminAddr waits for the gateway's "admin listener started" log line.
 func adminAddr(t *testing.T, log *stderrLog) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var addr string
+	if !testwait.Within(testwait.Timeout, func() bool {
 		for _, line := range strings.Split(log.String(), "\n") {
 			var m map[string]any
 			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "admin listener started" {
-				return m["admin_addr"].(string)
+				addr, _ = m["admin_addr"].(string)
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no admin listener in the log:\n%s", log.String())
 	}
-	t.Fatalf("no admin listener in the log:\n%s", log.String())
-	return ""
+	return addr
 }
 
 func httpGet(t *testing.T, url string) string {

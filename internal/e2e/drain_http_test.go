@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestHTTPDrainUnderLoad proves the SIGTERM behaviour docs/http.md promises: while
@@ -81,11 +83,7 @@ func TestHTTPDrainUnderLoad(t *testing.T) {
 // waitForLog waits until the gateway's stderr holds s.
 func waitForLog(t *testing.T, g *httpGateway, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(g.stderr.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway never logged %q:\n%s", s, g.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Within(testwait.Timeout, func() bool { return strings.Contains(g.stderr.String(), s) }) {
+		t.Fatalf("the gateway never logged %q:\n%s", s, g.stderr.String())
 	}
 }

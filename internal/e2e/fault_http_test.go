@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // Each fault test states the exact outcome and then checks that the gateway serves
@@ -29,19 +31,20 @@ func TestFaultUpstreamKilledMidCall(t *testing.T) {
 	}
 	// The supervisor restarts the server with backoff and replays initialize; until
 	// then a call gets a clear "being restarted" error.
-	deadline := time.Now().Add(10 * time.Second)
 	var after string
-	for id := 3; time.Now().Before(deadline); id++ {
+	id := 3
+	testwait.For(t, "the upstream to be back", func() bool {
 		m := c.call(t, id, "pid", nil)
+		id++
 		if after = httpResultText(m); after != "" {
-			break
+			return true
 		}
 		if code, msg := httpErrorOf(m); code != -32000 || !strings.Contains(msg, "restart") {
 			t.Fatalf("during restart: got %d %q", code, msg)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if after == "" || after == before {
+		return false
+	})
+	if after == before {
 		t.Fatalf("upstream not restarted: pid before %q after %q", before, after)
 	}
 	c.mustEcho(t, 100)
@@ -162,20 +165,20 @@ func TestHTTPRefusesOffLoopbackWithoutTokens(t *testing.T) {
 // httpWaitRecord waits for the audit record of tool and checks its outcome.
 func httpWaitRecord(t *testing.T, g *httpGateway, tool, outcome string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	var rec map[string]any
+	testwait.For(t, "the audit record of "+tool, func() bool {
 		for _, r := range g.stderr.records() {
 			if r["tool"] == tool {
-				if r["outcome"] != outcome {
-					t.Fatalf("record for %s: outcome %v, want %s", tool, r["outcome"], outcome)
-				}
-				return r
+				rec = r
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if rec["outcome"] != outcome {
+		t.Fatalf("record for %s: outcome %v, want %s", tool, rec["outcome"], outcome)
 	}
-	t.Fatalf("no audit record for %s", tool)
-	return nil
+	return rec
 }
 
 func httpWriteFile(t *testing.T, path, content string) {

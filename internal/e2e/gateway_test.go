@@ -144,7 +144,7 @@ func TestPublicCases(t *testing.T) {
 }
 
 // TestSeedExamplePolicies copies each shipped example into a policies directory
-// and checks it behaves as the seed says.
+// and checks it behaves as docs/decisions.md#policies says.
 func TestSeedExamplePolicies(t *testing.T) {
 	up := upstreamMJS(t)
 	env := []string{"EXTRA_TOOLS=github_create_pull,github_merge_pull,delete_file", "READONLY_TOOLS="}

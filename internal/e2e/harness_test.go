@@ -22,6 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 var (
@@ -127,17 +129,10 @@ func (l *stderrLog) allRecords() []map[string]any {
 // waitRecords waits until at least n records have been written.
 func (l *stderrLog) waitRecords(t *testing.T, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		recs := l.records()
-		if len(recs) >= n || time.Now().After(deadline) {
-			if len(recs) < n {
-				t.Fatalf("want %d audit records, have %d; stderr:\n%s", n, len(recs), l.String())
-			}
-			return recs
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Within(testwait.Timeout, func() bool { return len(l.records()) >= n }) {
+		t.Fatalf("want %d audit records, have %d; stderr:\n%s", n, len(l.records()), l.String())
 	}
+	return l.records()
 }
 
 // gatewayArgs builds `gateway run` arguments around an upstream command.

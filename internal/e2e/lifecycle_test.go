@@ -13,6 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // lifecycleCalls are the sample server's calls the life-cycle tests make.
@@ -24,13 +26,11 @@ var lifecycleCalls = []consoleCall{
 	{"get_forecast", map[string]any{"city": "Lisbon"}, ""},
 }
 
-// waitUntil polls cond every 20 ms until it holds or the time is up.
+// waitUntil waits until cond holds or d is up (testwait.Within).
 func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+	if !testwait.Within(d, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

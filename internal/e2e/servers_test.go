@@ -457,7 +457,7 @@ func TestServersRestartListChanged(t *testing.T) {
 			for _, method := range []string{"tools/list", "prompts/list"} {
 				d.send(map[string]any{"op": "notes"}) // clear
 				killServer(t, gwPid, "everything-server")
-				time.Sleep(20 * time.Millisecond) // the "20 ms later"
+				time.Sleep(20 * time.Millisecond) // a notification 20 ms after the result
 				first := d.mustRequest(method, nil)
 				d.waitNote("notifications/tools/list_changed", 15*time.Second)
 				if tools := names(d.mustRequest("tools/list", nil), "tools", "name"); !hasPrefixed(tools, "go_") || !hasPrefixed(tools, "everything_") {

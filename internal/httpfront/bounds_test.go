@@ -15,11 +15,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // echoBackend answers every request with an empty result.
@@ -56,18 +56,6 @@ func post(f *Front, body string, hdr map[string]string) *httptest.ResponseRecord
 	return w
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestSessionCapUnderConcurrentInitialize proves the cap holds when initialize
 // requests race: with a cap of 2, twelve concurrent ones open exactly 2 sessions and
 // start exactly 2 backends; the rest get 503.
@@ -97,7 +85,7 @@ func TestSessionCapUnderConcurrentInitialize(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "every initialize to be refused or starting", func() bool { return started.Load()+refused.Load() == n })
+	testwait.For(t, "every initialize to be refused or starting", func() bool { return started.Load()+refused.Load() == n })
 	close(release)
 	wg.Wait()
 	ok := 0

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // fakeServer is an in-memory MCP server: answer decides the reply to each request
@@ -303,19 +304,11 @@ func TestResetAndDrop(t *testing.T) {
 	if err := m.Send(mustParse(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, "alpha to be asked", func() bool {
 		alpha.mu.Lock()
-		n := len(alpha.sent)
-		alpha.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("alpha was not asked")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer alpha.mu.Unlock()
+		return len(alpha.sent) > 0
+	})
 	alpha.recv <- item{err: &jsonrpc.ResetError{Err: errors.New("exited")}}
 	var reset *jsonrpc.ResetError
 	var listing *jsonrpc.Message

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -99,13 +100,7 @@ func (f *fakeConn) sentLines() []string {
 // waitSent waits until the connection got n messages.
 func (f *fakeConn) waitSent(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(f.sentLines()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server got %q, want %d messages", f.sentLines(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, fmt.Sprintf("%d messages to the server", n), func() bool { return len(f.sentLines()) >= n })
 	return f.sentLines()
 }
 
@@ -221,13 +216,9 @@ func TestSupervisorFailedRestartBacksOff(t *testing.T) {
 	third := <-conns    // an hour-long InitTimeout would block here
 	init := parse(t, third.waitSent(t, 1)[0])
 	third.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(init.ID) + `,"result":{}}`)
-	deadline := time.Now().Add(5 * time.Second)
-	for sup.Send(parse(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the server never came back")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, "the server to come back", func() bool {
+		return sup.Send(parse(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)) == nil
+	})
 }
 
 // TestSupervisorStartDown: with StartDown, a server that cannot start is retried with
