@@ -3,7 +3,6 @@ package gate
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"reflect"
 
 	"github.com/dop251/goja"
@@ -140,12 +139,12 @@ func (v *vm) readBack(c *callState) (bool, *Rejection) {
 		if s.readOnly {
 			continue
 		}
-		text, ok, msg := v.readText(s)
+		text, ok, rej := v.readText(s)
 		s.js, s.mat = nil, false
-		if msg == "" {
-			msg = checkShape(c, s, text, ok)
+		if rej != nil {
+			return false, rej
 		}
-		if msg != "" {
+		if msg := checkShape(c, s, text, ok); msg != "" {
 			return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: msg}
 		}
 		if s == &c.sc && (!ok || text == "null") { // structuredContent dropped
@@ -173,23 +172,21 @@ func (v *vm) readBack(c *callState) (bool, *Rejection) {
 	return changed, nil
 }
 
-// readText runs the guarded JSON.stringify on a slot's JS value; ok is false when it
-// gives undefined. A throw (a getter, toJSON or Proxy trap) is a bad shape.
-func (v *vm) readText(s *slot) (text string, ok bool, msg string) {
-	limit := maxStringLen + 2*int64(len(s.orig))
-	out, err := v.stringify(goja.Undefined(), s.js, goja.Undefined(), goja.Undefined(), v.rt.ToValue(limit))
-	if err != nil {
-		var ie *goja.InterruptedError
-		var so *goja.StackOverflowError
-		if errors.As(err, &ie) || errors.As(err, &so) {
-			panic(err) // classified by runOne's recover
+// readText reads a slot's JS value back as JSON text in Go (jsonWriter); ok is false
+// when it gives undefined. A throw (a getter, toJSON or Proxy trap) is a bad shape; a
+// guard that fires rejects with its own code.
+func (v *vm) readText(s *slot) (text string, ok bool, rej *Rejection) {
+	w := jsonWriter{v: v, limit: maxStringLen + 2*len(s.orig), buf: make([]byte, 0, len(s.raw)+64)}
+	if ex := v.rt.Try(func() { ok = w.write("", s.js, 0) }); ex != nil {
+		if w.trip != nil {
+			return "", false, &Rejection{Code: w.trip.code, Message: w.trip.msg}
 		}
-		return "", false, "ctx." + s.name + " could not be read back as JSON"
+		return "", false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: "ctx." + s.name + " could not be read back as JSON"}
 	}
-	if out == nil || goja.IsUndefined(out) {
-		return "", false, ""
+	if !ok {
+		return "", false, nil
 	}
-	return out.String(), true, ""
+	return string(w.buf), true, nil
 }
 
 // checkShape validates the JSON text of a touched value: params an object; content an

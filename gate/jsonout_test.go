@@ -1,0 +1,86 @@
+package gate
+
+import (
+	"testing"
+
+	"github.com/dop251/goja"
+)
+
+// writeJSON runs jsonWriter on the value of a JS expression and, beside it, the
+// runtime's own JSON.stringify.
+func writeJSON(t testing.TB, rt *goja.Runtime, v *vm, expr string) (got, want string, gotOK, wantOK bool) {
+	t.Helper()
+	val, err := rt.RunString("(" + expr + ")")
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	w := jsonWriter{v: v, limit: maxStringLen}
+	if ex := rt.Try(func() { gotOK = w.write("", val, 0) }); ex != nil {
+		t.Fatalf("%s: %v", expr, ex)
+	}
+	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
+	out, err := stringify(goja.Undefined(), val)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return string(w.buf), out.String(), gotOK, !goja.IsUndefined(out)
+}
+
+func plainVM() (*goja.Runtime, *vm) {
+	rt := goja.New()
+	return rt, &vm{rt: rt}
+}
+
+// The Go read-back writes what JSON.stringify writes.
+func TestJSONWriterMatchesStringify(t *testing.T) {
+	rt, v := plainVM()
+	for _, expr := range []string{
+		`{a: 1, b: "x", c: [1, "2", null, true, false], d: {}}`,
+		`{n: NaN, i: Infinity, m: -Infinity, z: -0, f: 1.5, e: 1e21, s: 1e-7, big: 123456789012345678}`,
+		`[undefined, function () {}, Symbol("s"), NaN]`,
+		`{u: undefined, f: function () {}, s: Symbol("s"), k: 1}`,
+		`{q: "quote \" backslash \\ nl \n tab \t ctl \u0001 \u001f del \u007f", line: "\u2028\u2029", uni: "é 😀"}`,
+		`{lone: "a\ud800b", lo: "\udc00", pair: "\ud83d\ude00", end: "x\ud83d"}`,
+		`{d: new Date(0), n: new Number(3), s: new String("s"), b: new Boolean(false)}`,
+		`{t: {toJSON: function (k) { return "key " + k; }}, arr: [{toJSON: function (k) { return k; }}]}`,
+		`{get g() { return 7; }, 2: "two", 1: "one", b: 1, a: 2}`,
+		`new Proxy({a: 1}, {get: function (t, k) { return k === "a" ? 2 : t[k]; }})`,
+		`new Proxy([1, 2], {})`,
+		`Object.assign(Object.create({inherited: 1}), {own: 2})`,
+		`"top"`, `42`, `null`, `true`, `undefined`,
+	} {
+		got, want, gotOK, wantOK := writeJSON(t, rt, v, expr)
+		if gotOK != wantOK || (gotOK && got != want) {
+			t.Errorf("%s:\n got %q (%v)\nwant %q (%v)", expr, got, gotOK, want, wantOK)
+		}
+	}
+}
+
+// FuzzJSONWriter: for any JSON text, the Go read-back of JSON.parse(text) equals
+// JSON.stringify of it.
+func FuzzJSONWriter(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9\ud800"}`, `[1e300,-0,0.1]`, `"x"`, `{"":{"":[]}}`} {
+		f.Add(s)
+	}
+	rt, v := plainVM()
+	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
+	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
+	f.Fuzz(func(t *testing.T, text string) {
+		if jsonDepth(text) > 100 {
+			return
+		}
+		val, err := parse(goja.Undefined(), rt.ToValue(text))
+		if err != nil {
+			return
+		}
+		want, err := stringify(goja.Undefined(), val)
+		if err != nil {
+			return
+		}
+		w := jsonWriter{v: v, limit: maxStringLen}
+		var ok bool
+		if ex := rt.Try(func() { ok = w.write("", val, 0) }); ex != nil || !ok || string(w.buf) != want.String() {
+			t.Fatalf("%q: got %q (%v), want %q", text, w.buf, ex, want.String())
+		}
+	})
+}
