@@ -21,7 +21,6 @@ type tokenRule struct {
 }
 
 var (
-	letters  = mkSet(upperChars + lowerChars)
 	hexLower = mkSet(digitChars + "abcdef")
 	token68  = mkSet(upperChars + lowerChars + digitChars + "-._~+/")
 	awsBody  = mkSet(upperChars + lowerChars + digitChars + "/+")
