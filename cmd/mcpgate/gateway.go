@@ -68,6 +68,11 @@ stderr (or --audit-file).
 Without --filter-output the rules still run and their findings reach ctx.findings
 and the audit record, but nothing is blocked or rewritten by them; policies still act.
 
+Trying a new policy set (docs/policies.md#life-cycle): --shadow DIR runs it beside
+the live set on every call and records what it would have done (shadow.differs),
+changing nothing; --capture FILE keeps each call's arguments and result (values, mode
+0600) for mcpgate replay --capture FILE --policies DIR.
+
 Environment:
   GATE_EVALUATORS=goja        policy evaluators (only goja exists; anything else is an error)
   MCPGATE_AUDIT_OUTPUT=off    rollback: record only the input decision (under-reports)`,
