@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 // ErrBadJSON is returned by RewriteStrings for input that is not well-formed JSON.
@@ -113,19 +115,7 @@ func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, i
 
 // scanString returns the offset just past the closing quote of the string starting at
 // raw[i], and whether it holds an escape; -1 when unterminated.
-func scanString(raw []byte, i int) (int, bool) {
-	escaped := false
-	for j := i + 1; j < len(raw); j++ {
-		switch raw[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
-		}
-	}
-	return -1, escaped
-}
+func scanString(raw []byte, i int) (int, bool) { return jsonscan.String(raw, i) }
 
 // appendJSONString appends s as a JSON string without HTML escaping.
 func appendJSONString(dst []byte, s string) []byte {

@@ -11,6 +11,8 @@ import (
 // A small JSON walker: it validates the document, tracks the JSON Pointer path, and
 // hands every string (key or value) to a visitor without building any Go values, so
 // a clean result is scanned without allocating.
+// It differs on purpose from internal/jsonscan, which only skips (and does not
+// validate) for the layers that must read broken or already-validated input.
 
 // maxDepth bounds nesting; deeper documents are rejected as undecodable.
 const maxDepth = 10000

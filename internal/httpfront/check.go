@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/loopback"
 )
 
@@ -46,30 +47,8 @@ var errTooDeep = errors.New("too deeply nested")
 // checkDepth returns errTooDeep when JSON nesting (arrays and objects) exceeds max.
 // It assumes b is valid JSON.
 func checkDepth(b []byte, max int) error {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				return errTooDeep
-			}
-		case '}', ']':
-			depth--
-		}
+	if jsonscan.Deeper(b, max) {
+		return errTooDeep
 	}
 	return nil
 }

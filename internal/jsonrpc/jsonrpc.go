@@ -14,6 +14,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 // JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1) and the MCP/SDK server-error codes we use.
@@ -373,24 +375,12 @@ func PeekID(line []byte) (json.RawMessage, bool) {
 	}
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
+func skipSpace(b []byte, i int) int { return jsonscan.Space(b, i) }
 
 // skipString returns the index after the string starting at b[i] == '"', or -1.
 func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return -1
+	end, _ := jsonscan.String(b, i)
+	return end
 }
 
 // skipValue returns the index after the JSON value starting at b[i], matching

@@ -1,0 +1,56 @@
+// Package jsonscan holds the byte-level JSON skipping that mcpgate's layers share:
+// finding where a string ends and how deep a document nests, without decoding it.
+// It does not validate: callers either validated the document already
+// (httpfront's depth check) or deliberately read broken input (jsonrpc.PeekID, which
+// fails the request a malformed line answers). The engine keeps its own validating
+// walker (engine/json.go), which also tracks JSON Pointers and decodes escapes on the
+// hot path; ctxapi.RewriteStrings streams and rewrites.
+package jsonscan
+
+// String returns the offset just past the closing quote of the JSON string whose
+// opening quote is b[i], and whether the string holds a backslash escape; end is -1
+// when the string does not end within b.
+func String(b []byte, i int) (end int, escaped bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return -1, escaped
+}
+
+// Space returns the offset of the first byte at or after i that is not JSON white
+// space (space, tab, LF, CR).
+func Space(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// Deeper reports whether the arrays and objects of b nest more than max levels deep.
+// Brackets inside strings do not count.
+func Deeper(b []byte, max int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			end, _ := String(b, i)
+			if end < 0 {
+				return false
+			}
+			i = end - 1
+		case '{', '[':
+			if depth++; depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}

@@ -1,0 +1,79 @@
+package jsonscan
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestString(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		end     int
+		escaped bool
+	}{
+		{`"abc" x`, 5, false},
+		{`"a\"b"`, 6, true},
+		{`"a\\"b`, 5, true},
+		{`"open`, -1, false},
+		{`"ü"`, 4, false},
+	} {
+		end, esc := String([]byte(tc.in), 0)
+		if end != tc.end || esc != tc.escaped {
+			t.Errorf("String(%q) = %d, %v; want %d, %v", tc.in, end, esc, tc.end, tc.escaped)
+		}
+	}
+}
+
+func TestDeeper(t *testing.T) {
+	deep := strings.Repeat("[", 6) + strings.Repeat("]", 6)
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want bool
+	}{
+		{deep, 6, false},
+		{deep, 5, true},
+		{`{"a":"[[[[[[[[[[[["}`, 2, false},
+		{`{"a":"\"[[[["}`, 1, false},
+		{`[{"a":[1]}]`, 2, true},
+	} {
+		if got := Deeper([]byte(tc.in), tc.max); got != tc.want {
+			t.Errorf("Deeper(%q, %d) = %v, want %v", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+// FuzzDeeper: on valid JSON, Deeper agrees with the nesting a decoder sees.
+func FuzzDeeper(f *testing.F) {
+	f.Add(`{"a":[1,{"b":"[}"}]}`, 2)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		if !json.Valid([]byte(s)) || max < 0 || max > 64 {
+			return
+		}
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return
+		}
+		if got, want := Deeper([]byte(s), max), depth(v) > max; got != want {
+			t.Fatalf("Deeper(%q, %d) = %v, want %v", s, max, got, want)
+		}
+	})
+}
+
+func depth(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	}
+	return 0
+}
