@@ -32,6 +32,7 @@ const OtherTool = "_other"
 //
 //	mcpgate_tool_calls_total{tool,action}          counter: calls by final action (docs/decisions.md#ladder)
 //	mcpgate_tool_call_outcomes_total{outcome}      counter: ok, upstream_error, timeout, cancelled, rejected, unknown_tool
+//	mcpgate_channel_messages_total{method,action}  counter: filtered messages of the other channels (docs/channels.md)
 //	mcpgate_findings_total{rule,stage}             counter: calls in which a rule found something; stage input|output
 //	mcpgate_policy_eval_seconds{phase}             histogram: pre/post policy time (record stage_ms)
 //	mcpgate_upstream_latency_seconds               histogram: upstream time (record stage_ms.upstream)
@@ -47,6 +48,7 @@ type Metrics struct {
 
 	calls    *prometheus.CounterVec
 	outcomes *prometheus.CounterVec
+	channels *prometheus.CounterVec
 	findings *prometheus.CounterVec
 	policy   *prometheus.HistogramVec
 	upstream prometheus.Histogram
@@ -66,6 +68,9 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_tool_call_outcomes_total", Help: "tools/call requests by upstream outcome.",
 		}, []string{"outcome"}),
+		channels: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_channel_messages_total", Help: "Filtered server messages other than tools/call results (listings, resources, prompts, sampling, elicitation, logs) by method and final action.",
+		}, []string{"method", "action"}),
 		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_findings_total", Help: "tools/call requests in which a rule found something, by rule id and stage (input or output).",
 		}, []string{"rule", "stage"}),
@@ -80,7 +85,7 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 		tools: map[string]bool{},
 	}
 	reg := m.Registry
-	reg.MustRegister(m.calls, m.outcomes, m.findings, m.policy, m.upstream)
+	reg.MustRegister(m.calls, m.outcomes, m.channels, m.findings, m.policy, m.upstream)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if gate != nil {
 		reg.MustRegister(
@@ -121,13 +126,18 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 // adds and one map lookup under a mutex) and reads only names, codes and timings.
 func (m *Metrics) Observe(r *audit.Record) {
 	action := vocab.Strongest(r.ActionTaken, vocab.Pass) // "" reads as pass
-	tool := OtherTool
-	if r.Listed {
-		tool = m.toolLabel(r.Tool)
-	}
-	m.calls.WithLabelValues(tool, string(action)).Inc()
-	if r.Outcome != "" {
-		m.outcomes.WithLabelValues(string(r.Outcome)).Inc()
+	if method := audit.RecordMethod(r); method != "tools/call" {
+		// the method is one of the gateway's own filtered channels: a bounded label set
+		m.channels.WithLabelValues(method, string(action)).Inc()
+	} else {
+		tool := OtherTool
+		if r.Listed {
+			tool = m.toolLabel(r.Tool)
+		}
+		m.calls.WithLabelValues(tool, string(action)).Inc()
+		if r.Outcome != "" {
+			m.outcomes.WithLabelValues(string(r.Outcome)).Inc()
+		}
 	}
 	for _, id := range r.InputRuleIDs {
 		m.findings.WithLabelValues(id, "input").Inc()

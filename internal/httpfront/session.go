@@ -53,6 +53,7 @@ type stream struct {
 	notify  chan struct{}
 	owner   uint64 // generation of the connection serving it; 0 when none
 	reqID   string // the request id key, for request streams
+	method  string // the request's method, for request streams
 	created time.Time
 }
 
@@ -160,7 +161,7 @@ func (s *session) openRequest(msg *jsonrpc.Message, jsonMode bool) (*stream, err
 		return nil, fmt.Errorf("request id %s is already in flight in this session", key)
 	}
 	st := s.newStreamLocked(jsonMode)
-	st.reqID = key
+	st.reqID, st.method = key, msg.Method
 	s.waiters[key] = st
 	if len(p.Meta.ProgressToken) > 0 {
 		s.progress[jsonrpc.IDKey(p.Meta.ProgressToken)] = st
@@ -255,13 +256,13 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 			}
 		}
 		if msg.Method == "notifications/message" || msg.Method == "notifications/progress" {
-			if st := s.relatedLocked(); st != nil {
+			if st := s.causeLocked(msg); st != nil {
 				s.appendLocked(st, msg.Raw)
 				return
 			}
 		}
 	case jsonrpc.KindRequest: // sampling, elicitation, roots, ping
-		if st := s.relatedLocked(); st != nil {
+		if st := s.causeLocked(msg); st != nil {
 			s.appendLocked(st, msg.Raw)
 			return
 		}
@@ -269,23 +270,72 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 	s.appendLocked(s.standalone, msg.Raw)
 }
 
-// relatedLocked picks the stream for a server message that a stdio upstream cannot
-// tie to a request: the oldest in-flight SSE request stream with a live connection,
-// else the oldest in-flight SSE request stream, else nil (the GET stream).
+// causeLocked picks the request stream a server request or log message belongs to
+// (docs/http.md#where-server-messages-go), first match wins:
+//  1. the request the message names as related (an HTTP upstream sent it on that
+//     request's stream);
+//  2. the request whose progressToken the message carries in params._meta;
+//  3. the only tools/call in flight on an SSE stream;
+//  4. otherwise relatedLocked's guess; nil means the GET stream.
+func (s *session) causeLocked(msg *jsonrpc.Message) *stream {
+	if msg.Related != nil {
+		if st := s.waiters[jsonrpc.IDKey(msg.Related)]; st != nil && !st.json {
+			return st
+		}
+	}
+	var p struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(msg.Params, &p) == nil && len(p.Meta.ProgressToken) > 0 {
+		if st := s.progress[jsonrpc.IDKey(p.Meta.ProgressToken)]; st != nil && !st.json {
+			return st
+		}
+	}
+	var call *stream
+	calls := 0
+	for _, st := range s.open {
+		if !st.json && st.method == "tools/call" {
+			calls++
+			call = st
+		}
+	}
+	if calls == 1 {
+		return call
+	}
+	return s.relatedLocked()
+}
+
+// relatedLocked picks the stream for a server message nothing ties to a request, the
+// oldest in-flight SSE request stream of the first kind that has one: a tools/call with
+// a live connection, any request with one, a tools/call, any request; nil means the
+// GET stream.
 func (s *session) relatedLocked() *stream {
-	var fallback *stream
+	var pick [4]*stream
 	for _, st := range s.open {
 		if st.json {
 			continue
 		}
-		if st.owner != 0 {
-			return st
+		rank := 3
+		switch {
+		case st.owner != 0 && st.method == "tools/call":
+			rank = 0
+		case st.owner != 0:
+			rank = 1
+		case st.method == "tools/call":
+			rank = 2
 		}
-		if fallback == nil {
-			fallback = st
+		if pick[rank] == nil {
+			pick[rank] = st
 		}
 	}
-	return fallback
+	for _, st := range pick {
+		if st != nil {
+			return st
+		}
+	}
+	return nil
 }
 
 // resume finds the stream and position named by a Last-Event-ID.

@@ -89,6 +89,11 @@ type Message struct {
 	// a client request or notification is routed to; "" when the gateway fronts a
 	// single server that is not named, or before routing.
 	Upstream string
+	// Related is, for a server request or notification, the id of the client request
+	// it was sent in relation to, when the transport tells (a Streamable HTTP server
+	// sends it on that request's response stream); nil otherwise. The HTTP front
+	// routes by it (docs/http.md#where-server-messages-go).
+	Related json.RawMessage
 }
 
 // IDKey returns a map key for the message id; equal ids give equal keys.

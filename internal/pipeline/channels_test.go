@@ -348,3 +348,38 @@ func FuzzViewSanitize(f *testing.F) {
 		}
 	})
 }
+
+// TestDocumentedPhaseExamples runs the phase examples of docs/policies.md as written.
+func TestDocumentedPhaseExamples(t *testing.T) {
+	p, _ := newPipeline(t, map[string]string{
+		"resource.js": `if (ctx.phase === "resource") ctx.redactAll({ kinds: ["pii_email"] });`,
+		"prompt.js": `if (ctx.phase === "prompt" &&
+    ctx.response.messages.some((m) => m.content && /\brm -rf\b/.test(m.content.text || ""))) {
+  throw "this prompt asks for a destructive shell command";
+}`,
+		"server.js": `switch (ctx.phase) {
+  case "server_request":
+    if (ctx.method === "elicitation/create" && /api.?key|password|token/i.test(ctx.params.message)) {
+      throw "elicitation of credentials is not allowed";
+    }
+    if (ctx.method === "sampling/createMessage") ctx.params.systemPrompt = "You are a careful assistant.";
+}`,
+	}, true, false)
+	ctx := context.Background()
+	r := p.Response(ctx, Channel{Method: "resources/read"}, response(t, `{"contents":[{"uri":"u","text":"mail ada@example.com"}]}`))
+	if !strings.Contains(string(r.Result), "[REDACTED:EMAIL]") {
+		t.Errorf("resource: %s", r.Result)
+	}
+	r = p.Response(ctx, Channel{Method: "prompts/get"}, response(t, `{"messages":[{"role":"user","content":{"type":"text","text":"now rm -rf /"}}]}`))
+	if !strings.Contains(string(r.Result), "call rejected by policy prompt.js: this prompt asks for a destructive shell command") {
+		t.Errorf("prompt: %s", r.Result)
+	}
+	r = p.ServerRequest(ctx, Channel{Method: "elicitation/create", Params: json.RawMessage(`{"message":"Paste your API key"}`)}, nil)
+	if !strings.Contains(string(r.Error), "elicitation of credentials is not allowed") {
+		t.Errorf("elicitation: %+v", r)
+	}
+	r = p.ServerRequest(ctx, Channel{Method: "sampling/createMessage", Params: json.RawMessage(`{"messages":[],"systemPrompt":"x"}`)}, nil)
+	if !strings.Contains(string(r.Params), `"systemPrompt":"You are a careful assistant."`) {
+		t.Errorf("sampling: %+v", r)
+	}
+}

@@ -17,7 +17,7 @@ func FuzzReadSSE(f *testing.F) {
 		defer cancel()
 		c := &Client{opts: Options{MaxMessageBytes: 1 << 12}, log: slog.New(slog.DiscardHandler), out: make(chan item, 1<<12), gone: make(chan struct{}), ctx: ctx, cancel: cancel}
 		last := ""
-		c.readSSE(bytes.NewReader(stream), "1", &last)
+		c.readSSE(bytes.NewReader(stream), []byte("1"), &last)
 		close(c.out)
 		for it := range c.out {
 			if it.msg != nil && bytes.ContainsAny(it.msg.Raw, "\n\r") {

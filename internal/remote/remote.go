@@ -161,7 +161,7 @@ func (c *Client) post(m *jsonrpc.Message, body []byte) {
 	}
 	ct := strings.ToLower(resp.Header.Get("Content-Type"))
 	if strings.HasPrefix(ct, "text/event-stream") {
-		got := c.readSSE(resp.Body, m.IDKey(), nil)
+		got := c.readSSE(resp.Body, m.ID, nil)
 		if !got && m.Kind == jsonrpc.KindRequest {
 			c.fail(m, "remote MCP server closed the stream before answering")
 		}
@@ -208,7 +208,13 @@ func (c *Client) expire(status int) {
 }
 
 // readSSE queues each event's data; it reports whether the response with id arrived.
-func (c *Client) readSSE(body io.Reader, id string, lastID *string) bool {
+// The server requests and notifications of a request's stream (id not nil) are
+// related to that request.
+func (c *Client) readSSE(body io.Reader, reqID json.RawMessage, lastID *string) bool {
+	id := ""
+	if reqID != nil {
+		id = jsonrpc.IDKey(reqID)
+	}
 	br := bufio.NewReaderSize(body, 64<<10)
 	var data bytes.Buffer
 	got := false
@@ -219,7 +225,7 @@ func (c *Client) readSSE(body io.Reader, id string, lastID *string) bool {
 		case line == "":
 			if data.Len() > 0 {
 				b := append([]byte(nil), data.Bytes()...)
-				if m := c.queueRaw(b); m != nil && m.Kind == jsonrpc.KindResponse && m.IDKey() == id {
+				if m := c.queueRawRelated(b, reqID); m != nil && m.Kind == jsonrpc.KindResponse && m.IDKey() == id {
 					got = true
 				}
 				data.Reset()
@@ -276,7 +282,7 @@ func (c *Client) startGet() {
 				}
 			}
 			if err == nil && resp.StatusCode == http.StatusOK {
-				c.readSSE(resp.Body, "", &last)
+				c.readSSE(resp.Body, nil, &last)
 				resp.Body.Close()
 				backoff = 200 * time.Millisecond
 			} else if err == nil {
@@ -308,7 +314,11 @@ func (c *Client) headers(req *http.Request) {
 
 // queueRaw parses one server message (compacted to one line when it is not) and
 // queues it; it returns the message, or nil when it was dropped as malformed.
-func (c *Client) queueRaw(b []byte) *jsonrpc.Message {
+func (c *Client) queueRaw(b []byte) *jsonrpc.Message { return c.queueRawRelated(b, nil) }
+
+// queueRawRelated is queueRaw for a message that came on the response stream of the
+// request with id related (nil: none); a server request or notification is marked so.
+func (c *Client) queueRawRelated(b []byte, related json.RawMessage) *jsonrpc.Message {
 	b = bytes.TrimSpace(b)
 	if bytes.ContainsAny(b, "\n\r") {
 		var compact bytes.Buffer
@@ -320,6 +330,9 @@ func (c *Client) queueRaw(b []byte) *jsonrpc.Message {
 	if err != nil {
 		c.push(item{err: &jsonrpc.DropError{Head: m.Raw, Reason: jsonrpc.ReasonMalformed + ": " + err.Error()}})
 		return nil
+	}
+	if related != nil && m.Kind != jsonrpc.KindResponse {
+		m.Related = related
 	}
 	c.queue(m)
 	return m
