@@ -136,7 +136,7 @@ var ruleTable = [numRules]Rule{
 	rAWSSecret:     {RuleAWSSecretKey, FamilySecret, SeverityInfo, "AWS secret access key: 40 base64 characters after aws_secret_access_key / SecretAccessKey"},
 	rAuthorization: {RuleHTTPAuthorization, FamilySecret, SeverityInfo, "the credential after an Authorization or Proxy-Authorization header's Bearer, Basic or Token scheme"},
 	rCookie:        {RuleHTTPCookie, FamilySecret, SeverityInfo, "a session value in a Cookie or Set-Cookie header"},
-	rURLPassword:   {RuleURLPassword, FamilySecret, SeverityInfo, "the password in a URL's user-info (scheme://user:password@host)"},
+	rURLPassword:   {RuleURLPassword, FamilySecret, SeverityInfo, "the password in a URL's user-info: after the user name and a colon, before the at sign and the host"},
 }
 
 // ruleByID maps rule ids to their index.

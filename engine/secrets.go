@@ -392,7 +392,7 @@ func afterBearer(s string, ws int) bool {
 // cookies reports the session values of a Cookie header ("a=1; sid=…") or, when set
 // is true, the first pair of a Set-Cookie header (the rest are attributes). A value
 // counts when it has at least 16 characters, 8 distinct, a digit and a letter, or
-// at least 8 (5 distinct) under a session-like name (sid, session, token, auth, jwt).
+// at least 6 (4 distinct) under a session-like name (sid, session, token, auth, jwt).
 func (t *textScan) cookies(v int, set bool) int {
 	s := t.s
 	i := v
@@ -414,7 +414,7 @@ func (t *textScan) cookies(v int, set bool) int {
 			ve++
 		}
 		val := s[vs:ve]
-		if len(val) >= 16 && varied(val) && mixedClasses(val) || len(val) >= 8 && sessionName(name) && distinct(val) >= 5 {
+		if len(val) >= 16 && varied(val) && mixedClasses(val) || len(val) >= 6 && sessionName(name) && distinct(val) >= 4 {
 			t.k.add(rCookie, "cookie_value", vs, ve)
 		}
 		i = ve
@@ -469,14 +469,10 @@ func (t *textScan) keyContext() int {
 
 // ---- URLs: user-info passwords and chat webhooks ----
 
-// passwordPlaceholders are user-info passwords that documentation writes instead of
-// a real one.
-var passwordPlaceholders = map[string]bool{
-	"password": true, "pass": true, "passwd": true, "pwd": true, "pw": true, "secret": true,
-	"yourpassword": true, "your_password": true, "mypassword": true, "my_password": true,
-	"x": true, "xxx": true, "changeme": true, "redacted": true, "hidden": true,
-}
-
+// placeholderPassword reports user-info passwords that are a template, not a value:
+// "${PASSWORD}", "<password>", "{{pass}}", "%s", "****", "xxxx", or empty. A literal
+// word such as "password" is reported: it may be the real one, and a finding on a
+// documentation URL costs an Info record at most.
 // url handles "://" at s[i] (i is the ':'): a password in the user-info, or a chat
 // webhook URL. It returns where scanning resumes: past the URL when the whole URL is
 // a secret, past the user-info when it held a password, else i+1.
@@ -526,7 +522,7 @@ func urlStop(c byte) bool {
 }
 
 func placeholderPassword(pw string) bool {
-	if pw == "" || passwordPlaceholders[strings.ToLower(pw)] {
+	if pw == "" {
 		return true
 	}
 	if strings.ContainsAny(pw, "$<{%*") {
