@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -202,7 +202,7 @@ func loadTestFiles(dir string) ([]*gate.TestFile, error) {
 			names = append(names, n)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	var out []*gate.TestFile
 	for _, n := range names {
 		src, err := os.ReadFile(filepath.Join(dir, n))

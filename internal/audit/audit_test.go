@@ -8,10 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -483,11 +484,7 @@ func TestAuditRecordFields(t *testing.T) {
 	b, _ := json.Marshal(r)
 	var m map[string]any
 	json.Unmarshal(b, &m)
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	golden(t, "record-keys.golden", []byte(strings.Join(keys, "\n")+"\n"))
 }
 

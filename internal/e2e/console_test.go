@@ -10,7 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -385,7 +385,7 @@ func TestConsoleSIGTERMFlush(t *testing.T) {
 		t.Errorf("audit --status redact:\n%s", redacts)
 	}
 	files, _ := filepath.Glob(db + "*")
-	sort.Strings(files)
+	slices.Sort(files)
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		assertNoCanary(t, f, string(b))

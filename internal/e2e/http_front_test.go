@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +172,7 @@ func TestHTTPMultiUpstream(t *testing.T) {
 	for _, x := range tools {
 		names = append(names, x.(map[string]any)["name"].(string))
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	half := len(names) / 2
 	if len(names) < 12 || len(names)%2 != 0 || names[0] != "alpha_ask" || names[half] != "beta_ask" || names[len(names)-1] != "beta_slow" || res["nextCursor"] != nil {
 		t.Fatalf("merged tools (every page of both): %v", names)

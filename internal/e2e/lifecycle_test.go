@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,7 +166,7 @@ func TestCaptureReplayE2E(t *testing.T) {
 			differing = append(differing, r.Tool+":"+r.RecordedAction+"->"+r.ReplayedAction)
 		}
 	}
-	sort.Strings(differing)
+	slices.Sort(differing)
 	if strings.Join(differing, ",") != "lookup_customer:pass->redact" {
 		t.Errorf("differing calls %v, want exactly lookup_customer pass->redact\n%s", differing, out)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,7 +116,7 @@ loop:
 	wg.Wait()
 	g.stop(t) // flushes the audit records
 
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	slices.Sort(lat)
 	up, records := upstreamStageMS(t, auditFile)
 	p := func(d []time.Duration, q float64) time.Duration {
 		if len(d) == 0 {

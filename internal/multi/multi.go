@@ -37,7 +37,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -615,7 +615,7 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		"serverInfo":      map[string]string{"name": "mcpgate", "version": "multi"},
 	}
 	if len(instructions) > 0 {
-		sort.Strings(instructions)
+		slices.Sort(instructions)
 		res["instructions"] = strings.Join(instructions, "\n")
 	}
 	m.reply(msg.ID, res)

@@ -9,6 +9,7 @@ package pins
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -87,11 +88,8 @@ func (s *Store) load() (*file, error) {
 }
 
 func (s *Store) save(f *file) error {
-	sort.Slice(f.Pins, func(i, j int) bool {
-		if f.Pins[i].Server != f.Pins[j].Server {
-			return f.Pins[i].Server < f.Pins[j].Server
-		}
-		return f.Pins[i].Tool < f.Pins[j].Tool
+	slices.SortFunc(f.Pins, func(a, b Pin) int {
+		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Tool, b.Tool))
 	})
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

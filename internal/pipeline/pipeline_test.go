@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,14 +223,7 @@ func firstTextOrEmpty(result json.RawMessage) string {
 	return r.Content[0].Text
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
+func contains(s []string, v string) bool { return slices.Contains(s, v) }
 
 // TestPreRewriteIsSentAndRecorded: the upstream receives the rewritten arguments and
 // the record says params_rewritten without a rung of its own.
