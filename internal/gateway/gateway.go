@@ -126,7 +126,8 @@ type Capture struct {
 }
 
 // Pins configures tool pinning. The file defaults to pins.FileName in the directory
-// of the SQLite store or else the JSONL audit file; with neither, pinning is off.
+// of the SQLite store or else the JSONL audit file; with neither (a PostgreSQL store
+// has no directory), pinning is off unless File is given.
 type Pins struct {
 	File  string // --pins
 	Block bool   // --pins-mode block: a changed tool is hidden until approved
@@ -140,7 +141,7 @@ func PinsPath(p Pins, a config.Audit) string {
 		return ""
 	case p.File != "":
 		return p.File
-	case a.DB != "":
+	case a.DB != "" && !audit.IsPostgres(a.DB): // a PostgreSQL store has no directory
 		return filepath.Join(filepath.Dir(a.DB), pins.FileName)
 	case a.File != "":
 		return filepath.Join(filepath.Dir(a.File), pins.FileName)
