@@ -409,8 +409,8 @@ func (s *Set) Only(files []string) (*Set, error) {
 // frame of the runtime's stack text (read only when it is still the built-in data
 // property) that names file. Only the two numbers are taken, never any text.
 func errorPosition(o *goja.Object, file string) (line, col int) {
-	st, ok := o.Get("stack").(goja.Value)
-	if !ok || st == nil || !goja.IsString(st) {
+	st := o.Get("stack")
+	if st == nil || !goja.IsString(st) {
 		return 0, 0
 	}
 	lines := strings.Split(strings.TrimRight(st.String(), "\n"), "\n")

@@ -34,10 +34,10 @@ func (a *HostAllowlist) Allowed(host string) bool { return a.hosts.Name(host) }
 // http or https origin of an allowed host, as the admin listener requires.
 func (a *HostAllowlist) Check(hostHeader, origin string) error {
 	if !a.hosts.Host(hostHeader) {
-		return fmt.Errorf("Host %q is not allowed (DNS rebinding protection; see --allow-host)", hostHeader)
+		return fmt.Errorf("the Host header %q is not allowed (DNS rebinding protection; see --allow-host)", hostHeader)
 	}
 	if !a.hosts.Origin(origin) {
-		return fmt.Errorf("Origin %q is not allowed (an http or https origin of an allowed host; DNS rebinding protection; see --allow-host)", origin)
+		return fmt.Errorf("the Origin header %q is not allowed (an http or https origin of an allowed host; DNS rebinding protection; see --allow-host)", origin)
 	}
 	return nil
 }

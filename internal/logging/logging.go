@@ -56,7 +56,7 @@ func New(w io.Writer, format Format, level slog.Level) *slog.Logger {
 		}
 	}
 	if format == FormatText {
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000"}))
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000"}))
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr}))
 }
