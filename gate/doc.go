@@ -14,35 +14,48 @@
 // pool of locked-down runtimes (Options.PoolSize, GOMAXPROCS by default). A runtime
 // that was interrupted, panicked or tripped a guard is thrown away.
 //
+// # Phases
+//
+// Load decides from each file's source which phases it acts in (phases.go;
+// docs/policies.md#phases): pre and post unless its top-level code provably returns
+// there before doing anything, another phase only when it compares ctx.phase with that
+// name. Run skips a file in a phase it does not act in; Set.Acts tells a caller whether
+// any file acts in a phase.
+//
 // # Isolation
 //
-// Every intrinsic reachable from globalThis is frozen and globalThis is non-extensible,
-// so nothing one call writes (Object.prototype.x, a global) is seen by another. Sloppy
-// implicit globals (`for (i = 0; ...)`) are declared as the policy's own locals at
-// compile time. ctx is one non-extensible object per runtime whose fields are
-// accessors over the current call; values are materialised lazily with JSON.parse
-// inside the runtime, so push, splice and delete behave as JavaScript, and read back
-// with JSON.stringify after each policy, validated (bad_ctx_shape) and compared by JSON
-// equality. ctx and ctx.response are proxies whose delete trap turns a delete into an
-// assignment (or a recorded bad shape), and ctx.response = {content,
-// structuredContent} replaces both, so no change to ctx is ignored silently. There is no eval, no Function constructor by any path, no require,
-// network, file system, process, timers or (unless Options.Console) console; a
-// self-test at Load proves it.
+// Every intrinsic reachable from globalThis is frozen, functions, accessors and
+// prototypes included, and globalThis is non-extensible, so nothing one call writes
+// (Object.prototype.x, a global) is seen by another. ctx is one frozen object per
+// runtime built from one name-to-function table (exports); every function behind it is
+// frozen, and the self-test at Load proves it for each. Sloppy implicit globals are
+// declared as the policy's own locals at compile time. Values are materialised lazily
+// with JSON.parse inside the runtime (push, splice and delete behave as JavaScript),
+// read back once in Go after each policy with JSON.stringify's semantics (jsonout.go:
+// every getter, toJSON and Proxy trap runs once; the next policy parses the text
+// again), checked on that text (bad_ctx_shape) and tracked for changes (slots.go). ctx
+// and ctx.response are proxies whose delete trap turns a delete into an assignment (or
+// a recorded bad shape), and ctx.response = {content, structuredContent} replaces both.
+// The redaction helpers take JSON-like values only and raise a TypeError otherwise,
+// without running a getter. There is no eval, no Function constructor by any path, no
+// BigInt, no require, network, file system, process, timers or (unless
+// Options.Console) console.
 //
 // # Runaways
 //
 // Each policy has Options.Timeout (5 s). JS loops and recursion are interrupted
 // (policy_timeout, policy_stack_limit); backtracking regexps get
-// regexp2.DefaultMatchTimeout; the built-ins that amplify memory or recurse natively
-// (repeat, padStart/padEnd, Array(n), Array.from, every Array.prototype method, join,
-// split, flat, apply, typed arrays, ArrayBuffer, JSON.parse/stringify) are guarded
-// (policy_memory_limit, policy_stack_limit), and a heap watchdog sampling every
-// millisecond while policies run interrupts every policy once the heap passes
-// Options.HeapSoftLimit, and, when Options.PolicyHeapBudget is set, a policy whose
-// heap growth passes that budget (which stops `s = s + s` early). Thrown values, and the reasons of promises
-// still rejected without a handler when a policy ends (policy_throw), are described
-// without running their toString. Every policy error rejects the call (fail closed); the thrown message
-// goes to the client only and is never logged.
+// regexp2.DefaultMatchTimeout. Growth is bounded before the native step (growth.go,
+// lockdown.js; docs/policies.md#growth-limits): `+`, `+=`, template literals and spreads
+// are compiled into guarded calls, and the built-ins that amplify memory or recurse
+// natively are wrapped (policy_memory_limit, policy_stack_limit). A heap watchdog
+// sampling every millisecond while policies run interrupts every policy once the live
+// heap passes Options.HeapSoftLimit, and, when Options.PolicyHeapBudget is set, a
+// policy whose heap growth passes that budget. Thrown values, and the reasons of
+// promises still rejected without a handler when a policy ends (policy_throw), are
+// described without running their toString and quoted so they cannot forge a notice
+// (text.go). Every policy error rejects the call (fail closed); the thrown message goes
+// to the client only and is never logged.
 //
 // See docs/policies.md for the policy author's guide.
 package gate

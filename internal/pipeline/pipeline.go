@@ -560,7 +560,11 @@ func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
 	if msg == "" {
 		msg = "the policy rejected the call"
 	}
-	// A thrown message may quote content: it gets the Warn sanitizer and a bound.
+	// A thrown message may quote content: it is scanned like a result (what it carries
+	// is recorded as findings), then gets the Warn sanitizer and a bound.
+	if rep := r.p.Analyzer.AnalyzeText(msg); len(rep.Findings) > 0 {
+		r.rec.addFindings(rep)
+	}
 	msg = bound.Truncate(engine.Sanitize(msg), maxRejectionText)
 	return Reply{Result: errorResult(text(rej.Policy, msg, r.rec.eventID()))}
 }
