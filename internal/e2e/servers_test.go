@@ -436,9 +436,11 @@ func TestServersPolicyOnCtxServer(t *testing.T) {
 // its tools are back.
 func TestServersRestartListChanged(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.json")
+	// Two go-sdk servers: neither sends list_changed of its own accord, so the one the
+	// client gets comes from the restart.
 	writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{
-		"everything": nodeServer(t, "@modelcontextprotocol/server-everything", "stdio"),
-		"go":         map[string]any{"command": everythingServer(t)[0]},
+		"go":  map[string]any{"command": everythingServer(t)[0]},
+		"go2": map[string]any{"command": everythingServer(t)[0]},
 	}})
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
@@ -460,7 +462,7 @@ func TestServersRestartListChanged(t *testing.T) {
 				time.Sleep(20 * time.Millisecond) // a notification 20 ms after the result
 				first := d.mustRequest(method, nil)
 				d.waitNote("notifications/tools/list_changed", 15*time.Second)
-				if tools := names(d.mustRequest("tools/list", nil), "tools", "name"); !hasPrefixed(tools, "go_") || !hasPrefixed(tools, "everything_") {
+				if tools := names(d.mustRequest("tools/list", nil), "tools", "name"); !hasPrefixed(tools, "go_") || !hasPrefixed(tools, "go2_") {
 					t.Fatalf("after the restart (%s first answered %v): tools %v", method, first, tools)
 				}
 			}
@@ -530,6 +532,57 @@ func TestServersRemoteRestart(t *testing.T) {
 			}
 			if !strings.Contains(log.String(), "no longer knows the session") {
 				t.Fatalf("no session-loss log line:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// TestServersFailedRestartBacksOff: a server whose restarts fail at first (the new
+// process exits before answering the replayed initialize) is back after the backoff
+// — 100 ms doubling — not after the 30 s initialize timeout, and list_changed follows.
+func TestServersFailedRestartBacksOff(t *testing.T) {
+	bin := everythingServer(t)[0]
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			count := filepath.Join(t.TempDir(), "starts")
+			script := filepath.Join(t.TempDir(), "flaky.sh")
+			// Start 1 serves; starts 2 and 3 exit at once; start 4 serves again.
+			body := "#!/bin/sh\nn=$(cat " + count + " 2>/dev/null || echo 0)\necho $((n+1)) > " + count +
+				"\nif [ \"$n\" -ge 1 ] && [ \"$n\" -le 2 ]; then exit 1; fi\nexec " + bin + "\n"
+			if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			cfg := filepath.Join(t.TempDir(), "config.json")
+			writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{
+				"flaky":      map[string]any{"command": script},
+				"everything": nodeServer(t, "@modelcontextprotocol/server-everything", "stdio"),
+			}})
+			var d *driver
+			var log *stderrLog
+			var gwPid int
+			if tr == "http" {
+				g := startHTTPGateway(t, "--config", cfg)
+				d, log, gwPid = startDriver(t, map[string]any{"url": g.url}), g.stderr, g.cmd.Process.Pid
+			} else {
+				d = startDriver(t, map[string]any{"command": binary, "args": []string{"gateway", "run", "--log-format", "json", "--config", cfg, "--policies", emptyPolicies(t)}})
+				log, gwPid = d.stderr, os.Getpid()
+			}
+			d.mustRequest("tools/list", nil)
+			killed := time.Now()
+			killServer(t, gwPid, "everything-server")
+			for {
+				r, _ := d.request("tools/list", nil)
+				if hasPrefixed(names(r, "tools", "name"), "flaky_") {
+					break
+				}
+				if took := time.Since(killed); took > 8*time.Second {
+					t.Fatalf("not back after %s:\n%s", took, log.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			d.waitNote("notifications/tools/list_changed", 5*time.Second)
+			if n := strings.Count(log.String(), "upstream restart failed"); n != 2 {
+				t.Fatalf("%d failed restarts logged, want 2:\n%s", n, log.String())
 			}
 		})
 	}
