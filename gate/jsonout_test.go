@@ -84,3 +84,32 @@ func FuzzJSONWriter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONReader: fromJSON accepts exactly what JSON.parse accepts (or defers to it)
+// and builds a value that JSON.stringify writes the same way.
+func FuzzJSONReader(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[1e300,-0,0.1,1e400]`, `"x\"y"`, `{"__proto__":{"x":1},"a":1,"a":2}`, ` [ ] `, `{"2":1,"1":2}`, `01`, `[1,]`, "\"\x01\""} {
+		f.Add(s)
+	}
+	rt, v := plainVM()
+	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
+	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
+	f.Fuzz(func(t *testing.T, text string) {
+		if jsonDepth(text) > 100 {
+			return
+		}
+		want, perr := parse(goja.Undefined(), rt.ToValue(text))
+		got, ok := v.fromJSON(text)
+		if !ok {
+			return // JSON.parse decides
+		}
+		if perr != nil {
+			t.Fatalf("%q: JSON.parse fails (%v), fromJSON accepts", text, perr)
+		}
+		a, _ := stringify(goja.Undefined(), got)
+		b, _ := stringify(goja.Undefined(), want)
+		if a.String() != b.String() {
+			t.Fatalf("%q: got %s, want %s", text, a, b)
+		}
+	})
+}

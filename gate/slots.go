@@ -89,9 +89,12 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 		if !s.present {
 			return goja.Undefined()
 		}
-		val, err := v.parse(goja.Undefined(), v.rt.ToValue(string(s.raw)))
-		if err != nil {
-			rethrow(err)
+		val, ok := v.fromJSON(string(s.raw)) // native JS values built in Go
+		if !ok {
+			var err error
+			if val, err = v.parse(goja.Undefined(), v.rt.ToValue(string(s.raw))); err != nil {
+				rethrow(err)
+			}
 		}
 		if s.readOnly {
 			if _, err := v.deepFreeze(goja.Undefined(), val); err != nil {
