@@ -37,7 +37,11 @@ func hostileServer(t *testing.T) []string {
 // runChannels drives every channel of the server started by argv with the TS client.
 func runChannels(t *testing.T, env []string, argv ...string) channelsRun {
 	t.Helper()
-	cmd := exec.Command("node", append([]string{filepath.Join(root, "testdata", "e2e", "channels.mjs"), "--"}, argv...)...)
+	script := []string{filepath.Join(root, "testdata", "e2e", "channels.mjs")}
+	if len(argv) > 0 && argv[0] != "--url" {
+		script = append(script, "--")
+	}
+	cmd := exec.Command("node", append(script, argv...)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {
@@ -104,7 +108,29 @@ func TestChannelsHostileServer(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	via := runChannels(t, nil, append([]string{binary, "gateway", "run", "--filter-output", "--policies", emptyPolicies(t),
 		"--audit-file", audit, "--"}, server...)...)
+	checkChannels(t, direct, via, auditFile(t, audit))
+}
 
+// TestChannelsOverHTTP: the same through `gateway run --listen`, with the TypeScript
+// SDK's Streamable HTTP client: the server's sampling and elicitation requests reach
+// the client on the stream of the tools/call that caused them.
+func TestChannelsOverHTTP(t *testing.T) {
+	server := hostileServer(t)
+	direct := runChannels(t, nil, server...)
+	g := startHTTPGateway(t, append([]string{"--filter-output", "--"}, server...)...)
+	via := runChannels(t, nil, "--url", g.url)
+	var recs []map[string]any
+	waitUntil(t, "the records", 10*time.Second, func() bool {
+		recs = g.stderr.allRecords()
+		return len(recs) >= 37 // as many as TestChannelsHostileServer counts
+	})
+	checkChannels(t, direct, via, recs)
+}
+
+// checkChannels compares what the client saw through the gateway (via) with what it
+// saw directly, channel by channel and level by level, and checks the records.
+func checkChannels(t *testing.T, direct, via channelsRun, recs []map[string]any) {
+	t.Helper()
 	// Raw payloads, as the server sent them (seen directly).
 	var rr struct {
 		Contents []struct{ Text string } `json:"contents"`
@@ -221,7 +247,6 @@ func TestChannelsHostileServer(t *testing.T) {
 	}
 
 	// One record per message, naming its method; no record holds a payload.
-	recs := auditFile(t, audit)
 	count := map[string]int{}
 	for _, r := range recs {
 		count[r["method"].(string)]++
@@ -380,7 +405,7 @@ func TestChannelsRugPull(t *testing.T) {
 // sampling and elicitation work through the gateway (output filter on) exactly as
 // directly, seen by the official TypeScript SDK client; each message leaves a record.
 func TestChannelsServerEverything(t *testing.T) {
-	server := everythingServer(t)
+	server := []string{"node", nodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}
 	run := func(argv ...string) map[string]json.RawMessage {
 		cmd := exec.Command("node", append([]string{filepath.Join(root, "testdata", "e2e", "everything.mjs"), "--"}, argv...)...)
 		out, err := cmd.Output()

@@ -309,6 +309,9 @@ func TestToolPinning(t *testing.T) {
 		if len(last.RuleIDs) != 1 || last.RuleIDs[0] != RuleToolDefinitionChanged {
 			t.Errorf("block=%v: rule ids %v", block, last.RuleIDs)
 		}
+		if block && last.Reason != "tool_definition_changed" {
+			t.Errorf("pin block reason: %q", last.Reason)
+		}
 		if block != (len(r.Hidden) == 1) || block == strings.Contains(string(r.Result)+string(r.Original), `"name":"t"`) {
 			t.Errorf("block=%v: %s %s %+v", block, r.Result, r.Original, r.Hidden)
 		}

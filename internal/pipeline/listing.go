@@ -117,6 +117,14 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	}
 	if len(hidden) > 0 {
 		r.rec.escalate(vocab.Block)
+		byFilter, byPin := false, false
+		for _, h := range hidden {
+			byFilter = byFilter || h.Policy == HiddenByFilter
+			byPin = byPin || h.Policy == HiddenByPin
+		}
+		if byPin && !byFilter { // pins block whatever --filter-output says
+			r.rec.setReason(vocab.ReasonToolDefinitionChanged)
+		}
 	}
 
 	// The list phase: ctx.tools, for the policies that take part in it.

@@ -1,22 +1,26 @@
 // Drives every server-to-agent channel of a server with the official TypeScript SDK
 // client (with sampling and elicitation handlers) and prints what the client saw, as
 // one JSON object, so a test can compare a gateway run with a direct one.
-// Usage: node channels.mjs [--levels clean,warn,block] [--no-list-changed] -- CMD ARGS...
+// Usage: node channels.mjs [--levels clean,warn,block] -- CMD ARGS...
 //   (CMD is the server, or mcpgate gateway run ... -- server)
+//        node channels.mjs [--levels ...] --url URL      (a Streamable HTTP endpoint)
 // Output: {"listings": {...}, "channels": {"<channel>": {"<level>": observation}}, "stderr": "..."}
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CreateMessageRequestSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const argv = process.argv.slice(2);
 const dash = argv.indexOf("--");
-const opts = argv.slice(0, dash);
-const [command, ...args] = argv.slice(dash + 1);
+const opts = dash >= 0 ? argv.slice(0, dash) : argv;
+const [command, ...args] = dash >= 0 ? argv.slice(dash + 1) : [];
 const opt = (k, d) => { const i = opts.indexOf(k); return i >= 0 ? opts[i + 1] : d; };
 const levels = opt("--levels", "clean,warn,block").split(",");
 
 let stderr = "";
-const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "pipe" });
+const url = opt("--url");
+const transport = url ? new StreamableHTTPClientTransport(new URL(url))
+  : new StdioClientTransport({ command, args, env: process.env, stderr: "pipe" });
 transport.stderr?.on("data", (d) => { stderr += d.toString(); });
 const client = new Client({ name: "channels", version: "1.0.0" }, { capabilities: { sampling: {}, elicitation: { form: {} } } });
 
