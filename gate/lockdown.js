@@ -6,6 +6,7 @@
 (function (host) {
   'use strict';
   var G = globalThis;
+  var nativeErrors = [TypeError, ReferenceError, RangeError, SyntaxError, URIError, EvalError];
   var MAXS = host.maxString, MAXA = host.maxArray, MAXN = host.maxNodes, MAXB = host.maxBytes, MAXD = host.maxDepth;
   var oom = host.oom, tooDeep = host.deep, jsonDepth = host.jsonDepth;
   var apply = Reflect.apply, construct = Reflect.construct;
@@ -524,8 +525,22 @@
     }
     return 'policy threw a non-error value';
   }
+  // the native error class of a thrown value ('' for a deliberate throw), for the
+  // operator's log line; traps and getters it may run run under the policy's deadline
+  function errorClass(e) {
+    if (typeof e !== 'object' || e === null) return '';
+    try {
+      for (var i = 0; i < nativeErrors.length; i++) {
+        if (e instanceof nativeErrors[i]) return nativeErrors[i].prototype.name;
+      }
+    } catch (x) { /* a Proxy's trap threw: not a native error */ }
+    return '';
+  }
   var runner = function (fn, ctx) {
-    try { fn(ctx, add, addAt, tpl, arr, spr, sprArgs); return undefined; } catch (e) { return [describe(e), e]; }
+    try { fn(ctx, add, addAt, tpl, arr, spr, sprArgs); return undefined; } catch (e) {
+      var cls = errorClass(e), st = cls === '' ? undefined : dataProp(e, 'stack');
+      return [describe(e), cls, typeof st === 'string' ? st : ''];
+    }
   };
 
   // deepFreeze freezes v and everything reachable from it: functions too, accessor

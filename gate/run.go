@@ -246,8 +246,8 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 	}
 	if o, ok := out.(*goja.Object); ok { // [message, thrown]: the policy threw
 		rej := &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(o.Get("0").String())}
-		if rej.ErrorClass = nativeErrorClass(v, o.Get("1")); rej.ErrorClass != "" {
-			rej.Line, rej.Column = errorPosition(o.Get("1").(*goja.Object), p.name)
+		if rej.ErrorClass = o.Get("1").String(); rej.ErrorClass != "" {
+			rej.Line, rej.Column = errorPosition(o.Get("2").String(), p.name, len(wrapPrefix))
 		}
 		return false, rej
 	}

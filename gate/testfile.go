@@ -21,16 +21,16 @@ const TestSuffix = "_test.js"
 // IsTestFile reports whether a file name in a policies directory is a test file.
 func IsTestFile(name string) bool { return strings.HasSuffix(name, TestSuffix) }
 
-// testWrapPrefix has the shape of wrapPrefix (same checks, same line numbers) but binds
-// the global-looking `mcpgate` instead of ctx.
-const testWrapPrefix = "(function (mcpgate$test) { const mcpgate = mcpgate$test; return (function () {"
+// testWrapPrefix has the shape of wrapPrefix (same checks, same line numbers, the same
+// growth guards) but binds the global-looking `mcpgate` instead of ctx.
+const testWrapPrefix = "(function (mcpgate$test, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const mcpgate = mcpgate$test; return (function () {"
 
 // TestFile is one compiled *_test.js file and its tests: the names of its top-level
 // `function test_…` declarations, in file order.
 type TestFile struct {
 	Name  string
 	Tests []string
-	prg   *goja.Program // evaluates to the wrapper; calling it returns the test functions
+	prg   *goja.Program // evaluates to the wrapper; running it registers the test functions
 }
 
 // CompileTestFile compiles a test file. A syntax error is a *CompileError (file, line,
@@ -61,6 +61,9 @@ func CompileTestFile(name string, src []byte) (*TestFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if at := bigIntLiteral(wrapperBody(first)); at != 0 {
+		return nil, errAt(name, first, at, "BigInt is not available in policies or their tests")
+	}
 	tf := &TestFile{Name: name}
 	for _, st := range wrapperBody(first).List {
 		if fd, ok := st.(*ast.FunctionDeclaration); ok && fd.Function != nil && fd.Function.Name != nil {
@@ -81,11 +84,12 @@ func CompileTestFile(name string, src []byte) (*TestFile, error) {
 	if len(locals) > 0 {
 		tail.WriteString("\n;var " + strings.Join(locals, ", ") + ";")
 	}
-	tail.WriteString("\n;return [" + strings.Join(tf.Tests, ", ") + "];")
+	tail.WriteString("\n;mcpgate$test.register$gate([" + strings.Join(tf.Tests, ", ") + "]);")
 	full, err := parse(tail.String())
 	if err != nil {
 		return nil, err
 	}
+	guardGrowth(wrapperBody(full)) // +, template literals and spreads as in a policy
 	if tf.prg, err = goja.CompileAST(full, false); err != nil {
 		return nil, &CompileError{File: name, Msg: err.Error()}
 	}
@@ -174,6 +178,13 @@ func (g *Gate) RunTest(ctx context.Context, tf *TestFile, test string, host Test
 	obj := v.rt.NewObject()
 	_ = obj.Set("assert", t.assert)
 	_ = obj.Set("assertEqual", t.assertEqual)
+	var fns goja.Value
+	_ = obj.DefineDataProperty("register$gate", v.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+		if fns == nil {
+			fns = c.Argument(0)
+		}
+		return goja.Undefined()
+	}), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	for name, f := range host {
 		f := f
 		_ = obj.Set(name, func(c goja.FunctionCall) goja.Value {
@@ -201,10 +212,22 @@ func (g *Gate) RunTest(ctx context.Context, tf *TestFile, test string, host Test
 	if err != nil {
 		return t.result(err, tf.Name)
 	}
-	wrapper, _ := goja.AssertFunction(wv)
-	fns, err := wrapper(goja.Undefined(), obj)
+	// The runner hands the wrapper the growth guards, as for a policy; the file's
+	// top-level code runs and registers the test functions.
+	out, err := v.runner(goja.Undefined(), wv, obj)
 	if err != nil {
 		return t.result(err, tf.Name)
+	}
+	if o, ok := out.(*goja.Object); ok { // [message, error class, stack]: the top level threw
+		res := TestResult{Outcome: TestFail, Message: o.Get("0").String()}
+		if cls := o.Get("1").String(); cls != "" {
+			res.Outcome = TestError
+			res.Line, res.Column = errorPosition(o.Get("2").String(), tf.Name, len(testWrapPrefix))
+		}
+		return res
+	}
+	if fns == nil {
+		return TestResult{Outcome: TestError, Message: "the test file did not run to its end"}
 	}
 	fn, ok := goja.AssertFunction(fns.ToObject(v.rt).Get(fmt.Sprint(idx)))
 	if !ok {
@@ -323,7 +346,7 @@ var nativeErrorClasses = []string{"TypeError", "ReferenceError", "RangeError", "
 // (by prototype identity with the runtime's frozen intrinsics, never by its name), or "".
 func nativeErrorClass(v *vm, val goja.Value) string {
 	o, ok := val.(*goja.Object)
-	if !ok {
+	if !ok || o.ClassName() != "Error" { // never a Proxy, whose traps would run here
 		return ""
 	}
 	for _, name := range nativeErrorClasses {
@@ -406,14 +429,10 @@ func (s *Set) Only(files []string) (*Set, error) {
 }
 
 // errorPosition finds where a native error was raised in the policy file: the first
-// frame of the runtime's stack text (read only when it is still the built-in data
+// frame of the runtime's stack text (the runner reads it only while it is a data
 // property) that names file. Only the two numbers are taken, never any text.
-func errorPosition(o *goja.Object, file string) (line, col int) {
-	st := o.Get("stack")
-	if st == nil || !goja.IsString(st) {
-		return 0, 0
-	}
-	lines := strings.Split(strings.TrimRight(st.String(), "\n"), "\n")
+func errorPosition(stack, file string, prefix int) (line, col int) {
+	lines := strings.Split(strings.TrimRight(stack, "\n"), "\n")
 	// frames are the tail of the text; a message cannot come after them
 	start := len(lines)
 	for start > 0 && strings.HasPrefix(strings.TrimLeft(lines[start-1], " \t"), "at ") {
@@ -427,7 +446,7 @@ func errorPosition(o *goja.Object, file string) (line, col int) {
 		var ln, cl, pc int
 		if n, _ := fmt.Sscanf(l[i+len(file)+1:], "%d:%d(%d)", &ln, &cl, &pc); n >= 2 {
 			if ln == 1 {
-				cl = max(cl-len(wrapPrefix), 1)
+				cl = max(cl-prefix, 1)
 			}
 			return ln, cl
 		}

@@ -47,6 +47,8 @@ func TestRunTestOutcomes(t *testing.T) {
 		{"no eval, no Function", `mcpgate.assert(typeof eval === "undefined" && typeof require === "undefined", "sandbox")`, TestPass, "", 0},
 		{"a caught assertion still ran", `try { mcpgate.assert(false, "x") } catch (e) {}`, TestPass, "", 0},
 		{"unhandled rejection", `Promise.reject("later");`, TestFail, "later", 0},
+		{"string doubling", `var s = "x"; for (;;) s = s + s;`, TestError, "test exceeded the memory limit", 0},
+		{"template doubling", "var s = 'x'; for (;;) s = `${s}${s}`;", TestError, "test exceeded the memory limit", 0},
 		{"globals do not leak", `mcpgate.assert(typeof leaked === "undefined", "leaked");`, TestPass, "", 0},
 	}
 	for _, tc := range tests {
@@ -82,6 +84,14 @@ func TestCompileTestFile(t *testing.T) {
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want a CompileError at %s", tc.src, err, tc.want)
 		}
+	}
+	tf, err = CompileTestFile("top_test.js", []byte("var u;\nu.x = 1;\nfunction test_a() {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := loadEmpty(t, time.Second)
+	if res := g.RunTest(context.Background(), tf, "test_a", nil); res.Outcome != TestError || res.Line != 2 {
+		t.Errorf("a top-level TypeError: %+v, want an error at line 2", res)
 	}
 	if !IsTestFile("x_test.js") || IsTestFile("x.js") || IsTestFile("test.js") {
 		t.Error("IsTestFile")
