@@ -1,6 +1,9 @@
 package engine
 
-import "unicode"
+import (
+	"slices"
+	"unicode"
+)
 
 // The hidden-text carrier class: Unicode's Default_Ignorable_Code_Point (UAX #44,
 // DerivedCoreProperties.txt), derived here from the property tables of the Go
@@ -31,12 +34,26 @@ var defaultIgnorable = func() *unicode.RangeTable {
 		return true
 	}
 	var t unicode.RangeTable
-	// every Default_Ignorable_Code_Point lies in U+00AD..U+E0FFF
-	for r := rune(0xAD); r <= 0xE0FFF; r++ {
-		if in(r) || r == 0x115F || r == 0x1160 || r == 0x3164 || r == 0xFFA0 {
+	// candidates: the code points of the three source tables, in order
+	seen := map[rune]bool{0x115F: true, 0x1160: true, 0x3164: true, 0xFFA0: true}
+	for _, src := range []*unicode.RangeTable{unicode.Other_Default_Ignorable_Code_Point, unicode.Cf, unicode.Variation_Selector} {
+		for _, r16 := range src.R16 {
+			for r := rune(r16.Lo); r <= rune(r16.Hi); r += rune(r16.Stride) {
+				seen[r] = seen[r] || in(r)
+			}
+		}
+		for _, r32 := range src.R32 {
+			for r := rune(r32.Lo); r <= rune(r32.Hi); r += rune(r32.Stride) {
+				seen[r] = seen[r] || in(r)
+			}
+		}
+	}
+	for r, ok := range seen {
+		if ok {
 			rs = append(rs, r)
 		}
 	}
+	slices.Sort(rs)
 	for k := 0; k < len(rs); {
 		lo := rs[k]
 		hi := lo
@@ -57,8 +74,8 @@ var defaultIgnorable = func() *unicode.RangeTable {
 // ignorableBMP is defaultIgnorable for U+0000–U+FFFF as a bitset, so the scanner's
 // check costs one load.
 var ignorableBMP = func() (b [0x10000 / 64]uint64) {
-	for r := rune(0); r < 0x10000; r++ {
-		if unicode.Is(defaultIgnorable, r) {
+	for _, r16 := range defaultIgnorable.R16 {
+		for r := rune(r16.Lo); r <= rune(r16.Hi); r++ {
 			b[r>>6] |= 1 << (r & 63)
 		}
 	}
