@@ -150,3 +150,19 @@ func TestCaptureKeepsValuesOutOfTheRecord(t *testing.T) {
 		t.Errorf("entry holds arguments %s result %s; want the client's arguments and the upstream's result", e.Arguments, e.Result)
 	}
 }
+
+// TestCaptureWithInputOnlyRecords: with MCPGATE_AUDIT_OUTPUT=off the record goes out
+// before the upstream call, but the capture entry still gets the result.
+func TestCaptureWithInputOnlyRecords(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	p.AuditOutput = false
+	c := &captured{}
+	p.Capture = c
+	p.Handle(context.Background(), call(`{"q":"v"}`), upstreamReturning(cleanResult, nil))
+	if len(c.es) != 1 || len(rec.recs) != 1 {
+		t.Fatalf("%d entries, %d records; want one of each", len(c.es), len(rec.recs))
+	}
+	if string(c.es[0].Result) != cleanResult || c.es[0].EventID != rec.recs[0].EventID {
+		t.Errorf("entry %+v", c.es[0])
+	}
+}

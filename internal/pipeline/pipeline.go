@@ -172,7 +172,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		if v := recover(); v != nil { // a bug must not lose the record or the process
 			reply = r.internalError(v)
 		}
-		r.finish()
+		r.finish(true)
 	}()
 
 	if err := r.decodeRequest(); err != nil {
@@ -223,7 +223,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	r.rec.setInputRules(in)
 	if !p.AuditOutput {
 		r.rec.setAuditOutputOff()
-		r.finish()
+		r.finish(false)
 	}
 
 	// 3. The upstream call.

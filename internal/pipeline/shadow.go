@@ -119,15 +119,15 @@ func (r *run) captureResult(result json.RawMessage) {
 	}
 }
 
-// finish emits the record, once, with the shadow's decision, and hands the capture
-// entry over with the recorded action.
-func (r *run) finish() {
-	if r.rec.emitted {
-		return
+// finish emits the record, once, with the shadow's decision. With final it also
+// hands the capture entry over, with the upstream's result and the recorded action
+// (MCPGATE_AUDIT_OUTPUT=off emits the record before the upstream call).
+func (r *run) finish(final bool) {
+	if !r.rec.emitted {
+		r.rec.setShadow(r.shadow.decide(&r.rec.r, r.filterAction))
+		r.rec.emit(r.p)
 	}
-	r.rec.setShadow(r.shadow.decide(&r.rec.r, r.filterAction))
-	r.rec.emit(r.p)
-	if r.capture != nil {
+	if final && r.capture != nil {
 		c := r.capture
 		c.EventID, c.TS = r.rec.r.EventID, time.Now().UTC().Format(audit.TSLayout)
 		c.ActionTaken, c.Outcome = r.rec.r.ActionTaken, r.rec.r.Outcome
