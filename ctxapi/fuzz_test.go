@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzRewriteStrings: the streaming JSON rewriter never panics; on a valid document
@@ -30,6 +31,24 @@ func FuzzRewriteStrings(f *testing.F) {
 		})
 		if err != nil || !json.Valid(upper) {
 			t.Fatalf("rewrite of valid %q gave invalid %q (%v)", raw, upper, err)
+		}
+	})
+}
+
+// FuzzAppendJSONString: the quoted string is valid JSON that decodes to the input
+// (invalid UTF-8 becomes U+FFFD, as encoding/json decodes it too).
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "q\"b\\n\n\r\t\x01\x1f", "é😀\u2028\u2029", "bad \xff byte"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("%q gave invalid JSON %q: %v", s, out, err)
+		}
+		if want := strings.ToValidUTF8(s, "\uFFFD"); back != want && utf8.ValidString(s) {
+			t.Fatalf("%q round-trips to %q", s, back)
 		}
 	})
 }

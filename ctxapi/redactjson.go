@@ -117,13 +117,20 @@ func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, i
 // raw[i], and whether it holds an escape; -1 when unterminated.
 func scanString(raw []byte, i int) (int, bool) { return jsonscan.String(raw, i) }
 
-// appendJSONString appends s as a JSON string without HTML escaping.
+// appendJSONString appends s as a JSON string without HTML escaping; runs of bytes
+// that need no escape are copied at once.
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
 			switch {
 			case c == '"' || c == '\\':
 				dst = append(dst, '\\', c)
@@ -133,25 +140,27 @@ func appendJSONString(dst []byte, s string) []byte {
 				dst = append(dst, '\\', 'r')
 			case c == '\t':
 				dst = append(dst, '\\', 't')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			default:
-				dst = append(dst, c)
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
+			start = i + size
 		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			dst = append(dst, s[i:i+size]...)
+			start = i + size
 		}
 		i += size
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 
