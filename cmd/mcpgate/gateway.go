@@ -60,10 +60,18 @@ func newGatewayCmd() *cobra.Command {
 		Short: "Relay an MCP client on stdio to an MCP server started as CMD ARGS",
 		Long: `Speak MCP to the client over stdio (or Streamable HTTP with --listen) and start
 CMD ARGS as the upstream MCP server (or the servers of --config's mcpServers).
-Every message is relayed unchanged, except tools/call: its arguments go through the
-built-in input rules and the pre-phase policies, and its result through the output
-rules and the post-phase policies. Each tools/call writes one JSON audit record to
-stderr (or --audit-file).
+A tools/call's arguments go through the built-in input rules and the pre-phase
+policies, and its result through the output rules and the post-phase policies. What
+else the server sends toward the agent or the user goes through the same rules:
+listings (a tool that blocks is hidden, and calls to it rejected), resources/read,
+prompts/get, completion/complete, tasks/result, sampling and elicitation requests,
+log and progress notifications (docs/channels.md). Each tools/call and each filtered
+message writes one JSON audit record to stderr (or --audit-file); the rest of the
+protocol is relayed with its ids and unknown fields intact.
+
+Tool pins (--pins, --pins-mode) remember each tool's first definition; a changed one
+is the finding tool_definition_changed, and with --pins-mode block it is hidden until
+mcpgate pins approve.
 
 Without --filter-output the rules still run and their findings reach ctx.findings
 and the audit record, but nothing is blocked or rewritten by them; policies still act.

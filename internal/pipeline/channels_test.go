@@ -386,3 +386,36 @@ func TestDocumentedPhaseExamples(t *testing.T) {
 		t.Errorf("sampling: %+v", r)
 	}
 }
+
+// BenchmarkChannelResponse: the clean path of a listing and of a resource, which must
+// come back as the upstream's bytes.
+func BenchmarkChannelResponse(b *testing.B) {
+	var tools []string
+	for i := 0; i < 50; i++ {
+		tools = append(tools, `{"name":"tool_`+strings.Repeat("x", i%7)+`","description":"Reads a file from the workspace and returns its text; paths are relative to the root.","inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"the file"}}},"annotations":{"readOnlyHint":true}}`)
+	}
+	cases := []struct{ method, result string }{
+		{"tools/list", `{"tools":[` + strings.Join(tools, ",") + `]}`},
+		{"resources/read", `{"contents":[{"uri":"file:///a.txt","mimeType":"text/plain","text":` + js(strings.Repeat("plain words of a long document. ", 2048)) + `}]}`},
+	}
+	t := &testing.T{}
+	p, _ := newPipeline(t, nil, true, false)
+	p.Audit = nil
+	for _, c := range cases {
+		b.Run(c.method, func(b *testing.B) {
+			m, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":7,"result":` + c.result + `}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r := p.Response(context.Background(), Channel{Method: c.method}, m); string(r.Original) != string(m.Raw) {
+				b.Fatalf("clean %s not forwarded as is: %+v", c.method, r)
+			}
+			b.SetBytes(int64(len(c.result)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p.Response(context.Background(), Channel{Method: c.method}, m)
+			}
+		})
+	}
+}

@@ -36,6 +36,14 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	var m map[string]json.RawMessage
 	var entries []json.RawMessage
 	rep, err := p.Analyzer.AnalyzeArguments(result)
+	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && (p.Pins == nil || c.Method != "tools/list") &&
+		(c.Method != "tools/list" || !r.set.Acts(ctxapi.PhaseList)) {
+		// clean, and nothing else reads it: no need to decode the entries
+		r.rec.stage(vocab.StageOutputRules, stage)
+		r.rec.setFindings(rep)
+		r.outputVerdict(rep, nil)
+		return Reply{Original: resp.Raw}
+	}
 	if err == nil {
 		if json.Unmarshal(result, &m) != nil || m == nil || json.Unmarshal(orArray(m[key]), &entries) != nil {
 			rep, err = engine.Report{}, engine.ErrUndecodable

@@ -26,27 +26,51 @@ type part struct {
 // errNoParts reports a message of a known method that holds nothing to read.
 var errNoParts = errors.New("nothing to filter")
 
+// channelDoc is the members partsOf reads, decoded in one pass: the arrays as their
+// items, the rest raw.
+type channelDoc struct {
+	Contents        []json.RawMessage `json:"contents"`
+	Messages        []json.RawMessage `json:"messages"`
+	Description     json.RawMessage   `json:"description"`
+	Completion      json.RawMessage   `json:"completion"`
+	SystemPrompt    json.RawMessage   `json:"systemPrompt"`
+	Message         json.RawMessage   `json:"message"`
+	RequestedSchema json.RawMessage   `json:"requestedSchema"`
+	URL             json.RawMessage   `json:"url"`
+	Logger          json.RawMessage   `json:"logger"`
+	Data            json.RawMessage   `json:"data"`
+}
+
 // partsOf lists what the rules read in a message of method (docs/channels.md):
 // doc is the result for responses and the params for server requests and
-// notifications. It errors (engine.ErrUndecodable) when doc is not an object.
+// notifications. It errors (engine.ErrUndecodable) when doc is not an object, and
+// with errNoParts when it holds nothing to read.
 func partsOf(method string, doc json.RawMessage) ([]part, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
+	t := bytes.TrimSpace(doc)
+	if len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("%w: %s is not a JSON object", engine.ErrUndecodable, method)
 	}
+	var d channelDoc
+	if err := json.Unmarshal(t, &d); err != nil {
+		// not JSON, or contents/messages that are not arrays: read every member whole
+		var m map[string]json.RawMessage
+		if json.Unmarshal(t, &m) != nil {
+			return nil, fmt.Errorf("%w: %s is not a JSON object", engine.ErrUndecodable, method)
+		}
+		var parts []part
+		for k, v := range m {
+			parts = append(parts, part{path: []string{k}, raw: v})
+		}
+		if len(parts) == 0 {
+			return nil, errNoParts
+		}
+		return parts, nil
+	}
 	var parts []part
-	free := func(key string) {
-		if v, ok := m[key]; ok && len(v) > 0 && string(v) != "null" {
+	free := func(key string, v json.RawMessage) {
+		if len(v) > 0 && string(v) != "null" {
 			parts = append(parts, part{path: []string{key}, raw: v})
 		}
-	}
-	items := func(key string) []json.RawMessage {
-		var a []json.RawMessage
-		if v, ok := m[key]; ok && json.Unmarshal(v, &a) != nil {
-			a = nil
-			parts = append(parts, part{path: []string{key}, raw: v}) // not an array: read it all
-		}
-		return a
 	}
 	// blocks adds a content block, or each block of an array of them (sampling).
 	blocks := func(path []string, v json.RawMessage) {
@@ -65,7 +89,7 @@ func partsOf(method string, doc json.RawMessage) ([]part, error) {
 	}
 	// messages adds each message's content as blocks and the rest of it as free JSON.
 	messages := func() {
-		for i, msg := range items("messages") {
+		for i, msg := range d.Messages {
 			var mm map[string]json.RawMessage
 			if json.Unmarshal(msg, &mm) != nil || mm == nil {
 				parts = append(parts, part{path: []string{"messages", strconv.Itoa(i)}, raw: msg})
@@ -83,26 +107,26 @@ func partsOf(method string, doc json.RawMessage) ([]part, error) {
 	}
 	switch method {
 	case "resources/read":
-		for i, c := range items("contents") {
+		for i, c := range d.Contents {
 			parts = append(parts, part{path: []string{"contents", strconv.Itoa(i)}, raw: c, block: true, resource: true})
 		}
 	case "prompts/get":
-		free("description")
+		free("description", d.Description)
 		messages()
 	case "completion/complete":
-		free("completion")
+		free("completion", d.Completion)
 	case "sampling/createMessage":
-		free("systemPrompt")
+		free("systemPrompt", d.SystemPrompt)
 		messages()
 	case "elicitation/create":
-		free("message")
-		free("requestedSchema")
-		free("url") // URL-mode elicitation shows the user a link
+		free("message", d.Message)
+		free("requestedSchema", d.RequestedSchema)
+		free("url", d.URL) // URL-mode elicitation shows the user a link
 	case "notifications/message":
-		free("logger")
-		free("data")
+		free("logger", d.Logger)
+		free("data", d.Data)
 	case "notifications/progress":
-		free("message")
+		free("message", d.Message)
 	default:
 		return nil, fmt.Errorf("pipeline: no channel filter for %s", method)
 	}
