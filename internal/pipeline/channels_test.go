@@ -419,3 +419,19 @@ func BenchmarkChannelResponse(b *testing.B) {
 		})
 	}
 }
+
+// TestTasksResultPostPhase: a task's result runs the post policies with the tool and
+// arguments of the tools/call that created it.
+func TestTasksResultPostPhase(t *testing.T) {
+	p, rec := newPipeline(t, map[string]string{"tag.js": `if (ctx.phase === "post" && ctx.tool === "slow_tool" && ctx.params.n === 1) {
+  ctx.response.content = [{type: "text", text: "seen by the post phase"}];
+}`}, true, false)
+	r := p.Response(context.Background(), Channel{Method: "tasks/result", Params: json.RawMessage(`{"taskId":"t-1"}`),
+		Tool: "slow_tool", Arguments: json.RawMessage(`{"n":1}`)}, response(t, `{"content":[{"type":"text","text":"done"}]}`))
+	if !strings.Contains(string(r.Result), "seen by the post phase") {
+		t.Fatalf("tasks/result: %+v", r)
+	}
+	if last := rec.recs[len(rec.recs)-1]; last.Method != "tasks/result" || last.Tool != "slow_tool" || last.ActionTaken != "redact" {
+		t.Errorf("record: %+v", last)
+	}
+}
