@@ -105,7 +105,8 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // Handler is the admin mux behind g: the console (no token: it holds no data),
-// /api/audit, /api/status and /metrics (token when g requires one) and /healthz.
+// /api/audit, /api/traffic, /api/status and /metrics (token when g requires one) and
+// /healthz.
 func Handler(o Options, g *Guard) http.Handler {
 	now := o.Now
 	if now == nil {
@@ -121,6 +122,7 @@ func Handler(o Options, g *Guard) http.Handler {
 		w.Write([]byte("ok\n"))
 	}), false))
 	mux.Handle("GET /api/audit", g.Wrap(auditHandler(o.Store, now, o.Logger), true))
+	mux.Handle("GET /api/traffic", g.Wrap(trafficHandler(o.Store, now, o.Logger), true))
 	if o.Status != nil {
 		mux.Handle("GET /api/status", g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, o.Status())

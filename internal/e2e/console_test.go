@@ -244,6 +244,7 @@ func TestConsoleE2E(t *testing.T) {
 	if view.TokenPrompt {
 		t.Error("the console asks for a token on a loopback listener without one")
 	}
+	checkChart(t, ctx, recs)
 	if len(view.Rows) != len(consoleCalls) {
 		t.Fatalf("console shows %d rows, want %d: %+v", len(view.Rows), len(consoleCalls), view.Rows)
 	}
@@ -282,6 +283,53 @@ func TestConsoleE2E(t *testing.T) {
 	assertNoCanary(t, "/api/audit", httpGet(t, "http://"+addr+"/api/audit?limit=1000"))
 	assertNoCanary(t, "/metrics", metrics)
 	assertNoCanary(t, "the console page", view.Text)
+}
+
+// consoleChart is what the traffic chart shows: the sum of its bars per action, the
+// legend's totals and the top tools.
+type consoleChart struct {
+	Bars    map[string]int `json:"bars"`
+	Legend  map[string]int `json:"legend"`
+	Tools   map[string]int `json:"tools"`
+	Above   bool           `json:"above"` // the chart comes before the table
+	Caption string         `json:"caption"`
+}
+
+const readChart = `(() => {
+  const bars = {}, legend = {}, tools = {};
+  for (const r of document.querySelectorAll('#chart rect')) bars[r.dataset.action] = (bars[r.dataset.action] || 0) + Number(r.dataset.n);
+  for (const s of document.querySelectorAll('#chart-legend [data-action]')) legend[s.dataset.action] = Number(s.dataset.n);
+  for (const li of document.querySelectorAll('#top-tools li[data-name]')) tools[li.dataset.name] = Number(li.dataset.n);
+  const chart = document.getElementById('traffic'), table = document.getElementById('records');
+  return {bars, legend, tools, caption: document.getElementById('chart-caption').textContent,
+    above: !!(chart.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING) &&
+      chart.getBoundingClientRect().bottom <= table.getBoundingClientRect().top};
+})()`
+
+// checkChart proves the console's chart, above the table, draws every record once
+// under its final action (bars and legend) and ranks the tools by calls.
+func checkChart(t *testing.T, ctx context.Context, recs []map[string]any) {
+	t.Helper()
+	want, tools := map[string]int{}, map[string]int{}
+	for _, r := range recs {
+		want[r["action_taken"].(string)]++
+		tools[r["tool"].(string)]++
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[consoleChart](readChart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"pass", "warn", "redact", "mask", "block"} {
+		if got.Bars[a] != want[a] || got.Legend[a] != want[a] {
+			t.Errorf("chart %s: bars %d, legend %d; want %d", a, got.Bars[a], got.Legend[a], want[a])
+		}
+	}
+	if fmt.Sprint(got.Tools) != fmt.Sprint(tools) {
+		t.Errorf("top tools %v, want %v", got.Tools, tools)
+	}
+	if !got.Above || !strings.Contains(got.Caption, "per minute") {
+		t.Errorf("chart above the table %v, caption %q", got.Above, got.Caption)
+	}
 }
 
 // TestConsoleSIGTERMFlush pipelines calls, sends SIGTERM while they are in flight,

@@ -106,6 +106,75 @@
     if (sh) $("h-shadow").textContent = `${(sh.files || []).join(", ") || "no files"} · ${(sh.hash || "").slice(0, 12)}`;
   }
 
+  // The chart from GET /api/traffic: stacked bars per bucket by final action, built
+  // as SVG elements (no markup strings), and the top tools and rules.
+  const SVG = "http://www.w3.org/2000/svg";
+  const ORDER = ["pass", "warn", "redact", "mask", "block"];
+  const hhmm = (d) => d.toISOString().slice(5, 16).replace("T", " ");
+  function renderTraffic(tr) {
+    const svg = $("chart");
+    const n = (tr.actions.pass || []).length;
+    const W = 720, H = 150;
+    let max = 1;
+    const totals = {};
+    for (let i = 0; i < n; i++) {
+      let sum = 0;
+      for (const a of ORDER) { const v = tr.actions[a][i]; sum += v; totals[a] = (totals[a] || 0) + v; }
+      max = Math.max(max, sum);
+    }
+    const bars = [];
+    const start = new Date(tr.start), step = tr.bucket_seconds * 1000, bw = W / Math.max(n, 1);
+    for (let i = 0; i < n; i++) {
+      let y = H;
+      for (const a of ORDER) {
+        const v = tr.actions[a][i];
+        if (!v) continue;
+        const h = (v / max) * (H - 4);
+        y -= h;
+        const r = document.createElementNS(SVG, "rect");
+        r.setAttribute("x", (i * bw + bw * 0.08).toFixed(2));
+        r.setAttribute("width", Math.max(bw * 0.84, 0.5).toFixed(2));
+        r.setAttribute("y", y.toFixed(2));
+        r.setAttribute("height", h.toFixed(2));
+        r.setAttribute("class", "bar bar-" + a);
+        r.dataset.action = a;
+        r.dataset.n = String(v);
+        const title = document.createElementNS(SVG, "title");
+        title.textContent = `${hhmm(new Date(start.getTime() + i * step))} UTC: ${v} ${(CHIPS[a] || [a])[0]}`;
+        r.appendChild(title);
+        bars.push(r);
+      }
+    }
+    svg.replaceChildren(...bars);
+    const mins = tr.bucket_seconds / 60;
+    $("chart-caption").textContent = `Decisions per ${mins === 1 ? "minute" : mins + " minutes"} · peak ${max}` +
+      (tr.truncated ? ` · newest ${tr.records} records only` : "");
+    $("chart-from").textContent = hhmm(start) + " UTC";
+    $("chart-to").textContent = hhmm(new Date(start.getTime() + n * step)) + " UTC";
+    $("chart-legend").replaceChildren(...ORDER.map((a) => {
+      const s = el("span", "", "");
+      s.dataset.action = a;
+      s.dataset.n = String(totals[a] || 0);
+      s.appendChild(el("span", "sw bar-" + a));
+      s.appendChild(document.createTextNode(`${CHIPS[a][0]} ${totals[a] || 0}`));
+      return s;
+    }));
+    for (const [id, list] of [["top-tools", tr.tools], ["top-rules", tr.rules]]) {
+      const top = list.length ? list[0].n : 1;
+      const items = list.map((x) => {
+        const li = el("li");
+        li.dataset.name = x.name;
+        li.dataset.n = String(x.n);
+        li.appendChild(el("span", "name", x.name)).title = visible(x.name);
+        li.appendChild(el("span", "n", String(x.n)));
+        const track = li.appendChild(el("span", "track"));
+        track.appendChild(el("span", "fill")).style.width = (100 * x.n / top).toFixed(1) + "%";
+        return li;
+      });
+      $(id).replaceChildren(...(items.length ? items : [el("li", "none", "none")]));
+    }
+  }
+
   function state(text, err) { const s = $("state"); s.textContent = text; s.classList.toggle("err", !!err); }
 
   async function load() {
@@ -127,6 +196,10 @@
       if (!res.ok) { state(data.error || res.statusText, true); return; }
       $("token-form").hidden = true;
       render(data);
+      try {
+        const tr = await fetch("/api/traffic?" + q, { headers, cache: "no-store" });
+        if (tr.ok) renderTraffic(await tr.json());
+      } catch (e) { /* the table still shows */ }
       try {
         const sr = await fetch("/api/status", { headers, cache: "no-store" });
         renderHealth(sr.ok ? await sr.json() : null);
