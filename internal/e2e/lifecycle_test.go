@@ -43,14 +43,17 @@ func writePolicy(t *testing.T, dir, name, src string) {
 
 // TestShadowE2E runs the gateway with an empty live set and a deny-everything
 // --shadow set: every call passes as if there were no shadow, and every record says
-// shadow.differs: true; mcpgate audit --shadow-differs lists them all.
+// shadow.differs: true; mcpgate audit --shadow-differs lists them all, and the
+// console (headless Chromium) tags each row and keeps them under "shadow differs only".
 func TestShadowE2E(t *testing.T) {
+	chrome := chromiumPath(t)
 	shadow := t.TempDir()
 	writePolicy(t, shadow, "deny-all.js", `throw "denied by the candidate set";`+"\n")
 	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	c, log := mcpClient(t, nil, binary, gatewayArgs(
-		[]string{"--policies", emptyPolicies(t), "--shadow", shadow, "--audit-file", auditFile},
+		[]string{"--policies", emptyPolicies(t), "--shadow", shadow, "--audit-file", auditFile, "--admin", "127.0.0.1:0"},
 		[]string{binary, "demo-server"})...)
+	addr := adminAddr(t, log)
 	for _, call := range lifecycleCalls {
 		res := callTool(t, c, call.tool, call.args)
 		b, _ := json.Marshal(res)
@@ -86,6 +89,49 @@ func TestShadowE2E(t *testing.T) {
 	if strings.Contains(log.String(), "denied by the candidate set") {
 		t.Errorf("the shadow's message reached the log:\n%s", log.String())
 	}
+
+	ctx, cancel := headless(t, chrome)
+	defer cancel()
+	const rows = `[...document.querySelectorAll('#records tbody tr')].map(tr =>
+		tr.querySelector('.chip').textContent + ' ' + (tr.querySelector('[data-shadow]') || {textContent: '-'}).textContent)`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+addr+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-loaded] #records tbody tr`)),
+	); err != nil {
+		t.Fatalf("console: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.body.removeAttribute('data-loaded');
+		document.getElementById('f-shadow').checked = true;
+		document.getElementById('f-shadow').dispatchEvent(new Event('change')); true`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`body[data-loaded]`))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(lifecycleCalls) {
+		t.Errorf("shadow differs only: %d rows, want %d: %v", len(got), len(lifecycleCalls), got)
+	}
+	for _, r := range got {
+		if r != "PASS shadow BLOCKED ≠" {
+			t.Errorf("row %q, want PASS with a differing BLOCKED shadow tag", r)
+		}
+	}
+}
+
+// headless starts headless Chromium for a console test.
+func headless(t *testing.T, chrome string) (context.Context, func()) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.WindowSize(1440, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	return ctx, func() { cancelT(); cancel(); cancelA() }
 }
 
 func readRecords(t *testing.T, file string) []map[string]any {
@@ -267,16 +313,8 @@ func TestPolicyHealthE2E(t *testing.T) {
 	}
 
 	// The console's policy panel.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.WindowSize(1440, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancel := headless(t, chrome)
 	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelT()
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("http://"+addr+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`#health:not([hidden])`)),
