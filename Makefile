@@ -73,6 +73,7 @@ golden:
 ## bench: performance figures (reported, never asserted).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/ ./gate/
+	$(GO) test -run '^$$' -bench Shadow -benchmem ./internal/pipeline/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 20m ./internal/audit/
 
 ## load: the bounded HTTP load test (loopback only).

@@ -18,7 +18,7 @@ import (
 )
 
 // loadGate loads a policy directory made of files.
-func loadGate(t *testing.T, files map[string]string) *gate.Gate {
+func loadGate(t testing.TB, files map[string]string) *gate.Gate {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range files {
@@ -164,5 +164,37 @@ func TestCaptureWithInputOnlyRecords(t *testing.T) {
 	}
 	if string(c.es[0].Result) != cleanResult || c.es[0].EventID != rec.recs[0].EventID {
 		t.Errorf("entry %+v", c.es[0])
+	}
+}
+
+// BenchmarkShadow is one clean tools/call with the shipped e-mail redaction as the
+// live set, alone and with the same file as a --shadow set, side by side in one run;
+// the difference is the shadow's cost (also in stage_ms as shadow_pre/shadow_post).
+func BenchmarkShadow(b *testing.B) {
+	const redact = `if (ctx.phase === "post") { ctx.redactAll({ kinds: ["pii_email"] }) }`
+	result := `{"content":[{"type":"text","text":"` + strings.Repeat("build ok; ", 400) + `mail ada@example.com"}]}`
+	for _, withShadow := range []bool{false, true} {
+		name := "live"
+		if withShadow {
+			name = "live+shadow"
+		}
+		b.Run(name, func(b *testing.B) {
+			p, rec := newPipeline(b, map[string]string{"redact-email.js": redact}, true, false)
+			if withShadow {
+				p.Shadow = loadGate(b, map[string]string{"redact-email.js": redact})
+			}
+			up := upstreamReturning(result, nil)
+			reply := p.Handle(context.Background(), call(`{"path":"x"}`), up)
+			if strings.Contains(string(reply.Result), "ada@example.com") || rec.recs[0].ActionTaken != vocab.Redact ||
+				(withShadow && (rec.recs[0].Shadow == nil || rec.recs[0].Shadow.Differs)) {
+				b.Fatalf("wrong answer: %s %+v", reply.Result, rec.recs[0])
+			}
+			p.Audit = nil
+			b.SetBytes(int64(len(result)))
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Handle(context.Background(), call(`{"path":"x"}`), up)
+			}
+		})
 	}
 }

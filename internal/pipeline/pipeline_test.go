@@ -37,7 +37,7 @@ func (r *recorder) Emit(rec *audit.Record) {
 	r.recs = append(r.recs, rec)
 }
 
-func newPipeline(t *testing.T, policies map[string]string, filter, failClosed bool) (*Pipeline, *recorder) {
+func newPipeline(t testing.TB, policies map[string]string, filter, failClosed bool) (*Pipeline, *recorder) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range policies {
