@@ -61,6 +61,9 @@ when it throws. The global mcpgate offers:
   mcpgate.call(spec)               run one whole tools/call through the real pipeline
                                    (built-in rules, DIR's policies, --filter-output on)
                                    against a fixture result instead of an upstream
+  mcpgate.channel(spec)            run one message of another channel (a listing, a
+                                   resource, a prompt, a sampling or elicitation request,
+                                   a notification) through its filters and policy phase
   mcpgate.assert(cond, message)    fail unless cond is truthy
   mcpgate.assertEqual(actual, expected)
                                    deep equality, with a line diff on failure
@@ -70,6 +73,12 @@ result} (result: the CallToolResult the upstream returns; policies: ["a.js"] run
 only those files). mcpgate.call returns {outcome, action, decision, reason, policy,
 phase, sent, result}: outcome and action as in the audit record, sent the arguments the
 upstream received (null when rejected), result what the client receives.
+
+mcpgate.channel's spec is {method, params, result, user, policies} (method: tools/list,
+resources/read, prompts/get, sampling/createMessage, notifications/message, …;
+params: the client request's, or the server message's). It returns {action, decision,
+reason, policy, result, params, error, dropped, hidden}: hidden names the tools a
+listing withheld from the caller (docs/channels.md).
 
 Output: one line per test (PASS, FAIL with the message, ERROR with file:line:col),
 then "N passed, N failed". Exit status: 0 all passed, 2 a test failed or raised an
