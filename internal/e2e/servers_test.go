@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // Several servers as one gateway (docs/servers.md), driven by the official
@@ -155,18 +158,12 @@ func hasPrefixed(list []string, prefix string) bool {
 // waitNote waits until the client got a notification with this method.
 func (d *driver) waitNote(method string, within time.Duration) {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	got := testwait.Within(within, func() bool {
 		notes, _ := d.send(map[string]any{"op": "notes"})["notes"].([]any)
-		for _, n := range notes {
-			if n == method {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("no %s within %s", method, within)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return slices.Contains(notes, any(method))
+	})
+	if !got {
+		d.t.Fatalf("no %s within %s", method, within)
 	}
 }
 
@@ -253,18 +250,17 @@ var transports = []string{"stdio", "http"}
 // toolRecord waits for the audit record of a tools/call of tool.
 func toolRecord(t *testing.T, log *stderrLog, tool string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var found map[string]any
+	testwait.For(t, "the record of "+tool, func() bool {
 		for _, rec := range log.records() {
 			if rec["tool"] == tool {
-				return rec
+				found = rec
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no record for %s; stderr:\n%s", tool, log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // TestServersAsOneGateway: with server-everything (twice), server-filesystem, the
@@ -404,7 +400,10 @@ func TestServersPolicyOnCtxServer(t *testing.T) {
 	}})
 	one := filepath.Join(t.TempDir(), "one.json")
 	writeJSON(t, one, map[string]any{"mcpServers": map[string]any{"fs": nodeServer(t, "@modelcontextprotocol/server-filesystem", dir)}})
-	for _, tc := range []struct{ name, cfg, prefix string }{{"two servers", two, "fs_"}, {"one server", one, ""}} {
+	prefixed := filepath.Join(t.TempDir(), "prefixed.json")
+	writeJSON(t, prefixed, map[string]any{"mcpServers": map[string]any{"fs": nodeServer(t, "@modelcontextprotocol/server-filesystem", dir)},
+		"mcpgate": map[string]any{"prefixNames": true}})
+	for _, tc := range []struct{ name, cfg, prefix string }{{"two servers", two, "fs_"}, {"one server", one, ""}, {"one server with prefixNames", prefixed, "fs_"}} {
 		for _, tr := range transports {
 			t.Run(tc.name+"/"+tr, func(t *testing.T) {
 				d, log := gatewaySession(t, tr, tc.cfg, pol)
@@ -494,17 +493,14 @@ func TestServersRemoteRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if c, err := net.Dial("tcp", addr); err == nil {
+		testwait.For(t, "everything-server to listen", func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
 				c.Close()
-				return cmd
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("everything-server did not listen")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil
+		})
+		return cmd
 	}
 	srv := start()
 	cfg := filepath.Join(t.TempDir(), "config.json")
@@ -519,16 +515,12 @@ func TestServersRemoteRestart(t *testing.T) {
 			_ = srv.Process.Kill()
 			_ = srv.Wait()
 			srv = start()
-			deadline := time.Now().Add(15 * time.Second)
-			for {
-				r, errText := d.request("tools/list", nil)
-				if r != nil && len(names(r, "tools", "name")) == len(tools) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the remote session never recovered: %s\n%s", errText, log.String())
-				}
-				time.Sleep(100 * time.Millisecond)
+			recovered := testwait.Within(15*time.Second, func() bool {
+				r, _ := d.request("tools/list", nil)
+				return r != nil && len(names(r, "tools", "name")) == len(tools)
+			})
+			if !recovered {
+				t.Fatalf("the remote session never recovered:\n%s", log.String())
 			}
 			if !strings.Contains(log.String(), "no longer knows the session") {
 				t.Fatalf("no session-loss log line:\n%s", log.String())
@@ -570,15 +562,12 @@ func TestServersFailedRestartBacksOff(t *testing.T) {
 			d.mustRequest("tools/list", nil)
 			killed := time.Now()
 			killServer(t, gwPid, "everything-server")
-			for {
+			back := testwait.Within(8*time.Second, func() bool {
 				r, _ := d.request("tools/list", nil)
-				if hasPrefixed(names(r, "tools", "name"), "flaky_") {
-					break
-				}
-				if took := time.Since(killed); took > 8*time.Second {
-					t.Fatalf("not back after %s:\n%s", took, log.String())
-				}
-				time.Sleep(50 * time.Millisecond)
+				return hasPrefixed(names(r, "tools", "name"), "flaky_")
+			})
+			if !back {
+				t.Fatalf("not back after %s:\n%s", time.Since(killed), log.String())
 			}
 			d.waitNote("notifications/tools/list_changed", 5*time.Second)
 			if n := strings.Count(log.String(), "upstream restart failed"); n != 2 {

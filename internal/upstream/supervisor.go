@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -262,7 +263,7 @@ func (s *Supervisor) pump(c Conn, started time.Time, dead chan struct{}) {
 	s.fails++
 	s.mu.Unlock()
 	_ = c.Close(context.Background(), time.Second)
-	if errors.Is(cause, io.EOF) {
+	if errors.Is(cause, io.EOF) || errors.Is(cause, os.ErrClosed) {
 		cause = exitCause(c)
 	}
 	s.log.Error("upstream MCP server exited; restarting it", "err", cause, "next_in", backoff)

@@ -27,6 +27,7 @@ const maxStderrLine = 16 << 10
 type Process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	stdout *os.File // our read end of the child's stdout
 	conn   *jsonrpc.Stream
 	done   chan struct{}
 	err    error // the exit status, valid after done is closed
@@ -56,24 +57,32 @@ func Start(opts Options) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe, not StdoutPipe: cmd.Wait closes a StdoutPipe as soon as the
+	// process exits, which would lose the last messages it wrote and turn the end of
+	// its output into "file already closed". This read end is closed by Close.
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
+	cmd.Stdout = stdoutW
 	var stderr io.ReadCloser
 	if opts.Stderr != nil {
 		if stderr, err = cmd.StderrPipe(); err != nil {
 			return nil, fmt.Errorf("upstream: %w", err)
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	_ = stdoutW.Close() // the child holds its own copy
+	if err != nil {
+		_ = stdout.Close()
 		return nil, fmt.Errorf("upstream: start %q: %w", opts.Argv[0], err)
 	}
 	p := &Process{
-		cmd:   cmd,
-		stdin: stdin,
-		conn:  jsonrpc.NewStream(stdout, stdin, opts.MaxMessageBytes),
-		done:  make(chan struct{}),
+		cmd:    cmd,
+		stdin:  stdin,
+		stdout: stdout,
+		conn:   jsonrpc.NewStream(stdout, stdin, opts.MaxMessageBytes),
+		done:   make(chan struct{}),
 	}
 	var relayed sync.WaitGroup
 	if stderr != nil {
@@ -147,6 +156,7 @@ func (p *Process) ExitErr() error { return p.err }
 // the process to exit, then sends SIGTERM, and SIGKILL after another grace.
 func (p *Process) Close(ctx context.Context, grace time.Duration) error {
 	p.closed.Do(func() { _ = p.stdin.Close() })
+	defer p.stdout.Close() // ends a Recv still waiting (a grandchild may hold the pipe)
 	for _, sig := range []func(){func() {}, func() { terminate(p.cmd) }, func() { kill(p.cmd) }} {
 		sig()
 		t := time.NewTimer(grace)

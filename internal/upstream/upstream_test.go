@@ -293,7 +293,9 @@ func TestSupervisorLogsExitStatus(t *testing.T) {
 	if _, err := recv(t, sup); !errors.As(err, &reset) {
 		t.Fatalf("want a reset, got %v", err)
 	}
-	testwait.For(t, "the exit logged", func() bool { return strings.Contains(logs.String(), "exit status 3") })
+	if !testwait.Within(testwait.Timeout, func() bool { return strings.Contains(logs.String(), "exit status 3") }) {
+		t.Fatalf("the exit status is not logged:\n%s", logs.String())
+	}
 	if strings.Contains(logs.String(), "file already closed") {
 		t.Fatalf("log: %s", logs.String())
 	}
