@@ -16,7 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/fixture"
 )
 
@@ -43,6 +45,7 @@ type testFlags struct {
 	format  string
 	run     string
 	verbose bool
+	config  string
 }
 
 func newTestCmd() *cobra.Command {
@@ -101,6 +104,7 @@ Example:
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringVar(&f.run, "run", "", "run only tests whose name (or file:name) matches this regular expression")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each test's duration, and the policies' warn lines on stderr")
+	fl.StringVar(&f.config, "config", "", "configuration file whose rule severities the built-in rules use, as the gateway's --config")
 	return cmd
 }
 
@@ -123,12 +127,22 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	g, err := gate.Load(ctx, gate.Options{Dir: dir, Logger: log})
+	cfg := config.Default()
+	if f.config != "" {
+		if cfg, err = config.Load(f.config); err != nil {
+			return err
+		}
+	}
+	an, err := engine.New(engine.Options{Severities: cfg.Severities()})
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	g, err := gate.Load(ctx, gate.Options{Dir: dir, Logger: log, Analyzer: an})
 	if err != nil {
 		return loadError(err)
 	}
 	defer g.Close()
-	runner, err := fixture.New(fixture.Options{Gate: g, Logger: log})
+	runner, err := fixture.New(fixture.Options{Gate: g, Analyzer: an, Logger: log})
 	if err != nil {
 		return err
 	}

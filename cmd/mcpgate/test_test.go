@@ -47,6 +47,18 @@ func TestPolicyTestOutcomesAndExitCodes(t *testing.T) {
 	}
 }
 
+// TestPolicyTestConfig: --config's rule severities reach the built-in rules of
+// mcpgate.call, as they do in the gateway.
+func TestPolicyTestConfig(t *testing.T) {
+	dir := "testdata/policytest/config"
+	if out, _, code := runCLI(t, "test", "--config", dir+"/mcpgate.json", dir); code != exitOK {
+		t.Errorf("with --config: exit %d\n%s", code, out)
+	}
+	if out, _, code := runCLI(t, "test", dir); code != exitTestFailed {
+		t.Errorf("without --config: exit %d, want %d (pii_email is info by default)\n%s", code, exitTestFailed, out)
+	}
+}
+
 func TestPolicyTestJSONGolden(t *testing.T) {
 	out, _, code := runCLI(t, "test", "--format", "json", "testdata/policytest/suite")
 	if code != exitTestFailed {
