@@ -459,8 +459,9 @@ func (m *Mux) all(server, method, field string, first map[string]json.RawMessage
 			switch {
 			case errors.As(err, &ce) && ce.obj.Code == jsonrpc.CodeMethodNotFound:
 				level = slog.LevelDebug // the server does not offer this list
-			case errors.Is(err, jsonrpc.ErrNotDelivered):
-				level = slog.LevelDebug // down: its supervisor logs the restarts
+			case errors.Is(err, jsonrpc.ErrNotDelivered),
+				errors.As(err, &ce) && ce.obj.Code == jsonrpc.CodeUpstreamUnavailable:
+				level = slog.LevelDebug // down or lost: its supervisor logs the restarts
 			}
 			m.log.Log(context.Background(), level, "listing an upstream failed; its entries are left out", "upstream", server, "method", method, "err", err)
 			return items

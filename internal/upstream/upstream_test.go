@@ -318,3 +318,27 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestSupervisorPassesDrops: a malformed server line comes up through the supervisor
+// as a *jsonrpc.DropError with the line's head, so the relay above can fail the
+// request it answered; the stream goes on.
+func TestSupervisorPassesDrops(t *testing.T) {
+	c := newFakeConn()
+	sup, err := NewSupervisor(SupervisorOptions{Start: func() (Conn, error) { return c, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background(), time.Second)
+	c.lines <- []byte(`{"jsonrpc":"2.0","id":5,"result":`)
+	c.lines <- []byte(`{"jsonrpc":"2.0","id":6,"result":{}}`)
+	var drop *jsonrpc.DropError
+	if _, err := recv(t, sup); !errors.As(err, &drop) {
+		t.Fatalf("want a drop, got %v", err)
+	}
+	if id, ok := jsonrpc.PeekID(drop.Head); !ok || string(id) != "5" {
+		t.Fatalf("head %q", drop.Head)
+	}
+	if m, err := recv(t, sup); err != nil || m.IDKey() != "6" {
+		t.Fatalf("the stream did not go on: %v %v", m, err)
+	}
+}
