@@ -34,16 +34,22 @@ func (t *textScan) word(i int) int {
 		return end
 	}
 	c := s[ws]
-	if ws > 0 && (s[ws-1] == ' ' || s[ws-1] == '/') {
-		if s[ws-1] == ' ' && afterBearer(s, ws) {
-			if e := t.bearerToken(ws); e > ws {
-				t.done = max(e, end)
-				return t.done
+	if ws >= 7 {
+		// quick byte tests first: "Bearer "/"Token " end in "r "/"n ", Slack paths in "s/"
+		switch p := s[ws-2] | 0x20; s[ws-1] {
+		case ' ':
+			if (p == 'r' || p == 'n') && afterBearer(s, ws) {
+				if e := t.bearerToken(ws); e > ws {
+					t.done = max(e, end)
+					return t.done
+				}
 			}
-		} else if s[ws-1] == '/' {
-			if e := t.slackHookBare(ws); e > 0 {
-				t.done = e
-				return e
+		case '/':
+			if p == 's' {
+				if e := t.slackHookBare(ws); e > 0 {
+					t.done = e
+					return e
+				}
 			}
 		}
 	}
