@@ -194,50 +194,53 @@ func (v *vm) redactSlot(c *callState, s *slot, skip map[string]bool, strategy en
 	return v.newWalker(c, strategy, kinds, skip).inPlace(s.js, 0)
 }
 
-// redactOptions reads {kinds: [...], strategy: "redact"|"mask"|"hash"} without running
-// a getter; fixed wins.
+// redactOptions reads {kinds: [...], strategy: "redact"|"mask"|"hash"}; fixed wins.
+// Options are read with plain property reads (no descriptor walk: they are read on
+// every helper call); a Proxy, a getter that throws or a value of the wrong type is a
+// TypeError.
 func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strategy, []string) {
 	strategy := engine.StrategyRedact
 	var kinds []string
 	if o, ok := opts.(*goja.Object); ok {
-		w := v.newWalker(nil, "", nil, nil)
-		items, n := w.enter(o, 0)
-		for i := int64(0); i+1 < n; i += 2 {
-			key := items.Get(strconv.FormatInt(i, 10)).String()
-			val := items.Get(strconv.FormatInt(i+1, 10))
-			switch key {
-			case "strategy":
-				if goja.IsUndefined(val) {
-					continue
-				}
-				if !goja.IsString(val) {
-					v.throwType(`strategy must be "redact", "mask" or "hash"`)
-				}
-				switch st := engine.Strategy(val.String()); st {
-				case engine.StrategyRedact, engine.StrategyMask, engine.StrategyHash:
-					strategy = st
-				default:
-					v.throwType(`strategy must be "redact", "mask" or "hash"`)
-				}
-			case "kinds":
-				if goja.IsUndefined(val) || goja.IsNull(val) {
-					continue
-				}
-				ko, ok := val.(*goja.Object)
-				if !ok || ko.ClassName() != "Array" {
+		get := func(o *goja.Object, k string) goja.Value {
+			if o.ExportType() == proxyType {
+				v.throwType("the redaction helpers take no Proxy objects")
+			}
+			var val goja.Value
+			if ex := v.rt.Try(func() { val = o.Get(k) }); ex != nil {
+				v.throwType("the helper options could not be read")
+			}
+			if val == nil {
+				return goja.Undefined()
+			}
+			return val
+		}
+		if val := get(o, "strategy"); !goja.IsUndefined(val) {
+			if !goja.IsString(val) {
+				v.throwType(`strategy must be "redact", "mask" or "hash"`)
+			}
+			switch st := engine.Strategy(val.String()); st {
+			case engine.StrategyRedact, engine.StrategyMask, engine.StrategyHash:
+				strategy = st
+			default:
+				v.throwType(`strategy must be "redact", "mask" or "hash"`)
+			}
+		}
+		if val := get(o, "kinds"); !goja.IsUndefined(val) && !goja.IsNull(val) {
+			ko, ok := val.(*goja.Object)
+			if !ok || ko.ClassName() != "Array" {
+				v.throwType("kinds must be an array of strings")
+			}
+			n := get(ko, "length").ToInteger()
+			if n > 256 {
+				v.throwType("kinds lists at most 256 names")
+			}
+			for j := int64(0); j < n; j++ {
+				k := get(ko, strconv.FormatInt(j, 10))
+				if !goja.IsString(k) {
 					v.throwType("kinds must be an array of strings")
 				}
-				ks, kn := w.enter(ko, 1)
-				if kn > 256 {
-					v.throwType("kinds lists at most 256 names")
-				}
-				for j := int64(0); j < kn; j++ {
-					k := ks.Get(strconv.FormatInt(j, 10))
-					if !goja.IsString(k) {
-						v.throwType("kinds must be an array of strings")
-					}
-					kinds = append(kinds, k.String())
-				}
+				kinds = append(kinds, k.String())
 			}
 		}
 	} else if !goja.IsUndefined(opts) && !goja.IsNull(opts) {
