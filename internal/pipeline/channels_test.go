@@ -435,3 +435,37 @@ func TestTasksResultPostPhase(t *testing.T) {
 		t.Errorf("record: %+v", last)
 	}
 }
+
+// TestChannelFailModes: an undecodable message or one past the scan cap is passed
+// with --fail-mode open and withheld with closed, on every channel kind.
+func TestChannelFailModes(t *testing.T) {
+	big := strings.Repeat("a", 1<<20+10)
+	for _, closed := range []bool{false, true} {
+		p, rec := newPipeline(t, nil, true, closed)
+		ctx := context.Background()
+		listing := response(t, `{"tools":[{"name":"a"},{"name":"b","description":`+js(big)+`}]}`)
+		r := p.Response(ctx, Channel{Method: "tools/list"}, listing)
+		if closed != (len(r.Hidden) == 2) || closed == (string(r.Original) == string(listing.Raw)) {
+			t.Errorf("closed=%v: truncated listing: hidden %v", closed, r.Hidden)
+		}
+		res := response(t, `{"contents":[{"uri":"u","text":`+js(big)+`}]}`)
+		r = p.Response(ctx, Channel{Method: "resources/read"}, res)
+		if closed != strings.Contains(string(r.Result), "resource blocked") {
+			t.Errorf("closed=%v: truncated resource: %.200s", closed, r.Result)
+		}
+		bad := response(t, `["not","an","object"]`)
+		r = p.Response(ctx, Channel{Method: "prompts/get"}, bad)
+		if closed != strings.Contains(string(r.Result), "prompt blocked") {
+			t.Errorf("closed=%v: undecodable prompt: %+v", closed, r)
+		}
+		r = p.Notification(Channel{Method: "notifications/message", Params: json.RawMessage(`{"data":` + js(big) + `}`)}, []byte("raw"))
+		if closed != r.NoReply {
+			t.Errorf("closed=%v: truncated notification: %+v", closed, r.NoReply)
+		}
+		for _, x := range rec.recs {
+			if closed && (x.ActionTaken != "block" || !x.FailModeTriggered) {
+				t.Errorf("closed: record %s: %s fail_mode_triggered=%v", x.Method, x.ActionTaken, x.FailModeTriggered)
+			}
+		}
+	}
+}

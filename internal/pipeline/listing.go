@@ -80,6 +80,18 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 		}
 		return Reply{Original: resp.Raw}
 	}
+	if verdict == engine.Block && rep.Truncated && r.rec.r.FailModeTriggered {
+		// --fail-mode closed and entries past the scan cap went unread: none is listed
+		var hidden []Hidden
+		for _, e := range entries {
+			hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonScanTruncated})
+		}
+		r.rec.escalate(vocab.Block)
+		r.rec.outputChanged()
+		m[key] = json.RawMessage("[]")
+		b, _ := jsonrpc.Marshal(m)
+		return Reply{Result: b, Hidden: hidden}
+	}
 
 	// The verdict of each entry.
 	worst := make([]engine.Verdict, len(entries))
