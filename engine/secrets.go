@@ -57,11 +57,11 @@ var tokenRules = [...]tokenRule{
 	{"pypi-AgEIcHlwaS5vcmc", 50, 0, base64URL, rPyPI, "pypi_token"},
 }
 
-// tokenPrefixBytes marks the first bytes of tokenRules' prefixes, so most words skip
-// the table.
-var tokenPrefixBytes = func() (t [256]bool) {
-	for _, r := range tokenRules {
-		t[r.prefix[0]] = true
+// tokenRulesByFirst lists, by the first byte of a prefix, the indexes of the
+// tokenRules with that first byte (in table order), so most words skip the table.
+var tokenRulesByFirst = func() (t [256][]uint8) {
+	for i, r := range tokenRules {
+		t[r.prefix[0]] = append(t[r.prefix[0]], uint8(i))
 	}
 	return
 }()
@@ -70,10 +70,11 @@ var tokenPrefixBytes = func() (t [256]bool) {
 // token and returns true when one matched.
 func (t *textScan) providerToken(ws, we int) bool {
 	w := t.s[ws:we]
-	if !tokenPrefixBytes[w[0]] {
-		return false
+	cand := tokenRulesByFirst[w[0]]
+	if len(cand) == 0 || len(w) < 24 {
+		return false // shorter than any prefix and its body ("glpat-" + 20 is 26)
 	}
-	for i := range tokenRules {
+	for _, i := range cand {
 		r := &tokenRules[i]
 		if !strings.HasPrefix(w, r.prefix) {
 			continue
