@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -78,5 +80,32 @@ func TestSessionLoss(t *testing.T) {
 				t.Fatalf("want an error response for id 2, got %v %v", m, err)
 			}
 		})
+	}
+}
+
+// TestReadSSERelated: the server requests and notifications a remote server sends on
+// a request's response stream are related to that request (the HTTP front routes
+// them to the same client request's stream); the response itself and the messages of
+// the GET stream are not.
+func TestReadSSERelated(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &Client{opts: Options{MaxMessageBytes: 1 << 12}, log: slog.New(slog.DiscardHandler), out: make(chan item, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel}
+	stream := "data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"x\"}}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"
+	if !c.readSSE(bytes.NewReader([]byte(stream)), []byte("7"), nil) {
+		t.Fatal("the response was not seen")
+	}
+	last := ""
+	c.readSSE(bytes.NewReader([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":\"s2\",\"method\":\"elicitation/create\",\"params\":{}}\n\n")), nil, &last)
+	close(c.out)
+	var related []string
+	for it := range c.out {
+		related = append(related, it.msg.Method+"="+string(it.msg.Related))
+	}
+	want := []string{"sampling/createMessage=7", "notifications/message=7", "=", "elicitation/create="}
+	if strings.Join(related, " ") != strings.Join(want, " ") {
+		t.Fatalf("related: %v, want %v", related, want)
 	}
 }
