@@ -36,7 +36,7 @@ type Channel struct {
 	Arguments        json.RawMessage
 	// Internal marks the gateway's own request (a tools/list to learn access tags and
 	// what the caller may see): its response never reaches the client, so it is
-	// recorded only when the rules found something or a tool was withheld.
+	// recorded only when something acted on it (a tool withheld or changed, a warning).
 	Internal bool
 	// Policies, when set, is the policy set the message runs on instead of
 	// Gate.Current() (mcpgate test).
@@ -172,7 +172,7 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 			r.rec.setReason(vocab.ReasonInternalError)
 			reply = r.blockChannel(c.Method, resp.Result)
 		}
-		if c.Internal && r.rec.r.ActionTaken == vocab.Pass && r.rec.r.FindingsCount == 0 {
+		if c.Internal && r.rec.r.ActionTaken == vocab.Pass {
 			return
 		}
 		r.rec.emit(p)
