@@ -259,7 +259,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			Analyzer: an, Logger: g.log.With("shadow", true)}); err != nil {
 			return nil, fmt.Errorf("--shadow: %w", err)
 		}
-		g.pipe.Shadow = g.shadow
+		g.pipe.Shadow, g.pipe.ShadowHealth = g.shadow, &pipeline.Health{}
 		g.log.Info("shadow policy set loaded: it runs beside the live set and changes nothing", "dir", cfg.ShadowDir, "hash", g.shadow.Current().Hash)
 	}
 	if c := cfg.Capture; c.File != "" {
@@ -366,7 +366,7 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 		Status: func() any {
 			st := map[string]any{"policies": policyHealth(g.gate, g.health), "audit": g.emitter.Stats()}
 			if g.shadow != nil {
-				st["shadow"] = policyHealth(g.shadow, nil)
+				st["shadow"] = policyHealth(g.shadow, g.pipe.ShadowHealth)
 			}
 			return st
 		},

@@ -94,7 +94,7 @@ func TestShadowNeverChangesTheCall(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, rec := newPipeline(t, tc.live, true, false)
-			p.Shadow = loadGate(t, tc.shadow)
+			p.Shadow, p.Health, p.ShadowHealth = loadGate(t, tc.shadow), &Health{}, &Health{}
 			plain, plainRec := newPipeline(t, tc.live, true, false)
 			var sent, plainSent json.RawMessage
 			reply := p.Handle(context.Background(), call(tc.args), upstreamReturning(tc.result, &sent))
@@ -111,6 +111,12 @@ func TestShadowNeverChangesTheCall(t *testing.T) {
 			}
 			if s := r.Shadow; s.ActionTaken != tc.shadowWants || s.Differs != tc.differs || s.Reason != tc.reason || s.PolicySetHash != p.Shadow.Current().Hash {
 				t.Errorf("shadow = %+v, want action %s differs %v reason %q", *s, tc.shadowWants, tc.differs, tc.reason)
+			}
+			if n := p.ShadowHealth.Errors()["bad.js"]; (tc.name == "a TypeError in the shadow stays in the shadow") != (n == 1) {
+				t.Errorf("shadow errors for bad.js: %d", n)
+			}
+			if len(p.Health.Errors()) != 0 {
+				t.Errorf("the shadow's errors counted as the live set's: %v", p.Health.Errors())
 			}
 			if _, ok := r.StageMS["shadow_pre"]; !ok {
 				t.Errorf("stage_ms lacks the shadow's cost: %v", r.StageMS)

@@ -88,6 +88,8 @@ type Pipeline struct {
 	Capture Capturer
 	// Health, when set, counts policy errors per file. Nil: not counted (still logged).
 	Health *Health
+	// ShadowHealth, when set, counts the Shadow set's policy errors per file.
+	ShadowHealth *Health
 	// Pins, when set, remembers the first definition of each tool and reports a
 	// change as tool_definition_changed (docs/channels.md#pinning).
 	Pins *pins.Store
@@ -596,7 +598,7 @@ func (r *run) hidden(h *Hidden) Reply {
 // policyError tells the operator about a policy fault (a runtime error, a limit, a
 // timeout, a bad ctx shape): one warn line with the file, line, column and error class
 // (never the message or a value), and a count per file for /api/status. A shadow
-// set's faults are logged, marked shadow, and not counted.
+// set's faults are marked shadow and counted apart.
 func (r *run) policyError(rej *gate.Rejection, phase ctxapi.Phase, shadow bool) {
 	if !rej.IsError() {
 		return
@@ -609,6 +611,7 @@ func (r *run) policyError(rej *gate.Rejection, phase ctxapi.Phase, shadow bool) 
 		"reason", string(rej.Code), "phase", string(phase), "event_id", r.rec.eventID()}
 	if shadow {
 		attrs = append(attrs, "shadow", true)
+		r.p.ShadowHealth.add(rej.Policy)
 	} else {
 		r.p.Health.add(rej.Policy)
 	}

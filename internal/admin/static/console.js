@@ -64,7 +64,7 @@
       // tools/call rows show the tool; other channels their method (and tool, if any)
       const m = r.method && r.method !== "tools/call" ? r.method + (r.tool ? " " + r.tool : "") : "";
       tr.appendChild(el("td", "mono tool", m || r.tool || "–"));
-      const oc = el("td", "", r.outcome + (r.reason ? " · " + r.reason : ""));
+      const oc = el("td", "", r.outcome + (r.reason ? " · " + r.reason : "") + (r.phase ? " · " + r.phase : ""));
       if (r.shadow) {
         const sh = el("span", "tag" + (r.shadow.differs ? " shadow-differs" : ""),
           "shadow " + ((CHIPS[r.shadow.action_taken] || [r.shadow.action_taken])[0]) + (r.shadow.differs ? " ≠" : ""));
@@ -103,7 +103,12 @@
     eh.textContent = errs.length ? errs.map(([f, n]) => `${f}: ${n}`).join(", ") : "none";
     const sh = st.shadow;
     $("h-shadow").hidden = $("h-shadow-l").hidden = !sh;
-    if (sh) $("h-shadow").textContent = `${(sh.files || []).join(", ") || "no files"} · ${(sh.hash || "").slice(0, 12)}`;
+    if (sh) {
+      const se = Object.entries(sh.errors || {}).sort();
+      $("h-shadow").textContent = `${(sh.files || []).join(", ") || "no files"} · ${(sh.hash || "").slice(0, 12)}` +
+        (sh.last_reload === "failed" ? " · last reload failed: " + sh.last_error : "") +
+        (se.length ? " · errors: " + se.map(([f, n]) => `${f}: ${n}`).join(", ") : "");
+    }
   }
 
   // The chart from GET /api/traffic: stacked bars per bucket by final action, built
