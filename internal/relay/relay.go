@@ -300,15 +300,49 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 	p := &pending{req: routed, route: routed.Upstream}
 	s.pending[key] = p
 	s.mu.Unlock()
-	if err := s.up.Send(routed); err != nil {
-		s.mu.Lock()
-		if s.pending[key] == p {
-			delete(s.pending, key)
+	err = s.up.Send(routed)
+	if errors.Is(err, jsonrpc.ErrNotDelivered) && listings[msg.Method] {
+		if u, ok := s.up.(interface{ Up() <-chan struct{} }); ok {
+			// A listing while the server restarts waits briefly rather than failing
+			// (docs/servers.md#what-a-client-sees-during-a-restart).
+			go func() { s.sent(key, p, s.retryWhenUp(u, routed)) }()
+			return
 		}
-		s.mu.Unlock()
-		if !s.failSend(msg.ID, err) {
-			s.upstreamGone(err)
-		}
+	}
+	s.sent(key, p, err)
+}
+
+// listings are the requests a restart makes wait briefly instead of failing.
+var listings = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true}
+
+// listWait is how long a listing waits for a restarting server.
+const listWait = time.Second
+
+// retryWhenUp sends msg again once u is up, within listWait.
+func (s *Session) retryWhenUp(u interface{ Up() <-chan struct{} }, msg *jsonrpc.Message) error {
+	t := time.NewTimer(listWait)
+	defer t.Stop()
+	select {
+	case <-u.Up():
+		return s.up.Send(msg)
+	case <-t.C:
+		return fmt.Errorf("%w: %s", jsonrpc.ErrNotDelivered, "mcpgate: upstream MCP server exited; it is being restarted — retry the request")
+	}
+}
+
+// sent settles a forwarded request whose Send returned err: a request that could not
+// be delivered is answered at once; a gone upstream ends the session.
+func (s *Session) sent(key string, p *pending, err error) {
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.pending[key] == p {
+		delete(s.pending, key)
+	}
+	s.mu.Unlock()
+	if !s.failSend(p.req.ID, err) {
+		s.upstreamGone(err)
 	}
 }
 

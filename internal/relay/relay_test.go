@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -534,5 +535,43 @@ func TestRelayIntercept(t *testing.T) {
 		if got := <-seen; got != want {
 			t.Fatalf("hook saw %q, want %q", got, want)
 		}
+	}
+}
+
+// restartingUpstream refuses requests until up is closed, like a restarting
+// supervisor.
+type restartingUpstream struct {
+	*fakeUpstream
+	up chan struct{}
+}
+
+func (r restartingUpstream) Up() <-chan struct{} { return r.up }
+
+// TestRelayListingWaitsForRestart: a listing sent while the one server restarts is
+// delivered once the server is back, instead of failing.
+func TestRelayListingWaitsForRestart(t *testing.T) {
+	up := newFakeUpstream()
+	r := restartingUpstream{fakeUpstream: up, up: make(chan struct{})}
+	var down atomic.Bool
+	down.Store(true)
+	refused := make(chan struct{}, 1)
+	up.refuse = func(m *jsonrpc.Message) error {
+		if down.Load() && m.Kind == jsonrpc.KindRequest {
+			refused <- struct{}{}
+			return fmt.Errorf("%w: restarting", jsonrpc.ErrNotDelivered)
+		}
+		return nil
+	}
+	h := newHarnessWithUpstream(t, r, up)
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	<-refused // the first attempt met the restart
+	down.Store(false)
+	close(r.up)
+	if got := h.upstreamGets(); !strings.Contains(got, `"tools/list"`) {
+		t.Fatalf("upstream got %q", got)
+	}
+	up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`
+	if got := h.clientGets(); got != `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}` {
+		t.Fatalf("client got %q", got)
 	}
 }
