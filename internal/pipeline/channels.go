@@ -79,7 +79,7 @@ const blockedRequestCode = -1
 // arriveChannel starts the record of a channel message. Unlike a tools/call it does
 // not count toward the rate limit.
 func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
-	call := Call{User: c.User, ClientInfo: c.ClientInfo, Params: c.Params}
+	call := Call{User: c.User, ClientInfo: c.ClientInfo, Params: c.Params, Server: c.Server}
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
 	r.rec.setMethod(c.Method)
@@ -115,7 +115,7 @@ func (p *Pipeline) logger() *slog.Logger {
 func (r *run) phase(stage vocab.Stage, call *ctxapi.Call) gate.Result {
 	start := time.Now()
 	call.User, call.RateLimitExceeded = r.c.User, r.limit
-	call.Method = r.rec.r.Method
+	call.Method, call.Server = r.rec.r.Method, r.c.Server
 	res := r.set.Run(r.ctx, call)
 	r.rec.stage(stage, start)
 	if r.ctx.Err() == nil {
