@@ -22,6 +22,7 @@ type telemetryState struct {
 	rotateMB   int
 	keep       int
 	ring       int
+	otlp       string
 }
 
 func (t *telemetryFlags) register(fl *pflag.FlagSet) {
@@ -29,7 +30,8 @@ func (t *telemetryFlags) register(fl *pflag.FlagSet) {
 	s := t.st
 	fl.StringVar(&s.admin, "admin", "", "serve the audit console, /api/audit and /metrics on ADDR (e.g. 127.0.0.1:9464); off loopback it needs MCPGATE_ADMIN_TOKEN")
 	fl.StringSliceVar(&s.allowHosts, "admin-allow-host", nil, "extra host name the admin listener accepts in Host/Origin (besides localhost, 127.0.0.1, ::1)")
-	fl.StringVar(&s.db, "audit-db", "", "also store audit records in this SQLite file (read it with mcpgate audit --db)")
+	fl.StringVar(&s.db, "audit-db", "", "also store audit records in this SQLite file, or in PostgreSQL shared by replicas (postgres://USER:PASS@HOST:PORT/DB); read it with mcpgate audit --db")
+	fl.StringVar(&s.otlp, "audit-otlp", "", "also export audit records as OpenTelemetry logs over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318)")
 	fl.IntVar(&s.rotateMB, "audit-rotate-mb", 0, "rotate --audit-file when it passes N megabytes (0: never)")
 	fl.IntVar(&s.keep, "audit-keep", 5, "rotated audit files to keep with --audit-rotate-mb (0: keep all)")
 	fl.IntVar(&s.ring, "audit-ring", 1000, "records the admin console keeps in memory when there is no --audit-db")
@@ -53,6 +55,9 @@ func (t *telemetryFlags) audit(a config.Audit, auditFile string) config.Audit {
 	}
 	if s.fl.Changed("audit-ring") || a.Ring == 0 {
 		a.Ring = s.ring
+	}
+	if s.fl.Changed("audit-otlp") || a.OTLP == "" {
+		a.OTLP = s.otlp
 	}
 	return a
 }

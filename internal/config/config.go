@@ -62,8 +62,9 @@ type Audit struct {
 	File     string `json:"file,omitempty"`     // JSONL file instead of stderr (--audit-file)
 	RotateMB int    `json:"rotateMB,omitempty"` // rotate File past this many MB (--audit-rotate-mb)
 	Keep     int    `json:"keep,omitempty"`     // rotated files kept (--audit-keep)
-	DB       string `json:"db,omitempty"`       // SQLite store, in addition to the JSONL stream (--audit-db)
+	DB       string `json:"db,omitempty"`       // SQLite file or postgres:// store, in addition to the JSONL stream (--audit-db)
 	Ring     int    `json:"ring,omitempty"`     // records the console keeps in memory without a DB (--audit-ring)
+	OTLP     string `json:"otlp,omitempty"`     // also export records as OTLP logs to this collector URL (--audit-otlp)
 }
 
 // Admin is "mcpgate": {"admin": {...}}.

@@ -27,6 +27,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/otlplog"
 	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/ratelimit"
@@ -347,6 +348,17 @@ func (g *Gateway) openSinks() (sinks []audit.Sink, store audit.Store, err error)
 		} else {
 			g.log.Info("audit records stored in SQLite", "path", a.DB)
 		}
+	}
+	if a.OTLP != "" {
+		ot, err := otlplog.New(a.OTLP, "mcpgate", "")
+		if err != nil {
+			for _, s := range sinks {
+				s.Close()
+			}
+			return nil, nil, fmt.Errorf("--audit-otlp: %w", err)
+		}
+		sinks = append(sinks, ot)
+		g.log.Info("audit records exported as OTLP logs", "endpoint", a.OTLP)
 	}
 	return sinks, store, nil
 }
