@@ -16,6 +16,10 @@ import (
 // atLineStart checks for a forged chat turn ("Human:", "Assistant:") at line start.
 func (t *textScan) atLineStart(i int) {
 	s := t.s
+	if i < len(s) && (s[i] == 0xEF || s[i] == 0xF0) {
+		t.wideTurn(i) // "Ｈｕｍａｎ:", "𝐀𝐬𝐬𝐢𝐬𝐭𝐚𝐧𝐭:"
+		return
+	}
 	if i >= len(s) || (s[i] != 'H' && s[i] != 'A') {
 		return
 	}
@@ -25,6 +29,31 @@ func (t *textScan) atLineStart(i int) {
 			if e == len(s) || s[e] == ' ' || s[e] == '\t' || s[e] == '\n' || s[e] == '\r' {
 				t.k.add(rInjection, "role_turn", i, e)
 			}
+			return
+		}
+	}
+}
+
+// wideTurn checks a line that starts with a fullwidth or mathematical character for a
+// "Human:" or "Assistant:" turn after NFKC.
+func (t *textScan) wideTurn(i int) {
+	s := t.s
+	e := min(len(s), i+96)
+	for e > i && e < len(s) && !utf8.RuneStart(s[e]) {
+		e--
+	}
+	var buf [256]byte
+	n := norm.NFKC.AppendString(buf[:0], s[i:e])
+	for _, w := range [...]string{"Human:", "Assistant:"} {
+		if len(n) >= len(w) && string(n[:len(w)]) == w && (len(n) == len(w) || n[len(w)] == ' ' || n[len(w)] == '\t' || n[len(w)] == '\n') {
+			// the original span: runes until their NFKC form covers the word
+			end, got := i, 0
+			for end < e && got < len(w) {
+				_, sz := utf8.DecodeRuneInString(s[end:])
+				got += len(norm.NFKC.AppendString(buf[:0], s[end:end+sz]))
+				end += sz
+			}
+			t.k.add(rInjection, "role_turn", i, end)
 			return
 		}
 	}
