@@ -576,3 +576,14 @@ func TestServersFailedRestartBacksOff(t *testing.T) {
 		})
 	}
 }
+
+// TestServersConfigAndCommand: a command after -- together with mcpServers in
+// --config is refused at start, naming the servers, instead of one silently winning.
+func TestServersConfigAndCommand(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{"fs": map[string]any{"command": "x"}}})
+	out, err := exec.Command(binary, "gateway", "run", "--policies", emptyPolicies(t), "--config", cfg, "--", "some-server").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "mcpServers") || !strings.Contains(string(out), "fs") {
+		t.Fatalf("want a start-up error naming mcpServers and fs, got %v:\n%s", err, out)
+	}
+}
