@@ -280,7 +280,7 @@ func (t *testRun) assertEqual(c goja.FunctionCall) goja.Value {
 	_ = json.Unmarshal([]byte(a.String()), &x) // undefined stringifies to undefined: nil
 	_ = json.Unmarshal([]byte(b.String()), &y)
 	if !reflect.DeepEqual(x, y) {
-		t.fail("assertEqual: actual differs from expected (- actual, + expected)\n" + Diff(x, y))
+		t.fail("assertEqual: actual differs from expected (- actual, + expected)\n" + lineDiff(x, y))
 	}
 	return goja.Undefined()
 }
@@ -364,9 +364,9 @@ func nativeErrorClass(v *vm, val goja.Value) string {
 	return ""
 }
 
-// Diff renders two JSON values as indented JSON, line by line: "-" lines are only in
+// lineDiff renders two JSON values as indented JSON, line by line: "-" lines are only in
 // actual, "+" lines only in expected, two spaces of context otherwise.
-func Diff(actual, expected any) string {
+func lineDiff(actual, expected any) string {
 	a, _ := json.MarshalIndent(actual, "", "  ")
 	b, _ := json.MarshalIndent(expected, "", "  ")
 	x, y := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
@@ -444,7 +444,7 @@ func errorPosition(stack, file string, prefix int) (line, col int) {
 			continue
 		}
 		var ln, cl, pc int
-		if n, _ := fmt.Sscanf(l[i+len(file)+1:], "%d:%d(%d)", &ln, &cl, &pc); n >= 2 {
+		if n, _ := fmt.Sscanf(l[i+len(file)+1:], "%d:%d(%d)", &ln, &cl, &pc); n >= 2 && ln >= 1 && cl >= 1 {
 			if ln == 1 {
 				cl = max(cl-prefix, 1)
 			}
