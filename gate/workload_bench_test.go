@@ -98,9 +98,9 @@ if (ctx.tool === "github_create_pull" || ctx.tool === "github_update_pull") {
 }`,
 }
 
-// seedPolicies are the four classic plain-JavaScript examples (the regex runs in JS),
+// classicPolicies are the four classic plain-JavaScript examples (the regex runs in JS),
 // in the workload's file order.
-func seedPolicies(tb testing.TB) map[string]string {
+func classicPolicies(tb testing.TB) map[string]string {
 	ex := shipped(tb, true)
 	files := map[string]string{}
 	for name, src := range map[string]string{
@@ -137,11 +137,11 @@ func runWorkload(g *Gate) (pre, post Result) {
 	return pre, post
 }
 
-// sideBySide times the runtime-per-call baseline (runtimePerCall, on the seed's
-// plain-JS policies) and the gate in alternating rounds, so that load from other
+// sideBySide times the runtime-per-call baseline (runtimePerCall, on the classic
+// plain-JS examples) and the gate in alternating rounds, so that load from other
 // processes falls on both alike, and returns the time per call of each.
 func sideBySide(tb testing.TB, g *Gate) (base, gate time.Duration) {
-	srcs := seedSources(tb)
+	srcs := classicSources(tb)
 	p, c := runtimePerCall(srcs) // warm up, and check the baseline's result
 	if err := checkWorkload(p, c); err != nil {
 		tb.Fatalf("baseline: %v", err)
@@ -189,7 +189,7 @@ func benchWorkload(b *testing.B, files map[string]string) {
 // runtime-per-call baseline measured in the same process and the ratio (x-faster).
 func BenchmarkGateWorkload(b *testing.B) {
 	b.Run("idiomatic", func(b *testing.B) { benchWorkload(b, idiomaticPolicies) })
-	b.Run("plain-js", func(b *testing.B) { benchWorkload(b, seedPolicies(b)) })
+	b.Run("plain-js", func(b *testing.B) { benchWorkload(b, classicPolicies(b)) })
 	b.Run("noop-x4-plus-redaction", func(b *testing.B) {
 		files := map[string]string{"10-redact-email.js": idiomaticPolicies["10-redact-email.js"],
 			"30-strip-co-authored-by.js": idiomaticPolicies["30-strip-co-authored-by.js"]}
@@ -205,7 +205,7 @@ func BenchmarkGateWorkload(b *testing.B) {
 // and ctx handed over and read back through JSON (the design docs/policies.md
 // compares with).
 func BenchmarkRuntimePerCallBaseline(b *testing.B) {
-	srcs := seedSources(b)
+	srcs := classicSources(b)
 	p, c := runtimePerCall(srcs)
 	if err := checkWorkload(p, c); err != nil {
 		b.Fatal(err)
@@ -217,8 +217,8 @@ func BenchmarkRuntimePerCallBaseline(b *testing.B) {
 	}
 }
 
-func seedSources(tb testing.TB) []string {
-	files := seedPolicies(tb)
+func classicSources(tb testing.TB) []string {
+	files := classicPolicies(tb)
 	return []string{files["10-redact-email.js"], files["20-block-force-delete.js"],
 		files["30-strip-co-authored-by.js"], files["40-untrusted-readonly.js"]}
 }
