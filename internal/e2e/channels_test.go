@@ -504,3 +504,44 @@ func TestChannelsListPolicyOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestChannelsRelatedRoutingOverHTTP: with a Streamable HTTP upstream, two tools/call in
+// flight at once each trigger a sampling request; the upstream sends each on the
+// stream of the call that caused it, and the gateway's HTTP front delivers each on the
+// same client call's stream (raw SSE, so the stream is visible).
+func TestChannelsRelatedRoutingOverHTTP(t *testing.T) {
+	server := hostileServer(t)
+	up := exec.Command(server[0], server[1:]...)
+	up.Env = append(os.Environ(), "HTTP_PORT=0")
+	stdout, err := up.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = up.Process.Kill(); _ = up.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "listening ") {
+		t.Fatalf("hostile HTTP server: %q %v", line, err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	httpWriteFile(t, cfg, `{"mcpServers":{"hostile":{"url":"`+strings.TrimSpace(strings.TrimPrefix(line, "listening "))+`"}}}`)
+	g := startHTTPGateway(t, "--config", cfg, "--filter-output")
+	out, err := exec.Command("node", filepath.Join(root, "testdata", "e2e", "related.mjs"), g.url, "trigger").Output()
+	if err != nil {
+		t.Fatalf("related.mjs: %v\n%s\n%s", err, out, g.stderr.String())
+	}
+	if got := strings.TrimSpace(string(out)); got != `{"A":["A"],"B":["B"]}` {
+		t.Errorf("sampling requests per call stream: %s, want each on its own call's stream", got)
+	}
+	waitUntil(t, "two sampling records", 10*time.Second, func() bool {
+		n := 0
+		for _, r := range g.stderr.allRecords() {
+			if r["method"] == "sampling/createMessage" {
+				n++
+			}
+		}
+		return n == 2
+	})
+}

@@ -17,8 +17,15 @@
 //                                      notifications/progress (message) carrying the payload,
 //                                      and returns what came back as JSON text
 //   tools/call wipe, adder, poisoned   return "done"
+// With HTTP_PORT set it serves Streamable HTTP at http://127.0.0.1:$HTTP_PORT/mcp (one
+// server per session; a server request goes on the stream of the call that sent it),
+// printing "listening <url>" on stdout; trigger then takes a "tag" that it puts in front
+// of the payload and a "delayMs" it waits first.
+import { createServer } from "node:http";
+import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
   ListToolsRequestSchema, CallToolRequestSchema, ListResourcesRequestSchema, ReadResourceRequestSchema,
   ListResourceTemplatesRequestSchema, ListPromptsRequestSchema, GetPromptRequestSchema, CompleteRequestSchema,
@@ -34,6 +41,7 @@ const levels = ["clean", "warn", "block"];
 const level = (s) => (levels.includes(s) ? s : "clean");
 
 let listings = 0;
+function makeServer() {
 const server = new Server({ name: "hostile", version: "1.0.0" },
   { capabilities: { tools: {}, resources: {}, prompts: {}, completions: {}, logging: {} } });
 
@@ -53,7 +61,8 @@ server.setRequestHandler(ListToolsRequestSchema, async () => {
 server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
   const { name, arguments: args = {} } = req.params;
   if (name !== "trigger") return { content: [{ type: "text", text: "done" }] };
-  const text = payload[level(args.level)];
+  const text = (args.tag ? `[${args.tag}] ` : "") + payload[level(args.level)];
+  if (args.delayMs) await new Promise((r) => setTimeout(r, args.delayMs));
   const related = { relatedRequestId: extra.requestId };
   let out;
   try {
@@ -105,4 +114,23 @@ server.setRequestHandler(CompleteRequestSchema, async (req) => ({
   completion: { values: [payload[level(req.params.ref?.name)]], hasMore: false },
 }));
 
-await server.connect(new StdioServerTransport());
+return server;
+}
+
+if (process.env.HTTP_PORT) {
+  const sessions = new Map();
+  const http = createServer(async (req, res) => {
+    const sid = req.headers["mcp-session-id"];
+    let t = sid && sessions.get(sid);
+    if (!t) {
+      t = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => sessions.set(id, t) });
+      await makeServer().connect(t);
+    }
+    await t.handleRequest(req, res);
+  });
+  http.listen(Number(process.env.HTTP_PORT), "127.0.0.1", () => {
+    process.stdout.write(`listening http://127.0.0.1:${http.address().port}/mcp\n`);
+  });
+} else {
+  await makeServer().connect(new StdioServerTransport());
+}
