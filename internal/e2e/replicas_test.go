@@ -48,7 +48,7 @@ func TestReplicasShareState(t *testing.T) {
 
 	var gws []*httpGateway
 	start := func(name, fail string) *httpClient {
-		g := startHTTPGateway(t, "--config", cfg, "--policies", pol, "--replica", name,
+		g := startHTTPGateway(t, "--config", cfg, "--policies", pol, "--replica", name, "--admin", "127.0.0.1:0",
 			"--rate-limit-store", redisVia, "--rate-limit-fail", fail, "--rate-limit-timeout", "200ms",
 			"--audit-db", dsn, "--", fake)
 		gws = append(gws, g)
@@ -72,6 +72,15 @@ func TestReplicasShareState(t *testing.T) {
 		t.Fatalf("replica b (--rate-limit-fail closed) without Redis: %q, want it over the limit", got)
 	}
 
+	for _, g := range gws { // each replica counted its failure where an operator looks
+		metrics := httpGet(t, "http://"+adminAddr(t, g.stderr)+"/metrics")
+		if !strings.Contains(metrics, "mcpgate_rate_limit_store_errors_total 1") {
+			t.Errorf("/metrics without one rate-limit store error:\n%s", grepLines(metrics, "rate_limit"))
+		}
+		if !strings.Contains(g.stderr.String(), "rate-limit store unreachable") {
+			t.Error("no log line says the rate-limit store is unreachable")
+		}
+	}
 	for _, g := range gws {
 		g.stop(t) // flushes the replica's records
 	}
@@ -168,4 +177,15 @@ func (p *tcpProxy) pull() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
@@ -229,6 +231,12 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			return nil, fmt.Errorf("--rate-limit-store: %w", err)
 		}
 		limiter = g.limiter
+		if metrics != nil {
+			metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "mcpgate_rate_limit_store_errors_total",
+				Help: "Rate-limit counts the shared store (Redis) did not answer in time; each was answered by --rate-limit-fail.",
+			}, func() float64 { return float64(g.limiter.Errors()) }))
+		}
 		g.log.Info("rate-limit window kept in Redis", "fail", cmp.Or(sh.RateLimitFail, ratelimit.FailOpen), "timeout", sh.RateLimitTimeout)
 	} else if f := sh.RateLimitFail; f != "" && f != ratelimit.FailOpen && f != ratelimit.FailClosed {
 		return nil, fmt.Errorf("--rate-limit-fail %q: want open or closed", f)
@@ -377,6 +385,9 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 		Store:        store, Metrics: metrics, Logger: g.log,
 		Status: func() any {
 			st := map[string]any{"policies": policyHealth(g.gate, g.health), "audit": g.emitter.Stats()}
+			if g.limiter != nil {
+				st["rate_limit"] = map[string]any{"store": "redis", "errors": g.limiter.Errors()}
+			}
 			if g.shadow != nil {
 				st["shadow"] = policyHealth(g.shadow, g.pipe.ShadowHealth)
 			}
