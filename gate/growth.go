@@ -108,13 +108,12 @@ func call(name string, at file.Idx, args ...ast.Expression) *ast.CallExpression 
 	return &ast.CallExpression{Callee: ident(name, at), LeftParenthesis: at, ArgumentList: args, RightParenthesis: at}
 }
 
-// simpleRef reports whether evaluating e twice is the same as once (no effects).
+// simpleRef reports whether evaluating e twice is the same as once (no getter, no
+// call): an identifier or this.
 func simpleRef(e ast.Expression) bool {
-	switch x := e.(type) {
+	switch e.(type) {
 	case *ast.Identifier, *ast.ThisExpression:
 		return true
-	case *ast.DotExpression:
-		return simpleRef(x.Left)
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -64,5 +65,32 @@ func TestRunOnlyActingPhases(t *testing.T) {
 	none := loadGate(t, map[string]string{"c.js": `if (ctx.phase === "post") ctx.redactAll()`})
 	if none.Current().Acts(ctxapi.PhasePre) || !none.Current().Acts(ctxapi.PhasePost) {
 		t.Fatal("c.js should act in post only")
+	}
+}
+
+// The growth rewrite keeps JavaScript's meaning: `+` on numbers and strings, `+=` on
+// names, properties and computed properties (each receiver read once), templates.
+func TestGrowthRewriteKeepsMeaning(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `
+var n = 1 + 2, s = "a" + 1 + [2] + {toString: function () { return "o" }}, t = ` + "`x${n}y${s}z`" + `;
+var reads = 0, o = {get p() { reads++; return this._p || "" }, set p(v) { this._p = v }};
+o.p += "q";
+var deep = {a: {b: "c"}}; deep.a.b += "d";
+var k = 0, arr = ["x", "y"]; arr[k++] += "!";
+var sp = [...arr, ...[1, 2]];
+if (n !== 3 || s !== "a12o" || t !== "x3ya12oz" || o.p !== "q" || reads !== 2 || deep.a.b !== "cd" || arr[0] !== "x!" || k !== 1 || sp.length !== 4)
+  throw [n, s, t, o.p, reads, deep.a.b, arr[0], k, sp.length].join("|");
+`})
+	if r := run(g, preCall(`{}`)); r.Reject != nil {
+		t.Fatal(r.Reject.Message)
+	}
+}
+
+// The wrapper's own names and BigInt literals are refused at load, with the file.
+func TestGrowthCompileRefusals(t *testing.T) {
+	for _, src := range []string{`var add$gate = function (a, b) { return 1 }; "x" + "y";`, `var x = 10n;`} {
+		if _, err := compilePolicy("p.js", []byte(src)); err == nil || !strings.Contains(err.Error(), "p.js") {
+			t.Errorf("%s: want a compile error naming p.js, got %v", src, err)
+		}
 	}
 }
