@@ -32,6 +32,13 @@ type sink struct {
 	// Redact mode
 	collect bool
 	matches []match
+
+	// preferSevere: once findings is full, a Medium or High finding replaces the
+	// latest Info or Low one (lowCursor walks down from the end, so the work stays
+	// linear); the caller re-sorts by offset. Streaming analysis sets it, so the
+	// finding that decides the verdict is listed.
+	preferSevere bool
+	lowCursor    int
 }
 
 func (k *sink) beginString(inKey bool) {
@@ -55,7 +62,8 @@ func (k *sink) add(r ruleIndex, entity string, start, end int) {
 	if sev > k.highest {
 		k.highest = sev
 	}
-	if len(k.findings) >= maxFindings {
+	full := len(k.findings) >= maxFindings
+	if full && !(k.preferSevere && sev > SeverityLow) {
 		return
 	}
 	if !k.ptrDone {
@@ -67,6 +75,10 @@ func (k *sink) add(r ruleIndex, entity string, start, end int) {
 		k.ptrDone = true
 	}
 	f := Finding{RuleID: ruleTable[r].ID, Severity: sev, Entity: entity, Pointer: k.ptr, Start: start, End: end, InKey: k.inKey}
+	if full {
+		k.findings, k.lowCursor = replaceLow(k.findings, k.lowCursor, f)
+		return
+	}
 	k.findings = append(k.findings, f)
 	// keep the current string's findings ordered by offset
 	for j := len(k.findings) - 1; j > k.first && k.findings[j].Start < k.findings[j-1].Start; j-- {
@@ -76,3 +88,16 @@ func (k *sink) add(r ruleIndex, entity string, start, end int) {
 
 // count is the number of hits received so far (findings or redactable matches).
 func (k *sink) count() int { return len(k.findings) + len(k.matches) }
+
+// replaceLow puts f in place of the last Info or Low finding below cursor and returns
+// the new cursor (0 when none is left, and f is dropped).
+func replaceLow(fs []Finding, cursor int, f Finding) ([]Finding, int) {
+	for cursor > 0 {
+		cursor--
+		if fs[cursor].Severity <= SeverityLow {
+			fs[cursor] = f
+			return fs, cursor
+		}
+	}
+	return fs, 0
+}

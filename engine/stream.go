@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"io"
+	"slices"
 	"unsafe"
 )
 
@@ -27,7 +28,9 @@ type StreamReport struct {
 // AnalyzeReader scans everything r yields as plain text, in windows of StreamWindow
 // bytes that overlap by 2×StreamOverlap, in memory bounded by the window (plus at
 // most 10,000 findings). It ignores Options.MaxScanBytes: the cap belongs to the
-// gateway's verdict, not to a pipeline tool. A window starts at a line start where
+// gateway's verdict, not to a pipeline tool. Past 10,000 findings, Medium and High
+// ones take the place of Info and Low ones, so the list always shows what decided
+// the verdict. A window starts at a line start where
 // one lies within the overlap, so line rules see whole lines. State that spans more
 // than StreamOverlap bytes (an SGR conceal set far earlier, a hyperlink label longer
 // than that) is judged per window. It returns what was read and the read error, if
@@ -45,6 +48,7 @@ func (a *Analyzer) analyzeReader(r io.Reader, window, overlap int) (StreamReport
 	var base int64 // stream offset of buf[0]
 	eof := false
 	var rerr error
+	outCursor, resort := maxFindings, false
 	st := a.getState()
 	defer putState(st)
 	for {
@@ -65,19 +69,26 @@ func (a *Analyzer) analyzeReader(r io.Reader, window, overlap int) (StreamReport
 			next = windowStart(text, n-2*overlap, overlap/2)
 			keepTo = next + overlap
 		}
-		st.k = sink{sev: &a.sev, findings: st.k.findings[:0]}
+		st.k = sink{sev: &a.sev, findings: st.k.findings[:0], preferSevere: true, lowCursor: maxFindings}
 		st.k.beginString(false)
 		scanText(&st.k, text, false, !eof)
 		overflow := len(st.k.findings) >= maxFindings
+		if overflow {
+			slices.SortStableFunc(st.k.findings, func(x, y Finding) int { return x.Start - y.Start })
+		}
 		for _, f := range st.k.findings {
 			if f.Start < keepFrom || f.Start >= keepTo {
 				continue
 			}
 			out.Highest = max(out.Highest, f.Severity)
+			f.Start += int(base)
+			f.End += int(base)
 			if len(out.Findings) < maxFindings {
-				f.Start += int(base)
-				f.End += int(base)
 				out.Findings = append(out.Findings, f)
+			} else if f.Severity > SeverityLow {
+				// keep the findings that decide the verdict: replace an Info or Low one
+				out.Findings, outCursor = replaceLow(out.Findings, outCursor, f)
+				resort = true
 			}
 		}
 		if overflow {
@@ -92,6 +103,9 @@ func (a *Analyzer) analyzeReader(r io.Reader, window, overlap int) (StreamReport
 		keepFrom = keepTo - next
 	}
 	st.k.findings = nil
+	if resort {
+		slices.SortStableFunc(out.Findings, func(x, y Finding) int { return x.Start - y.Start })
+	}
 	out.Verdict = VerdictFor(out.Highest)
 	return out, rerr
 }

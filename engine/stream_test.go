@@ -120,3 +120,36 @@ func TestAnalyzeReaderError(t *testing.T) {
 		t.Fatalf("err %v, read %d", err, got.BytesRead)
 	}
 }
+
+// TestAnalyzeReaderKeepsSevereFindings: past 10,000 Info findings, the OSC 52 write
+// that blocks is still listed, in offset order.
+func TestAnalyzeReaderKeepsSevereFindings(t *testing.T) {
+	line := "mail bob@example.com now\n"
+	var b strings.Builder
+	for b.Len() < 6<<20 {
+		b.WriteString(line)
+	}
+	at := b.Len()
+	b.WriteString("\x1b]52;c;ZXZpbA==\x07\n")
+	for range 20000 {
+		b.WriteString(line) // more Info findings in the same window after it
+	}
+	a, _ := New(Options{})
+	got, err := a.AnalyzeReader(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Findings) != maxFindings || got.Verdict != Block {
+		t.Fatalf("%d findings, verdict %v", len(got.Findings), got.Verdict)
+	}
+	found := false
+	for i, f := range got.Findings {
+		found = found || f.RuleID == RuleOSC52Clipboard && f.Start == at
+		if i > 0 && f.Start < got.Findings[i-1].Start {
+			t.Fatalf("findings out of order at %d", i)
+		}
+	}
+	if !found {
+		t.Errorf("the OSC 52 write at %d is not listed", at)
+	}
+}
