@@ -1,11 +1,11 @@
 // Package remote is an MCP client for a remote server over Streamable HTTP (MCP
 // 2025-11-25, "Transports: Streamable HTTP"), shaped like a stdio process: Send one
-// JSON-RPC message, Recv the server's messages (a jsonrpc.Conn). It implements relay.Upstream and
+// parsed JSON-RPC message, Recv the server's messages (a jsonrpc.Conn). It implements
 // upstream.Conn, so the relay, the supervisor and the multiplexer use a remote server
 // exactly like a local one.
 //
 // Each request is POSTed on its own goroutine and its answer (application/json or an
-// SSE stream) is queued for ReadLine; notifications and responses are POSTed in order.
+// SSE stream) is queued for Recv; notifications and responses are POSTed in order.
 // After initialize, the GET stream carries server-initiated messages; it is reopened
 // with Last-Event-ID when it drops. A failed request is answered with a JSON-RPC
 // error for its id, so the caller never waits forever.

@@ -1,5 +1,7 @@
 // Package upstream starts an MCP server as a child process and speaks JSON-RPC to it
-// over stdio (MCP 2025-11-25, "Transports: stdio").
+// over stdio (MCP 2025-11-25, "Transports: stdio"), and keeps a server running: the
+// Supervisor restarts it with backoff and replays the session's initialize on the
+// new process (docs/servers.md#restarts).
 package upstream
 
 import (
