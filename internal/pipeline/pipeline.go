@@ -207,8 +207,8 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 
 	// 2. Pre-phase policies: reject or rewrite the arguments.
 	preCall := r.policyCall(ctxapi.PhasePre, nil, in.Findings)
+	sh.startPre(r.ctx, preCall) // beside the live phase and the upstream call
 	pre := r.policies(preCall, vocab.StagePrePolicies)
-	sh.run(r.ctx, vocab.StageShadowPre, preCall)
 	if r.ctx.Err() != nil { // the client cancelled or left: no policy failed
 		return r.upstreamFailed(ErrCancelled)
 	}
@@ -273,7 +273,7 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 			return Reply{Original: resp.Raw}
 		}
 		postCall := r.policyCall(ctxapi.PhasePost, &ctxapi.Response{Content: content, StructuredContent: structured}, out.Findings)
-		sh.run(r.ctx, vocab.StageShadowPost, postCall)
+		sh.runPost(r.ctx, postCall)
 		if r.set.Acts(ctxapi.PhasePost) {
 			post = r.policies(postCall, vocab.StagePostPolicies)
 		}

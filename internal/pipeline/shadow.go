@@ -21,6 +21,9 @@ type shadow struct {
 	set       *gate.Set
 	pre, post gate.Result
 	postRan   bool
+
+	preDone chan struct{} // closed when the pre phase, run beside the live call, ends
+	preTook time.Duration
 }
 
 // shadowRun starts the shadow of this call; nil (every method a no-op) without one.
@@ -35,31 +38,61 @@ func (r *run) shadowRun() *shadow {
 
 func (s *shadow) actsInPost() bool { return s != nil && s.set.Acts(ctxapi.PhasePost) }
 
-// run runs one phase of the candidate set and times it under stage. A panic or a
-// policy fault stays in the shadow's own result.
-func (s *shadow) run(ctx context.Context, stage vocab.Stage, call *ctxapi.Call) {
+// startPre runs the candidate's pre phase on its own goroutine (its own runtime pool),
+// beside the live pre phase and the upstream call, on a copy of the same inputs; join
+// waits for it. Without a shadow it does nothing.
+func (s *shadow) startPre(ctx context.Context, call *ctxapi.Call) {
 	if s == nil {
 		return
 	}
-	start := time.Now()
-	defer s.r.rec.stage(stage, start)
-	var res gate.Result
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				res = gate.Result{Reject: &gate.Rejection{Code: vocab.ReasonPolicyError, Message: "shadow policy set failed"}}
-			}
-		}()
-		res = s.set.Run(ctx, call)
+	c := *call
+	s.preDone = make(chan struct{})
+	go func() {
+		defer close(s.preDone)
+		start := time.Now()
+		s.pre = s.runSet(ctx, &c)
+		s.preTook = time.Since(start)
 	}()
-	if call.Phase == ctxapi.PhasePre {
-		s.pre = res
-	} else {
-		s.post, s.postRan = res, true
+}
+
+// join waits for the pre phase and records it: its time as stage_ms.shadow_pre, a
+// fault on the operator's log. It runs on the call's goroutine.
+func (s *shadow) join() {
+	if s == nil || s.preDone == nil {
+		return
 	}
-	if res.Reject != nil {
-		s.r.policyError(res.Reject, call.Phase, true)
+	<-s.preDone
+	s.preDone = nil
+	s.r.rec.r.StageMS[vocab.StageShadowPre] = ms(s.preTook)
+	if s.pre.Reject != nil {
+		s.r.policyError(s.pre.Reject, ctxapi.PhasePre, true)
 	}
+}
+
+// runPost runs the candidate's post phase after the pre phase, timed as
+// stage_ms.shadow_post.
+func (s *shadow) runPost(ctx context.Context, call *ctxapi.Call) {
+	if s == nil {
+		return
+	}
+	s.join()
+	start := time.Now()
+	s.post, s.postRan = s.runSet(ctx, call), true
+	s.r.rec.stage(vocab.StageShadowPost, start)
+	if s.post.Reject != nil {
+		s.r.policyError(s.post.Reject, ctxapi.PhasePost, true)
+	}
+}
+
+// runSet runs one phase of the candidate set. A panic or a policy fault stays in the
+// shadow's own result.
+func (s *shadow) runSet(ctx context.Context, call *ctxapi.Call) (res gate.Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = gate.Result{Reject: &gate.Rejection{Code: vocab.ReasonPolicyError, Message: "shadow policy set failed"}}
+		}
+	}()
+	return s.set.Run(ctx, call)
 }
 
 // decide is the record's shadow field: the action the candidate set would have taken
@@ -124,6 +157,7 @@ func (r *run) captureResult(result json.RawMessage) {
 // (MCPGATE_AUDIT_OUTPUT=off emits the record before the upstream call).
 func (r *run) finish(final bool) {
 	if !r.rec.emitted {
+		r.shadow.join()
 		r.rec.setShadow(r.shadow.decide(&r.rec.r, r.filterAction))
 		r.rec.emit(r.p)
 	}
