@@ -498,3 +498,26 @@ func orObject(v json.RawMessage) json.RawMessage {
 	}
 	return v
 }
+
+// HiddenEntry answers a prompts/get or resources/read of a prompt or resource that a
+// listing withheld from this caller (docs/channels.md#hidden): the channel's block
+// shape carrying the rejection text, citing the listing's record. It writes the
+// request's one record; the server is never asked.
+func (p *Pipeline) HiddenEntry(ctx context.Context, c Channel, h *Hidden) (reply Reply) {
+	r := p.arriveChannel(ctx, c)
+	defer r.rec.emit(p)
+	r.rec.setReason(vocab.ReasonEntryHidden)
+	r.rec.setPolicy(h.Policy)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	r.rec.guardrail(h.Policy)
+	r.rec.escalate(vocab.Block)
+	var orig json.RawMessage
+	if c.Method == "resources/read" { // the placeholder names the uri asked for
+		var q struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(c.Params, &q)
+		orig, _ = jsonrpc.Marshal(map[string]any{"contents": []map[string]string{{"uri": q.URI}}})
+	}
+	return Reply{Result: channelResult(c.Method, orig, rejectText(h.Policy, "it is not listed for this caller", h.EventID))}
+}

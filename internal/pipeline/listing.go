@@ -199,7 +199,8 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	return Reply{Result: b, Hidden: hidden}
 }
 
-// entryName is a listing entry's name (tools, prompts) or uri (resources), or "".
+// entryName is what a listing entry is asked for by: a tool's or prompt's name, a
+// resource's uri, a template's uriTemplate; "" when it has none.
 func entryName(e json.RawMessage) string {
 	var v struct {
 		Name        string `json:"name"`
@@ -210,12 +211,12 @@ func entryName(e json.RawMessage) string {
 		return ""
 	}
 	switch {
-	case v.Name != "":
-		return v.Name
 	case v.URI != "":
 		return v.URI
+	case v.URITemplate != "":
+		return v.URITemplate
 	}
-	return v.URITemplate
+	return v.Name
 }
 
 func orArray(v json.RawMessage) json.RawMessage {

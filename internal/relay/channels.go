@@ -78,6 +78,39 @@ func (s *Session) hiddenTool(ctx context.Context, tool string) *pipeline.Hidden 
 	return h
 }
 
+// hiddenEntry answers a prompts/get or resources/read of a prompt or resource this
+// caller's listing withheld, and reports whether it did; the server is never asked.
+func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
+	var v *visibility
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	switch msg.Method {
+	case "prompts/get":
+		v = &s.visP
+	case "resources/read":
+		v = &s.visR
+	default:
+		return false
+	}
+	if s.opts.Pipeline == nil || json.Unmarshal(msg.Params, &p) != nil {
+		return false
+	}
+	key := p.Name
+	if msg.Method == "resources/read" {
+		key = p.URI
+	}
+	h, _ := v.lookup(key)
+	if h == nil {
+		return false
+	}
+	reply := s.opts.Pipeline.HiddenEntry(ctx, pipeline.Channel{Method: msg.Method, Params: msg.Params,
+		User: s.opts.User, ClientInfo: s.clientInfo(), Server: s.opts.Server}, h)
+	s.write(jsonrpc.NewResponse(msg.ID, reply.Result))
+	return true
+}
+
 // filterChannel runs a server→client message through the pipeline's channel filters
 // (docs/channels.md) and returns what to write to the client: the message itself
 // when it is clean, a rewritten one, or nil (a dropped notification, or a
@@ -101,8 +134,19 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 			}
 		}
 		reply := p.Response(s.ctx, ch, msg)
-		if x.Method == "tools/list" && msg.Error == nil {
-			s.vis.listed(firstPage(ch.Params), lastPage(msg.Result), reply.Hidden)
+		if msg.Error == nil {
+			var v *visibility
+			switch x.Method {
+			case "tools/list":
+				v = &s.vis
+			case "prompts/list":
+				v = &s.visP
+			case "resources/list":
+				v = &s.visR
+			}
+			if v != nil {
+				v.listed(firstPage(ch.Params), lastPage(msg.Result), reply.Hidden)
+			}
 		}
 		return responseMessage(msg, reply)
 	case jsonrpc.KindRequest:

@@ -79,3 +79,39 @@ func TestTaskIndex(t *testing.T) {
 		t.Fatal("an unknown task has a tool")
 	}
 }
+
+// TestRelayHiddenPromptAndResource: a prompt or resource a listing withheld is not
+// fetched for the caller: prompts/get and resources/read of it get the channel's block
+// shape with the rejection text, and the server is never asked.
+func TestRelayHiddenPromptAndResource(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"ok"},{"name":"evil","description":"x` + osc52 + `"}]}}`
+	if got := h.clientGets(); strings.Contains(got, "evil") {
+		t.Fatalf("prompts/list: %s", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":2,"result":{"resources":[{"uri":"file:///evil","name":"e","description":"` + osc52 + `"}]}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"evil"}}`)
+	if got := h.clientGets(); !strings.Contains(got, `"role":"user"`) || !strings.Contains(got, "call rejected by policy output-filter: it is not listed for this caller") {
+		t.Fatalf("prompts/get of a withheld prompt: %s", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///evil"}}`)
+	if got := h.clientGets(); !strings.Contains(got, `"uri":"file:///evil"`) || !strings.Contains(got, "it is not listed for this caller") {
+		t.Fatalf("resources/read of a withheld resource: %s", got)
+	}
+	// a listed prompt still reaches the server
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"ok"}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"name":"ok"`) {
+		t.Fatalf("upstream got %s", got)
+	}
+	for i := 0; i < 4; i++ {
+		rec := <-h.recs.ch
+		if i >= 2 && (rec.Reason != "entry_hidden" || rec.Outcome != "rejected") {
+			t.Errorf("record %d: %+v", i, rec)
+		}
+	}
+}

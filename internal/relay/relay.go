@@ -116,7 +116,9 @@ type Session struct {
 	closing  atomic.Bool // Run has returned; the caller closes the upstream
 
 	tools   *toolIndex
-	vis     visibility
+	vis     visibility // tools
+	visP    visibility // prompts
+	visR    visibility // resources
 	tasks   taskIndex
 	ownSeq  atomic.Uint64
 	calls   sync.WaitGroup
@@ -242,6 +244,9 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		}
 		if msg.Method == "initialize" {
 			s.noteClientInfo(msg.Params)
+		}
+		if s.hiddenEntry(ctx, msg) {
+			return
 		}
 		s.forwardRequest(msg)
 	case jsonrpc.KindNotification:
@@ -575,9 +580,14 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			s.tools.observe(msg.Result)
 		}
 	case jsonrpc.KindNotification:
-		if msg.Method == "notifications/tools/list_changed" {
+		switch msg.Method {
+		case "notifications/tools/list_changed":
 			s.tools.invalidate()
 			s.vis.invalidate()
+		case "notifications/prompts/list_changed":
+			s.visP.invalidate()
+		case "notifications/resources/list_changed":
+			s.visR.invalidate()
 		}
 	case jsonrpc.KindBatch:
 		s.log.Warn("upstream sent a JSON-RPC batch; dropped")
