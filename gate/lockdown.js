@@ -116,8 +116,12 @@
     method(String.prototype, name, function (orig) {
       return function (pattern, replacement) {
         if (this === null || this === undefined) return apply(orig, this, arguments); // TypeError
+        if (pattern instanceof OrigRegExp) {
+          // a RegExp pattern dispatches to RegExp.prototype[Symbol.replace], bounded below
+          return apply(orig, this, [pattern, replacement]);
+        }
         var args = [pattern, replacement];
-        if (pattern !== null && typeof pattern === 'object' && !(pattern instanceof OrigRegExp)) {
+        if (pattern !== null && typeof pattern === 'object') {
           var r = apply(orig, this, args); // a user-defined Symbol.replace: JS, interruptible
           if (typeof r === 'string' && r.length > MAXS) oom();
           return r;
