@@ -27,14 +27,13 @@ type StreamReport struct {
 
 // AnalyzeReader scans everything r yields as plain text, in windows of StreamWindow
 // bytes that overlap by 2×StreamOverlap, in memory bounded by the window (plus at
-// most 10,000 findings). It ignores Options.MaxScanBytes: the cap belongs to the
-// gateway's verdict, not to a pipeline tool. Past 10,000 findings, Medium and High
-// ones take the place of Info and Low ones, so the list always shows what decided
-// the verdict. A window starts at a line start where
-// one lies within the overlap, so line rules see whole lines. State that spans more
-// than StreamOverlap bytes (an SGR conceal set far earlier, a hyperlink label longer
-// than that) is judged per window. It returns what was read and the read error, if
-// any (io.EOF is not an error).
+// most 10,000 findings; past that, Medium and High findings take the place of Info
+// and Low ones, so the list shows what decided the verdict). It ignores
+// Options.MaxScanBytes: the cap belongs to the gateway's verdict, not to a pipeline
+// tool. A window starts at a line start where one lies within the overlap, so line
+// rules see whole lines. State that spans more than StreamOverlap bytes (an SGR
+// conceal set far earlier, a hyperlink label longer than that) is judged per window.
+// It returns what was read and the read error, if any (io.EOF is not an error).
 func (a *Analyzer) AnalyzeReader(r io.Reader) (StreamReport, error) {
 	return a.analyzeReader(r, StreamWindow, StreamOverlap)
 }
