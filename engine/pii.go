@@ -389,8 +389,8 @@ func afterVersionWord(s string, i int) bool {
 	for j > 0 && (s[j-1] == ' ' || s[j-1] == '"' || s[j-1] == '\'' || s[j-1] == '\t') {
 		j--
 	}
-	assign := j > 0 && (s[j-1] == '=' || s[j-1] == ':')
-	if assign {
+	// an assignment (=, :), a table cell (|) or an element (<app_version>)
+	if j > 0 && (s[j-1] == '=' || s[j-1] == ':' || s[j-1] == '|' || s[j-1] == '>') {
 		j--
 		for j > 0 && (s[j-1] == ' ' || s[j-1] == '"' || s[j-1] == '\'' || s[j-1] == '\t') {
 			j--
@@ -612,7 +612,7 @@ func localStart(s string, i int) int {
 			break
 		}
 		r, sz := utf8.DecodeLastRuneInString(s[:j])
-		if r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r)) {
+		if r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r) || innerPunct(r) && j-sz > 0 && j < i && isLetterAt(s, j) && isLetterBefore(s, j-sz)) {
 			break
 		}
 		j -= sz
@@ -624,6 +624,22 @@ func localStart(s string, i int) int {
 		return -1
 	}
 	return j
+}
+
+// innerPunct reports non-ASCII punctuation that joins letters inside a name:
+// U+2019 RIGHT SINGLE QUOTATION MARK ("o’connor") and U+00B7 MIDDLE DOT ("col·legi").
+func innerPunct(r rune) bool { return r == 0x2019 || r == 0xB7 }
+
+// isLetterAt reports whether a letter (or digit) starts at s[j].
+func isLetterAt(s string, j int) bool {
+	r, _ := utf8.DecodeRuneInString(s[j:])
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// isLetterBefore reports whether a letter (or digit) ends at s[j].
+func isLetterBefore(s string, j int) bool {
+	r, _ := utf8.DecodeLastRuneInString(s[:j])
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // localSpecial reports the RFC 5322 atext specials that join a local part
