@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpgate/mcpgate/internal/testwait"
 	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
@@ -317,9 +318,8 @@ func TestGarbageDoesNotTripTheHeapLimit(t *testing.T) {
 		func(o *Options) { o.HeapSoftLimit = ms.HeapAlloc + 64<<20 })
 	for i := 0; i < 4; i++ {
 		makeGarbage(160 << 20)
-		for g.pool.collecting.Load() { // a GC marking during the allocation saw it live
-			time.Sleep(time.Millisecond)
-		}
+		// a GC marking during the allocation saw it live
+		testwait.For(t, "the collection to end", func() bool { return !g.pool.collecting.Load() })
 		if r := run(g, preCall(`{}`)); r.Reject != nil {
 			t.Fatalf("clean policy rejected after a garbage burst: %+v", r.Reject)
 		}

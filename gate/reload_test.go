@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 func TestReload(t *testing.T) {
@@ -68,12 +70,8 @@ func write(t testing.TB, dir, name, src string) {
 
 func waitGen(t *testing.T, g *Gate, gen uint64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for g.Status().Generation < gen {
-		if time.Now().After(deadline) {
-			t.Fatalf("generation stayed %d, want %d (%+v)", g.Status().Generation, gen, g.Status())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Within(testwait.Timeout, func() bool { return g.Status().Generation >= gen }) {
+		t.Fatalf("generation stayed %d, want %d (%+v)", g.Status().Generation, gen, g.Status())
 	}
 }
 
@@ -83,7 +81,7 @@ func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Watch(ctx) }()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // no signal says the watcher is armed
 
 	write(t, dir, "a.js", `ctx.params.v = 2`) // write
 	waitGen(t, g, 2)
@@ -101,8 +99,8 @@ func TestWatch(t *testing.T) {
 	os.Remove(filepath.Join(dir, "b.js")) // remove
 	waitGen(t, g, 5)
 	write(t, dir, "c.js", `syntax error here (`) // broken: generation stays
-	time.Sleep(300 * time.Millisecond)
-	if st := g.Status(); st.Generation != 5 || !strings.Contains(st.LastError, "c.js") {
+	testwait.For(t, "the failed reload", func() bool { return strings.Contains(g.Status().LastError, "c.js") })
+	if st := g.Status(); st.Generation != 5 {
 		t.Fatalf("broken file %+v", st)
 	}
 	cancel()

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // channelsRun is what testdata/e2e/channels.mjs printed: what the official
@@ -353,10 +354,7 @@ func TestChannelsRugPull(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for len(listings()) <= before && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			testwait.Within(testwait.Timeout, func() bool { return len(listings()) > before })
 			recs := listings()
 			if len(recs) <= before {
 				t.Fatalf("no record for the listing")

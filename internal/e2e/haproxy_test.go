@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestHAProxyReplicas runs two replicas behind the shipped deploy/haproxy.cfg and 16
@@ -37,17 +39,14 @@ func TestHAProxyReplicas(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = log, log
 	must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testwait.Within(testwait.Timeout, func() bool {
 		c, err := net.Dial("tcp", bind)
 		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not listen on %s:\n%s", bind, log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("haproxy did not listen on %s:\n%s", bind, log.String())
 	}
 
 	url := "http://" + bind + "/mcp"
