@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // The HTTP end-to-end tests run the real mcpgate binary (gateway run --listen) in
@@ -74,20 +76,27 @@ func startHTTPGateway(t testing.TB, args ...string) *httpGateway {
 	}
 	go func() { _ = cmd.Wait(); close(g.done) }()
 	t.Cleanup(func() { g.stop(t) })
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	exited := false
+	started := testwait.Within(2*testwait.Timeout, func() bool {
 		if m := servingRE.FindStringSubmatch(g.stderr.String()); m != nil {
 			g.url = m[1]
-			return g
+			return true
 		}
 		select {
 		case <-g.done:
-			t.Fatalf("gateway exited at start:\n%s", g.stderr.String())
-		case <-time.After(20 * time.Millisecond):
+			exited = true
+			return true
+		default:
+			return false
 		}
+	})
+	switch {
+	case exited:
+		t.Fatalf("gateway exited at start:\n%s", g.stderr.String())
+	case !started:
+		t.Fatalf("gateway did not start listening:\n%s", g.stderr.String())
 	}
-	t.Fatalf("gateway did not start listening:\n%s", g.stderr.String())
-	return nil
+	return g
 }
 
 // stop sends SIGTERM and waits.
