@@ -40,17 +40,23 @@ var workloadText = func() string {
 
 var workloadUser = ctxapi.User{UserID: "user-42", CallerID: "claude-code", CallerClass: "trusted", Roles: []string{"developer"}}
 
-// workloadCalls returns fresh pre and post calls, as a real request has a fresh
-// params map and a fresh result.
-func workloadCalls() (pre, post *ctxapi.Call) {
-	// the bytes a client sends: no HTML escaping of < and > (json.Marshal would add it)
+// workloadParams and workloadContent are the bytes a client and an upstream send: the
+// arguments without HTML escaping of < and > (json.Marshal would add it).
+var workloadParams, workloadContent = func() ([]byte, []byte) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(map[string]any{"owner": "acme", "repo": "uploader", "title": "Fix retry loop",
 		"head": "fix-retry", "base": "main", "body": workloadBody})
-	params := bytes.TrimSpace(buf.Bytes())
 	content, _ := json.Marshal([]map[string]string{{"type": "text", "text": workloadText}})
+	return bytes.TrimSpace(buf.Bytes()), content
+}()
+
+// workloadCalls returns fresh pre and post calls, as a real request has a fresh
+// params map and a fresh result: new copies of the bytes read off the wire.
+func workloadCalls() (pre, post *ctxapi.Call) {
+	params := bytes.Clone(workloadParams)
+	content := bytes.Clone(workloadContent)
 	limit := func(int) bool { return false }
 	pre = &ctxapi.Call{Phase: ctxapi.PhasePre, Tool: "github_create_pull", ToolAccess: "write", Params: params,
 		User: workloadUser, RateLimitExceeded: limit}

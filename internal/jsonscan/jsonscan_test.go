@@ -77,3 +77,33 @@ func depth(v any) int {
 	}
 	return 0
 }
+
+// stringRef is the byte-at-a-time definition String must agree with.
+func stringRef(b []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return -1, escaped
+}
+
+// FuzzString: String agrees with the byte-at-a-time scan on any input.
+func FuzzString(f *testing.F) {
+	f.Add(`"a\"b\\" tail "x"`)
+	f.Add(`"open \`)
+	f.Add(`"` + strings.Repeat("plain text ", 50) + `\n" more`)
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(`"` + s)
+		gotEnd, gotEsc := String(b, 0)
+		wantEnd, wantEsc := stringRef(b, 0)
+		if gotEnd != wantEnd || gotEsc != wantEsc {
+			t.Fatalf("String(%q) = %d, %v; want %d, %v", b, gotEnd, gotEsc, wantEnd, wantEsc)
+		}
+	})
+}
