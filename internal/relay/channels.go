@@ -82,24 +82,24 @@ func (s *Session) hiddenTool(ctx context.Context, tool string) *pipeline.Hidden 
 // caller's listing withheld, and reports whether it did; the server is never asked.
 func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
 	var v *visibility
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
+	field := "name"
 	switch msg.Method {
 	case "prompts/get":
 		v = &s.visP
 	case "resources/read":
-		v = &s.visR
+		v, field = &s.visR, "uri"
 	default:
 		return false
 	}
-	if s.opts.Pipeline == nil || json.Unmarshal(msg.Params, &p) != nil {
+	// Keys are read exactly as the server reads them: encoding/json would match "NAME"
+	// or "Uri" to a struct field, and the last of them would win.
+	var params map[string]json.RawMessage
+	var key string
+	if s.opts.Pipeline == nil || json.Unmarshal(msg.Params, &params) != nil || json.Unmarshal(params[field], &key) != nil {
 		return false
 	}
-	key := p.Name
-	if msg.Method == "resources/read" {
-		key = p.URI
+	if field == "uri" {
+		key = resourceKey(key)
 	}
 	h, _ := v.lookup(key)
 	if h == nil {
@@ -145,7 +145,15 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 				v = &s.visR
 			}
 			if v != nil {
-				v.listed(firstPage(ch.Params), lastPage(msg.Result), reply.Hidden)
+				hidden := reply.Hidden
+				if v == &s.visR {
+					hidden = make([]pipeline.Hidden, len(reply.Hidden))
+					for i, h := range reply.Hidden {
+						h.Tool = resourceKey(h.Tool)
+						hidden[i] = h
+					}
+				}
+				v.listed(firstPage(ch.Params), lastPage(msg.Result), hidden)
 			}
 		}
 		return responseMessage(msg, reply)
@@ -239,29 +247,27 @@ func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 	if json.Unmarshal(resp.Result, &r) != nil || r.Task == nil || r.Task.TaskID == "" {
 		return
 	}
-	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
+	var p map[string]json.RawMessage // exact keys, as the pipeline and the server read them
 	_ = json.Unmarshal(params, &p)
+	var name string
+	_ = json.Unmarshal(p["name"], &name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.tasks == nil || len(t.tasks) >= maxTasks {
 		t.tasks = map[string]taskCall{}
 	}
-	t.tasks[r.Task.TaskID] = taskCall{tool: p.Name, args: p.Arguments}
+	t.tasks[r.Task.TaskID] = taskCall{tool: name, args: p["arguments"]}
 }
 
 // of returns the tool and arguments of the task a tasks/result asks for.
 func (t *taskIndex) of(params json.RawMessage) (taskCall, bool) {
-	var p struct {
-		TaskID string `json:"taskId"`
-	}
-	if json.Unmarshal(params, &p) != nil {
+	var p map[string]json.RawMessage // exact keys: encoding/json would match "TASKID" too
+	var id string
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["taskId"], &id) != nil {
 		return taskCall{}, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c, ok := t.tasks[p.TaskID]
+	c, ok := t.tasks[id]
 	return c, ok
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,6 +79,14 @@ func TestTaskIndex(t *testing.T) {
 	if _, ok := x.of(json.RawMessage(`{"taskId":"t-2"}`)); ok {
 		t.Fatal("an unknown task has a tool")
 	}
+	// keys in other letter case are not the keys the server reads
+	x.created(resp, json.RawMessage(`{"name":"slow_tool","NAME":"benign","arguments":{"n":2},"Arguments":{}}`))
+	if c, _ := x.of(json.RawMessage(`{"taskId":"t-1"}`)); c.tool != "slow_tool" || string(c.args) != `{"n":2}` {
+		t.Fatalf("task t-1 with folded keys: %+v", c)
+	}
+	if c, ok := x.of(json.RawMessage(`{"taskId":"t-1","TASKID":"t-9"}`)); !ok || c.tool != "slow_tool" {
+		t.Fatalf("tasks/result with a folded taskId key: %+v %v", c, ok)
+	}
 }
 
 // TestRelayHiddenPromptAndResource: a prompt or resource a listing withheld is not
@@ -113,5 +122,50 @@ func TestRelayHiddenPromptAndResource(t *testing.T) {
 		if i >= 2 && (rec.Reason != "entry_hidden" || rec.Outcome != "rejected") {
 			t.Errorf("record %d: %+v", i, rec)
 		}
+	}
+}
+
+// TestRelayHiddenEntryOtherSpellings: a withheld prompt or resource stays withheld
+// when the request spells it so that the server finds it under another key: a
+// params key in other letter case next to the real one (encoding/json matches keys
+// case-insensitively, JavaScript does not), or a uri the server's WHATWG URL parser
+// serializes to the listed one (scheme case, dot segments, tab, newline, spaces).
+func TestRelayHiddenEntryOtherSpellings(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"ok"},{"name":"evil","description":"x` + osc52 + `"}]}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":2,"result":{"resources":[{"uri":"file:///srv/evil","name":"e","description":"` + osc52 + `"}]}}`
+	h.clientGets()
+	<-h.recs.ch
+	<-h.recs.ch
+	for i, params := range []string{
+		`"method":"prompts/get","params":{"name":"evil","NAME":"ok"}`,
+		`"method":"prompts/get","params":{"name":"evil","Name":"ok"}`,
+		`"method":"resources/read","params":{"uri":"file:///srv/evil","URI":"file:///ok"}`,
+		`"method":"resources/read","params":{"uri":"FILE:///srv/evil"}`,
+		`"method":"resources/read","params":{"uri":"file:///srv/./evil"}`,
+		`"method":"resources/read","params":{"uri":"file:///srv/x/../evil"}`,
+		`"method":"resources/read","params":{"uri":"file:///srv/%2E/evil"}`,
+		`"method":"resources/read","params":{"uri":" file:///srv/ev\til\n"}`,
+		`"method":"resources/read","params":{"uri":"file://LOCALHOST/srv/evil"}`,
+	} {
+		h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, 10+i, params))
+		if got := h.clientGets(); !strings.Contains(got, "it is not listed for this caller") {
+			t.Errorf("%s: %s", params, got)
+			h.upstreamGets()
+			continue
+		}
+		if rec := <-h.recs.ch; rec.Reason != "entry_hidden" {
+			t.Errorf("%s: record %+v", params, rec)
+		}
+	}
+	// a different resource under the same directory still reaches the server
+	h.client(`{"jsonrpc":"2.0","id":30,"method":"resources/read","params":{"uri":"file:///srv/Evil"}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `file:///srv/Evil`) {
+		t.Fatalf("upstream got %s", got)
 	}
 }
