@@ -124,7 +124,7 @@ Environment:
 	fl.IntVar(&f.captureRotate, "capture-rotate-mb", 0, "rotate --capture when it passes N megabytes (0: never)")
 	fl.IntVar(&f.captureKeep, "capture-keep", 5, "rotated capture files to keep with --capture-rotate-mb (0: keep all)")
 	fl.StringVar(&f.pins, "pins", "", "tool pins file: the first definition of every tool, to catch a changed one (default: "+pins.FileName+" next to --audit-db or --audit-file; none without them)")
-	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until `mcpgate pins approve`) or off")
+	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until mcpgate pins approve) or off")
 	f.telemetry.register(fl)
 	f.http.register(fl, "its own upstream processes")
 	f.shared.register(fl)

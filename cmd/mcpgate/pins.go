@@ -74,7 +74,12 @@ Exit status: 0 on success, 1 on a usage or I/O error or when no pin matches.`,
 	approve := &cobra.Command{
 		Use:   "approve SERVER TOOL",
 		Short: "Pin the changed definition of a tool, so it is listed again",
-		Args:  cobra.ExactArgs(2),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf(`pins approve: want SERVER TOOL, got %d argument(s); SERVER is "" for the one upstream given after --`, len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := f.open()
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,12 +40,33 @@ type Process struct {
 // Options configure Start.
 type Options struct {
 	Argv   []string  // the command and its arguments
-	Env    []string  // extra KEY=VALUE pairs added to our environment
+	Env    []string  // extra KEY=VALUE pairs added to our environment (less ours: see childEnv)
 	Stderr io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
 	// Name is the configured server name; each relayed stderr line then reads
 	// "[upstream] NAME: …" so several servers' logs can be told apart.
 	Name            string
 	MaxMessageBytes int
+}
+
+// gatewaySecrets are the gateway's own credentials in its environment. A server
+// must not read them: a tool that dumps its environment would hand the agent the
+// admin listener's bearer token.
+var gatewaySecrets = []string{"MCPGATE_ADMIN_TOKEN"}
+
+// childEnv is the upstream's environment: ours without gatewaySecrets, then extra
+// (a server's configured "env", which may set any name on purpose).
+func childEnv(ours, extra []string) []string {
+	env := make([]string, 0, len(ours)+len(extra))
+next:
+	for _, kv := range ours {
+		for _, name := range gatewaySecrets {
+			if strings.HasPrefix(kv, name+"=") {
+				continue next
+			}
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
 }
 
 // Start launches the upstream. The error names the command when it cannot start.
@@ -53,7 +75,7 @@ func Start(opts Options) (*Process, error) {
 		return nil, errors.New("upstream: no command given (put it after --)")
 	}
 	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
-	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Env = childEnv(os.Environ(), opts.Env)
 	setProcAttr(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

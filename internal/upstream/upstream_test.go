@@ -342,3 +342,55 @@ func TestSupervisorPassesDrops(t *testing.T) {
 		t.Fatalf("the stream did not go on: %v %v", m, err)
 	}
 }
+
+// lockedBuffer is a bytes.Buffer the stderr relay can write while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestStartKeepsGatewaySecretsFromTheServer: the server inherits our environment
+// but not the admin token, so a tool that dumps its environment cannot leak it; a
+// server's configured env still sets any name.
+func TestStartKeepsGatewaySecretsFromTheServer(t *testing.T) {
+	t.Setenv("MCPGATE_ADMIN_TOKEN", "admin-secret")
+	t.Setenv("MCPGATE_TRIAL_OTHER", "kept")
+	cases := []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"inherited", nil, "[unset|kept]"},
+		{"configured", []string{"MCPGATE_ADMIN_TOKEN=set-on-purpose"}, "[set-on-purpose|kept]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var errOut lockedBuffer
+			p, err := Start(Options{
+				Argv:   []string{"sh", "-c", `echo "[${MCPGATE_ADMIN_TOKEN-unset}|$MCPGATE_TRIAL_OTHER]" >&2`},
+				Env:    c.extra,
+				Stderr: &errOut,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(context.Background(), time.Second)
+			testwait.For(t, "the server's stderr line", func() bool { return strings.Contains(errOut.String(), "]") })
+			if got := errOut.String(); got != StderrPrefix+c.want+"\n" {
+				t.Fatalf("server saw %q, want %q", got, StderrPrefix+c.want+"\n")
+			}
+		})
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// TestFlagUsagesHaveNoBackquotes: pflag takes a `quoted` word of a flag's usage as
+// the flag's value name, so "--pins-mode `mcpgate pins approve`" would print as the
+// flag's argument. Usages quote with double quotes, or not at all.
+func TestFlagUsagesHaveNoBackquotes(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		check := func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: usage has a backquote: %q", c.CommandPath(), f.Name, f.Usage)
+			}
+		}
+		c.LocalFlags().VisitAll(check)
+		c.PersistentFlags().VisitAll(check)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(strings.NewReader(""), io.Discard, io.Discard))
+}
+
+// TestPinsApproveArgsTeach: with one upstream after --, the server name is "", and a
+// user who gives only the tool is told so.
+func TestPinsApproveArgsTeach(t *testing.T) {
+	for _, args := range [][]string{{"read_file"}, {}, {"a", "b", "c"}} {
+		var out, errb bytes.Buffer
+		argv := append([]string{"pins", "approve", "--file", filepath.Join(t.TempDir(), "pins.json")}, args...)
+		if code := run(context.Background(), argv, nil, &out, &errb); code != exitError {
+			t.Fatalf("%q: exit %d, want %d", args, code, exitError)
+		}
+		if msg := errb.String(); !strings.Contains(msg, "want SERVER TOOL") || !strings.Contains(msg, `SERVER is ""`) {
+			t.Fatalf("%q: %s", args, msg)
+		}
+	}
+}
