@@ -38,7 +38,7 @@ func FuzzRewriteStrings(f *testing.F) {
 // FuzzAppendJSONString: the quoted string is valid JSON that decodes to the input
 // (invalid UTF-8 becomes U+FFFD, as encoding/json decodes it too).
 func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", "q\"b\\n\n\r\t\x01\x1f", "é😀\u2028\u2029", "bad \xff byte"} {
+	for _, s := range []string{"", "plain", "q\"b\\n\n\r\t\x01\x1f", "é😀\u2028\u2029", "bad \xff byte", "0123456789abcdef\"0123456\\x\x01abcdefgh\x7f\x80ijklmnop"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

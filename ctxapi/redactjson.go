@@ -1,6 +1,7 @@
 package ctxapi
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -124,6 +125,10 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -162,6 +167,15 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plain8 reports whether the 8 bytes of s are ASCII that JSON keeps as is (no control
+// character, quote or backslash), tested at once (SWAR).
+func plain8(s string) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	x := binary.LittleEndian.Uint64([]byte(s)) // no allocation: the conversion does not escape
+	zero := func(y uint64) uint64 { return (y - lo) &^ y & hi }
+	return (x&hi)|((x-0x20*lo)&^x&hi)|zero(x^('"'*lo))|zero(x^('\\'*lo)) == 0
 }
 
 func isDelim(c byte) bool {

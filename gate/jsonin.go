@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
@@ -180,7 +182,10 @@ func (r *jsonReader) str() (string, bool) {
 			if !esc {
 				return r.s[start:j], true
 			}
-			var out string
+			if out, ok := unescape(r.s[start:j]); ok {
+				return out, true
+			}
+			var out string // invalid UTF-8 or a bad escape: encoding/json decides
 			if err := json.Unmarshal([]byte(r.s[start-1:j+1]), &out); err != nil {
 				return "", false
 			}
@@ -188,4 +193,54 @@ func (r *jsonReader) str() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// unescape decodes the body of a JSON string that holds escapes (no control
+// characters, no surrogate escapes: fromJSON checked); ok is false for anything else
+// (invalid UTF-8, which encoding/json replaces with U+FFFD, or a malformed escape).
+func unescape(s string) (string, bool) {
+	if !utf8.ValidString(s) {
+		return "", false
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		k := strings.IndexByte(s[i:], '\\')
+		if k < 0 {
+			b = append(b, s[i:]...)
+			break
+		}
+		b = append(b, s[i:i+k]...)
+		i += k
+		if i+1 >= len(s) {
+			return "", false
+		}
+		switch c := s[i+1]; c {
+		case '"', '\\', '/':
+			b = append(b, c)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			if i+6 > len(s) {
+				return "", false
+			}
+			n, err := strconv.ParseUint(s[i+2:i+6], 16, 32)
+			if err != nil || utf16.IsSurrogate(rune(n)) {
+				return "", false
+			}
+			b = utf8.AppendRune(b, rune(n))
+			i += 4
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return string(b), true
 }

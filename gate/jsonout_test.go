@@ -88,7 +88,7 @@ func FuzzJSONWriter(f *testing.F) {
 // FuzzJSONReader: fromJSON accepts exactly what JSON.parse accepts (or defers to it)
 // and builds a value that JSON.stringify writes the same way.
 func FuzzJSONReader(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[1e300,-0,0.1,1e400]`, `"x\"y"`, `{"__proto__":{"x":1},"a":1,"a":2}`, ` [ ] `, `{"2":1,"1":2}`, `01`, `[1,]`, "\"\x01\""} {
+	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[1e300,-0,0.1,1e400]`, `"x\"y"`, `{"__proto__":{"x":1},"a":1,"a":2}`, ` [ ] `, `{"2":1,"1":2}`, `01`, `[1,]`, "\"\x01\"", `"a\nb\t\u00e9\/\\ \b\f\r"`, `"\u12"`, `"\q"`, "\"\xff\\n\""} {
 		f.Add(s)
 	}
 	rt, v := plainVM()
