@@ -15,23 +15,35 @@ import (
 // tool pinning), so that a call to one is rejected (docs/channels.md#hidden).
 type visibility struct {
 	mu     sync.Mutex
-	hidden map[string]pipeline.Hidden
-	known  bool // a whole filtered listing has been seen since the last list_changed
+	hidden map[string]pipeline.Hidden // the last whole listing's, and stray pages'
+	next   map[string]pipeline.Hidden // the listing in progress, from its first page
+	known  bool                       // a whole filtered listing has been seen since the last list_changed
 }
 
-// listed takes one filtered tools/list page: the first page (no cursor) starts a
-// new listing; the last (no nextCursor) completes it.
+// listed takes one filtered listing page: the first page (no cursor) starts a new
+// listing, which replaces what is withheld only once its last page (no nextCursor)
+// is in, so that listing page 1 again never forgets a tool page 2 withheld. A page
+// of a listing not seen to start only adds to what is withheld.
 func (v *visibility) listed(first, last bool, hidden []pipeline.Hidden) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if first || v.hidden == nil {
-		v.hidden = map[string]pipeline.Hidden{}
+	if first {
+		v.next = map[string]pipeline.Hidden{}
+	}
+	if v.next == nil {
+		if v.hidden == nil {
+			v.hidden = map[string]pipeline.Hidden{}
+		}
+		for _, h := range hidden {
+			v.hidden[h.Tool] = h
+		}
+		return
 	}
 	for _, h := range hidden {
-		v.hidden[h.Tool] = h
+		v.next[h.Tool] = h
 	}
 	if last {
-		v.known = true
+		v.hidden, v.next, v.known = v.next, nil, true
 	}
 }
 
@@ -45,6 +57,9 @@ func (v *visibility) lookup(tool string) (h *pipeline.Hidden, known bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if x, ok := v.hidden[tool]; ok {
+		return &x, v.known
+	}
+	if x, ok := v.next[tool]; ok {
 		return &x, v.known
 	}
 	return nil, v.known
@@ -201,11 +216,11 @@ func responseMessage(msg *jsonrpc.Message, reply pipeline.Reply) *jsonrpc.Messag
 
 // firstPage reports whether list params ask for the first page (no cursor).
 func firstPage(params json.RawMessage) bool {
-	var p struct {
-		Cursor string `json:"cursor"`
-	}
+	var p map[string]json.RawMessage // exact keys: encoding/json would match "CURSOR" too
+	var cursor string
 	_ = json.Unmarshal(params, &p)
-	return p.Cursor == ""
+	_ = json.Unmarshal(p["cursor"], &cursor)
+	return cursor == ""
 }
 
 // lastPage reports whether a listing result is the last page (no nextCursor).

@@ -169,3 +169,52 @@ func TestRelayHiddenEntryOtherSpellings(t *testing.T) {
 		t.Fatalf("upstream got %s", got)
 	}
 }
+
+// TestRelayHiddenToolPaged: a tool withheld on page 2 of a paginated tools/list stays
+// withheld when the caller lists page 1 again, lists page 2 alone, or asks for page 2
+// with a "CURSOR" key the gateway would once have read as the first page.
+func TestRelayHiddenToolPaged(t *testing.T) {
+	page1 := `{"tools":[{"name":"ok","inputSchema":{"type":"object"}}],"nextCursor":"c2"}`
+	page2 := `{"tools":[{"name":"evil","description":"x` + osc52 + `","inputSchema":{"type":"object"}}]}`
+	page2First := strings.Replace(page2, `}]}`, `}],"nextCursor":"c2"}`, 1) // evil on page 1
+	page1Last := strings.Replace(page1, `,"nextCursor":"c2"`, ``, 1)
+	for name, steps := range map[string][]struct{ params, result string }{
+		"page 1 again": {{`{}`, page1}, {`{"cursor":"c2"}`, page2}, {`{}`, page1}},
+		"page 2 alone": {{`{"cursor":"c2"}`, page2}},
+		"folded key":   {{`{}`, page2First}, {`{"cursor":"c2"}`, page1Last}, {`{"cursor":"c2","CURSOR":""}`, page1Last}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, 0)
+			go func() {
+				for range h.recs.ch {
+				}
+			}()
+			for i, st := range steps {
+				h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, i+1, st.params))
+				h.upstreamGets()
+				h.up.lines <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i+1, st.result)
+				h.clientGets()
+			}
+			h.client(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"evil","arguments":{}}}`)
+			if name == "page 2 alone" { // no whole listing yet: the gateway lists the tools itself
+				for _, page := range []string{page1, page2} {
+					got := h.upstreamGets()
+					if !strings.Contains(got, `"method":"tools/list"`) {
+						t.Fatalf("upstream got %s", got)
+					}
+					m, _ := jsonrpc.Parse([]byte(got))
+					h.up.lines <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, page)
+				}
+			}
+			for {
+				got := h.clientGets()
+				if strings.Contains(got, `"id":99`) {
+					if !strings.Contains(got, "the tool is not listed for this caller") {
+						t.Fatalf("tools/call of a withheld tool: %s", got)
+					}
+					return
+				}
+			}
+		})
+	}
+}
