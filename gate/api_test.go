@@ -295,8 +295,14 @@ func TestRateLimit(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	_, err := Load(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing")})
-	if !errors.Is(err, ErrNoDir) || !strings.Contains(err.Error(), "missing") {
+	if !errors.Is(err, ErrNoDir) || !strings.Contains(err.Error(), "missing") || strings.Contains(err.Error(), "absolute path") {
 		t.Fatalf("missing dir: %v", err)
+	}
+	// A relative path gets the hint, with the directory it was read from.
+	wd, _ := os.Getwd()
+	_, err = Load(context.Background(), Options{Dir: "missing-policies"})
+	if !errors.Is(err, ErrNoDir) || !strings.Contains(err.Error(), "use an absolute path") || !strings.Contains(err.Error(), wd) {
+		t.Fatalf("missing relative dir: %v", err)
 	}
 	dir := writePolicies(t, map[string]string{"a.js": "var ok = 1;", "b.js": "var x = 1;\nif (x {\n}"})
 	_, err = Load(context.Background(), Options{Dir: dir})

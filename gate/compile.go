@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -47,13 +48,24 @@ type policy struct {
 // actsIn reports whether the policy runs in phase.
 func (p *policy) actsIn(phase ctxapi.Phase) bool { return slices.Contains(p.phases.acts, phase) }
 
+// workDir is the working directory a relative policies path was read from.
+func workDir() string {
+	if wd, err := os.Getwd(); err == nil {
+		return wd
+	}
+	return "the working directory"
+}
+
 // readDir lists the top-level *.js files of dir in lexical order with their sources.
 // Subdirectories (policies/examples/) and test files (*_test.js) are never loaded.
 func readDir(dir string) (names []string, srcs [][]byte, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("%w: %s (use an absolute path; Claude Desktop starts servers from /)", ErrNoDir, dir)
+			if filepath.IsAbs(dir) {
+				return nil, nil, fmt.Errorf("%w: %s", ErrNoDir, dir)
+			}
+			return nil, nil, fmt.Errorf("%w: %s (relative to %s; use an absolute path: Claude Desktop starts servers from /)", ErrNoDir, dir, workDir())
 		}
 		return nil, nil, fmt.Errorf("gate: policies directory: %w", err)
 	}
