@@ -218,3 +218,30 @@ func TestRelayHiddenToolPaged(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayOwnListingIDNotTaken: the gateway's own tools/list never takes the id of a
+// client request in flight; otherwise the client, picking "mcpgate-1", would have
+// the answer to its own request taken for the listing, and a withheld tool called.
+func TestRelayOwnListingIDNotTaken(t *testing.T) {
+	h := newHarness(t, 0)
+	go func() {
+		for range h.recs.ch {
+		}
+	}()
+	h.client(`{"jsonrpc":"2.0","id":"mcpgate-1","method":"resources/read","params":{"uri":"file:///x"}}`)
+	h.upstreamGets()
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"evil","arguments":{}}}`)
+	got := h.upstreamGets()
+	m, err := jsonrpc.Parse([]byte(got))
+	if err != nil || m.Method != "tools/list" || string(m.ID) == `"mcpgate-1"` {
+		t.Fatalf("the gateway's own listing: %s", got)
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"contents":[{"uri":"file:///x","text":"hi"}]}}`
+	if got := h.clientGets(); !strings.Contains(got, `"id":"mcpgate-1"`) || !strings.Contains(got, `"contents"`) {
+		t.Fatalf("the client's resources/read: %s", got)
+	}
+	h.up.lines <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"evil","description":"x`+osc52+`","inputSchema":{"type":"object"}}]}}`, m.ID)
+	if got := h.clientGets(); !strings.Contains(got, "the tool is not listed for this caller") {
+		t.Fatalf("tools/call of a withheld tool: %s", got)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -427,8 +428,30 @@ func (s *Session) callUpstream(ctx context.Context, msg *jsonrpc.Message, params
 	return s.roundTrip(ctx, msg)
 }
 
+// errIDInUse: a request of the gateway's own, or a tools/call, would take the id of a
+// request still in flight, whose response would then be taken for its own.
+var errIDInUse = errors.New("request id already in use by a request in flight")
+
+// ownRoundTrip sends a request of the gateway's own (method, params) with an id of the
+// "mcpgate-" namespace that no request in flight uses: a client may pick such ids too.
+func (s *Session) ownRoundTrip(ctx context.Context, method string, params any) (*jsonrpc.Message, error) {
+	for try := 0; ; try++ {
+		id, _ := jsonrpc.Marshal("mcpgate-" + strconv.FormatUint(s.ownSeq.Add(1), 10))
+		resp, err := s.roundTripID(ctx, jsonrpc.NewRequest(id, method, params), true)
+		if !errors.Is(err, errIDInUse) || try == 16 {
+			return resp, err
+		}
+	}
+}
+
 // roundTrip routes and sends a request and waits for the response with the same id.
 func (s *Session) roundTrip(ctx context.Context, msg *jsonrpc.Message) (*jsonrpc.Message, error) {
+	return s.roundTripID(ctx, msg, false)
+}
+
+// roundTripID is roundTrip; own says the id is the gateway's, so that a client request
+// in flight under it (forwarded or a tools/call) also makes it errIDInUse.
+func (s *Session) roundTripID(ctx context.Context, msg *jsonrpc.Message, own bool) (*jsonrpc.Message, error) {
 	routed, err := s.route(msg)
 	var re *jsonrpc.RequestError
 	if errors.As(err, &re) && re.Unknown {
@@ -444,6 +467,10 @@ func (s *Session) roundTrip(ctx context.Context, msg *jsonrpc.Message) (*jsonrpc
 	if s.dead != nil {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w", pipeline.ErrUnavailable)
+	}
+	if _, dup := s.pending[key]; dup || (own && s.busy(key)) {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", pipeline.ErrUnavailable, errIDInUse)
 	}
 	p := &pending{req: routed, route: routed.Upstream, ch: ch}
 	s.pending[key] = p

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -120,12 +119,11 @@ func (x *toolIndex) fetch(ctx context.Context) {
 	defer cancel()
 	cursor := ""
 	for page := 0; page < 100; page++ {
-		id, _ := jsonrpc.Marshal("mcpgate-" + strconv.FormatUint(x.s.ownSeq.Add(1), 10))
 		var params any
 		if cursor != "" {
 			params = map[string]string{"cursor": cursor}
 		}
-		resp, err := x.s.roundTrip(ctx, jsonrpc.NewRequest(id, "tools/list", params))
+		resp, err := x.s.ownRoundTrip(ctx, "tools/list", params)
 		if err != nil || resp.Result == nil {
 			x.s.log.Debug("could not list upstream tools for access tags", slog.Any("err", err))
 			return
