@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -36,6 +37,15 @@ func FuzzAnalyze(f *testing.F) {
 		for _, fd := range r.Findings {
 			if fd.Start < 0 || fd.End > len(s) || fd.Start > fd.End {
 				t.Fatalf("finding %+v outside [0,%d]", fd, len(s))
+			}
+			if fd.Entity == "email" && utf8.ValidString(s) {
+				// an address is found whole: no letter or digit joins it on either side
+				before, _ := utf8.DecodeLastRuneInString(s[:fd.Start])
+				after, _ := utf8.DecodeRuneInString(s[fd.End:])
+				if fd.Start > 0 && (unicode.IsLetter(before) || unicode.IsDigit(before)) ||
+					fd.End < len(s) && (unicode.IsLetter(after) || unicode.IsDigit(after)) {
+					t.Fatalf("e-mail %q is part of a longer word in %q", s[fd.Start:fd.End], s)
+				}
 			}
 		}
 		if r.Verdict != VerdictFor(r.Highest) {

@@ -593,7 +593,7 @@ func localStart(s string, i int) int {
 			case c == '\n' || c == '\r':
 				return -1
 			case c == '"' && (j == 0 || s[j-1] != '\\'):
-				if j+1 == i-1 || j > 0 && (isWordByte(s[j-1]) || s[j-1] == '"') {
+				if j+1 == i-1 || j > 0 && (isWordByte(s[j-1]) || s[j-1] == '"' || isLetterBefore(s, j)) {
 					return -1
 				}
 				return j
@@ -727,6 +727,9 @@ func (t *textScan) email(i int) int {
 		return max(k, i+1)
 	}
 	end := domainLabel(s, lastDot+1)
+	if isLabelStart(s, end) || end < n && s[end] == '-' {
+		return end // a label longer than 63 bytes: no address, rather than part of one
+	}
 	tld := s[lastDot+1 : end]
 	if len(tld) < 2 {
 		return end
