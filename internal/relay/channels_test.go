@@ -219,26 +219,32 @@ func TestRelayHiddenToolPaged(t *testing.T) {
 	}
 }
 
-// TestRelayOwnListingIDNotTaken: the gateway's own tools/list never takes the id of a
-// client request in flight; otherwise the client, picking "mcpgate-1", would have
-// the answer to its own request taken for the listing, and a withheld tool called.
-func TestRelayOwnListingIDNotTaken(t *testing.T) {
+// TestRelayReservedIDs: a client request may not use the "mcpgate-" id namespace of
+// the gateway's own requests (an answer to it could be taken for the listing that
+// decides which tools are withheld); and the gateway's own tools/list never takes an
+// id a request in flight uses.
+func TestRelayReservedIDs(t *testing.T) {
 	h := newHarness(t, 0)
 	go func() {
 		for range h.recs.ch {
 		}
 	}()
-	h.client(`{"jsonrpc":"2.0","id":"mcpgate-1","method":"resources/read","params":{"uri":"file:///x"}}`)
-	h.upstreamGets()
+	for _, id := range []string{`"mcpgate-1"`, `"mcpgate-mux-3"`, `"mcpgate-reinit-1"`} {
+		h.client(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":"file:///x"}}`)
+		if got := h.clientGets(); !strings.Contains(got, `"id":`+id) || !strings.Contains(got, `"code":-32600`) {
+			t.Fatalf("request id %s: %s", id, got)
+		}
+	}
+	// a request in flight under a look-alike id, and the gateway's own listing beside it
+	h.client(`{"jsonrpc":"2.0","id":"mcpgatex-1","method":"resources/read","params":{"uri":"file:///x"}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"mcpgatex-1"`) {
+		t.Fatalf("upstream got %s", got)
+	}
 	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"evil","arguments":{}}}`)
 	got := h.upstreamGets()
 	m, err := jsonrpc.Parse([]byte(got))
-	if err != nil || m.Method != "tools/list" || string(m.ID) == `"mcpgate-1"` {
+	if err != nil || m.Method != "tools/list" || !strings.HasPrefix(string(m.ID), `"mcpgate-`) {
 		t.Fatalf("the gateway's own listing: %s", got)
-	}
-	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"contents":[{"uri":"file:///x","text":"hi"}]}}`
-	if got := h.clientGets(); !strings.Contains(got, `"id":"mcpgate-1"`) || !strings.Contains(got, `"contents"`) {
-		t.Fatalf("the client's resources/read: %s", got)
 	}
 	h.up.lines <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"evil","description":"x`+osc52+`","inputSchema":{"type":"object"}}]}}`, m.ID)
 	if got := h.clientGets(); !strings.Contains(got, "the tool is not listed for this caller") {
