@@ -45,7 +45,7 @@ GET /api/audit?status=redact&tool=NAME&method=METHOD&since=1h&limit=100.
 Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O error.`,
 		Example: `  # what did mcpgate redact in the last day?
   mcpgate audit --db /var/lib/mcpgate/audit.db --status redact --since 24h
-  mcpgate audit --db postgres://mcpgate:PASS@db.internal:5432/mcpgate --since 168h --status redact
+  mcpgate audit --db postgres://mcpgate:PASS@db.internal:5432/mcpgate --since 7d --status redact
 
   # the last 20 blocks of one tool, as JSON
   mcpgate audit --db audit.db --status block --tool read_file --limit 20 --format json
@@ -69,7 +69,7 @@ Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O
 	fl.StringVar(&f.status, "status", "", "only this final action: pass, warn, redact, mask or block (or the table's label: REDACTED, MASKED, …)")
 	fl.StringVar(&f.tool, "tool", "", "only this tool (exact name, as the client sees it)")
 	fl.StringVar(&f.method, "method", "", "only this JSON-RPC method (tools/call, tools/list, resources/read, prompts/get, sampling/createMessage, notifications/message, …)")
-	fl.StringVar(&f.since, "since", "", "only records newer than this duration ago (e.g. 90m, 24h)")
+	fl.StringVar(&f.since, "since", "", "only records newer than this duration ago (e.g. 90m, 24h, 7d)")
 	fl.StringVar(&f.limit, "limit", "100", fmt.Sprintf("newest N records (1..%d)", audit.MaxLimit))
 	fl.BoolVar(&f.shadowDiffers, "shadow-differs", false, "only calls where the --shadow candidate set decided otherwise (shadow.differs)")
 	fl.StringVar(&f.format, "format", "table", "output: table or json (the /api/audit body: records and counts)")

@@ -76,6 +76,13 @@ func TestAuditParseFilter(t *testing.T) {
 		{name: "table label upper", status: "MASKED", want: Filter{Status: "mask", Limit: DefaultLimit}},
 		{name: "bad since", since: "yesterday", err: true},
 		{name: "negative since", since: "-1h", err: true},
+		{name: "days", since: "7d", want: Filter{Since: now.Add(-7 * 24 * time.Hour), Limit: DefaultLimit}},
+		{name: "zero days", since: "0d", err: true},
+		{name: "negative days", since: "-7d", err: true},
+		{name: "signed days", since: "+7d", err: true},
+		{name: "fractional days", since: "1.5d", err: true},
+		{name: "bare d", since: "d", err: true},
+		{name: "too many days", since: "36501d", err: true},
 		{name: "zero limit", limit: "0", err: true},
 		{name: "huge limit", limit: "10001", err: true},
 	} {

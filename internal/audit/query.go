@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/vocab"
@@ -38,7 +39,8 @@ type Filter struct {
 var ErrBadFilter = errors.New("bad filter")
 
 // ParseFilter builds a Filter from the reader's textual inputs (CLI flags or query
-// parameters). since is a Go duration ("1h", "90m") counted back from now, or "".
+// parameters). since is a Go duration ("1h", "90m") or a whole number of days
+// ("7d") counted back from now, or "".
 // limit is a decimal, or "" for DefaultLimit.
 func ParseFilter(status, tool, since, limit string, now time.Time) (Filter, error) {
 	f := Filter{Tool: tool, Limit: DefaultLimit}
@@ -50,9 +52,9 @@ func ParseFilter(status, tool, since, limit string, now time.Time) (Filter, erro
 		f.Status = a
 	}
 	if since != "" {
-		d, err := time.ParseDuration(since)
-		if err != nil || d <= 0 {
-			return f, fmt.Errorf("%w: since %q: want a positive duration such as 90m or 24h", ErrBadFilter, since)
+		d, ok := parseSince(since)
+		if !ok {
+			return f, fmt.Errorf("%w: since %q: want a positive duration such as 90m, 24h or 7d", ErrBadFilter, since)
 		}
 		f.Since = now.Add(-d)
 	}
@@ -64,6 +66,23 @@ func ParseFilter(status, tool, since, limit string, now time.Time) (Filter, erro
 		f.Limit = n
 	}
 	return f, nil
+}
+
+// maxSinceDays bounds "Nd" so that N days stay a valid time.Duration.
+const maxSinceDays = 36500
+
+// parseSince reads a positive Go duration, or N days written "Nd" (1..maxSinceDays),
+// which time.ParseDuration does not know.
+func parseSince(s string) (time.Duration, bool) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 || n > maxSinceDays || days[0] == '+' {
+			return 0, false
+		}
+		return time.Duration(n) * 24 * time.Hour, true
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil && d > 0
 }
 
 func (f Filter) limit() int {
