@@ -101,10 +101,19 @@ func (m *Message) IDKey() string { return IDKey(m.ID) }
 
 // IDKey canonicalises a raw id (a JSON string or number) into a map key: equal
 // numbers give equal keys (1, 1.0 and 1e0 are one id, as a JSON peer decoding
-// numbers sees them), and a string never equals a number ("1" is not 1).
+// numbers sees them), equal strings give equal keys ("mcpgat\u0065-1" is
+// "mcpgate-1", as a peer decoding and re-encoding it answers), and a string never
+// equals a number ("1" is not 1).
 func IDKey(id json.RawMessage) string {
 	id = bytes.TrimSpace(id)
-	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
+	if len(id) > 0 && id[0] == '"' {
+		var s string
+		if bytes.IndexByte(id, '\\') < 0 || json.Unmarshal(id, &s) != nil {
+			return string(id)
+		}
+		return `"` + s + `"`
+	}
+	if len(id) == 0 || string(id) == "null" {
 		return string(id)
 	}
 	f, err := strconv.ParseFloat(string(id), 64)

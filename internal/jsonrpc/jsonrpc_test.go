@@ -164,7 +164,8 @@ func TestParseCopiesTheLine(t *testing.T) {
 }
 
 func TestIDKey(t *testing.T) {
-	same := [][]string{{"1", "1.0", "1e0", " 1 "}, {`"a"`}, {"-0.5", "-5e-1"}, {"12345678901234567890", "1.2345678901234567e19"}}
+	same := [][]string{{"1", "1.0", "1e0", " 1 "}, {`"a"`}, {"-0.5", "-5e-1"}, {"12345678901234567890", "1.2345678901234567e19"},
+		{`"mcpgate-1"`, `"mcpgat\u0065-1"`, `"\u006dcpgate-1"`}, {`"a\"b"`, `"a\u0022b"`}}
 	for _, group := range same {
 		for _, id := range group {
 			if IDKey(json.RawMessage(id)) != IDKey(json.RawMessage(group[0])) {

@@ -229,7 +229,7 @@ func TestRelayReservedIDs(t *testing.T) {
 		for range h.recs.ch {
 		}
 	}()
-	for _, id := range []string{`"mcpgate-1"`, `"mcpgate-mux-3"`, `"mcpgate-reinit-1"`} {
+	for _, id := range []string{`"mcpgate-1"`, `"mcpgate-mux-3"`, `"mcpgate-reinit-1"`, `"mcpgat\u0065-2"`} {
 		h.client(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":"file:///x"}}`)
 		if got := h.clientGets(); !strings.Contains(got, `"id":`+id) || !strings.Contains(got, `"code":-32600`) {
 			t.Fatalf("request id %s: %s", id, got)

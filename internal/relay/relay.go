@@ -235,7 +235,7 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		s.log.Warn("JSON-RPC batch rejected")
 		s.replyError(nil, jsonrpc.CodeInvalidRequest, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
 	case jsonrpc.KindRequest:
-		if strings.HasPrefix(string(msg.ID), `"mcpgate-`) {
+		if strings.HasPrefix(msg.IDKey(), `"mcpgate-`) {
 			// The gateway's own requests (listings, the multiplexer's, a restart's
 			// initialize) use these ids; a client request under one could have its
 			// answer taken for theirs (docs/decisions.md#reserved-ids).
