@@ -558,7 +558,9 @@ func webhookURL(s, host string, p int) (int, string) {
 	}
 	switch {
 	case host == "hooks.slack.com":
-		if secretPart("/services/", 40) || secretPart("/workflows/", 40) || secretPart("/triggers/", 40) {
+		// the T…/B…/secret shape is specific enough that even Slack's own
+		// documentation example (T00000000/B00000000/XXXX…) counts
+		if secretPart("/services/", 40) || secretPart("/workflows/", 40) || secretPart("/triggers/", 40) || slackServicePath(path) {
 			return e, "slack_webhook"
 		}
 	case host == "discord.com" || host == "discordapp.com" || strings.HasSuffix(host, ".discord.com"):
@@ -590,6 +592,18 @@ func webhookURL(s, host string, p int) (int, string) {
 		}
 	}
 	return 0, ""
+}
+
+// slackServicePath reports a Slack incoming-webhook path
+// "/services/T<team>/B<hook>/<24 alphanumerics>".
+func slackServicePath(path string) bool {
+	parts := strings.Split(strings.TrimPrefix(path, "/services/"), "/")
+	if !strings.HasPrefix(path, "/services/") || len(parts) != 3 {
+		return false
+	}
+	return len(parts[0]) >= 9 && parts[0][0] == 'T' && allIn(parts[0], upperDigit) &&
+		len(parts[1]) >= 9 && parts[1][0] == 'B' && allIn(parts[1], upperDigit) &&
+		len(parts[2]) >= 24 && allIn(parts[2], alnum)
 }
 
 // slackHookBare handles a Slack webhook written without a scheme
