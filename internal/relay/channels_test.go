@@ -251,3 +251,29 @@ func TestRelayReservedIDs(t *testing.T) {
 		t.Fatalf("tools/call of a withheld tool: %s", got)
 	}
 }
+
+// TestRelayOwnRequestNotCancelled: the client cannot cancel the gateway's own tools
+// listing (the server would never answer it, and the call waiting for it would not
+// know which tools are withheld); the notification is dropped.
+func TestRelayOwnRequestNotCancelled(t *testing.T) {
+	h := newHarness(t, 0)
+	go func() {
+		for range h.recs.ch {
+		}
+	}()
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"evil","arguments":{}}}`)
+	m, err := jsonrpc.Parse([]byte(h.upstreamGets()))
+	if err != nil || m.Method != "tools/list" {
+		t.Fatalf("the gateway's own listing: %v %+v", err, m)
+	}
+	h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`)
+	h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcpgat\u0065-1"}}`)
+	h.client(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if got := h.upstreamGets(); !strings.Contains(got, "notifications/initialized") {
+		t.Fatalf("upstream got %s", got)
+	}
+	h.up.lines <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"evil","description":"x`+osc52+`","inputSchema":{"type":"object"}}]}}`, m.ID)
+	if got := h.clientGets(); !strings.Contains(got, "the tool is not listed for this caller") {
+		t.Fatalf("tools/call of a withheld tool: %s", got)
+	}
+}

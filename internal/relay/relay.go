@@ -259,7 +259,9 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		s.forwardRequest(msg)
 	case jsonrpc.KindNotification:
 		if msg.Method == "notifications/cancelled" {
-			msg = s.cancelled(msg)
+			if msg = s.cancelled(msg); msg == nil {
+				return
+			}
 		}
 		s.send(msg)
 	case jsonrpc.KindResponse: // the client answering a server-to-client request
@@ -535,15 +537,20 @@ func (s *Session) abandon(key string, p *pending, reason string) {
 }
 
 // cancelled ends the pipeline of a tools/call the client cancelled, and names the
-// server the cancelled request went to, so a multiplexer can pass it there.
+// server the cancelled request went to, so a multiplexer can pass it there; nil drops
+// a cancellation of the gateway's own request.
 func (s *Session) cancelled(msg *jsonrpc.Message) *jsonrpc.Message {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
+	var p map[string]json.RawMessage // exact keys, as the server reads them
 	if json.Unmarshal(msg.Params, &p) != nil {
 		return msg
 	}
-	key := jsonrpc.IDKey(p.RequestID)
+	key := jsonrpc.IDKey(p["requestId"])
+	if strings.HasPrefix(key, `"mcpgate-`) {
+		// A request of the gateway's own (docs/decisions.md#reserved-ids): cancelling
+		// its tools listing would leave the gateway without the tools it withholds.
+		s.log.Warn("notifications/cancelled for a request of the gateway's own dropped")
+		return nil
+	}
 	s.mu.Lock()
 	cancel := s.inflight[key]
 	route := ""
