@@ -122,22 +122,30 @@ func (w *Writer) Close() error {
 	return w.w.Close()
 }
 
-// Read decodes a capture file. A line that is not an entry is an error naming its
-// line number; blank lines are skipped.
+// Read decodes a capture file. A line that is not an entry (an audit record
+// included: both files are JSONL with an event_id) is an error naming its line
+// number; blank lines are skipped.
 func Read(r io.Reader) ([]Entry, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Entry
 	for n := 1; ; n++ {
 		line, err := readLine(br)
 		if len(line) > 0 {
-			var e Entry
-			if jerr := json.Unmarshal(line, &e); jerr != nil || e.EventID == "" || e.Tool == "" {
-				if jerr == nil {
+			var e struct {
+				Entry
+				Kind string `json:"kind"` // audit records have one; entries never do
+			}
+			if jerr := json.Unmarshal(line, &e); jerr != nil || e.Kind != "" || e.EventID == "" || e.Tool == "" {
+				switch {
+				case jerr != nil:
+				case e.Kind != "":
+					jerr = fmt.Errorf("an audit record (kind %q), not a capture entry: replay reads the file of gateway run --capture", e.Kind)
+				default:
 					jerr = errors.New("missing event_id or tool")
 				}
 				return out, fmt.Errorf("capture: line %d: %w", n, jerr)
 			}
-			out = append(out, e)
+			out = append(out, e.Entry)
 		}
 		if errors.Is(err, io.EOF) {
 			return out, nil

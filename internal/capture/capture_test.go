@@ -88,6 +88,7 @@ func TestReadNamesTheBadLine(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"not JSON", string(good) + "\n{oops\n", "line 2"},
 		{"no event id", string(good) + "\n\n" + `{"tool":"t"}` + "\n", "line 3: missing event_id"},
+		{"an audit record", `{"ts":"2026-12-01T05:09:31.697Z","kind":"gateway_output_filter","event_id":"e1","tool":"read_text_file","method":"tools/call","action_taken":"redact","outcome":"ok"}` + "\n", "line 1: an audit record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Read(strings.NewReader(tc.text))
