@@ -84,7 +84,7 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 		// --fail-mode closed and entries past the scan cap went unread: none is listed
 		var hidden []Hidden
 		for _, e := range entries {
-			hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonScanTruncated})
+			hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonScanTruncated})
 		}
 		r.rec.escalate(vocab.Block)
 		r.rec.outputChanged()
@@ -113,18 +113,18 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	for i, e := range entries {
 		switch {
 		case pinned[i]:
-			hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByPin, Reason: vocab.ReasonToolDefinitionChanged})
+			hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByPin, Reason: vocab.ReasonToolDefinitionChanged})
 			r.rec.guardrail(HiddenByPin)
 			changed = true
 			continue
 		case r.filterOutput && worst[i] == engine.Block:
-			hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonFilterBlock})
+			hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonFilterBlock})
 			changed = true
 			continue
 		case r.filterOutput && worst[i] == engine.Warn:
 			clean, err := engine.SanitizeJSON(e)
 			if err != nil {
-				hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonSanitizeFailed})
+				hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonSanitizeFailed})
 				changed = true
 				continue
 			}
@@ -163,7 +163,7 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 			r.rec.guardrail(rej.Policy)
 			r.rec.escalate(vocab.Block)
 			for _, e := range out {
-				hidden = append(hidden, Hidden{Tool: entryName(e), EventID: r.rec.eventID(), Policy: rej.Policy, Reason: rej.Code})
+				hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: rej.Policy, Reason: rej.Code})
 			}
 			out, changed = []json.RawMessage{}, true
 		case pol.Changed && json.Unmarshal(pol.Content, &after) == nil:
@@ -174,10 +174,10 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 						after[i] = clean
 					}
 				}
-				kept[entryName(after[i])] = true
+				kept[entryName(c.Method, after[i])] = true
 			}
 			for _, e := range out {
-				if name := entryName(e); !kept[name] {
+				if name := entryName(c.Method, e); !kept[name] {
 					hidden = append(hidden, Hidden{Tool: name, EventID: r.rec.eventID(), Policy: lastOf(pol.Acted), Reason: vocab.ReasonPolicyHidden})
 				}
 			}
@@ -199,24 +199,24 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	return Reply{Result: b, Hidden: hidden}
 }
 
-// entryName is what a listing entry is asked for by: a tool's or prompt's name, a
-// resource's uri, a template's uriTemplate; "" when it has none.
-func entryName(e json.RawMessage) string {
-	var v struct {
-		Name        string `json:"name"`
-		URI         string `json:"uri"`
-		URITemplate string `json:"uriTemplate"`
+// entryName is what an entry of a method's listing is asked for by: a tool's or
+// prompt's name, a resource's uri, a template's uriTemplate; "" when it has none.
+// It reads that key alone and exactly, as the client does: a tool that also carries
+// a "uri", or a "NAME" beside its "name", is still asked for by its "name".
+func entryName(method string, e json.RawMessage) string {
+	key := "name"
+	switch method {
+	case "resources/list":
+		key = "uri"
+	case "resources/templates/list":
+		key = "uriTemplate"
 	}
-	if json.Unmarshal(e, &v) != nil {
+	var v map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(e, &v) != nil || json.Unmarshal(v[key], &name) != nil {
 		return ""
 	}
-	switch {
-	case v.URI != "":
-		return v.URI
-	case v.URITemplate != "":
-		return v.URITemplate
-	}
-	return v.Name
+	return name
 }
 
 func orArray(v json.RawMessage) json.RawMessage {

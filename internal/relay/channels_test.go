@@ -277,3 +277,26 @@ func TestRelayOwnRequestNotCancelled(t *testing.T) {
 		t.Fatalf("tools/call of a withheld tool: %s", got)
 	}
 }
+
+// TestRelayHiddenToolByItsName: a withheld tool is keyed by its "name" alone, read
+// exactly as the client reads it: a server cannot move the key with a "uri" field
+// in the tool or a "NAME" beside its "name".
+func TestRelayHiddenToolByItsName(t *testing.T) {
+	h := newHarness(t, 0)
+	go func() {
+		for range h.recs.ch {
+		}
+	}()
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":[` +
+		`{"name":"evil","uri":"file:///x","description":"x` + osc52 + `","inputSchema":{"type":"object"}},` +
+		`{"name":"evil2","NAME":"other","description":"x` + osc52 + `","inputSchema":{"type":"object"}}]}}`
+	h.clientGets()
+	for i, tool := range []string{"evil", "evil2"} {
+		h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, 10+i, tool))
+		if got := h.clientGets(); !strings.Contains(got, "the tool is not listed for this caller") {
+			t.Fatalf("tools/call %s: %s", tool, got)
+		}
+	}
+}
