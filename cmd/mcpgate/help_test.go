@@ -46,3 +46,16 @@ func TestPinsApproveArgsTeach(t *testing.T) {
 		}
 	}
 }
+
+// TestPinsListSaysWhenThereIsNoFile: a mistyped --file gives an empty table and a
+// note on stderr naming the path, not an empty table alone.
+func TestPinsListSaysWhenThereIsNoFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pins.json")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"pins", "list", "--file", path}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "no pin file at "+path) || !strings.HasPrefix(out.String(), "SERVER") {
+		t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
+	}
+}

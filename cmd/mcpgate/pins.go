@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -66,6 +68,10 @@ Exit status: 0 on success, 1 on a usage or I/O error or when no pin matches.`,
 			ps, err := st.List()
 			if err != nil {
 				return err
+			}
+			if _, err := os.Stat(st.Path()); errors.Is(err, fs.ErrNotExist) {
+				// An empty table alone would hide a mistyped path.
+				fmt.Fprintf(cmd.ErrOrStderr(), "mcpgate: pins: no pin file at %s yet (the gateway writes it at its first tools/list)\n", st.Path())
 			}
 			return writePins(cmd.OutOrStdout(), ps, f.format)
 		},
