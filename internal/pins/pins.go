@@ -149,10 +149,11 @@ func (s *Store) Check(server string, tools []json.RawMessage) ([]Change, error) 
 	dirty := false
 	var changes []Change
 	for i, def := range tools {
-		var t struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(def, &t) != nil || t.Name == "" {
+		// the "name" key exactly, as the client reads it: encoding/json would let a
+		// "NAME" beside it choose the pin, a fresh one at each listing
+		var t struct{ Name string }
+		var m map[string]json.RawMessage
+		if json.Unmarshal(def, &m) != nil || json.Unmarshal(m["name"], &t.Name) != nil || t.Name == "" {
 			continue
 		}
 		h, err := Hash(def)
