@@ -17,6 +17,8 @@ func TestHTTPAuthPolicy(t *testing.T) {
 		{"wildcard without tokens", `{}`, "0.0.0.0:8080", "not a loopback address"},
 		{"lan without tokens", `{}`, "192.168.1.2:8080", "not a loopback address"},
 		{"wildcard with tokens", cfgTokens, ":8080", ""},
+		{"no port", `{}`, "localhost", "want HOST:PORT"},
+		{"no port with tokens", cfgTokens, "127.0.0.1", "want HOST:PORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

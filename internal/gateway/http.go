@@ -118,6 +118,9 @@ func openServers(servers []Server, upErr io.Writer, maxMessage int, log *slog.Lo
 // httpAuth picks the caller identification: bearer tokens when configured; without
 // tokens the configured local user, on a loopback listener only.
 func httpAuth(file *config.Config, listen string) (httpfront.Authenticator, error) {
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return nil, fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8080 (%v)", listen, err)
+	}
 	if len(file.Gate.Tokens) > 0 {
 		return httpfront.TokenAuth(file.Gate.Tokens, file.ClassFor)
 	}
