@@ -41,6 +41,30 @@ type channelDoc struct {
 	Data            json.RawMessage   `json:"data"`
 }
 
+// decode reads the members by their exact names, as the client does: encoding/json
+// would take "CONTENTS" or "Data" for them, and the last of two spellings would win,
+// leaving the one the client shows unread.
+func (d *channelDoc) decode(doc json.RawMessage) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		key string
+		to  *[]json.RawMessage
+	}{{"contents", &d.Contents}, {"messages", &d.Messages}} {
+		if v := m[a.key]; len(v) > 0 {
+			if err := json.Unmarshal(v, a.to); err != nil {
+				return err
+			}
+		}
+	}
+	d.Description, d.Completion, d.SystemPrompt = m["description"], m["completion"], m["systemPrompt"]
+	d.Message, d.RequestedSchema, d.URL = m["message"], m["requestedSchema"], m["url"]
+	d.Logger, d.Data = m["logger"], m["data"]
+	return nil
+}
+
 // partsOf lists what the rules read in a message of method (docs/channels.md):
 // doc is the result for responses and the params for server requests and
 // notifications. It errors (engine.ErrUndecodable) when doc is not an object, and
@@ -51,7 +75,7 @@ func partsOf(method string, doc json.RawMessage) ([]part, error) {
 		return nil, fmt.Errorf("%w: %s is not a JSON object", engine.ErrUndecodable, method)
 	}
 	var d channelDoc
-	if err := json.Unmarshal(t, &d); err != nil {
+	if err := d.decode(t); err != nil {
 		// not JSON, or contents/messages that are not arrays: read every member whole
 		var m map[string]json.RawMessage
 		if json.Unmarshal(t, &m) != nil {

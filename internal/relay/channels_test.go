@@ -300,3 +300,31 @@ func TestRelayHiddenToolByItsName(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayChannelMembersExact: the rules read a channel message's members by their
+// exact names, so a second member in other letter case ("Contents", "DATA") cannot
+// stand in for the one the client shows.
+func TestRelayChannelMembersExact(t *testing.T) {
+	h := newHarness(t, 0)
+	go func() {
+		for range h.recs.ch {
+		}
+	}()
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///x"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"file:///x","text":"a` + osc52 + `"}],"Contents":[]}}`
+	if got := h.clientGets(); !strings.Contains(got, "resource blocked") {
+		t.Fatalf("resources/read: %s", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":2,"result":{"messages":[{"role":"user","content":{"type":"text","text":"a` + osc52 + `"}}],"MESSAGES":[]}}`
+	if got := h.clientGets(); !strings.Contains(got, "prompt blocked") {
+		t.Fatalf("prompts/get: %s", got)
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a` + osc52 + `","Data":"clean"}}`
+	h.up.lines <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"marker"}}`
+	if got := h.clientGets(); !strings.Contains(got, "marker") {
+		t.Fatalf("notifications/message: %s", got)
+	}
+}
