@@ -114,8 +114,9 @@
   }
   ['replace', 'replaceAll'].forEach(function (name) {
     method(String.prototype, name, function (orig) {
+      // (no `arguments` here: naming it would build an arguments object on every call)
       return function (pattern, replacement) {
-        if (this === null || this === undefined) return apply(orig, this, arguments); // TypeError
+        if (this === null || this === undefined) return apply(orig, this, [pattern, replacement]); // TypeError
         if (pattern instanceof OrigRegExp) {
           // a RegExp pattern dispatches to RegExp.prototype[Symbol.replace], bounded below
           return apply(orig, this, [pattern, replacement]);
@@ -198,7 +199,7 @@
       method(Array.prototype, k, function (orig) {
         return function flatMap(fn, thisArg) {
           if (lenOf(this) > MAXA) oom();
-          if (typeof fn !== 'function') return apply(orig, this, arguments); // TypeError
+          if (typeof fn !== 'function') return apply(orig, this, [fn, thisArg]); // TypeError
           var n = 0;
           return apply(orig, this, [function () {
             var r = apply(fn, this, arguments);
