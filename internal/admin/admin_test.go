@@ -118,6 +118,7 @@ func TestTelemetryNewRefuses(t *testing.T) {
 		{Options{Addr: ":0", Store: ring}, ErrNoToken},
 		{Options{Addr: "0.0.0.0:0", Store: ring, Token: "short"}, ErrShortToken},
 		{Options{Addr: "127.0.0.1:0"}, ErrNoStore},
+		{Options{Addr: "localhost", Store: ring}, ErrBadAddr},
 	} {
 		if _, err := New(tc.o); !errors.Is(err, tc.want) {
 			t.Errorf("%+v: err = %v, want %v", tc.o, err, tc.want)

@@ -47,10 +47,14 @@ type Server struct {
 }
 
 // New checks the options, binds Addr and starts serving. Errors: ErrNoToken off
-// loopback without a token, ErrShortToken, ErrNoStore, or the listen error.
+// loopback without a token, ErrShortToken, ErrNoStore, ErrBadAddr (no port), or the
+// listen error.
 func New(o Options) (*Server, error) {
 	if o.Store == nil {
 		return nil, ErrNoStore
+	}
+	if _, _, err := net.SplitHostPort(o.Addr); err != nil {
+		return nil, fmt.Errorf("%w: %q: want HOST:PORT, e.g. 127.0.0.1:9464 (%v)", ErrBadAddr, o.Addr, err)
 	}
 	var digest []byte
 	switch {
