@@ -11,7 +11,8 @@
 // numbers stay right and two policies' top-level names never collide; ctx is a const
 // of an outer wrapper, and a file whose body would close the wrapper early is refused
 // as a syntax error (the parsed body must span the whole file). Calls run on a
-// pool of locked-down runtimes (Options.PoolSize, GOMAXPROCS by default). A runtime
+// pool of locked-down runtimes (Options.PoolSize, GOMAXPROCS by default, plus one kept
+// for pre phases; docs/policies.md#runtime-pool). A runtime
 // that was interrupted, panicked or tripped a guard is thrown away.
 //
 // # Phases

@@ -41,7 +41,7 @@ type Options struct {
 	// FS, when Dir is "", holds the policies instead: its top-level *.js, in lexical
 	// order. Reload reads it again; Watch needs Dir.
 	FS         fs.FS
-	PoolSize   int           // runtimes per policy set; 0 means GOMAXPROCS
+	PoolSize   int           // runtimes phases other than pre share; one more is kept for pre phases; 0 means GOMAXPROCS
 	Timeout    time.Duration // per policy; 0 means DefaultTimeout
 	Evaluators string        // GATE_EVALUATORS; "" means "goja"; unknown names are an error
 	Console    bool          // expose console.log to policies (debug only)

@@ -8,9 +8,12 @@ import (
 	"sync/atomic"
 )
 
-// pool holds up to size runtimes shared by every policy set of one Gate.
+// pool holds up to size+1 runtimes shared by every policy set of one Gate. Phases
+// other than pre share size of them (the shared tokens), so one runtime is always left
+// for pre phases: a pre phase never queues behind post phases busy with large results.
 type pool struct {
 	size    int
+	shared  chan struct{} // one token per runtime in use by a phase other than pre
 	console bool
 	logger  *slog.Logger
 	gate    *Gate
@@ -42,8 +45,9 @@ type activeRun struct {
 func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft, budget uint64) *pool {
 	p := &pool{
 		size: size, console: console, logger: logger, gate: g,
-		idle:    make(chan *vm, size),
-		slots:   make(chan struct{}, size),
+		shared:  make(chan struct{}, size),
+		idle:    make(chan *vm, size+1),
+		slots:   make(chan struct{}, size+1),
 		active:  make(map[*vm]activeRun),
 		softCap: soft,
 		budget:  budget,
@@ -53,6 +57,32 @@ func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft, budget 
 	p.wg.Add(1)
 	go p.watchdog()
 	return p
+}
+
+// acquire returns a runtime for a phase and the function that gives it back. A phase
+// other than pre (pre false) first takes a shared token, waiting for one while size
+// runtimes already serve such phases.
+func (p *pool) acquire(pre bool, done <-chan struct{}) (*vm, func(), error) {
+	if !pre {
+		select {
+		case p.shared <- struct{}{}:
+		case <-done:
+			return nil, nil, errCancelled
+		}
+	}
+	v, err := p.get(done)
+	if err != nil {
+		if !pre {
+			<-p.shared
+		}
+		return nil, nil, err
+	}
+	return v, func() {
+		p.put(v)
+		if !pre {
+			<-p.shared
+		}
+	}, nil
 }
 
 // get returns an idle runtime, builds one while fewer than size exist, or waits.

@@ -75,7 +75,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "post phase without a response"}
 		return res
 	}
-	v, err := s.pool.get(ctx.Done())
+	v, release, err := s.pool.acquire(call.Phase == ctxapi.PhasePre, ctx.Done())
 	if err != nil {
 		res.Reject = &Rejection{Code: vocab.ReasonPolicyError, Message: "no policy runtime available"}
 		if errors.Is(err, errCancelled) {
@@ -84,7 +84,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		}
 		return res
 	}
-	defer s.pool.put(v)
+	defer release()
 
 	c := &callState{set: s, call: call, phase: call.Phase}
 	params := []byte(call.Params)
