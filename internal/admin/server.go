@@ -54,7 +54,7 @@ func New(o Options) (*Server, error) {
 		return nil, ErrNoStore
 	}
 	if _, _, err := net.SplitHostPort(o.Addr); err != nil {
-		return nil, fmt.Errorf("%w: %q: want HOST:PORT, e.g. 127.0.0.1:9464 (%v)", ErrBadAddr, o.Addr, err)
+		return nil, fmt.Errorf("--admin %q: %w: want HOST:PORT, e.g. 127.0.0.1:9464 (%v)", o.Addr, ErrBadAddr, err)
 	}
 	var digest []byte
 	switch {
