@@ -41,6 +41,8 @@ type vm struct {
 	fnSet *Set                         // the set fns belongs to
 	fns   map[*goja.Program]goja.Value // wrapper functions of fnSet's policies
 	heap  []metrics.Sample             // begin's reusable heap sample
+
+	scratch []byte // readText's reusable output buffer (at most maxScratch bytes kept)
 }
 
 // newVM builds a locked-down runtime. console is exposed only when console is true.

@@ -175,11 +175,20 @@ func (v *vm) readBack(c *callState) (bool, *Rejection) {
 	return changed, nil
 }
 
+// maxScratch bounds the read-back buffer a runtime keeps between policies, in bytes.
+const maxScratch = 64 << 10
+
 // readText reads a slot's JS value back as JSON text in Go (jsonWriter); ok is false
 // when it gives undefined. A throw (a getter, toJSON or Proxy trap) is a bad shape; a
 // guard that fires rejects with its own code.
 func (v *vm) readText(s *slot) (text string, ok bool, rej *Rejection) {
-	w := jsonWriter{v: v, limit: maxStringLen + 2*len(s.orig), buf: make([]byte, 0, len(s.raw)+64)}
+	// the runtime's scratch buffer: only text, a copy, leaves this function
+	w := jsonWriter{v: v, limit: maxStringLen + 2*len(s.orig), buf: v.scratch[:0]}
+	defer func() {
+		if cap(w.buf) <= maxScratch {
+			v.scratch = w.buf[:0]
+		}
+	}()
 	if ex := v.rt.Try(func() { ok = w.write("", s.js, 0) }); ex != nil {
 		if w.trip != nil {
 			return "", false, &Rejection{Code: w.trip.code, Message: w.trip.msg}
