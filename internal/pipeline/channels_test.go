@@ -469,3 +469,23 @@ func TestChannelFailModes(t *testing.T) {
 		}
 	}
 }
+
+// TestListingNotListShaped: a listing result that is not an object holding an array
+// of entries is undecodable even when its text is clean: --fail-mode closed lists
+// nothing, open passes it with the record saying so.
+func TestListingNotListShaped(t *testing.T) {
+	for _, closed := range []bool{true, false} {
+		p, rec := newPipeline(t, nil, true, false)
+		p.FailClosed = closed
+		for _, res := range []string{`"a string"`, `{"resources":{"file:///a":{"name":"a"}}}`, `[1]`} {
+			r := p.Response(context.Background(), Channel{Method: "resources/list"}, response(t, res))
+			last := rec.recs[len(rec.recs)-1]
+			if closed && (string(r.Result) != `{"resources":[]}` || last.Reason != "undecodable_result") {
+				t.Errorf("closed, %s: %s %+v", res, r.Result, last)
+			}
+			if !closed && (r.Result != nil || last.Reason != "undecodable_result") {
+				t.Errorf("open, %s: %s %+v", res, r.Result, last)
+			}
+		}
+	}
+}

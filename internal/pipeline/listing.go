@@ -37,7 +37,7 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	var entries []json.RawMessage
 	rep, err := p.Analyzer.AnalyzeArguments(result)
 	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && (p.Pins == nil || c.Method != "tools/list") &&
-		(c.Method != "tools/list" || !r.set.Acts(ctxapi.PhaseList)) {
+		(c.Method != "tools/list" || !r.set.Acts(ctxapi.PhaseList)) && listShaped(result, key) {
 		// clean, and nothing else reads it: no need to decode the entries
 		r.rec.stage(vocab.StageOutputRules, stage)
 		r.rec.setFindings(rep)
@@ -197,6 +197,18 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 		return r.blockChannel(c.Method, nil)
 	}
 	return Reply{Result: b, Hidden: hidden}
+}
+
+// listShaped reports whether result is a JSON object whose key member is an array
+// (or absent): only such a listing may pass undecoded; any other goes on to be
+// decoded, and is undecodable (docs/decisions.md#fail-modes).
+func listShaped(result json.RawMessage, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil || m == nil {
+		return false
+	}
+	v := strings.TrimSpace(string(m[key]))
+	return v == "" || v == "null" || v[0] == '['
 }
 
 // entryName is what an entry of a method's listing is asked for by: a tool's or
