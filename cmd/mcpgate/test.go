@@ -39,6 +39,55 @@ type testResult struct {
 	DurationMS float64 `json:"duration_ms"`
 	// Line and Column locate an error in File (text output only).
 	Line, Column int `json:"-"`
+	// PolicyErrors are the policy faults (a runtime error, a timeout, a limit) that
+	// rejected a call during a test that did not pass: "file:line:col: class (reason)".
+	PolicyErrors []string `json:"policy_errors,omitempty"`
+}
+
+// policyFaults is a slog.Handler that keeps the pipeline's "policy error" records of
+// the running test, and passes every record on to next.
+type policyFaults struct {
+	next   slog.Handler
+	faults *[]string
+}
+
+func (h policyFaults) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.next.Enabled(ctx, l)
+}
+
+func (h policyFaults) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && strings.HasPrefix(r.Message, "policy error") {
+		var file, class, reason string
+		var line, col int64
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "policy":
+				file = a.Value.String()
+			case "error_class":
+				class = a.Value.String()
+			case "reason":
+				reason = a.Value.String()
+			case "line":
+				line = a.Value.Int64()
+			case "column":
+				col = a.Value.Int64()
+			}
+			return true
+		})
+		*h.faults = append(*h.faults, fmt.Sprintf("%s:%d:%d: %s (%s)", file, line, col, class, reason))
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h policyFaults) WithAttrs(as []slog.Attr) slog.Handler {
+	return policyFaults{next: h.next.WithAttrs(as), faults: h.faults}
+}
+
+func (h policyFaults) WithGroup(name string) slog.Handler {
+	return policyFaults{next: h.next.WithGroup(name), faults: h.faults}
 }
 
 type testFlags struct {
@@ -84,7 +133,8 @@ reason, policy, result, params, error, dropped, hidden}: hidden names the tools 
 listing withheld from the caller (docs/channels.md).
 
 Output: one line per test (PASS, FAIL with the message, ERROR with file:line:col),
-then "N passed, N failed". Exit status: 0 all passed, 2 a test failed or raised an
+then "N passed, N failed". Under a test that did not pass, "policy error during the
+test: FILE:LINE:COL: CLASS (reason)" names a policy that crashed during its calls. Exit status: 0 all passed, 2 a test failed or raised an
 error, 1 a policy or test file does not load (syntax error with file:line:col).
 
 Example:
@@ -119,10 +169,12 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 			return fmt.Errorf("--run: %w", err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var next slog.Handler = slog.DiscardHandler
 	if f.verbose {
-		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		next = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
+	var faults []string
+	log := slog.New(policyFaults{next: next, faults: &faults})
 	files, err := loadTestFiles(dir)
 	if err != nil {
 		return err
@@ -153,11 +205,16 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 				continue
 			}
 			start := time.Now()
+			faults = faults[:0]
 			res := g.RunTest(ctx, tf, name, runner.Host())
-			results = append(results, testResult{
+			tr := testResult{
 				File: tf.Name, Name: name, Outcome: res.Outcome, Message: res.Message,
 				DurationMS: float64(time.Since(start).Microseconds()) / 1000, Line: res.Line, Column: res.Column,
-			})
+			}
+			if res.Outcome != gate.TestPass && len(faults) > 0 {
+				tr.PolicyErrors = append([]string(nil), faults...)
+			}
+			results = append(results, tr)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -209,6 +266,9 @@ func writeTestLine(w io.Writer, r testResult, verbose bool) {
 		if !strings.Contains(line, " ms)") {
 			line += fmt.Sprintf(" (%.1f ms)", r.DurationMS)
 		}
+	}
+	for _, pe := range r.PolicyErrors {
+		line += "\npolicy error during the test: " + pe
 	}
 	fmt.Fprintln(w, strings.ReplaceAll(line, "\n", "\n      "))
 }

@@ -113,3 +113,36 @@ func TestShippedPolicyTests(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyTestNamesPolicyErrors: a policy that crashes during a test's
+// mcpgate.call is named with its file:line:col and error class under the failing
+// test, without -v; a passing test prints none, and the JSON carries the same list.
+func TestPolicyTestNamesPolicyErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.js", "if (ctx.phase === \"post\") { console.log(ctx.tool); }\n")
+	write("a_test.js", `function call() { return mcpgate.call({ tool: "t", params: {}, result: { content: [{ type: "text", text: "ok" }] } }); }
+function test_expects_pass() { mcpgate.assertEqual(call().action, "pass"); }
+function test_expects_block() { mcpgate.assertEqual(call().action, "block"); }
+`)
+	out, _, code := runCLI(t, "test", dir)
+	if code != exitTestFailed {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitTestFailed, out)
+	}
+	want := "+ \"pass\"\n      policy error during the test: a.js:1:29: ReferenceError (policy_throw)\nPASS  a_test.js: test_expects_block\n"
+	if !strings.Contains(out, want) || strings.Count(out, "policy error") != 1 {
+		t.Fatalf("output lacks %q once:\n%s", want, out)
+	}
+	out, _, _ = runCLI(t, "test", "--format", "json", dir)
+	var rs []testResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 2 {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if got := rs[0].PolicyErrors; len(got) != 1 || got[0] != "a.js:1:29: ReferenceError (policy_throw)" || rs[1].PolicyErrors != nil {
+		t.Fatalf("policy_errors: %q, %q", got, rs[1].PolicyErrors)
+	}
+}
