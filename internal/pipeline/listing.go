@@ -76,7 +76,7 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 			r.rec.escalate(vocab.Block)
 			r.rec.outputChanged()
 			b, _ := jsonrpc.Marshal(map[string]any{key: []any{}})
-			return Reply{Result: b}
+			return Reply{Result: b, HiddenAll: &Hidden{EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonUndecodableResult}}
 		}
 		return Reply{Original: resp.Raw}
 	}

@@ -143,6 +143,9 @@ type Reply struct {
 	Params json.RawMessage
 	// Hidden are the listing entries withheld from this caller (tools/list).
 	Hidden []Hidden
+	// HiddenAll, when set, withholds every entry, named or not: the listing could not
+	// be read and --fail-mode closed listed nothing (docs/channels.md#hidden).
+	HiddenAll *Hidden
 }
 
 // noPolicies is the set a Pipeline without a Gate runs on: it has no policies.

@@ -14,21 +14,23 @@ import (
 // tools the last filtered tools/list withheld (by the output rules, a list policy or
 // tool pinning), so that a call to one is rejected (docs/channels.md#hidden).
 type visibility struct {
-	mu     sync.Mutex
-	hidden map[string]pipeline.Hidden // the last whole listing's, and stray pages'
-	next   map[string]pipeline.Hidden // the listing in progress, from its first page
-	known  bool                       // a whole filtered listing has been seen since the last list_changed
+	mu      sync.Mutex
+	hidden  map[string]pipeline.Hidden // the last whole listing's, and stray pages'
+	next    map[string]pipeline.Hidden // the listing in progress, from its first page
+	known   bool                       // a whole filtered listing has been seen since the last list_changed
+	all     *pipeline.Hidden           // a page of the last listing could not be read: everything is withheld
+	nextAll *pipeline.Hidden
 }
 
 // listed takes one filtered listing page: the first page (no cursor) starts a new
 // listing, which replaces what is withheld only once its last page (no nextCursor)
 // is in, so that listing page 1 again never forgets a tool page 2 withheld. A page
 // of a listing not seen to start only adds to what is withheld.
-func (v *visibility) listed(first, last bool, hidden []pipeline.Hidden) {
+func (v *visibility) listed(first, last bool, hidden []pipeline.Hidden, all *pipeline.Hidden) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if first {
-		v.next = map[string]pipeline.Hidden{}
+		v.next, v.nextAll = map[string]pipeline.Hidden{}, nil
 	}
 	if v.next == nil {
 		if v.hidden == nil {
@@ -37,13 +39,20 @@ func (v *visibility) listed(first, last bool, hidden []pipeline.Hidden) {
 		for _, h := range hidden {
 			v.hidden[h.Tool] = h
 		}
+		if all != nil {
+			v.all = all
+		}
 		return
 	}
 	for _, h := range hidden {
 		v.next[h.Tool] = h
 	}
+	if all != nil {
+		v.nextAll = all
+	}
 	if last {
 		v.hidden, v.next, v.known = v.next, nil, true
+		v.all, v.nextAll = v.nextAll, nil
 	}
 }
 
@@ -61,6 +70,13 @@ func (v *visibility) lookup(tool string) (h *pipeline.Hidden, known bool) {
 	}
 	if x, ok := v.next[tool]; ok {
 		return &x, v.known
+	}
+	for _, a := range []*pipeline.Hidden{v.all, v.nextAll} {
+		if a != nil {
+			x := *a
+			x.Tool = tool
+			return &x, v.known
+		}
 	}
 	return nil, v.known
 }
@@ -168,7 +184,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 						hidden[i] = h
 					}
 				}
-				v.listed(firstPage(ch.Params), lastPage(msg.Result), hidden)
+				v.listed(firstPage(ch.Params), lastPage(msg.Result), hidden, reply.HiddenAll)
 			}
 		}
 		return responseMessage(msg, reply)

@@ -328,3 +328,39 @@ func TestRelayChannelMembersExact(t *testing.T) {
 		t.Fatalf("notifications/message: %s", got)
 	}
 }
+
+// TestRelayClosedUnreadableListingHidesAll: with --fail-mode closed, a tools listing
+// that cannot be read lists nothing, and every tool stays withheld: a call to one the
+// caller learned elsewhere is rejected, not sent.
+func TestRelayClosedUnreadableListingHidesAll(t *testing.T) {
+	h := newHarness(t, 0, func(o *Options) { o.Pipeline.FailClosed = true })
+	go func() {
+		for range h.recs.ch {
+		}
+	}()
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":{"evil":{"name":"evil"}}}}`
+	if got := h.clientGets(); !strings.Contains(got, `{"tools":[]}`) {
+		t.Fatalf("tools/list: %s", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"evil","arguments":{}}}`)
+	// no access tags could be read from that listing: the gateway lists the tools itself
+	m, err := jsonrpc.Parse([]byte(h.upstreamGets()))
+	if err != nil || m.Method != "tools/list" {
+		t.Fatalf("the gateway's own listing: %v %+v", err, m)
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":{"evil":{"name":"evil"}}}}`
+	if got := h.clientGets(); !strings.Contains(got, "the tool is not listed for this caller") {
+		t.Fatalf("tools/call: %s", got)
+	}
+	// a readable listing afterwards lists and allows again
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"evil","inputSchema":{"type":"object"}}]}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"evil","arguments":{}}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"evil"`) {
+		t.Fatalf("upstream got %s", got)
+	}
+}

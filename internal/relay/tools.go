@@ -133,7 +133,7 @@ func (x *toolIndex) fetch(ctx context.Context) {
 			raw, _ := jsonrpc.Marshal(params)
 			reply := x.s.opts.Pipeline.Response(ctx, pipeline.Channel{Method: "tools/list", Params: raw,
 				User: x.s.opts.User, ClientInfo: x.s.clientInfo(), Server: x.s.opts.Server, Internal: true}, resp)
-			x.s.vis.listed(cursor == "", lastPage(resp.Result), reply.Hidden)
+			x.s.vis.listed(cursor == "", lastPage(resp.Result), reply.Hidden, reply.HiddenAll)
 		}
 		var p toolsPage
 		_ = json.Unmarshal(resp.Result, &p)
