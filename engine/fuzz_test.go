@@ -55,6 +55,16 @@ func FuzzAnalyze(f *testing.F) {
 		if utf8.ValidString(s) && !utf8.ValidString(out) {
 			t.Fatalf("Redact broke UTF-8: %q", out)
 		}
+		for _, st := range []Strategy{StrategyRedact, StrategyMask, StrategyHash} {
+			want, n := a.Redact(s, st, nil)
+			got, m := a.AppendRedact([]byte("prefix"), s, st, nil)
+			if n == 0 {
+				want = "" // nothing appended
+			}
+			if string(got) != "prefix"+want || m != n {
+				t.Fatalf("AppendRedact(%q, %s) = %q, %d; Redact gives %q, %d", s, st, got, m, want, n)
+			}
+		}
 	})
 }
 

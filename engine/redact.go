@@ -34,29 +34,62 @@ func (a *Analyzer) Redact(s string, strategy Strategy, kinds []string) (string, 
 	}
 	st := a.getState()
 	defer putState(st)
-	st.k.collect = true
-	st.k.matches = st.k.matches[:0]
-	scanText(&st.k, s, true, false)
-	if len(st.k.matches) == 0 {
+	ms := redactMatches(st, s, kinds)
+	if len(ms) == 0 {
 		return s, 0
 	}
 	var b strings.Builder
 	b.Grow(len(s) + 16)
-	last, count := 0, 0
-	for _, m := range sortMatches(st.k.matches) {
+	last := 0
+	for _, m := range ms {
+		b.WriteString(s[last:m.start])
+		var buf [64]byte
+		b.Write(appendReplacement(buf[:0], s[m.start:m.end], m.entity, strategy))
+		last = m.end
+	}
+	b.WriteString(s[last:])
+	return b.String(), len(ms)
+}
+
+// AppendRedact appends to dst the text Redact(s, strategy, kinds) returns, and the
+// number of replacements; with none, dst comes back as it was (s is not appended).
+// It saves the copy of the new text when the caller builds a larger buffer (a JSON
+// document) around it.
+func (a *Analyzer) AppendRedact(dst []byte, s string, strategy Strategy, kinds []string) ([]byte, int) {
+	if len(s) == 0 {
+		return dst, 0
+	}
+	st := a.getState()
+	defer putState(st)
+	ms := redactMatches(st, s, kinds)
+	if len(ms) == 0 {
+		return dst, 0
+	}
+	last := 0
+	for _, m := range ms {
+		dst = append(dst, s[last:m.start]...)
+		dst = appendReplacement(dst, s[m.start:m.end], m.entity, strategy)
+		last = m.end
+	}
+	return append(dst, s[last:]...), len(ms)
+}
+
+// redactMatches scans s and returns the matches Redact replaces, in order: wanted by
+// kinds, none overlapping an earlier one. The slice lives in st.
+func redactMatches(st *state, s string, kinds []string) []match {
+	st.k.collect = true
+	st.k.matches = st.k.matches[:0]
+	scanText(&st.k, s, true, false)
+	ms := sortMatches(st.k.matches)
+	keep, last := ms[:0], 0
+	for _, m := range ms {
 		if m.start < last || !wanted(m, kinds) {
 			continue // overlaps an earlier replacement, or not asked for
 		}
-		b.WriteString(s[last:m.start])
-		writeReplacement(&b, s[m.start:m.end], m.entity, strategy)
+		keep = append(keep, m)
 		last = m.end
-		count++
 	}
-	if count == 0 {
-		return s, 0
-	}
-	b.WriteString(s[last:])
-	return b.String(), count
+	return keep
 }
 
 // sortMatches orders matches by start, longer first on ties.
@@ -82,7 +115,7 @@ func wanted(m match, kinds []string) bool {
 	return false
 }
 
-func writeReplacement(b *strings.Builder, v, entity string, strategy Strategy) {
+func appendReplacement(b []byte, v, entity string, strategy Strategy) []byte {
 	switch strategy {
 	case StrategyMask:
 		n := utf8.RuneCountInString(v)
@@ -94,21 +127,21 @@ func writeReplacement(b *strings.Builder, v, entity string, strategy Strategy) {
 		for k := 0; k < n-keep; k++ {
 			_, sz := utf8.DecodeRuneInString(v[i:])
 			i += sz
-			b.WriteByte('*')
+			b = append(b, '*')
 		}
-		b.WriteString(v[i:])
+		return append(b, v[i:]...)
 	case StrategyHash:
 		sum := sha256.Sum256([]byte(v))
 		var h [8]byte
 		hex.Encode(h[:], sum[:4])
-		b.WriteString("[HASH:")
-		b.WriteString(strings.ToUpper(entity))
-		b.WriteByte(':')
-		b.Write(h[:])
-		b.WriteByte(']')
+		b = append(b, "[HASH:"...)
+		b = append(b, strings.ToUpper(entity)...)
+		b = append(b, ':')
+		b = append(b, h[:]...)
+		return append(b, ']')
 	default:
-		b.WriteString("[REDACTED:")
-		b.WriteString(strings.ToUpper(entity))
-		b.WriteByte(']')
+		b = append(b, "[REDACTED:"...)
+		b = append(b, strings.ToUpper(entity)...)
+		return append(b, ']')
 	}
 }
