@@ -43,6 +43,9 @@ func FuzzAppendJSONString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := appendJSONString(nil, s)
+		if b := appendJSONString(nil, []byte(s)); string(b) != string(out) {
+			t.Fatalf("%q: the []byte form gives %q, the string form %q", s, b, out)
+		}
 		var back string
 		if err := json.Unmarshal(out, &back); err != nil {
 			t.Fatalf("%q gave invalid JSON %q: %v", s, out, err)

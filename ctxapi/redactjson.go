@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
@@ -22,17 +23,39 @@ var ContentSkipKeys = map[string]bool{"type": true, "mimeType": true, "data": tr
 // changed) and the total count. Array elements have the key "". It never decodes the
 // document into Go values, so unchanged input costs one pass and no allocation.
 func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, int)) ([]byte, int, error) {
+	return RewriteStringsAppend(raw, skip, func(dst []byte, s string) ([]byte, int) {
+		ns, k := fn(s)
+		if k == 0 || ns == s {
+			return dst, 0
+		}
+		return append(dst, ns...), k
+	})
+}
+
+// RewriteStringsAppend is RewriteStrings for an fn that appends the new text of s to
+// dst (a buffer RewriteStringsAppend keeps and reuses) and returns it with the number
+// of replacements; 0, or text equal to s, leaves s as it was. The new text is quoted
+// into the output before fn is called again.
+func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, s string) ([]byte, int)) ([]byte, int, error) {
 	type frame struct {
 		obj       bool
 		expectKey bool
 		key       string
 	}
 	var (
-		stack []frame
-		out   []byte // nil until the first change
-		last  int    // raw[last:] not yet copied into out
-		total int
+		stack   []frame
+		out     []byte // nil until the first change
+		scratch []byte // fn's buffer, from scratchPool once a string is handed to fn
+		last    int    // raw[last:] not yet copied into out
+		total   int
 	)
+	defer func() {
+		if cap(scratch) > 0 && cap(scratch) <= maxScratch {
+			scratch = scratch[:0]
+			clear(scratch[:cap(scratch)]) // no call's text waits in the pool
+			scratchPool.Put(&scratch)
+		}
+	}()
 	i := 0
 	n := len(raw)
 	for i < n {
@@ -82,8 +105,12 @@ func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, i
 			if skip[key] {
 				continue
 			}
-			ns, k := fn(s)
-			if k == 0 || ns == s {
+			if scratch == nil {
+				scratch = *scratchPool.Get().(*[]byte)
+			}
+			ns, k := fn(scratch[:0], s)
+			scratch = ns
+			if k == 0 || string(ns) == s {
 				continue
 			}
 			total += k
@@ -114,18 +141,24 @@ func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, i
 	return append(out, raw[last:]...), total, nil
 }
 
+// scratchPool holds the buffers RewriteStringsAppend hands to fn, so that a redaction
+// does not allocate its new text each time; buffers past maxScratch are dropped.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxScratch = 256 << 10
+
 // scanString returns the offset just past the closing quote of the string starting at
 // raw[i], and whether it holds an escape; -1 when unterminated.
 func scanString(raw []byte, i int) (int, bool) { return jsonscan.String(raw, i) }
 
 // appendJSONString appends s as a JSON string without HTML escaping; runs of bytes
 // that need no escape are copied at once.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plain8(s[i:i+8]) {
+		if i+8 <= len(s) && plain8(string(s[i:i+8])) { // no allocation: 8 bytes, not kept
 			i += 8
 			continue
 		}
@@ -152,7 +185,7 @@ func appendJSONString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		switch {
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)

@@ -176,8 +176,8 @@ func (v *vm) redactSlot(c *callState, s *slot, skip map[string]bool, strategy en
 		return 0
 	}
 	if !s.mat {
-		out, n, err := ctxapi.RewriteStrings(s.raw, skip, func(str string) (string, int) {
-			return c.set.analyzer.Redact(str, strategy, kinds)
+		out, n, err := ctxapi.RewriteStringsAppend(s.raw, skip, func(dst []byte, str string) ([]byte, int) {
+			return c.set.analyzer.AppendRedact(dst, str, strategy, kinds)
 		})
 		if err != nil {
 			v.throwType("ctx value is not valid JSON")
