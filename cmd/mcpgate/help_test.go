@@ -59,3 +59,24 @@ func TestPinsListSaysWhenThereIsNoFile(t *testing.T) {
 		t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
 	}
 }
+
+// TestPinsResetNoMatchFails: resetting a server or tool with no pin is an error (exit 1),
+// as the help says, so a mistyped name does not pass for success; resetting all is not.
+func TestPinsResetNoMatchFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pins.json")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"fs"}, exitError, `no pin matches server "fs"`},
+		{[]string{"fs", "read_file"}, exitError, `no pin matches server "fs" tool "read_file"`},
+		{nil, 0, ""},
+	} {
+		var out, errb bytes.Buffer
+		argv := append([]string{"pins", "reset", "--file", path}, tc.args...)
+		if code := run(context.Background(), argv, nil, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.want) {
+			t.Fatalf("%q: exit %d (want %d), stderr %q (want %q)", tc.args, code, tc.code, errb.String(), tc.want)
+		}
+	}
+}

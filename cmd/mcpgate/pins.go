@@ -124,6 +124,13 @@ Exit status: 0 on success, 1 on a usage or I/O error or when no pin matches.`,
 			if err != nil {
 				return err
 			}
+			if n == 0 && !all { // a mistyped name must not look like success
+				what := fmt.Sprintf("server %q", server)
+				if tool != "" {
+					what += fmt.Sprintf(" tool %q", tool)
+				}
+				return fmt.Errorf("pins reset: no pin matches %s (see mcpgate pins list)", what)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d pins removed\n", n)
 			return nil
 		},
