@@ -80,3 +80,17 @@ func TestPinsResetNoMatchFails(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildVersion: -ldflags wins; without it the version comes from the build info
+// ("dev", with the VCS revision when the toolchain embedded one) and is never empty.
+func TestBuildVersion(t *testing.T) {
+	defer func(v string) { version = v }(version)
+	version = "v1.2.3"
+	if got := buildVersion(); got != "v1.2.3" {
+		t.Fatalf("with -X main.version: %q", got)
+	}
+	version = ""
+	if got := buildVersion(); !strings.HasPrefix(got, "dev") && !strings.HasPrefix(got, "v") {
+		t.Fatalf("without -X main.version: %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -28,8 +29,42 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=…"; without it,
+// buildVersion reads the module version or VCS revision the Go toolchain embedded.
+var version = ""
+
+// buildVersion returns version, else what debug.ReadBuildInfo knows: the module's
+// version (go install …@vX) or "dev" with the VCS revision and a "+dirty" mark.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return "dev"
+	}
+	return "dev (" + rev + dirty + ")"
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -69,7 +104,7 @@ Start with:
   mcpgate demo                                   see every decision on a built-in sample
   mcpgate gateway run --filter-output -- CMD ... put mcpgate in front of an MCP server
   mcpgate check FILE                             analyse a text or a CallToolResult`,
-		Version:       version,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
