@@ -308,11 +308,14 @@ func TestChannelsPoisonedListing(t *testing.T) {
 				t.Errorf("call to the withheld tool: %q", text)
 			}
 			var listing map[string]any
-			for _, r := range log.allRecords() {
-				if r["method"] == "tools/list" {
-					listing = r
+			testwait.Within(testwait.Timeout, func() bool { // the record is written after the response
+				for _, r := range log.allRecords() {
+					if r["method"] == "tools/list" {
+						listing = r
+					}
 				}
-			}
+				return listing != nil
+			})
 			if listing == nil || m == nil || listing["event_id"] != m[3] || listing["action_taken"] != "block" {
 				t.Errorf("the rejection cites %v, the listing record is %v", m, listing)
 			}
