@@ -70,6 +70,9 @@ type Hidden struct {
 const (
 	HiddenByFilter = "output-filter"
 	HiddenByPin    = "tool-pinning"
+	// HiddenByUnreadListing withholds every tool while no listing could be read to
+	// tell which are withheld; such a Hidden has no EventID (the call's own is cited).
+	HiddenByUnreadListing = "tool-listing"
 )
 
 // blockedRequestCode is the JSON-RPC error code a blocked server-to-client request is

@@ -590,12 +590,16 @@ func rejectionMessage(rej *gate.Rejection) string {
 // hidden rejects a call to a tool withheld from the caller's listing, citing the
 // record of that listing (docs/channels.md#hidden).
 func (r *run) hidden(h *Hidden) Reply {
-	r.rec.setReason(vocab.ReasonToolHidden)
+	reason, why, cite := vocab.ReasonToolHidden, "the tool is not listed for this caller", h.EventID
+	if h.Reason == vocab.ReasonListingUnavailable {
+		reason, why, cite = vocab.ReasonListingUnavailable, "no tools listing could be read to tell whether the tool is withheld from this caller", r.rec.eventID()
+	}
+	r.rec.setReason(reason)
 	r.rec.setPolicy(h.Policy)
 	r.rec.setOutcome(vocab.OutcomeRejected)
 	r.rec.guardrail(h.Policy)
 	r.rec.escalate(vocab.Block)
-	return Reply{Result: errorResult(rejectText(h.Policy, "the tool is not listed for this caller", h.EventID))}
+	return Reply{Result: errorResult(rejectText(h.Policy, why, cite))}
 }
 
 // policyError tells the operator about a policy fault (a runtime error, a limit, a

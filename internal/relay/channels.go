@@ -8,6 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // visibility is what this session's caller may see of the upstream's tools: the
@@ -104,9 +105,21 @@ func (s *Session) hiddenTool(ctx context.Context, tool string) *pipeline.Hidden 
 	h, known := s.vis.lookup(tool)
 	if !known {
 		s.tools.fetch(ctx)
-		h, _ = s.vis.lookup(tool)
+		h, known = s.vis.lookup(tool)
+	}
+	if h == nil && !known && s.unreadListingRejects() {
+		return &pipeline.Hidden{Tool: tool, Policy: pipeline.HiddenByUnreadListing, Reason: vocab.ReasonListingUnavailable}
 	}
 	return h
+}
+
+// unreadListingRejects reports whether a call is rejected when no tools listing could
+// be read to tell whether the tool is withheld (docs/channels.md#hidden): always when
+// a list policy or blocking pins would decide (a policy that cannot run rejects), and
+// under --fail-mode closed when only the output filter would.
+func (s *Session) unreadListingRejects() bool {
+	p := s.opts.Pipeline
+	return p.FailClosed || (p.Pins != nil && p.PinBlock) || (p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList))
 }
 
 // hiddenEntry answers a prompts/get or resources/read of a prompt or resource this

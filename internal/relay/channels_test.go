@@ -364,3 +364,43 @@ func TestRelayClosedUnreadableListingHidesAll(t *testing.T) {
 		t.Fatalf("upstream got %s", got)
 	}
 }
+
+// TestRelayUnreadListingRejects: when the gateway's own tools listing fails, a call is
+// not let through unchecked where a list policy or --fail-mode closed would decide;
+// with the output filter alone and --fail-mode open it goes through.
+func TestRelayUnreadListingRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		failClosed bool
+		rejected   bool
+	}{
+		{"closed", true, true},
+		{"open", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 0, func(o *Options) { o.Pipeline.FailClosed = tc.failClosed })
+			go func() {
+				for range h.recs.ch {
+				}
+			}()
+			h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"evil","arguments":{}}}`)
+			// the gateway lists twice (access tags, then what is withheld); both fail
+			for range 2 {
+				m, err := jsonrpc.Parse([]byte(h.upstreamGets()))
+				if err != nil || m.Method != "tools/list" {
+					t.Fatalf("the gateway's own listing: %v %+v", err, m)
+				}
+				h.up.lines <- `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"no"}}`
+			}
+			if !tc.rejected {
+				if got := h.upstreamGets(); !strings.Contains(got, `"method":"tools/call"`) {
+					t.Fatalf("upstream got %s, want the call", got)
+				}
+				return
+			}
+			if got := h.clientGets(); !strings.Contains(got, "call rejected by policy tool-listing: no tools listing could be read") {
+				t.Fatalf("client got %s", got)
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ const (
 
 	// Channels other than tools/call (docs/channels.md).
 	ReasonToolHidden            Reason = "tool_hidden"             // a tools/call to a tool withheld from the caller's listing
+	ReasonListingUnavailable    Reason = "listing_unavailable"     // a tools/call rejected because no tools listing could be read to tell whether the tool is withheld
 	ReasonEntryHidden           Reason = "entry_hidden"            // a prompts/get or resources/read of a prompt or resource withheld from the caller's listing
 	ReasonPolicyHidden          Reason = "policy_hidden"           // a list policy removed the tool from the listing
 	ReasonToolDefinitionChanged Reason = "tool_definition_changed" // the tool differs from its pin and pins block
@@ -39,7 +40,7 @@ var Reasons = []Reason{
 	ReasonPolicyThrow, ReasonPolicyTimeout, ReasonPolicyStackLimit, ReasonPolicyMemoryLimit,
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
-	ReasonToolHidden, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged,
+	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged,
 }
 
 // Error returns the code, so that a Reason can be the target of errors.Is.
