@@ -145,28 +145,31 @@ func runWorkload(g *Gate) (pre, post Result) {
 
 // sideBySide times the runtime-per-call baseline (runtimePerCall, on the classic
 // plain-JS examples) and the gate in alternating rounds, so that load from other
-// processes falls on both alike, and returns the time per call of each.
-func sideBySide(tb testing.TB, g *Gate) (base, gate time.Duration) {
+// processes falls on both alike, and returns the wall and CPU time per call of each
+// (CPU time is 0 where processCPU cannot read it).
+func sideBySide(tb testing.TB, g *Gate) (base, gate, baseCPU, gateCPU time.Duration) {
 	srcs := classicSources(tb)
 	p, c := runtimePerCall(srcs) // warm up, and check the baseline's result
 	if err := checkWorkload(p, c); err != nil {
 		tb.Fatalf("baseline: %v", err)
 	}
 	const rounds, baseCalls, gateCalls = 20, 5, 100
-	var b, gt time.Duration
+	var b, gt, bc, gc time.Duration
 	for r := 0; r < rounds; r++ {
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		for i := 0; i < baseCalls; i++ {
 			runtimePerCall(srcs)
 		}
 		b += time.Since(start)
-		start = time.Now()
+		bc += processCPU() - cpu
+		start, cpu = time.Now(), processCPU()
 		for i := 0; i < gateCalls; i++ {
 			runWorkload(g)
 		}
 		gt += time.Since(start)
+		gc += processCPU() - cpu
 	}
-	return b / (rounds * baseCalls), gt / (rounds * gateCalls)
+	return b / (rounds * baseCalls), gt / (rounds * gateCalls), bc / (rounds * baseCalls), gc / (rounds * gateCalls)
 }
 
 func benchWorkload(b *testing.B, files map[string]string) {
@@ -178,16 +181,25 @@ func benchWorkload(b *testing.B, files map[string]string) {
 	if err := checkWorkload(pre.Params, post.Content); err != nil {
 		b.Fatal(err)
 	}
-	base, gate := sideBySide(b, g)
+	base, gate, baseCPU, gateCPU := sideBySide(b, g)
 	b.SetBytes(int64(len(workloadText)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0, n := processCPU(), 0
 	for b.Loop() {
 		runWorkload(g)
+		n++
+	}
+	if cpu := processCPU() - cpu0; cpu > 0 && n > 0 {
+		// CPU per call (GC included) varies less than wall time on a shared machine
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/call")
 	}
 	b.ReportMetric(float64(base.Nanoseconds()), "baseline-ns/call")
 	b.ReportMetric(float64(gate.Nanoseconds()), "gate-ns/call")
 	b.ReportMetric(float64(base)/float64(gate), "x-faster")
+	if baseCPU > 0 && gateCPU > 0 {
+		b.ReportMetric(float64(baseCPU)/float64(gateCPU), "x-faster-cpu")
+	}
 }
 
 // BenchmarkGateWorkload runs the workload with idiomatic policies, with the classic
