@@ -84,7 +84,7 @@ func BenchmarkSQLiteQuery1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	db.batch = 20_000
+	db.batch.size = 20_000
 	actions := []vocab.Action{vocab.Pass, vocab.Pass, vocab.Pass, vocab.Pass, vocab.Warn, vocab.Redact, vocab.Mask, vocab.Block}
 	for i := range total {
 		r := rec(i, actions[i%len(actions)], "tool_"+strconv.Itoa(i%50))

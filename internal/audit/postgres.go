@@ -49,9 +49,8 @@ const pgLockID = 0x6d63706761746500
 // batches like SQLite (DefaultBatch rows per transaction, the rest on Flush); as a
 // Store it answers Query and Count newest first.
 type Postgres struct {
-	db      *sql.DB
-	pending [][]any // queued rows: ts, event_id, action_taken, tool, blocked, replica, record
-	batch   int
+	db    *sql.DB
+	batch batch // queued rows: ts, event_id, action_taken, tool, blocked, replica, record
 }
 
 // OpenPostgres connects to dsn, applies the migrations, and returns the store for
@@ -65,7 +64,8 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 		db.Close()
 		return nil, fmt.Errorf("audit: migrate %s: %w", redactDSN(dsn), err)
 	}
-	return &Postgres{db: db, batch: DefaultBatch}, nil
+	return &Postgres{db: db, batch: batch{db: db, size: DefaultBatch, timeout: 30 * time.Second,
+		insert: `INSERT INTO mcpgate_records (ts, event_id, action_taken, tool, blocked, replica, record) VALUES ($1, $2, $3, $4, $5, $6, $7)`}}, nil
 }
 
 // OpenPostgresReader connects to a store a gateway created, for `mcpgate audit`.
@@ -159,49 +159,12 @@ func (s *Postgres) Write(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("audit: encode record: %w", err)
 	}
-	s.pending = append(s.pending, []any{r.TS, r.EventID, string(r.ActionTaken), r.Tool, r.Blocked, r.Replica, string(b)})
-	if len(s.pending) >= s.batch {
-		return s.Flush()
-	}
-	return nil
+	return s.batch.add(r.TS, r.EventID, string(r.ActionTaken), r.Tool, r.Blocked, r.Replica, string(b))
 }
 
 // Flush commits the queued records in one transaction. On failure the batch is
 // dropped and a *BatchError says how many records were lost.
-func (s *Postgres) Flush() error {
-	if len(s.pending) == 0 {
-		return nil
-	}
-	rows := s.pending
-	s.pending = s.pending[:0]
-	if err := s.insert(rows); err != nil {
-		return &BatchError{N: len(rows), Err: err}
-	}
-	return nil
-}
-
-func (s *Postgres) insert(rows [][]any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO mcpgate_records (ts, event_id, action_taken, tool, blocked, replica, record) VALUES ($1, $2, $3, $4, $5, $6, $7)`)
-	if err != nil {
-		tx.Rollback()
-		return err
-	}
-	for _, row := range rows {
-		if _, err := st.ExecContext(ctx, row...); err != nil {
-			st.Close()
-			tx.Rollback()
-			return err
-		}
-	}
-	st.Close()
-	return tx.Commit()
-}
+func (s *Postgres) Flush() error { return s.batch.flush() }
 
 // Close commits what is queued and closes the connections.
 func (s *Postgres) Close() error {

@@ -48,10 +48,9 @@ const DefaultBatch = 512
 // Write and Flush are called from one goroutine; Query and Count are safe alongside
 // them (WAL mode lets readers run while a batch commits).
 type SQLite struct {
-	db      *sql.DB
-	path    string
-	pending [][]any // queued rows: ts, event_id, action_taken, tool, blocked, record
-	batch   int
+	db    *sql.DB
+	path  string
+	batch batch // queued rows: ts, event_id, action_taken, tool, blocked, record
 }
 
 // OpenSQLite opens (creating if needed) the store at path for writing and reading.
@@ -71,7 +70,8 @@ func OpenSQLite(path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
-	return &SQLite{db: db, path: path, batch: DefaultBatch}, nil
+	return &SQLite{db: db, path: path, batch: batch{db: db, size: DefaultBatch,
+		insert: `INSERT INTO records (ts, event_id, action_taken, tool, blocked, record) VALUES (?, ?, ?, ?, ?, ?)`}}, nil
 }
 
 // OpenSQLiteReader opens an existing store read-only, for `mcpgate audit`.
@@ -115,47 +115,12 @@ func (s *SQLite) Write(r *Record) error {
 	if r.Blocked {
 		blocked = 1
 	}
-	s.pending = append(s.pending, []any{r.TS, r.EventID, string(r.ActionTaken), r.Tool, blocked, string(b)})
-	if len(s.pending) >= s.batch {
-		return s.Flush()
-	}
-	return nil
+	return s.batch.add(r.TS, r.EventID, string(r.ActionTaken), r.Tool, blocked, string(b))
 }
 
 // Flush commits the queued records in one transaction. On failure the batch is
 // dropped and a *BatchError says how many records were lost.
-func (s *SQLite) Flush() error {
-	if len(s.pending) == 0 {
-		return nil
-	}
-	rows := s.pending
-	s.pending = s.pending[:0]
-	if err := s.insert(rows); err != nil {
-		return &BatchError{N: len(rows), Err: err}
-	}
-	return nil
-}
-
-func (s *SQLite) insert(rows [][]any) error {
-	tx, err := s.db.Begin()
-	if err != nil {
-		return err
-	}
-	st, err := tx.Prepare(`INSERT INTO records (ts, event_id, action_taken, tool, blocked, record) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		tx.Rollback()
-		return err
-	}
-	for _, row := range rows {
-		if _, err := st.Exec(row...); err != nil {
-			st.Close()
-			tx.Rollback()
-			return err
-		}
-	}
-	st.Close()
-	return tx.Commit()
-}
+func (s *SQLite) Flush() error { return s.batch.flush() }
 
 // Close commits what is queued and closes the database.
 func (s *SQLite) Close() error {
