@@ -198,6 +198,8 @@ func (r *jsonReader) str() (string, bool) {
 // unescape decodes the body of a JSON string that holds escapes (no control
 // characters, no surrogate escapes: fromJSON checked); ok is false for anything else
 // (invalid UTF-8, which encoding/json replaces with U+FFFD, or a malformed escape).
+// engine's appendUnquoted is its twin for the scanner: it turns lone surrogates into
+// U+FFFD, which a JS string must keep exact, so here the slow path decides them.
 func unescape(s string) (string, bool) {
 	if !utf8.ValidString(s) {
 		return "", false
