@@ -301,7 +301,8 @@ func TestSupervisorLogsExitStatus(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
+// syncBuffer is a bytes.Buffer a logger or the stderr relay can write on another
+// goroutine while the test reads.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -343,24 +344,6 @@ func TestSupervisorPassesDrops(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer the stderr relay can write while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestStartKeepsGatewaySecretsFromTheServer: the server inherits our environment
 // but not the admin token, so a tool that dumps its environment cannot leak it; a
 // server's configured env still sets any name.
@@ -377,7 +360,7 @@ func TestStartKeepsGatewaySecretsFromTheServer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var errOut lockedBuffer
+			var errOut syncBuffer
 			p, err := Start(Options{
 				Argv:   []string{"sh", "-c", `echo "[${MCPGATE_ADMIN_TOKEN-unset}|$MCPGATE_TRIAL_OTHER]" >&2`},
 				Env:    c.extra,
