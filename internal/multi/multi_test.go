@@ -118,19 +118,7 @@ func newMux(t *testing.T, servers map[string]*fakeServer) *Mux {
 
 func recv(t *testing.T, m *Mux) (*jsonrpc.Message, error) {
 	t.Helper()
-	type res struct {
-		m   *jsonrpc.Message
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() { msg, err := m.Recv(); ch <- res{msg, err} }()
-	select {
-	case r := <-ch:
-		return r.m, r.err
-	case <-time.After(5 * time.Second):
-		t.Fatal("the client got nothing")
-	}
-	return nil, nil
+	return testwait.Return(t, "a message for the client", m.Recv)
 }
 
 func ask(t *testing.T, m *Mux, line string) *jsonrpc.Message {

@@ -34,3 +34,23 @@ func Within(d time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// Return runs f on its own goroutine and returns what it returns, failing the test
+// after Timeout with "timed out waiting for <what>" when f has not returned.
+func Return[T any](t testing.TB, what string, f func() (T, error)) (T, error) {
+	t.Helper()
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() { v, err := f(); ch <- result{v, err} }()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-time.After(Timeout):
+		t.Fatalf("timed out after %v waiting for %s", Timeout, what)
+	}
+	var zero T
+	return zero, nil
+}

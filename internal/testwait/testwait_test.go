@@ -1,6 +1,7 @@
 package testwait
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,5 +14,12 @@ func TestWithin(t *testing.T) {
 	}
 	if Within(20*time.Millisecond, func() bool { return false }) {
 		t.Fatal("a condition that never holds was reported as held")
+	}
+}
+
+func TestReturn(t *testing.T) {
+	boom := errors.New("boom")
+	if v, err := Return(t, "f", func() (int, error) { return 7, boom }); v != 7 || err != boom {
+		t.Fatalf("got %d, %v; want f's own results", v, err)
 	}
 }

@@ -259,19 +259,7 @@ func TestSupervisorStartDown(t *testing.T) {
 
 func recv(t *testing.T, c Conn) (*jsonrpc.Message, error) {
 	t.Helper()
-	type res struct {
-		m   *jsonrpc.Message
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() { m, err := c.Recv(); ch <- res{m, err} }()
-	select {
-	case r := <-ch:
-		return r.m, r.err
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing received")
-	}
-	return nil, nil
+	return testwait.Return(t, "a message from the server", c.Recv)
 }
 
 // TestSupervisorLogsExitStatus: a server that exits is logged with its exit status.
