@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 
-	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // IsPostgres reports whether an --audit-db or --db value names PostgreSQL
@@ -224,23 +223,10 @@ func (s *Postgres) Query(ctx context.Context, f Filter) ([]Record, error) {
 
 // Count returns the tiles over f's tool and since, as SQLite's Count does.
 func (s *Postgres) Count(ctx context.Context, f Filter) (Counts, error) {
-	var c Counts
-	w, args := where(f, false)
-	if err := s.db.QueryRowContext(ctx, numbered(`SELECT count(*) FROM mcpgate_records`+w), args...).Scan(&c.Total); err != nil {
+	c, err := countTiles(ctx, s.db, f, func(w string) string { return numbered(`SELECT count(*) FROM mcpgate_records` + w) })
+	if err != nil {
 		return Counts{}, fmt.Errorf("audit: count: %w", err)
 	}
-	for _, a := range []struct {
-		action vocab.Action
-		n      *int
-	}{{vocab.Warn, &c.Warn}, {vocab.Redact, &c.Redact}, {vocab.Mask, &c.Mask}, {vocab.Block, &c.Block}} {
-		g := f
-		g.Status, g.ShadowDiffers = a.action, false // the tiles' scope is tool and since
-		w, args := where(g, true)
-		if err := s.db.QueryRowContext(ctx, numbered(`SELECT count(*) FROM mcpgate_records`+w), args...).Scan(a.n); err != nil {
-			return Counts{}, fmt.Errorf("audit: count: %w", err)
-		}
-	}
-	c.Pass = c.Total - c.Warn - c.Redact - c.Mask - c.Block
 	return c, nil
 }
 

@@ -192,10 +192,20 @@ func (s *SQLite) Query(ctx context.Context, f Filter) ([]Record, error) {
 // over records_action (index-only unless a tool is given), and the total; records
 // with an action off the ladder count as pass, as Counts does elsewhere.
 func (s *SQLite) Count(ctx context.Context, f Filter) (Counts, error) {
+	c, err := countTiles(ctx, s.db, f, func(w string) string { return `SELECT count(*) FROM records` + w })
+	if err != nil {
+		return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
+	}
+	return c, nil
+}
+
+// countTiles runs Count's queries, each built by stmt from a WHERE clause: the total
+// over f, then one count per action over f's tool and since; pass is the rest.
+func countTiles(ctx context.Context, db *sql.DB, f Filter, stmt func(where string) string) (Counts, error) {
 	var c Counts
 	w, args := where(f, false)
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM records`+w, args...).Scan(&c.Total); err != nil {
-		return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
+	if err := db.QueryRowContext(ctx, stmt(w), args...).Scan(&c.Total); err != nil {
+		return Counts{}, err
 	}
 	for _, a := range []struct {
 		action vocab.Action
@@ -204,8 +214,8 @@ func (s *SQLite) Count(ctx context.Context, f Filter) (Counts, error) {
 		g := f
 		g.Status, g.ShadowDiffers = a.action, false // the tiles' scope is tool and since
 		w, args := where(g, true)
-		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM records`+w, args...).Scan(a.n); err != nil {
-			return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
+		if err := db.QueryRowContext(ctx, stmt(w), args...).Scan(a.n); err != nil {
+			return Counts{}, err
 		}
 	}
 	c.Pass = c.Total - c.Warn - c.Redact - c.Mask - c.Block
