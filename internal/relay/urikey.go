@@ -53,6 +53,9 @@ func resourceKey(uri string) string {
 	if strings.HasPrefix(rest, "/") {
 		rest = removeDotSegments(rest)
 	}
+	if authority == "" && strings.HasPrefix(rest, "//") {
+		rest = "/." + rest // as the WHATWG serializer does, so the path never reads as an authority
+	}
 	return scheme + ":" + authority + rest + tail
 }
 

@@ -23,6 +23,8 @@ func TestResourceKey(t *testing.T) {
 		{"file:///srv/Evil", "file:///srv/Evil"},
 		{"file:///srv/%65vil", "file:///srv/%65vil"},
 		{"demo://x/y?q=./a#f", "demo://x/y?q=./a#f"},
+		{"0:/.//A", "0:/.//A"}, // a path starting "//" without a host keeps "/."
+		{"demo:/x/..//a", "demo:/.//a"},
 		{"not a uri", "not a uri"},
 		// with several servers, the server parses what follows <server>+
 		{"fs+ FILE:///srv/./evil\n", "fs+file:///srv/evil"},
