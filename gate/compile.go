@@ -23,12 +23,15 @@ import (
 // wrapPrefix opens the per-policy function scope on the policy's first line, so line
 // numbers in errors stay those of the file (docs/decisions.md#isolation). The outer
 // function binds ctx as a const (assigning ctx throws a TypeError instead of silently
-// rebinding a local); the inner one is the policy's own function body (top-level
-// return, "use strict" directive, private names). compilePolicy checks that the inner
-// body spans the whole file, so a file cannot close the wrapper and run at top level.
+// rebinding a local) and the growth guards; it runs once per runtime and returns the
+// inner function, the policy's own function body (top-level return, "use strict"
+// directive, private names), which each call invokes with a fresh scope. The outer
+// bindings never change: ctx is the runtime's frozen ctx, the rest are names policies
+// cannot use (reserved). compilePolicy checks that the inner body spans the whole file,
+// so a file cannot close the wrapper and run at top level.
 const (
-	wrapPrefix = "(function (ctx$gate, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const ctx = ctx$gate; return (function () {"
-	wrapSuffix = "\n})(); })"
+	wrapPrefix = "(function (ctx$gate, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const ctx = ctx$gate; return function () {"
+	wrapSuffix = "\n}; })"
 )
 
 // wrap returns the wrapped source with tail appended inside the policy body, and the
@@ -40,9 +43,10 @@ func wrap(src []byte, tail string) (text string, open, close int) {
 
 // policy is one compiled file.
 type policy struct {
-	name   string
-	prg    *goja.Program // evaluates to the wrapper function
-	phases phaseInfo     // the phases it compares ctx.phase with and acts in
+	name     string
+	prg      *goja.Program // evaluates to the wrapper function
+	phases   phaseInfo     // the phases it compares ctx.phase with and acts in
+	paramsRO bool          // provably only reads ctx.params (paramsReadOnly)
 }
 
 // actsIn reports whether the policy runs in phase.
@@ -142,7 +146,7 @@ func compilePolicy(name string, src []byte) (policy, error) {
 	if at := bigIntLiteral(body); at != 0 {
 		return policy{}, errAt(name, prog, at, "BigInt is not available in policies")
 	}
-	p := policy{name: name, phases: analyzePhases(body)}
+	p := policy{name: name, phases: analyzePhases(body), paramsRO: paramsReadOnly(body)}
 	if names := implicitGlobals(prog); len(names) > 0 {
 		// declare sloppy implicit globals as the policy's own locals (see implicitGlobals)
 		decl, open, close := wrap(src, "\n;var "+strings.Join(names, ", ")+";")

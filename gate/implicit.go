@@ -117,8 +117,8 @@ func collectBinding(t ast.BindingTarget, into map[string]bool) {
 }
 
 // wrapperBody finds the policy body of the wrapper
-// `(function (ctx$gate) { const ctx = ctx$gate; return (function () { ... })(); })`, or nil
-// when the program does not have exactly that shape.
+// `(function (ctx$gate, ...) { const ctx = ctx$gate; return function () { ... }; })`, or
+// nil when the program does not have exactly that shape.
 func wrapperBody(prg *ast.Program) *ast.BlockStatement {
 	if len(prg.Body) == 0 {
 		return nil
@@ -138,11 +138,7 @@ func wrapperBody(prg *ast.Program) *ast.BlockStatement {
 	if !ok {
 		return nil
 	}
-	call, ok := ret.Argument.(*ast.CallExpression)
-	if !ok || len(call.ArgumentList) != 0 {
-		return nil
-	}
-	inner, ok := call.Callee.(*ast.FunctionLiteral)
+	inner, ok := ret.Argument.(*ast.FunctionLiteral)
 	if !ok {
 		return nil
 	}

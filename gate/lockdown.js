@@ -541,11 +541,20 @@
     } catch (x) { /* a Proxy's trap threw: not a native error */ }
     return '';
   }
-  var runner = function (fn, ctx) {
-    try { fn(ctx, add, addAt, tpl, arr, spr, sprArgs); return undefined; } catch (e) {
-      var cls = errorClass(e), st = cls === '' ? undefined : dataProp(e, 'stack');
-      return [describe(e), cls, typeof st === 'string' ? st : ''];
-    }
+  // explain describes a thrown value for the host: [message, native error class or '',
+  // stack text of a native error or ''].
+  var explain = function (e) {
+    var cls = errorClass(e), st = cls === '' ? undefined : dataProp(e, 'stack');
+    return [describe(e), cls, typeof st === 'string' ? st : ''];
+  };
+  // bind runs a compiled wrapper once and returns the policy function it closes over
+  // ctx and the growth guards; the host calls that function for each run.
+  var bind = function (wrapper, ctx) {
+    return wrapper(ctx, add, addAt, tpl, arr, spr, sprArgs);
+  };
+  // runner binds a wrapper and runs its function once: undefined, or explain's array.
+  var runner = function (wrapper, ctx) {
+    try { bind(wrapper, ctx)(); return undefined; } catch (e) { return explain(e); }
   };
 
   // deepFreeze freezes v and everything reachable from it: functions too, accessor
@@ -630,7 +639,7 @@
   });
 
   return freeze({
-    runner: runner, describe: describe, stringify: safeStringify, parse: safeParse, deepFreeze: deepFreeze,
+    runner: runner, bind: bind, explain: explain, describe: describe, stringify: safeStringify, parse: safeParse, deepFreeze: deepFreeze,
     preventExtensions: preventExtensions, freeze: freeze, entries: entries
   });
 })

@@ -40,7 +40,7 @@ func analyzePhases(body *ast.BlockStatement) phaseInfo {
 		return info
 	}
 	seen := map[ctxapi.Phase]bool{}
-	opaque := false
+	opaque := bindsOwnCtx(body)
 	walkAST(body, 10000, func(node any) bool {
 		switch x := node.(type) {
 		case *ast.BinaryExpression:
@@ -54,34 +54,6 @@ func analyzePhases(body *ast.BlockStatement) phaseInfo {
 						seen[ctxapi.Phase(s.Value)] = true
 					}
 				}
-			}
-		case *ast.WithStatement:
-			opaque = true
-		case *ast.Binding:
-			opaque = opaque || bindsCtx(x.Target)
-		case *ast.FunctionLiteral:
-			if x.Name != nil && x.Name.Name == "ctx" {
-				opaque = true
-			}
-			if x.ParameterList != nil {
-				for _, p := range x.ParameterList.List {
-					opaque = opaque || bindsCtx(p.Target)
-				}
-				if x.ParameterList.Rest != nil {
-					opaque = opaque || bindsCtx(x.ParameterList.Rest)
-				}
-			}
-		case *ast.ArrowFunctionLiteral:
-			if x.ParameterList != nil {
-				for _, p := range x.ParameterList.List {
-					opaque = opaque || bindsCtx(p.Target)
-				}
-			}
-		case *ast.CatchStatement:
-			opaque = opaque || bindsCtx(x.Parameter)
-		case *ast.ClassLiteral:
-			if x.Name != nil && x.Name.Name == "ctx" {
-				opaque = true
 			}
 		}
 		return true
@@ -103,6 +75,50 @@ func analyzePhases(body *ast.BlockStatement) phaseInfo {
 	}
 	slices.Sort(info.acts)
 	return info
+}
+
+// bindsOwnCtx reports whether a policy body declares its own ctx (a variable,
+// function, parameter, catch parameter or class of that name) or uses `with`, so that
+// a name ctx in it may not be the wrapper's.
+func bindsOwnCtx(body *ast.BlockStatement) bool {
+	opaque := false
+	walkAST(body, 10000, func(node any) bool {
+		switch x := node.(type) {
+		case *ast.WithStatement:
+			opaque = true
+		case *ast.Binding:
+			opaque = opaque || bindsCtx(x.Target)
+		case *ast.FunctionLiteral:
+			if x.Name != nil && x.Name.Name == "ctx" {
+				opaque = true
+			}
+			if x.ParameterList != nil {
+				for _, p := range x.ParameterList.List {
+					opaque = opaque || bindsCtx(p.Target)
+				}
+				if x.ParameterList.Rest != nil {
+					opaque = opaque || bindsCtx(x.ParameterList.Rest)
+				}
+			}
+		case *ast.ArrowFunctionLiteral:
+			if x.ParameterList != nil {
+				for _, p := range x.ParameterList.List {
+					opaque = opaque || bindsCtx(p.Target)
+				}
+				if x.ParameterList.Rest != nil {
+					opaque = opaque || bindsCtx(x.ParameterList.Rest)
+				}
+			}
+		case *ast.CatchStatement:
+			opaque = opaque || bindsCtx(x.Parameter)
+		case *ast.ClassLiteral:
+			if x.Name != nil && x.Name.Name == "ctx" {
+				opaque = true
+			}
+		}
+		return !opaque
+	})
+	return opaque
 }
 
 // bindsCtx reports whether a binding target declares a name ctx.

@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // pool holds up to size+1 runtimes shared by every policy set of one Gate. Phases
@@ -35,10 +36,11 @@ type pool struct {
 }
 
 // activeRun is one policy run the watchdog watches: its token, the heap when it began,
-// the growth it may cause, and whether it was interrupted already (it may take a while
+// the growth it may cause, its deadline, and whether it was interrupted already (it may take a while
 // to stop: a huge string copy is one instruction).
 type activeRun struct {
 	tok, base, budget uint64
+	deadline          time.Time // the policy's time limit (the watchdog interrupts past it); zero: none
 	hit               bool
 }
 
@@ -122,16 +124,25 @@ func (p *pool) put(v *vm) {
 	p.idle <- v
 }
 
-func (p *pool) begin(v *vm, tok uint64, input int) {
+// begin registers a policy run with the watchdog, which interrupts it with
+// policy_timeout once timeout has passed (0: no deadline, the caller keeps its own
+// clock), and, with a heap budget, once the heap grows past it.
+func (p *pool) begin(v *vm, tok uint64, input int, timeout time.Duration) {
 	v.mu.Lock()
 	v.token = tok
 	v.mu.Unlock()
 	v.rt.ClearInterrupt() // k6: clear on activation; a stale interrupt cannot reach us (token)
-	if v.heap == nil {
-		v.heap = []metrics.Sample{{Name: heapMetric}}
+	run := activeRun{tok: tok}
+	if timeout > 0 {
+		run.deadline = time.Now().Add(timeout)
 	}
-	metrics.Read(v.heap)
-	run := activeRun{tok: tok, base: sampleUint(v.heap[0]), budget: p.budget + inputFactor*uint64(input)}
+	if p.budget > 0 { // the heap at the start matters only to a per-policy budget
+		if v.heap == nil {
+			v.heap = []metrics.Sample{{Name: heapMetric}}
+		}
+		metrics.Read(v.heap)
+		run.base, run.budget = sampleUint(v.heap[0]), p.budget+inputFactor*uint64(input)
+	}
 	p.mu.Lock()
 	p.active[v] = run
 	p.mu.Unlock()

@@ -86,7 +86,8 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	}
 	defer release()
 
-	c := &callState{set: s, call: call, phase: call.Phase}
+	c := &v.state // reused: nothing of a run outlives it but what res holds
+	*c = callState{set: s, call: call, phase: call.Phase}
 	params := []byte(call.Params)
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte("{}")
@@ -105,7 +106,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		c.sc = newSlot("response.structuredContent", call.Response.StructuredContent, false)
 	}
 	v.cur = c
-	defer func() { v.cur = nil }()
+	defer func() { v.cur, v.state = nil, callState{} }() // an idle runtime holds no call data
 
 	var stopCancel func() bool
 	if ctx.Done() != nil {
@@ -222,11 +223,9 @@ func (s *Set) Phases(file string) (acts, compared []ctxapi.Phase, ok bool) {
 // runOne runs one policy under its deadline, then reads the changed ctx back.
 func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejection) {
 	tok := tokens.Add(1)
-	s.pool.begin(v, tok, c.inputBytes())
+	s.pool.begin(v, tok, c.inputBytes(), s.timeout) // the watchdog enforces the deadline
 	v.clearRejected()
-	timer := time.AfterFunc(s.timeout, func() { v.interruptIf(tok, errTimeout) })
 	defer func() {
-		timer.Stop()
 		s.pool.end(v)
 		v.clearRejected()
 		if r := recover(); r != nil {
@@ -234,17 +233,24 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 			changed, rej = false, classify(r)
 		}
 	}()
-	fv, err := v.wrapper(s, p)
+	fn, err := v.wrapper(s, p)
 	if err != nil {
 		v.broken.Store(true)
 		return false, classify(err)
 	}
-	out, err := v.runner(goja.Undefined(), fv, v.b.ctx)
-	if err != nil {
-		v.broken.Store(true)
-		return false, classify(err)
-	}
-	if o, ok := out.(*goja.Object); ok { // [message, thrown]: the policy threw
+	if _, err := fn(goja.Undefined()); err != nil {
+		var ex *goja.Exception
+		if !errors.As(err, &ex) || isUncatchable(err) {
+			v.broken.Store(true)
+			return false, classify(err)
+		}
+		// the policy threw: describe the value without running its toString
+		out, err := v.explain(goja.Undefined(), ex.Value())
+		o, ok := out.(*goja.Object)
+		if err != nil || !ok {
+			v.broken.Store(true)
+			return false, classify(err)
+		}
 		rej := &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(o.Get("0").String())}
 		if rej.ErrorClass = o.Get("1").String(); rej.ErrorClass != "" {
 			rej.Line, rej.Column = errorPosition(o.Get("2").String(), p.name, len(wrapPrefix))
@@ -254,32 +260,48 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 	if rej := v.unhandledRejection(); rej != nil {
 		return false, rej
 	}
-	changed, rej = v.readBack(c)
+	changed, rej = v.readBack(c, p.paramsRO)
 	if rej == nil {
 		rej = v.unhandledRejection() // a toJSON run by the read-back may reject a promise too
 	}
 	return changed, rej
 }
 
-// wrapper returns the policy's wrapper function on this runtime, evaluating its program
-// once per runtime and policy set (no policy code runs; the function is unreachable
-// from JavaScript, and each call gets a fresh scope).
-func (v *vm) wrapper(s *Set, p policy) (goja.Value, error) {
+// wrapper returns the policy's function on this runtime, binding its wrapper once per
+// runtime and policy set (no policy code runs; the function is unreachable from
+// JavaScript, and each call gets a fresh scope).
+func (v *vm) wrapper(s *Set, p policy) (goja.Callable, error) {
 	if v.fnSet != s {
-		v.fnSet, v.fns = s, make(map[*goja.Program]goja.Value, len(s.policies))
+		v.fnSet, v.fns = s, make(map[*goja.Program]goja.Callable, len(s.policies))
 	}
-	if fv, ok := v.fns[p.prg]; ok {
-		return fv, nil
+	if fn, ok := v.fns[p.prg]; ok {
+		return fn, nil
 	}
-	fv, err := v.rt.RunProgram(p.prg)
+	wv, err := v.rt.RunProgram(p.prg)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := goja.AssertFunction(fv); !ok {
+	if _, ok := goja.AssertFunction(wv); !ok {
 		return nil, errors.New("gate: policy did not compile to a function")
 	}
-	v.fns[p.prg] = fv
-	return fv, nil
+	fv, err := v.bindFn(goja.Undefined(), wv, v.b.ctx)
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := goja.AssertFunction(fv)
+	if !ok {
+		return nil, errors.New("gate: policy wrapper did not return a function")
+	}
+	v.fns[p.prg] = fn
+	return fn, nil
+}
+
+// isUncatchable reports whether err stopped the runtime rather than being thrown by the
+// policy (an interrupt or the stack limit): the runtime is not reused.
+func isUncatchable(err error) bool {
+	var ie *goja.InterruptedError
+	var so *goja.StackOverflowError
+	return errors.As(err, &ie) || errors.As(err, &so)
 }
 
 // unhandledRejection turns the first promise still rejected without a handler once the

@@ -15,7 +15,9 @@ import (
 // vm is one pooled runtime with its lockdown applied.
 type vm struct {
 	rt         *goja.Runtime
-	runner     goja.Callable // (fn, ctx) → undefined or [message]
+	runner     goja.Callable // (wrapper, ctx) → undefined or explain's [message, class, stack] (test files)
+	bindFn     goja.Callable // (wrapper, ctx) → the policy function
+	explain    goja.Callable // thrown value → [message, native error class, stack]
 	describe   goja.Callable // thrown value → message, without running its toString
 	stringify  goja.Callable // guarded JSON.stringify
 	parse      goja.Callable // guarded JSON.parse
@@ -31,16 +33,17 @@ type vm struct {
 	token  uint64
 	broken atomic.Bool // interrupted, panicked or polluted: never reused
 
-	cur *callState // the call being run (natives read it)
-	b   binding    // per-runtime native functions for ctx
+	cur   *callState // the call being run (natives read it)
+	state callState  // the storage cur points to during a run (one allocation per runtime)
+	b     binding    // per-runtime native functions for ctx
 
 	// rejected are the promises rejected without a handler during the running policy,
 	// in order (SetPromiseRejectionTracker); a handler added later removes its promise.
 	rejected []*goja.Promise
 
-	fnSet *Set                         // the set fns belongs to
-	fns   map[*goja.Program]goja.Value // wrapper functions of fnSet's policies
-	heap  []metrics.Sample             // begin's reusable heap sample
+	fnSet *Set                            // the set fns belongs to
+	fns   map[*goja.Program]goja.Callable // policy functions of fnSet's policies (bound wrappers)
+	heap  []metrics.Sample                // begin's reusable heap sample
 
 	scratch []byte // readText's reusable output buffer (at most maxScratch bytes kept)
 }
@@ -111,7 +114,7 @@ func newVM(p *pool) (*vm, error) {
 	}
 	t := tools.ToObject(rt)
 	for name, dst := range map[string]*goja.Callable{
-		"runner": &v.runner, "describe": &v.describe, "stringify": &v.stringify, "parse": &v.parse,
+		"runner": &v.runner, "bind": &v.bindFn, "explain": &v.explain, "describe": &v.describe, "stringify": &v.stringify, "parse": &v.parse,
 		"deepFreeze": &v.deepFreeze, "preventExtensions": &v.preventExt, "freeze": &v.freeze,
 		"entries": &v.entries,
 	} {

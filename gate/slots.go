@@ -124,8 +124,10 @@ func (v *vm) setSlot(c *callState, s *slot, val goja.Value) {
 
 // readBack stringifies each value the policy touched (still under the deadline), checks
 // the shape of that text — the JSON that is sent, whatever toJSON did — and records
-// changes. The JS values are dropped so that the next policy reads the same text.
-func (v *vm) readBack(c *callState) (bool, *Rejection) {
+// changes. The JS values are dropped so that the next policy reads the same text;
+// paramsRO (a policy proven to only read ctx.params, paramsReadOnly) keeps ctx.params
+// as JSON.parse gave it, for the next policy, with nothing to read back.
+func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 	if c.shapeErr != "" {
 		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: c.shapeErr}
 	}
@@ -139,7 +141,7 @@ func (v *vm) readBack(c *callState) (bool, *Rejection) {
 			continue
 		}
 		s.touched = false
-		if s.readOnly {
+		if s.readOnly || (paramsRO && s == &c.params) {
 			continue
 		}
 		text, ok, rej := v.readText(s)

@@ -23,7 +23,7 @@ func IsTestFile(name string) bool { return strings.HasSuffix(name, TestSuffix) }
 
 // testWrapPrefix has the shape of wrapPrefix (same checks, same line numbers, the same
 // growth guards) but binds the global-looking `mcpgate` instead of ctx.
-const testWrapPrefix = "(function (mcpgate$test, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const mcpgate = mcpgate$test; return (function () {"
+const testWrapPrefix = "(function (mcpgate$test, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const mcpgate = mcpgate$test; return function () {"
 
 // TestFile is one compiled *_test.js file and its tests: the names of its top-level
 // `function test_…` declarations, in file order.
@@ -151,7 +151,7 @@ func (g *Gate) RunTest(ctx context.Context, tf *TestFile, test string, host Test
 		return TestResult{Outcome: TestError, Message: err.Error()}
 	}
 	tok := tokens.Add(1)
-	g.pool.begin(v, tok, 0)
+	g.pool.begin(v, tok, 0, 0) // the test's own timer is its clock (paused during host calls)
 	defer g.pool.end(v)
 	budget := g.opts.Timeout
 	started := time.Now()

@@ -23,6 +23,9 @@ func loadEmpty(t *testing.T, timeout time.Duration) *Gate {
 // policies' limits, and what it raises decides pass, fail or error.
 func TestRunTestOutcomes(t *testing.T) {
 	g := loadEmpty(t, 300*time.Millisecond)
+	// the memory guard, not the deadline, must stop a doubling: those rows get time to
+	// spare on a loaded machine
+	roomy := loadEmpty(t, 5*time.Second*raceSlowdown)
 	host := TestHost{"echo": func(_ context.Context, spec json.RawMessage) (json.RawMessage, error) {
 		if string(spec) == `"boom"` {
 			return nil, errors.New("bad spec")
@@ -58,7 +61,11 @@ func TestRunTestOutcomes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := g.RunTest(context.Background(), tf, "test_it", host)
+			gate := g
+			if tc.message == "test exceeded the memory limit" {
+				gate = roomy
+			}
+			res := gate.RunTest(context.Background(), tf, "test_it", host)
 			if res.Outcome != tc.outcome || res.Message != tc.message || (tc.line != 0 && res.Line != tc.line) {
 				t.Errorf("got %s %q at %d:%d, want %s %q at line %d", res.Outcome, res.Message, res.Line, res.Column, tc.outcome, tc.message, tc.line)
 			}

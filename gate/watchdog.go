@@ -48,8 +48,8 @@ func sampleUint(s metrics.Sample) uint64 {
 	return s.Value.Uint64()
 }
 
-// watchdog samples the heap every millisecond while a policy runs (and sleeps while
-// none does). Once the live heap passes the soft cap it interrupts every running
+// watchdog wakes every millisecond while a policy runs (and sleeps while none does).
+// It interrupts a policy past its deadline (policy_timeout) and samples the heap. Once the live heap passes the soft cap it interrupts every running
 // policy; with a per-policy budget set, a policy whose heap growth since it began
 // passes that budget. Allocation in a loop is JS and stops at the next instruction
 // (policy_memory_limit), so string doubling with `+` or template literals, which no
@@ -86,7 +86,10 @@ func (p *pool) watchdog() {
 		select {
 		case <-p.stop:
 			return
-		case <-t.C:
+		case now := <-t.C:
+			if n := p.interruptWith(errTimeout, func(r activeRun) bool { return !r.deadline.IsZero() && now.After(r.deadline) }); n > 0 {
+				continue
+			}
 		}
 		heap := heapBytes()
 		if heap >= p.softCap {
@@ -120,6 +123,12 @@ func (p *pool) watchdog() {
 // interrupt interrupts the running policies that match f and were not interrupted
 // yet (policy_memory_limit), and returns how many.
 func (p *pool) interrupt(f func(activeRun) bool) int {
+	return p.interruptWith(errMemory, f)
+}
+
+// interruptWith interrupts the running policies that match f and were not interrupted
+// yet, with why, and returns how many.
+func (p *pool) interruptWith(why *interruptReason, f func(activeRun) bool) int {
 	p.mu.Lock()
 	victims := make(map[*vm]uint64, len(p.active))
 	for v, r := range p.active {
@@ -131,7 +140,7 @@ func (p *pool) interrupt(f func(activeRun) bool) int {
 	}
 	p.mu.Unlock()
 	for v, tok := range victims {
-		v.interruptIf(tok, errMemory)
+		v.interruptIf(tok, why)
 	}
 	return len(victims)
 }
