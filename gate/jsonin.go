@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -16,23 +17,41 @@ import (
 // token-by-token JSON.parse. ok is false when the text is not plain, valid JSON or
 // holds a \u escape of a surrogate (the caller then uses JSON.parse, which keeps lone
 // surrogates); nesting past maxNesting trips the stack guard, as JSON.parse does here.
-func (v *vm) fromJSON(text string) (val goja.Value, ok bool) {
+// canon is JSON.stringify of that value, written in the same pass, or "" where the
+// order of an object's keys would not be the text's (an array-index key, a duplicate)
+// or a string is not plain UTF-8.
+func (v *vm) fromJSON(text string) (val goja.Value, canon string, ok bool) {
 	if strings.Contains(text, `\ud`) || strings.Contains(text, `\uD`) {
-		return nil, false
+		return nil, "", false
 	}
-	r := jsonReader{v: v, s: text}
+	r := jsonReader{v: v, s: text, canonOK: true, canon: v.canonBuf[:0]}
+	defer func() {
+		if cap(r.canon) <= maxScratch {
+			v.canonBuf = r.canon[:0]
+		}
+	}()
 	val, ok = r.value(0)
 	if !ok {
-		return nil, false
+		return nil, "", false
 	}
 	r.space()
-	return val, r.i == len(r.s)
+	if r.i != len(r.s) {
+		return nil, "", false
+	}
+	if r.canonOK {
+		canon = string(r.canon)
+	}
+	return val, canon, true
 }
 
 type jsonReader struct {
 	v *vm
 	s string
 	i int
+
+	canon   []byte   // JSON.stringify of what was read so far
+	canonOK bool     // canon is exact
+	keys    []string // keys of the objects being read, innermost last
 }
 
 func (r *jsonReader) space() {
@@ -61,11 +80,15 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 		}
 		r.i++
 		o := rt.NewObject()
+		r.canon = append(r.canon, '{')
 		r.space()
 		if r.i < len(r.s) && r.s[r.i] == '}' {
 			r.i++
+			r.canon = append(r.canon, '}')
 			return o, true
 		}
+		first := len(r.keys)
+		defer func() { r.keys = r.keys[:first] }()
 		for {
 			r.space()
 			k, ok := r.str()
@@ -77,6 +100,9 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 				return nil, false
 			}
 			r.i++
+			if r.canonOK {
+				r.key(k, first)
+			}
 			e, ok := r.value(depth + 1)
 			if !ok {
 				return nil, false
@@ -90,8 +116,10 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 			}
 			if r.s[r.i] == '}' {
 				r.i++
+				r.canon = append(r.canon, '}')
 				return o, true
 			}
+			r.canon = append(r.canon, ',')
 			if r.s[r.i] != ',' {
 				return nil, false
 			}
@@ -105,9 +133,11 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 		}
 		r.i++
 		var items []any
+		r.canon = append(r.canon, '[')
 		r.space()
 		if r.i < len(r.s) && r.s[r.i] == ']' {
 			r.i++
+			r.canon = append(r.canon, ']')
 			return rt.NewArray(), true
 		}
 		for {
@@ -122,11 +152,13 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 			}
 			if r.s[r.i] == ']' {
 				r.i++
+				r.canon = append(r.canon, ']')
 				return rt.NewArray(items...), true
 			}
 			if r.s[r.i] != ',' {
 				return nil, false
 			}
+			r.canon = append(r.canon, ',')
 			r.i++
 		}
 	case c == '"':
@@ -134,15 +166,19 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 		if !ok {
 			return nil, false
 		}
+		r.quote(s)
 		return rt.ToValue(s), true
 	case c == 't' && strings.HasPrefix(r.s[r.i:], "true"):
 		r.i += 4
+		r.canon = append(r.canon, "true"...)
 		return rt.ToValue(true), true
 	case c == 'f' && strings.HasPrefix(r.s[r.i:], "false"):
 		r.i += 5
+		r.canon = append(r.canon, "false"...)
 		return rt.ToValue(false), true
 	case c == 'n' && strings.HasPrefix(r.s[r.i:], "null"):
 		r.i += 4
+		r.canon = append(r.canon, "null"...)
 		return goja.Null(), true
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := r.i
@@ -158,9 +194,53 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 			return nil, false
 		}
 		r.i = j
+		r.canon = appendJSNumber(r.canon, rt, f)
 		return rt.ToValue(f), true
 	}
 	return nil, false
+}
+
+// quote appends s to canon as JSON.stringify writes it (plain UTF-8 only).
+func (r *jsonReader) quote(s string) {
+	if !r.canonOK {
+		return
+	}
+	if !utf8.ValidString(s) || strings.ContainsRune(s, utf8.RuneError) {
+		r.canonOK = false // jsonWriter.jsString decides such strings unit by unit
+		return
+	}
+	r.canon = append(r.canon, '"')
+	r.canon = appendQuotedRunes(r.canon, s)
+	r.canon = append(r.canon, '"')
+}
+
+// key appends an object key to canon, unless JavaScript would order the object's keys
+// differently from the text: an array-index key comes first, a duplicate key keeps
+// its first place. first is where this object's keys start in r.keys.
+func (r *jsonReader) key(k string, first int) {
+	if isArrayIndex(k) || slices.Contains(r.keys[first:], k) {
+		r.canonOK = false
+		return
+	}
+	r.keys = append(r.keys, k)
+	r.quote(k)
+	r.canon = append(r.canon, ':')
+}
+
+// isArrayIndex reports whether k is the canonical decimal form of an integer in
+// [0, 2^32-2], a key JavaScript orders before all others.
+func isArrayIndex(k string) bool {
+	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
+		return false
+	}
+	n := uint64(0)
+	for i := 0; i < len(k); i++ {
+		if k[i] < '0' || k[i] > '9' {
+			return false
+		}
+		n = n*10 + uint64(k[i]-'0')
+	}
+	return n < 1<<32-1
 }
 
 // str reads a JSON string at r.i.

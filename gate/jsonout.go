@@ -103,16 +103,20 @@ func (w *jsonWriter) bool(b bool) {
 }
 
 func (w *jsonWriter) number(f float64) bool {
+	w.buf = appendJSNumber(w.buf, w.v.rt, f)
+	return true
+}
+
+// appendJSNumber appends f as JSON.stringify writes a number: null for NaN and the
+// infinities, else JavaScript's Number::toString.
+func appendJSNumber(b []byte, rt *goja.Runtime, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		w.buf = append(w.buf, "null"...)
-		return true
+		return append(b, "null"...)
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		w.buf = strconv.AppendInt(w.buf, int64(f), 10) // -0 is written 0, as in JavaScript
-		return true
+		return strconv.AppendInt(b, int64(f), 10) // -0 is written 0, as in JavaScript
 	}
-	w.buf = append(w.buf, w.v.rt.ToValue(f).String()...) // JavaScript's Number::toString
-	return true
+	return append(b, rt.ToValue(f).String()...)
 }
 
 func (w *jsonWriter) enter(o *goja.Object, depth int) {

@@ -88,7 +88,7 @@ func FuzzJSONWriter(f *testing.F) {
 // FuzzJSONReader: fromJSON accepts exactly what JSON.parse accepts (or defers to it)
 // and builds a value that JSON.stringify writes the same way.
 func FuzzJSONReader(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[1e300,-0,0.1,1e400]`, `"x\"y"`, `{"__proto__":{"x":1},"a":1,"a":2}`, ` [ ] `, `{"2":1,"1":2}`, `01`, `[1,]`, "\"\x01\"", `"a\nb\t\u00e9\/\\ \b\f\r"`, `"\u12"`, `"\q"`, "\"\xff\\n\""} {
+	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[1e300,-0,0.1,1e400]`, `"x\"y"`, `{"__proto__":{"x":1},"a":1,"a":2}`, ` [ ] `, `{"2":1,"1":2}`, `01`, `[1,]`, "\"\x01\"", `"a\nb\t\u00e9\/\\ \b\f\r"`, `"\u12"`, `"\q"`, "\"\xff\\n\"", `{"a":{"b":[1.5e-7,1e21,123456789012345678]},"c":"\u2028<>&"}`, `{"4294967295":1,"4294967294":2,"01":3}`} {
 		f.Add(s)
 	}
 	rt, v := plainVM()
@@ -99,7 +99,7 @@ func FuzzJSONReader(f *testing.F) {
 			return
 		}
 		want, perr := parse(goja.Undefined(), rt.ToValue(text))
-		got, ok := v.fromJSON(text)
+		got, canon, ok := v.fromJSON(text)
 		if !ok {
 			return // JSON.parse decides
 		}
@@ -111,5 +111,30 @@ func FuzzJSONReader(f *testing.F) {
 		if a.String() != b.String() {
 			t.Fatalf("%q: got %s, want %s", text, a, b)
 		}
+		if canon != "" && canon != b.String() {
+			t.Fatalf("%q: canonical text %s, JSON.stringify gives %s", text, canon, b)
+		}
 	})
+}
+
+// TestFromJSONCanon: fromJSON writes JSON.stringify of what it reads in the same pass,
+// and gives up ("") exactly where JavaScript would order keys differently from the text
+// or a string needs its UTF-16 units.
+func TestFromJSONCanon(t *testing.T) {
+	_, v := plainVM()
+	for _, tc := range []struct{ text, canon string }{
+		{`{ "a" : [1, 2.50, -0, 1e21, 1E-7], "b": {"c": null, "d": true, "e": false} }`, `{"a":[1,2.5,0,1e+21,1e-7],"b":{"c":null,"d":true,"e":false}}`},
+		{`"a\/b\u00e9\n\u0001"`, `"a/bé\n\u0001"`},
+		{`{"__proto__": 1, "x": "y"}`, `{"__proto__":1,"x":"y"}`},
+		{`{"1": "a", "b": 2}`, ``},                                // an array index is ordered first
+		{`{"a": 1, "b": 2, "a": 3}`, ``},                          // a duplicate keeps its first place
+		{`{"01": 1, "4294967295": 2}`, `{"01":1,"4294967295":2}`}, // not array indices
+		{"\"\xff\"", ``}, // invalid UTF-8
+		{`[{"a": [{"a": 1}]}, {"a": 2}]`, `[{"a":[{"a":1}]},{"a":2}]`}, // the same key at other levels
+	} {
+		_, canon, ok := v.fromJSON(tc.text)
+		if !ok || canon != tc.canon {
+			t.Errorf("fromJSON(%s): canon %q ok %v, want %q", tc.text, canon, ok, tc.canon)
+		}
+	}
 }

@@ -45,7 +45,8 @@ type vm struct {
 	fns   map[*goja.Program]goja.Callable // policy functions of fnSet's policies (bound wrappers)
 	heap  []metrics.Sample                // begin's reusable heap sample
 
-	scratch []byte // readText's reusable output buffer (at most maxScratch bytes kept)
+	scratch  []byte // readText's reusable output buffer (at most maxScratch bytes kept)
+	canonBuf []byte // fromJSON's reusable canonical-text buffer (likewise)
 }
 
 // newVM builds a locked-down runtime. console is exposed only when console is true.

@@ -55,13 +55,17 @@ func (s *slot) rewritten(out []byte) {
 	}
 }
 
-// set records a read-back whose text differs as JSON from the current value.
+// set records a read-back whose text differs as JSON from the current value. Texts of
+// different lengths from a canonical text of the input cannot be equal as JSON (equal
+// values differ at most in the order of keys).
 func (s *slot) set(text string) {
 	s.raw, s.canon = []byte(text), text
 	switch {
 	case s.origCanon != "" && text == s.origCanon:
 		s.eq = yes
 	case s.eq == yes:
+		s.eq = no
+	case s.origCanon != "" && len(text) != len(s.origCanon):
 		s.eq = no
 	default:
 		s.eq = unknown
@@ -89,7 +93,13 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 		if !s.present {
 			return goja.Undefined()
 		}
-		val, ok := v.fromJSON(string(s.raw)) // native JS values built in Go
+		val, canon, ok := v.fromJSON(string(s.raw)) // native JS values built in Go
+		if ok && canon != "" {
+			s.canon = canon // the text a read-back of the untouched value gives
+			if s.eq == yes && s.origCanon == "" {
+				s.origCanon = canon
+			}
+		}
 		if !ok {
 			var err error
 			if val, err = v.parse(goja.Undefined(), v.rt.ToValue(string(s.raw))); err != nil {
@@ -163,8 +173,8 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 		switch {
 		case s.raw != nil && (text == string(s.raw) || text == s.canon):
 			s.canon = text
-		case s.raw != nil && s.canon == "" && jsonEqual([]byte(text), s.raw):
-			s.canon = text
+		case s.raw != nil && (s.canon == "" || len(text) == len(s.canon)) && jsonEqual([]byte(text), s.raw):
+			s.canon = text // the same value, its keys in another order (or canon unknown)
 		default:
 			s.set(text)
 			changed = true
