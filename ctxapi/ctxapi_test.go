@@ -65,6 +65,26 @@ func TestRewriteStrings(t *testing.T) {
 			t.Errorf("%s\n got %s (%v)\nwant %s", tc.in, out, err, tc.want)
 		}
 	}
+	// the output outgrows raw: replacements longer than what they replace, in
+	// several strings, and new text that escapes differently from the input
+	grow := func(s string) (string, int) {
+		if s == "" {
+			return s, 0
+		}
+		return strings.Repeat("<"+s+"\n>", 40), 1
+	}
+	growCases := []struct{ in, want string }{
+		{`["a","b",{"type":"c","k":""}]`, `["` + strings.Repeat(`<a\n>`, 40) + `","` + strings.Repeat(`<b\n>`, 40) + `",{"type":"c","k":""}]`},
+		{`["\u00e9"]`, `["` + strings.Repeat("<\u00e9\\n>", 40) + `"]`},
+		{"[\"\u2028\"]", `["` + strings.Repeat(`<\u2028\n>`, 40) + `"]`},
+		{"[\"\xff\"]", `["` + strings.Repeat(`<\ufffd\n>`, 40) + `"]`},
+	}
+	for _, tc := range growCases {
+		out, n, err := RewriteStrings([]byte(tc.in), ContentSkipKeys, grow)
+		if err != nil || string(out) != tc.want || n != strings.Count(tc.want, "<")/40 {
+			t.Errorf("%s\n got %s (%d, %v)\nwant %s", tc.in, out, n, err, tc.want)
+		}
+	}
 	for _, bad := range []string{`[`, `{"a":"x}`, `[}`, `]`} {
 		if _, _, err := RewriteStrings([]byte(bad), nil, up); err == nil {
 			t.Errorf("%s: no error", bad)

@@ -1,11 +1,13 @@
 package ctxapi
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
@@ -24,7 +26,7 @@ var ContentSkipKeys = map[string]bool{"type": true, "mimeType": true, "data": tr
 // document into Go values, so unchanged input costs one pass and no allocation.
 func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, int)) ([]byte, int, error) {
 	return RewriteStringsAppend(raw, skip, func(dst []byte, s string) ([]byte, int) {
-		ns, k := fn(s)
+		ns, k := fn(strings.Clone(s)) // fn may keep its string; s may share raw's memory
 		if k == 0 || ns == s {
 			return dst, 0
 		}
@@ -35,7 +37,9 @@ func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, i
 // RewriteStringsAppend is RewriteStrings for an fn that appends the new text of s to
 // dst (a buffer RewriteStringsAppend keeps and reuses) and returns it with the number
 // of replacements; 0, or text equal to s, leaves s as it was. The new text is quoted
-// into the output before fn is called again.
+// into the output before fn is called again. s may share raw's memory: fn must not
+// keep it (nor a substring) past its return, and neither fn nor anyone else may
+// modify raw until RewriteStringsAppend returns.
 func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, s string) ([]byte, int)) ([]byte, int, error) {
 	type frame struct {
 		obj       bool
@@ -43,18 +47,27 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 		key       string
 	}
 	var (
-		stack   []frame
-		out     []byte // nil until the first change
-		scratch []byte // fn's buffer, from scratchPool once a string is handed to fn
-		last    int    // raw[last:] not yet copied into out
-		total   int
+		stackBuf [16]frame
+		stack    = stackBuf[:0] // no allocation up to 16 levels
+		out      []byte         // nil until the first change
+		pooled   *[]byte        // scratchPool's box for scratch, once a string is handed to fn
+		scratch  []byte         // fn's buffer
+		last     int            // raw[last:] not yet copied into out
+		total    int
 	)
 	defer func() {
-		if cap(scratch) > 0 && cap(scratch) <= maxScratch {
-			scratch = scratch[:0]
-			clear(scratch[:cap(scratch)]) // no call's text waits in the pool
-			scratchPool.Put(&scratch)
+		if pooled == nil {
+			return
 		}
+		// The box goes back (reusing it saves an allocation), the buffer only when
+		// small enough, and cleared: no call's text waits in the pool. A buffer fn
+		// outgrew is no longer referenced once *pooled is overwritten.
+		*pooled = nil
+		if cap(scratch) <= maxScratch {
+			clear(scratch[:cap(scratch)])
+			*pooled = scratch[:0]
+		}
+		scratchPool.Put(pooled)
 	}()
 	i := 0
 	n := len(raw)
@@ -86,11 +99,18 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 			tok := raw[i:end]
 			var s string
 			if escaped {
-				if err := json.Unmarshal(tok, &s); err != nil {
+				var err error
+				if s, err = unquote(tok); err != nil {
 					return nil, 0, ErrBadJSON
 				}
-			} else {
-				s = string(tok[1 : len(tok)-1])
+			} else if len(tok) > 2 {
+				// A view of raw, not a copy: it is valid while raw is unchanged, which
+				// holds until we return (raw is only read here, and fn's contract keeps
+				// it unchanged and s unretained). s lives in the stack frame (a member
+				// key, used for the skip lookup only) or is handed to fn; neither
+				// outlives this call. gate's fn, engine.(*Analyzer).AppendRedact, keeps
+				// offsets and static entity names, never text of s.
+				s = unsafe.String(&tok[1], len(tok)-2)
 			}
 			i = end
 			if len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].expectKey {
@@ -105,8 +125,9 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 			if skip[key] {
 				continue
 			}
-			if scratch == nil {
-				scratch = *scratchPool.Get().(*[]byte)
+			if pooled == nil {
+				pooled = scratchPool.Get().(*[]byte)
+				scratch = *pooled
 			}
 			ns, k := fn(scratch[:0], s)
 			scratch = ns
@@ -114,8 +135,14 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 				continue
 			}
 			total += k
-			if out == nil {
-				out = make([]byte, 0, len(raw)+64)
+			// Room for the output up to here, the new text quoted with the escape
+			// overhead s had in raw, and the rest of raw: exact when the new text
+			// escapes like s did, so the common case allocates once and never grows.
+			need := len(out) + (end - len(tok) - last) + len(ns) + (len(tok) - len(s)) + (n - end)
+			if need > cap(out) {
+				// rounded up to the allocation's size class; past the first
+				// allocation, at least append's geometric growth
+				out = slices.Grow(out, need+64-len(out))
 			}
 			out = append(out, raw[last:end-len(tok)]...)
 			out = appendJSONString(out, ns)
@@ -141,6 +168,15 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 	return append(out, raw[last:]...), total, nil
 }
 
+// unquote decodes the JSON string token tok (quotes included) as encoding/json does.
+// It is apart from the loop in RewriteStringsAppend so that the string it decodes
+// into is the only one that moves to the heap.
+func unquote(tok []byte) (string, error) {
+	var s string
+	err := json.Unmarshal(tok, &s)
+	return s, err
+}
+
 // scratchPool holds the buffers RewriteStringsAppend hands to fn, so that a redaction
 // does not allocate its new text each time; buffers past maxScratch are dropped.
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
@@ -158,7 +194,7 @@ func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plain8(string(s[i:i+8])) { // no allocation: 8 bytes, not kept
+		if i+8 <= len(s) && plain8(load8(s, i)) {
 			i += 8
 			continue
 		}
@@ -202,11 +238,18 @@ func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	return append(dst, '"')
 }
 
-// plain8 reports whether the 8 bytes of s are ASCII that JSON keeps as is (no control
-// character, quote or backslash), tested at once (SWAR).
-func plain8(s string) bool {
+// load8 returns s[i:i+8] as a little-endian word; the compiler merges the byte
+// loads into one (a string([]byte) conversion would call the runtime).
+func load8[T string | []byte](s T, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// plain8 reports whether the 8 bytes of x (load8) are ASCII that JSON keeps as is (no
+// control character, quote or backslash), tested at once (SWAR).
+func plain8(x uint64) bool {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	x := binary.LittleEndian.Uint64([]byte(s)) // no allocation: the conversion does not escape
 	zero := func(y uint64) uint64 { return (y - lo) &^ y & hi }
 	return (x&hi)|((x-0x20*lo)&^x&hi)|zero(x^('"'*lo))|zero(x^('\\'*lo)) == 0
 }

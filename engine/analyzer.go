@@ -61,7 +61,7 @@ var statePool = sync.Pool{New: func() any { return new(state) }}
 
 func (a *Analyzer) getState() *state {
 	st := statePool.Get().(*state)
-	st.k = sink{sev: &a.sev, findings: nil}
+	st.k = sink{sev: &a.sev, matches: st.k.matches[:0]} // matches hold offsets and static entity names only
 	return st
 }
 
@@ -69,6 +69,9 @@ func putState(st *state) {
 	st.k.findings = nil
 	st.k.w = nil
 	st.k.matches = st.k.matches[:0]
+	if cap(st.k.matches) > 1<<12 {
+		st.k.matches = nil
+	}
 	st.v.blobs.reset()
 	st.v = docVisitor{blobs: st.v.blobs}
 	if cap(st.buf) > 1<<20 {

@@ -135,13 +135,31 @@ func appendReplacement(b []byte, v, entity string, strategy Strategy) []byte {
 		var h [8]byte
 		hex.Encode(h[:], sum[:4])
 		b = append(b, "[HASH:"...)
-		b = append(b, strings.ToUpper(entity)...)
+		b = appendUpper(b, entity)
 		b = append(b, ':')
 		b = append(b, h[:]...)
 		return append(b, ']')
 	default:
 		b = append(b, "[REDACTED:"...)
-		b = append(b, strings.ToUpper(entity)...)
+		b = appendUpper(b, entity)
 		return append(b, ']')
 	}
+}
+
+// appendUpper appends strings.ToUpper(s) without allocating when s is ASCII (every
+// entity name is).
+func appendUpper(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b, strings.ToUpper(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,26 @@ func TestRedactCleanNoAlloc(t *testing.T) {
 	a.Redact(s, StrategyRedact, nil)
 	if n := testing.AllocsPerRun(100, func() { a.Redact(s, StrategyRedact, nil) }); n != 0 {
 		t.Errorf("Redact allocates %v times on clean text", n)
+	}
+}
+
+func TestAppendRedactMatchesNoAlloc(t *testing.T) {
+	a, _ := New(Options{})
+	s := "mail alice@example.com or bob@example.org, card 4242424242424242."
+	dst := make([]byte, 0, 256)
+	want := "mail [REDACTED:EMAIL] or [REDACTED:EMAIL], card 4242424242424242."
+	if got, n := a.AppendRedact(dst, s, StrategyRedact, []string{"email"}); string(got) != want || n != 2 {
+		t.Fatalf("AppendRedact = %q, %d; want %q, 2", got, n, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { a.AppendRedact(dst, s, StrategyRedact, []string{"email"}) }); n != 0 {
+		t.Errorf("AppendRedact allocates %v times into a buffer with room", n)
+	}
+}
+
+func TestAppendUpper(t *testing.T) {
+	for _, s := range []string{"", "email", "aws_access_key", "Mixed_Case9", "straße", "ǆ", "\xff"} {
+		if got := string(appendUpper([]byte("x"), s)); got != "x"+strings.ToUpper(s) {
+			t.Errorf("appendUpper(%q) = %q, want %q", s, got, "x"+strings.ToUpper(s))
+		}
 	}
 }
