@@ -55,3 +55,24 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendUnquoted: an escaped string decodes as encoding/json decodes it, and is
+// rejected exactly when encoding/json rejects it.
+func FuzzAppendUnquoted(f *testing.F) {
+	for _, s := range []string{`a\nb`, `\"q\"\\\/\b\f\r\t`, `\u00e9\u00E9`, `\ud83d\ude00`, `\ud83d`, `\ude00\ud83d`,
+		`\ud83d\u0041`, `\ud83d\ud83d\ude00`, `\ud83d\u12`, `\u12g4`, `\x`, "\x01\\n", "\xff\\n\xed\xa0\x80", "é\\n😀\u2028", `\u0000`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, content []byte) {
+		tok := append(append([]byte{'"'}, content...), '"')
+		if end, _ := scanString(tok, 0); end != len(tok) {
+			return // not one string token
+		}
+		got, ok := appendUnquoted([]byte("x"), tok)
+		var want string
+		err := json.Unmarshal(tok, &want)
+		if ok != (err == nil) || ok && string(got) != "x"+want {
+			t.Fatalf("%q: appendUnquoted gives %q, %v; encoding/json %q, %v", tok, got, ok, want, err)
+		}
+	})
+}

@@ -1,11 +1,11 @@
 package ctxapi
 
 import (
-	"encoding/json"
 	"errors"
+	"math/bits"
 	"slices"
-	"strings"
 	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
@@ -23,10 +23,11 @@ var ContentSkipKeys = map[string]bool{"type": true, "mimeType": true, "data": tr
 // key) whose member key is not in skip to fn; fn returns the new string and how many
 // replacements it made. It returns the rewritten JSON (raw itself when nothing
 // changed) and the total count. Array elements have the key "". It never decodes the
-// document into Go values, so unchanged input costs one pass and no allocation.
+// document into Go values, so unchanged input costs one pass and no allocation. s is
+// lent to fn as RewriteStringsAppend lends it: fn must not keep it past its return.
 func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, int)) ([]byte, int, error) {
 	return RewriteStringsAppend(raw, skip, func(dst []byte, s string) ([]byte, int) {
-		ns, k := fn(strings.Clone(s)) // fn may keep its string; s may share raw's memory
+		ns, k := fn(s)
 		if k == 0 || ns == s {
 			return dst, 0
 		}
@@ -37,9 +38,10 @@ func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, i
 // RewriteStringsAppend is RewriteStrings for an fn that appends the new text of s to
 // dst (a buffer RewriteStringsAppend keeps and reuses) and returns it with the number
 // of replacements; 0, or text equal to s, leaves s as it was. The new text is quoted
-// into the output before fn is called again. s may share raw's memory: fn must not
-// keep it (nor a substring) past its return, and neither fn nor anyone else may
-// modify raw until RewriteStringsAppend returns.
+// into the output before fn is called again. s shares memory with raw or with a
+// buffer reused for the next string: fn must not keep it (nor a substring) past its
+// return, and neither fn nor anyone else may modify raw until RewriteStringsAppend
+// returns.
 func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, s string) ([]byte, int)) ([]byte, int, error) {
 	type frame struct {
 		obj       bool
@@ -50,25 +52,13 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 		stackBuf [16]frame
 		stack    = stackBuf[:0] // no allocation up to 16 levels
 		out      []byte         // nil until the first change
-		pooled   *[]byte        // scratchPool's box for scratch, once a string is handed to fn
-		scratch  []byte         // fn's buffer
+		scratch  poolBuf        // fn's buffer
+		decoded  poolBuf        // the current string value with its escapes decoded
 		last     int            // raw[last:] not yet copied into out
 		total    int
 	)
-	defer func() {
-		if pooled == nil {
-			return
-		}
-		// The box goes back (reusing it saves an allocation), the buffer only when
-		// small enough, and cleared: no call's text waits in the pool. A buffer fn
-		// outgrew is no longer referenced once *pooled is overwritten.
-		*pooled = nil
-		if cap(scratch) <= maxScratch {
-			clear(scratch[:cap(scratch)])
-			*pooled = scratch[:0]
-		}
-		scratchPool.Put(pooled)
-	}()
+	defer scratch.release()
+	defer decoded.release()
 	i := 0
 	n := len(raw)
 	for i < n {
@@ -97,23 +87,31 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 				return nil, 0, ErrBadJSON
 			}
 			tok := raw[i:end]
+			// s is a view, not a copy: of raw, or of decoded's buffer when tok holds an
+			// escape. raw is only read here, fn's contract keeps it unchanged and s
+			// unretained, and decoded is only rewritten by the next escaped string,
+			// after fn has returned. A member key must outlive that, so a key with
+			// an escape is copied. Nothing else keeps s past this iteration: gate's
+			// fn, engine.(*Analyzer).AppendRedact, keeps offsets and static entity
+			// names, never text of s.
 			var s string
+			isKey := len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].expectKey
 			if escaped {
-				var err error
-				if s, err = unquote(tok); err != nil {
+				b, ok := appendUnquoted(decoded.get(), tok)
+				if !ok {
 					return nil, 0, ErrBadJSON
 				}
+				decoded.b = b
+				if isKey {
+					s = string(b)
+				} else if len(b) > 0 {
+					s = unsafe.String(&b[0], len(b))
+				}
 			} else if len(tok) > 2 {
-				// A view of raw, not a copy: it is valid while raw is unchanged, which
-				// holds until we return (raw is only read here, and fn's contract keeps
-				// it unchanged and s unretained). s lives in the stack frame (a member
-				// key, used for the skip lookup only) or is handed to fn; neither
-				// outlives this call. gate's fn, engine.(*Analyzer).AppendRedact, keeps
-				// offsets and static entity names, never text of s.
 				s = unsafe.String(&tok[1], len(tok)-2)
 			}
 			i = end
-			if len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].expectKey {
+			if isKey {
 				stack[len(stack)-1].key = s
 				stack[len(stack)-1].expectKey = false
 				continue
@@ -125,12 +123,8 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 			if skip[key] {
 				continue
 			}
-			if pooled == nil {
-				pooled = scratchPool.Get().(*[]byte)
-				scratch = *pooled
-			}
-			ns, k := fn(scratch[:0], s)
-			scratch = ns
+			ns, k := fn(scratch.get(), s)
+			scratch.b = ns
 			if k == 0 || string(ns) == s {
 				continue
 			}
@@ -168,20 +162,141 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 	return append(out, raw[last:]...), total, nil
 }
 
-// unquote decodes the JSON string token tok (quotes included) as encoding/json does.
-// It is apart from the loop in RewriteStringsAppend so that the string it decodes
-// into is the only one that moves to the heap.
-func unquote(tok []byte) (string, error) {
-	var s string
-	err := json.Unmarshal(tok, &s)
-	return s, err
-}
-
-// scratchPool holds the buffers RewriteStringsAppend hands to fn, so that a redaction
-// does not allocate its new text each time; buffers past maxScratch are dropped.
+// scratchPool holds the buffers RewriteStringsAppend hands to fn and decodes escaped
+// strings into, so that a redaction does not allocate its new text each time; buffers
+// past maxScratch are dropped.
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxScratch = 256 << 10
+
+// poolBuf is one buffer from scratchPool, taken on first use.
+type poolBuf struct {
+	box *[]byte // scratchPool's box; nil until get
+	b   []byte  // the buffer, possibly regrown since get
+}
+
+// get returns the buffer emptied.
+func (p *poolBuf) get() []byte {
+	if p.box == nil {
+		p.box = scratchPool.Get().(*[]byte)
+		p.b = *p.box
+	}
+	return p.b[:0]
+}
+
+// release returns the box to scratchPool (reusing it saves an allocation) and the
+// buffer with it when small enough, cleared: no call's text waits in the pool. A
+// buffer that was outgrown is no longer referenced once *box is overwritten.
+func (p *poolBuf) release() {
+	if p.box == nil {
+		return
+	}
+	*p.box = nil
+	if cap(p.b) <= maxScratch {
+		clear(p.b[:cap(p.b)])
+		*p.box = p.b[:0]
+	}
+	scratchPool.Put(p.box)
+	*p = poolBuf{}
+}
+
+// appendUnquoted appends the text of the JSON string token tok (quotes included, its
+// end found by scanString) to dst, as encoding/json decodes it: invalid UTF-8 bytes
+// and lone surrogate escapes become U+FFFD; false for a control character, an
+// unknown escape or a \u without four hex digits, which encoding/json rejects.
+func appendUnquoted(dst, tok []byte) ([]byte, bool) {
+	c := tok[1 : len(tok)-1]
+	for i := 0; i < len(c); {
+		// copy the run of bytes that need no decoding at once
+		j := i
+		for j+8 <= len(c) {
+			m := special8(load8(c, j))
+			if m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
+		for j < len(c) && c[j] >= 0x20 && c[j] < utf8.RuneSelf && c[j] != '\\' && c[j] != '"' {
+			j++
+		}
+		dst = append(dst, c[i:j]...)
+		if i = j; i == len(c) {
+			break
+		}
+		switch b := c[i]; {
+		case b >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(c[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, c[i:i+size]...)
+			}
+			i += size
+		case b != '\\' || i+1 == len(c):
+			return dst, false // a control character or '"'
+		default:
+			i += 2
+			switch e := c[i-1]; e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := hex4(c, i)
+				if r < 0 {
+					return dst, false
+				}
+				i += 4
+				if utf16.IsSurrogate(r) {
+					// a pair decodes to one rune; otherwise this half alone is U+FFFD
+					// and what follows is decoded on its own
+					r2 := rune(-1)
+					if i+1 < len(c) && c[i] == '\\' && c[i+1] == 'u' {
+						r2 = hex4(c, i+2)
+					}
+					if r = utf16.DecodeRune(r, r2); r != utf8.RuneError {
+						i += 6
+					}
+				}
+				dst = utf8.AppendRune(dst, r)
+			default:
+				return dst, false
+			}
+		}
+	}
+	return dst, true
+}
+
+// hex4 is the value of the four hex digits at b[i:], or -1.
+func hex4(b []byte, i int) rune {
+	if i+4 > len(b) {
+		return -1
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
 
 // scanString returns the offset just past the closing quote of the string starting at
 // raw[i], and whether it holds an escape; -1 when unterminated.
@@ -194,9 +309,13 @@ func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plain8(load8(s, i)) {
-			i += 8
-			continue
+		if i+8 <= len(s) {
+			m := special8(load8(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the first byte that is not plain ASCII
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -246,12 +365,15 @@ func load8[T string | []byte](s T, i int) uint64 {
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
-// plain8 reports whether the 8 bytes of x (load8) are ASCII that JSON keeps as is (no
-// control character, quote or backslash), tested at once (SWAR).
-func plain8(x uint64) bool {
+// special8 returns 0x80 in each byte of x (load8) that JSON does not keep as is
+// (a control character, '"', '\\' or a byte >= 0x80), and possibly in bytes after
+// such a byte; the lowest one set is always the first such byte (SWAR).
+func special8(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	zero := func(y uint64) uint64 { return (y - lo) &^ y & hi }
-	return (x&hi)|((x-0x20*lo)&^x&hi)|zero(x^('"'*lo))|zero(x^('\\'*lo)) == 0
+	// A byte's high bit ends up set in x (a byte >= 0x80), in x-0x20 (a byte < 0x20)
+	// or in x^c - 1 (a byte equal to c). A borrow carries into the next byte only
+	// out of a byte that set its bit, and x^c >= 0x81 only when x >= 0x80.
+	return (x | (x - 0x20*lo) | ((x ^ '"'*lo) - lo) | ((x ^ '\\'*lo) - lo)) & hi
 }
 
 func isDelim(c byte) bool {

@@ -9,17 +9,30 @@ import (
 )
 
 // BenchmarkRewriteStringsAppendRedact is ctx.redactAll({kinds: ["pii_email"]}) on the
-// raw JSON of one 4096-byte text content item with three e-mail addresses.
+// raw JSON of one 4096-byte text content item with three e-mail addresses: the gate
+// workload's text (no JSON escapes), and the same text as lines of 64 bytes (a \n
+// escape per line, as most tool output has).
 func BenchmarkRewriteStringsAppendRedact(b *testing.B) {
-	a, err := engine.New(engine.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	text := []byte(strings.Repeat("build log line without anything private in it; ", 100)[:4096])
 	for i, addr := range []string{"alice@example.com", "bob.smith@corp.example.org", "carol@example.net"} {
 		copy(text[(i+1)*1000:], " "+addr+" ")
 	}
-	raw, _ := json.Marshal([]map[string]string{{"type": "text", "text": string(text)}})
+	lines := []byte(string(text))
+	for i := 63; i < len(lines); i += 64 {
+		if lines[i] == ' ' {
+			lines[i] = '\n'
+		}
+	}
+	b.Run("plain", func(b *testing.B) { benchRedactJSON(b, string(text)) })
+	b.Run("lines", func(b *testing.B) { benchRedactJSON(b, string(lines)) })
+}
+
+func benchRedactJSON(b *testing.B, text string) {
+	a, err := engine.New(engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
 	kinds := []string{"pii_email"}
 	redact := func(dst []byte, s string) ([]byte, int) {
 		return a.AppendRedact(dst, s, engine.StrategyRedact, kinds)
