@@ -133,10 +133,10 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 			// overhead s had in raw, and the rest of raw: exact when the new text
 			// escapes like s did, so the common case allocates once and never grows.
 			need := len(out) + (end - len(tok) - last) + len(ns) + (len(tok) - len(s)) + (n - end)
-			if need > cap(out) {
-				// rounded up to the allocation's size class; past the first
-				// allocation, at least append's geometric growth
-				out = slices.Grow(out, need+64-len(out))
+			if out == nil {
+				out = make([]byte, 0, need+64) // make may skip zeroing fresh memory
+			} else if need > cap(out) {
+				out = slices.Grow(out, need+64-len(out)) // at least append's geometric growth
 			}
 			out = append(out, raw[last:end-len(tok)]...)
 			out = appendJSONString(out, ns)
