@@ -58,10 +58,10 @@ func workloadCalls() (pre, post *ctxapi.Call) {
 	params := bytes.Clone(workloadParams)
 	content := bytes.Clone(workloadContent)
 	limit := func(int) bool { return false }
-	pre = &ctxapi.Call{Phase: ctxapi.PhasePre, Tool: "github_create_pull", ToolAccess: "write", Params: params,
-		User: workloadUser, RateLimitExceeded: limit}
-	post = &ctxapi.Call{Phase: ctxapi.PhasePost, Tool: "github_create_pull", ToolAccess: "write", Params: params,
-		User: workloadUser, RateLimitExceeded: limit, Response: &ctxapi.Response{Content: content}}
+	pre = &ctxapi.Call{Phase: ctxapi.PhasePre, Method: "tools/call", Tool: "github_create_pull", ToolAccess: "write",
+		Params: params, User: workloadUser, RateLimitExceeded: limit}
+	post = &ctxapi.Call{Phase: ctxapi.PhasePost, Method: "tools/call", Tool: "github_create_pull", ToolAccess: "write",
+		Params: params, User: workloadUser, RateLimitExceeded: limit, Response: &ctxapi.Response{Content: content}}
 	return pre, post
 }
 
@@ -123,9 +123,11 @@ func classicPolicies(tb testing.TB) map[string]string {
 	return files
 }
 
-// runWorkload runs one call through the gate as the pipeline does.
+// runWorkload runs one call through the gate as the pipeline does, under a request
+// context that can be cancelled (the pipeline's is the client's request).
 func runWorkload(g *Gate) (pre, post Result) {
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	preCall, postCall := workloadCalls()
 	set := g.Current() // a call keeps its set for both phases
 	pre = set.Run(ctx, preCall)

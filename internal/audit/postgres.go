@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-
 )
 
 // IsPostgres reports whether an --audit-db or --db value names PostgreSQL
