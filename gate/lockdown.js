@@ -48,7 +48,7 @@
     });
   });
   // `+` and template literals cannot be hooked (the heap watchdog stops those);
-  // concat is checked before it allocates, replace/replaceAll after (one step at most)
+  // concat is checked before it allocates
   method(String.prototype, 'concat', function (orig) {
     return function concat() {
       if (this === null || this === undefined) return apply(orig, this, arguments); // TypeError
@@ -61,82 +61,8 @@
       return apply(orig, s, parts);
     };
   });
-  // replace, replaceAll and RegExp.prototype[Symbol.replace] are bounded before the
-  // step: a replacement function's results are summed as they come; a replacement
-  // string is checked against the number of matches (counted only when the quick bound
-  // len(s) + (len(s)+1) * len(replacement) is over the limit).
-  var origExec = RegExp.prototype.exec, origIndexOf = String.prototype.indexOf;
-  var OrigRegExp = RegExp, symReplace = Symbol.replace;
-  // countMatches counts matches of pattern in s, stopping once there are more than cap.
-  function countMatches(s, pattern, all, cap) {
-    if (pattern !== null && typeof pattern === 'object' && pattern instanceof OrigRegExp) {
-      var flags = str(pattern.flags);
-      if (flags.indexOf('g') < 0) return 1;
-      var re = new OrigRegExp(pattern.source, flags), c = 0, m;
-      re.lastIndex = 0;
-      while ((m = apply(origExec, re, [s])) !== null) {
-        if (++c > cap) break;
-        if (m[0].length === 0) re.lastIndex++;
-      }
-      return c;
-    }
-    var p = str(pattern);
-    if (!all) return 1;
-    var n = 0, at = 0;
-    for (;;) {
-      var i = apply(origIndexOf, s, [p, at]);
-      if (i < 0) return n;
-      if (++n > cap) return n;
-      at = i + (p.length > 0 ? p.length : 1);
-      if (at > s.length) return n;
-    }
-  }
-  function boundReplace(orig, self, s, pattern, replacement, all, args) {
-    if (typeof replacement === 'function') {
-      var total = s.length, user = replacement;
-      args[1] = function () {
-        var r = str(apply(user, this, arguments));
-        total += r.length;
-        if (total > MAXS) oom();
-        return r;
-      };
-      return apply(orig, self, args);
-    }
-    var rep = str(replacement), per = rep.length;
-    if (apply(origIndexOf, rep, ['$']) >= 0) per += rep.length * s.length; // $&, $`, $' each up to len(s)
-    if (s.length + (s.length + 1) * per > MAXS) {
-      var cap = floor((MAXS - s.length) / (per > 0 ? per : 1));
-      if (cap < 0 || countMatches(s, pattern, all, cap) > cap) oom();
-    }
-    var r = apply(orig, self, args);
-    if (typeof r === 'string' && r.length > MAXS) oom();
-    return r;
-  }
-  ['replace', 'replaceAll'].forEach(function (name) {
-    method(String.prototype, name, function (orig) {
-      // (no `arguments` here: naming it would build an arguments object on every call)
-      return function (pattern, replacement) {
-        if (this === null || this === undefined) return apply(orig, this, [pattern, replacement]); // TypeError
-        if (pattern instanceof OrigRegExp) {
-          // a RegExp pattern dispatches to RegExp.prototype[Symbol.replace], bounded below
-          return apply(orig, this, [pattern, replacement]);
-        }
-        var args = [pattern, replacement];
-        if (pattern !== null && typeof pattern === 'object') {
-          var r = apply(orig, this, args); // a user-defined Symbol.replace: JS, interruptible
-          if (typeof r === 'string' && r.length > MAXS) oom();
-          return r;
-        }
-        return boundReplace(orig, this, str(this), pattern, replacement, name === 'replaceAll', args);
-      };
-    });
-  });
-  method(RegExp.prototype, symReplace, function (orig) {
-    return function (s, replacement) {
-      var text = str(s);
-      return boundReplace(orig, this, text, this, replacement, true, [text, replacement]);
-    };
-  });
+  // replace, replaceAll and RegExp.prototype[Symbol.replace] are Go natives installed
+  // before this script (replace.go); the walk below freezes them with the rest
   method(String.prototype, 'split', function (orig) {
     return function split(sep, limit) {
       var lim = limit === undefined ? MAXA + 1 : (num(limit) >>> 0);

@@ -75,8 +75,7 @@ func newVM(p *pool) (*vm, error) {
 	_ = host.Set("maxBytes", maxBufferLen)
 	_ = host.Set("maxDepth", maxNesting)
 	_ = host.Set("oom", func(goja.FunctionCall) goja.Value {
-		rt.Interrupt(errMemory)
-		v.broken.Store(true)
+		v.oom()
 		return goja.Undefined()
 	})
 	_ = host.Set("deep", func(goja.FunctionCall) goja.Value {
@@ -103,6 +102,9 @@ func newVM(p *pool) (*vm, error) {
 			_ = con.Set(k, logf)
 		}
 		_ = v.global.DefineDataProperty("console", con, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	if err := v.guardReplace(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
 	}
 	fv, err := rt.RunProgram(lockdownPrg)
 	if err != nil {
@@ -139,6 +141,12 @@ func newVM(p *pool) (*vm, error) {
 		return nil, fmt.Errorf("%w: %d enumerable globals after lockdown", ErrLockdownFailed, n)
 	}
 	return v, nil
+}
+
+// oom interrupts the runtime with policy_memory_limit and marks it broken.
+func (v *vm) oom() {
+	v.rt.Interrupt(errMemory)
+	v.broken.Store(true)
 }
 
 // resetGlobals deletes implicit globals a policy created and reports whether the

@@ -1,0 +1,354 @@
+package gate
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+
+	"github.com/dop251/goja"
+)
+
+// Growth guards for String.prototype.replace, String.prototype.replaceAll and
+// RegExp.prototype[Symbol.replace], as Go natives that newVM installs before the
+// lockdown freezes them. Each is one native step no interrupt can stop, so each is
+// bounded before the step: a replacement function's results are summed as they come;
+// a replacement string is checked against the number of matches, counted only when
+// the quick bound len(s) + (len(s)+1) * per is over maxStringLen (per is the
+// replacement's length, plus len(replacement) * len(s) when it holds a `$`, since $&,
+// $` and $' each expand to at most len(s)). A result longer than maxStringLen is
+// refused after the step. Refusals are policy_memory_limit (docs/policies.md#growth-limits).
+//
+// Each argument is converted to a string once, in the built-in's order, and the
+// originals receive the converted strings: nothing a toString returns later can
+// differ from what was bounded.
+
+// replaceGuards holds the originals the guards call.
+type replaceGuards struct {
+	v                   *vm
+	rt                  *goja.Runtime
+	replace, replaceAll goja.Callable // String.prototype.replace, replaceAll
+	symReplace          goja.Callable // RegExp.prototype[Symbol.replace]
+	exec, indexOf       goja.Callable // RegExp.prototype.exec, String.prototype.indexOf
+	regExp              *goja.Object  // the RegExp constructor
+	poll                goja.Callable // an empty JS function: calling it raises a pending interrupt
+	guardedSym          *goja.Object  // the guarded RegExp.prototype[Symbol.replace]
+}
+
+// pollEvery is how many matches a count runs between two interrupt checks.
+const pollEvery = 1024
+
+// guardReplace installs the three guards on String.prototype and RegExp.prototype
+// (writable and configurable until the lockdown freezes them). It returns an error when
+// an original is missing.
+func (v *vm) guardReplace() error {
+	rt := v.rt
+	g := &replaceGuards{v: v, rt: rt}
+	strProto := rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt)
+	g.regExp = rt.Get("RegExp").ToObject(rt)
+	reProto := g.regExp.Get("prototype").ToObject(rt)
+	var ok [5]bool
+	g.replace, ok[0] = goja.AssertFunction(strProto.Get("replace"))
+	g.replaceAll, ok[1] = goja.AssertFunction(strProto.Get("replaceAll"))
+	g.symReplace, ok[2] = goja.AssertFunction(reProto.GetSymbol(goja.SymReplace))
+	g.exec, ok[3] = goja.AssertFunction(reProto.Get("exec"))
+	g.indexOf, ok[4] = goja.AssertFunction(strProto.Get("indexOf"))
+	for _, found := range ok {
+		if !found {
+			return errors.New("a String.prototype or RegExp.prototype original is missing")
+		}
+	}
+	poll, err := rt.RunString(`(function () {})`)
+	if err != nil {
+		return err
+	}
+	g.poll, _ = goja.AssertFunction(poll)
+
+	replace := g.native("replace", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, false) })
+	replaceAll := g.native("replaceAll", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, true) })
+	g.guardedSym = g.native("[Symbol.replace]", g.regexpReplace)
+	if err := strProto.DefineDataProperty("replace", replace, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+		return err
+	}
+	if err := strProto.DefineDataProperty("replaceAll", replaceAll, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+		return err
+	}
+	return reProto.DefineDataPropertySymbol(goja.SymReplace, g.guardedSym, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// native returns f as a function object named name with length 2, as the originals.
+func (g *replaceGuards) native(name string, f func(goja.FunctionCall) goja.Value) *goja.Object {
+	o := g.rt.ToValue(f).ToObject(g.rt)
+	_ = o.DefineDataProperty("length", g.rt.ToValue(2), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = o.DefineDataProperty("name", g.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	return o
+}
+
+// callJS calls f, re-raising what it throws (interrupts included) in the calling native.
+func callJS(f goja.Callable, this goja.Value, args ...goja.Value) goja.Value {
+	r, err := f(this, args...)
+	if err != nil {
+		rethrow(err)
+	}
+	return r
+}
+
+// str is the language's ToString: it runs an object's toString or valueOf once, and a
+// Symbol is a TypeError.
+func (g *replaceGuards) str(v goja.Value) goja.String {
+	if o, ok := v.(*goja.Object); ok {
+		v = o.ToString() // a primitive
+	}
+	switch p := v.(type) {
+	case goja.String:
+		return p
+	case *goja.Symbol:
+		panic(g.rt.NewTypeError("Cannot convert a Symbol value to a string"))
+	}
+	return g.rt.ToValue(v.String()).(goja.String) // a number, boolean, null or undefined: ASCII
+}
+
+// oom refuses the step (policy_memory_limit): it interrupts the runtime, marks the vm
+// broken and raises the interrupt at once, so no native caller goes on.
+func (g *replaceGuards) oom() {
+	g.v.oom()
+	g.check()
+	panic(g.rt.NewTypeError("string too long")) // not reached: check raises the interrupt
+}
+
+// check raises a pending interrupt (a timeout, or oom) between two native steps.
+func (g *replaceGuards) check() {
+	callJS(g.poll, goja.Undefined())
+}
+
+// checkResult refuses a result string longer than maxStringLen.
+func (g *replaceGuards) checkResult(r goja.Value) {
+	if s, ok := r.(goja.String); ok && s.Length() > maxStringLen {
+		g.oom()
+	}
+}
+
+func isNullish(v goja.Value) bool { return v == nil || goja.IsUndefined(v) || goja.IsNull(v) }
+
+// stringReplace is String.prototype.replace (all false) and replaceAll (all true).
+func (g *replaceGuards) stringReplace(c goja.FunctionCall, all bool) goja.Value {
+	orig := g.replace
+	if all {
+		orig = g.replaceAll
+	}
+	this, pattern, replacement := c.This, c.Argument(0), c.Argument(1)
+	if isNullish(this) {
+		return callJS(orig, this, pattern, replacement) // the original's TypeError
+	}
+	if o, ok := pattern.(*goja.Object); ok {
+		if all && g.isRegExp(o) {
+			flags := o.Get("flags")
+			if isNullish(flags) {
+				panic(g.rt.NewTypeError("Value is not object coercible"))
+			}
+			if !g.contains(g.str(flags), 'g') {
+				panic(g.rt.NewTypeError("String.prototype.replaceAll called with a non-global RegExp argument"))
+			}
+		}
+		if m := o.GetSymbol(goja.SymReplace); !isNullish(m) {
+			var r goja.Value
+			if m == g.guardedSym { // a RegExp: the guard below, as the original would call it
+				r = g.regexpReplace(goja.FunctionCall{This: pattern, Arguments: []goja.Value{this, replacement}})
+			} else {
+				f, ok := goja.AssertFunction(m)
+				if !ok {
+					panic(g.rt.NewTypeError("%s is not a method", m.String()))
+				}
+				r = callJS(f, pattern, this, replacement) // a user Symbol.replace: JS, interruptible
+			}
+			g.checkResult(r)
+			return r
+		}
+	}
+	s := g.str(this)
+	p := g.str(pattern)
+	step := func(rep goja.Value) goja.Value { return callJS(orig, s, p, rep) }
+	if all && p.Length() == 0 && !isASCII(s) {
+		// goja's replaceAll never ends on an empty pattern in a non-ASCII string; an
+		// empty global RegExp matches at the same places (every unit boundary) and its
+		// matches are replaced by the same code
+		re, err := g.rt.New(g.regExp, g.rt.ToValue(""), g.rt.ToValue("g"))
+		if err != nil {
+			rethrow(err)
+		}
+		step = func(rep goja.Value) goja.Value { return callJS(g.symReplace, re, s, rep) }
+	}
+	if fn, ok := goja.AssertFunction(replacement); ok {
+		return step(g.summing(s, fn))
+	}
+	rep := g.str(replacement)
+	if over, limit := g.quickBound(s, rep); over && (limit < 0 || g.countString(s, p, all, limit) > limit) {
+		g.oom()
+	}
+	r := step(rep)
+	g.checkResult(r)
+	return r
+}
+
+// regexpReplace is RegExp.prototype[Symbol.replace].
+func (g *replaceGuards) regexpReplace(c goja.FunctionCall) goja.Value {
+	this, replacement := c.This, c.Argument(1)
+	s := g.str(c.Argument(0))
+	if fn, ok := goja.AssertFunction(replacement); ok {
+		return callJS(g.symReplace, this, s, g.summing(s, fn))
+	}
+	rep := g.str(replacement)
+	if over, limit := g.quickBound(s, rep); over && (limit < 0 || g.countRegExp(s, this, limit) > limit) {
+		g.oom()
+	}
+	r := callJS(g.symReplace, this, s, rep)
+	g.checkResult(r)
+	return r
+}
+
+// isRegExp is the language's IsRegExp: Symbol.match decides when defined, else
+// whether o is a RegExp object.
+func (g *replaceGuards) isRegExp(o *goja.Object) bool {
+	if m := o.GetSymbol(goja.SymMatch); m != nil && !goja.IsUndefined(m) {
+		return m.ToBoolean()
+	}
+	return o.ClassName() == "RegExp"
+}
+
+// quickBound reports whether replacing every match of anything in s by rep could pass
+// maxStringLen and, if so, the most matches that stay within it (negative: none).
+func (g *replaceGuards) quickBound(s, rep goja.String) (over bool, limit int64) {
+	n, per := float64(s.Length()), float64(rep.Length())
+	if g.contains(rep, '$') {
+		per += float64(rep.Length()) * n // $&, $`, $' each up to len(s)
+	}
+	if n+(n+1)*per <= maxStringLen {
+		return false, 0
+	}
+	return true, int64(math.Floor((maxStringLen - n) / math.Max(per, 1)))
+}
+
+// summing wraps a replacement function so that its results, converted to strings, are
+// summed as they come (from len(s)) and refused past maxStringLen.
+func (g *replaceGuards) summing(s goja.String, fn goja.Callable) goja.Value {
+	total := int64(s.Length())
+	return g.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+		r := g.str(callJS(fn, c.This, c.Arguments...))
+		if total += int64(r.Length()); total > maxStringLen {
+			g.oom()
+		}
+		return r
+	})
+}
+
+// countString counts the matches of the string p in s (at most one unless all),
+// stopping once there are more than limit. Both ASCII: counted in Go; else with
+// String.prototype.indexOf.
+func (g *replaceGuards) countString(s, p goja.String, all bool, limit int64) int64 {
+	if !all {
+		return 1
+	}
+	step := max(p.Length(), 1)
+	gs, sASCII := ascii(s)
+	gp, pASCII := ascii(p)
+	if sASCII && pASCII { // bytes are UTF-16 units
+		var n int64
+		for at := 0; ; {
+			i := strings.Index(gs[at:], gp)
+			if i < 0 {
+				return n
+			}
+			if n++; n > limit {
+				return n
+			}
+			if at += i + step; at > len(gs) {
+				return n
+			}
+		}
+	}
+	var n int64
+	for at := int64(0); ; {
+		i := callJS(g.indexOf, s, p, g.rt.ToValue(at)).ToInteger()
+		if i < 0 {
+			return n
+		}
+		if n++; n > limit {
+			return n
+		}
+		if at = i + int64(step); at > int64(s.Length()) {
+			return n
+		}
+		if n%pollEvery == 0 {
+			g.check()
+		}
+	}
+}
+
+// countRegExp counts the matches of the RegExp re in s (one without the g flag) with a
+// fresh RegExp of the same source and flags and the original exec, stopping once there
+// are more than limit. A receiver that is no RegExp (or is a function) is counted as a
+// string.
+func (g *replaceGuards) countRegExp(s goja.String, re goja.Value, limit int64) int64 {
+	o, ok := re.(*goja.Object)
+	if _, callable := goja.AssertFunction(re); !ok || callable || !g.rt.InstanceOf(o, g.regExp) {
+		return g.countString(s, g.str(re), true, limit)
+	}
+	flags := g.str(nilUndefined(o.Get("flags")))
+	if !g.contains(flags, 'g') {
+		return 1
+	}
+	fresh, err := g.rt.New(g.regExp, nilUndefined(o.Get("source")), flags)
+	if err != nil {
+		rethrow(err)
+	}
+	lastIndex := func() int64 { return fresh.Get("lastIndex").ToInteger() }
+	if err := fresh.Set("lastIndex", 0); err != nil {
+		rethrow(err)
+	}
+	var n int64
+	for {
+		m := callJS(g.exec, fresh, s)
+		if goja.IsNull(m) {
+			return n
+		}
+		if n++; n > limit {
+			return n
+		}
+		if g.str(nilUndefined(m.ToObject(g.rt).Get("0"))).Length() == 0 {
+			if err := fresh.Set("lastIndex", lastIndex()+1); err != nil {
+				rethrow(err)
+			}
+		}
+		if n%pollEvery == 0 {
+			g.check()
+		}
+	}
+}
+
+// ascii returns s as Go bytes when goja holds it as ASCII (no copy); goja's
+// conversion of other strings to UTF-8 is slow and is never made here.
+func ascii(s goja.String) (string, bool) {
+	if reflect.TypeOf(s).Kind() != reflect.String {
+		return "", false
+	}
+	a := reflect.ValueOf(s).String()
+	return a, len(a) == s.Length()
+}
+
+func isASCII(s goja.String) bool { _, ok := ascii(s); return ok }
+
+// contains reports whether s holds the ASCII unit c (String.prototype.indexOf unless
+// s is ASCII).
+func (g *replaceGuards) contains(s goja.String, c byte) bool {
+	if a, ok := ascii(s); ok {
+		return strings.IndexByte(a, c) >= 0
+	}
+	return callJS(g.indexOf, s, g.rt.ToValue(string(c))).ToInteger() >= 0
+}
+
+func nilUndefined(v goja.Value) goja.Value {
+	if v == nil {
+		return goja.Undefined()
+	}
+	return v
+}
