@@ -31,6 +31,7 @@ type pool struct {
 	gcSeq      atomic.Uint64 // number of the watchdog's last completed collection
 	gcStarted  atomic.Uint64 // collections begun
 	wake       chan struct{} // begin → an idle watchdog
+	asleep     atomic.Bool   // the watchdog waits on wake (set under a re-check of active)
 	stop       chan struct{}
 	wg         sync.WaitGroup
 }
@@ -146,9 +147,11 @@ func (p *pool) begin(v *vm, tok uint64, input int, timeout time.Duration) {
 	p.mu.Lock()
 	p.active[v] = run
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	if p.asleep.Load() { // read after the insert: a watchdog going to sleep sees one or the other
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 

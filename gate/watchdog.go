@@ -48,7 +48,8 @@ func sampleUint(s metrics.Sample) uint64 {
 	return s.Value.Uint64()
 }
 
-// watchdog wakes every millisecond while a policy runs (and sleeps while none does).
+// watchdog wakes every millisecond while a policy runs (and sleeps once none has run
+// for watchIdleTicks).
 // It interrupts a policy past its deadline (policy_timeout) and samples the heap. Once the live heap passes the soft cap it interrupts every running
 // policy; with a per-policy budget set, a policy whose heap growth since it began
 // passes that budget. Allocation in a loop is JS and stops at the next instruction
@@ -60,33 +61,43 @@ func (p *pool) watchdog() {
 	defer p.wg.Done()
 	t := time.NewTicker(watchInterval)
 	defer t.Stop()
-	ticking := true
 	seenGC, trustFrom := p.gcSeq.Load(), p.gcStarted.Load()+1
+	idle := 0 // ticks in a row with no policy running
 	for {
 		p.mu.Lock()
 		n := len(p.active)
 		p.mu.Unlock()
 		if n == 0 {
-			if ticking {
+			// Keep ticking for a while (calls come in bursts: waking a sleeping
+			// goroutine for each policy would cost more than the ticks), then sleep
+			// until begin wakes us.
+			if idle++; idle > watchIdleTicks {
 				t.Stop()
-				ticking = false
+				p.asleep.Store(true)
+				p.mu.Lock() // a begin before the store above did not wake us: look again
+				n = len(p.active)
+				p.mu.Unlock()
+				if n == 0 {
+					select {
+					case <-p.stop:
+						return
+					case <-p.wake:
+					}
+				}
+				p.asleep.Store(false)
+				t.Reset(watchInterval)
 			}
-			select {
-			case <-p.stop:
-				return
-			case <-p.wake:
-			}
-			continue
-		}
-		if !ticking {
-			t.Reset(watchInterval)
-			ticking = true
-			trustFrom = p.gcStarted.Load() + 1
+		} else if idle > 0 {
+			idle = 0
+			trustFrom = p.gcStarted.Load() + 1 // a busy period begins
 		}
 		select {
 		case <-p.stop:
 			return
 		case now := <-t.C:
+			if n == 0 {
+				continue
+			}
 			if n := p.interruptWith(errTimeout, func(r activeRun) bool { return !r.deadline.IsZero() && now.After(r.deadline) }); n > 0 {
 				continue
 			}

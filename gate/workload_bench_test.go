@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -148,22 +149,26 @@ func runWorkload(g *Gate) (pre, post Result) {
 // sideBySide times the runtime-per-call baseline (runtimePerCall, on the classic
 // plain-JS examples) and the gate in alternating rounds, so that load from other
 // processes falls on both alike, and returns the wall and CPU time per call of each
-// (CPU time is 0 where processCPU cannot read it).
+// (CPU time is 0 where processCPU cannot read it). Each block runs about 25 ms, long
+// enough for several of its own garbage collections, and starts after a collection
+// (not timed), so neither side pays for the other's garbage.
 func sideBySide(tb testing.TB, g *Gate) (base, gate, baseCPU, gateCPU time.Duration) {
 	srcs := classicSources(tb)
 	p, c := runtimePerCall(srcs) // warm up, and check the baseline's result
 	if err := checkWorkload(p, c); err != nil {
 		tb.Fatalf("baseline: %v", err)
 	}
-	const rounds, baseCalls, gateCalls = 20, 5, 100
+	const rounds, baseCalls, gateCalls = 10, 20, 600
 	var b, gt, bc, gc time.Duration
 	for r := 0; r < rounds; r++ {
+		runtime.GC()
 		start, cpu := time.Now(), processCPU()
 		for i := 0; i < baseCalls; i++ {
 			runtimePerCall(srcs)
 		}
 		b += time.Since(start)
 		bc += processCPU() - cpu
+		runtime.GC()
 		start, cpu = time.Now(), processCPU()
 		for i := 0; i < gateCalls; i++ {
 			runWorkload(g)
