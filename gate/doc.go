@@ -34,7 +34,10 @@
 // with JSON.parse inside the runtime (push, splice and delete behave as JavaScript),
 // read back once in Go after each policy with JSON.stringify's semantics (jsonout.go:
 // every getter, toJSON and Proxy trap runs once; the next policy parses the text
-// again), checked on that text (bad_ctx_shape) and tracked for changes (slots.go). ctx
+// again), checked on that text (bad_ctx_shape) and tracked for changes (slots.go). A
+// policy proven at load time to only read ctx.params (readonly.go) hands its parse to
+// the next policy and is not read back. Each policy's wrapper is bound once per runtime;
+// a call invokes the policy function with a fresh scope. ctx
 // and ctx.response are proxies whose delete trap turns a delete into an assignment (or
 // a recorded bad shape), and ctx.response = {content, structuredContent} replaces both.
 // The redaction helpers take JSON-like values only and raise a TypeError otherwise,
@@ -44,7 +47,8 @@
 //
 // # Runaways
 //
-// Each policy has Options.Timeout (5 s). JS loops and recursion are interrupted
+// Each policy has Options.Timeout (5 s), enforced by the pool's watchdog goroutine,
+// which ticks every millisecond while policies run. JS loops and recursion are interrupted
 // (policy_timeout, policy_stack_limit); backtracking regexps get
 // regexp2.DefaultMatchTimeout. Growth is bounded before the native step (growth.go,
 // lockdown.js; docs/policies.md#growth-limits): `+`, `+=`, template literals and spreads
