@@ -41,7 +41,8 @@ type pool struct {
 // to stop: a huge string copy is one instruction).
 type activeRun struct {
 	tok, base, budget uint64
-	deadline          time.Time // the policy's time limit (the watchdog interrupts past it); zero: none
+	deadline          time.Time       // the policy's time limit (the watchdog interrupts past it); zero: none
+	done              <-chan struct{} // the call's context (the watchdog interrupts once it is closed); nil: none
 	hit               bool
 }
 
@@ -127,13 +128,14 @@ func (p *pool) put(v *vm) {
 
 // begin registers a policy run with the watchdog, which interrupts it with
 // policy_timeout once timeout has passed (0: no deadline, the caller keeps its own
-// clock), and, with a heap budget, once the heap grows past it.
-func (p *pool) begin(v *vm, tok uint64, input int, timeout time.Duration) {
+// clock) or done is closed (the call was cancelled), and, with a heap budget, once the
+// heap grows past it.
+func (p *pool) begin(v *vm, tok uint64, input int, timeout time.Duration, done <-chan struct{}) {
 	v.mu.Lock()
 	v.token = tok
 	v.mu.Unlock()
 	v.rt.ClearInterrupt() // k6: clear on activation; a stale interrupt cannot reach us (token)
-	run := activeRun{tok: tok}
+	run := activeRun{tok: tok, done: done}
 	if timeout > 0 {
 		run.deadline = time.Now().Add(timeout)
 	}

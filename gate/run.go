@@ -34,7 +34,8 @@ type callState struct {
 	warned     bool
 	helperRung vocab.Action
 	warnings   []Warning
-	shapeErr   string // a bad shape no read-back can see (ctx.response replaced or deleted)
+	shapeErr   string          // a bad shape no read-back can see (ctx.response replaced or deleted)
+	done       <-chan struct{} // the call's context: closed when the client cancels or leaves
 }
 
 // badShape records the first bad shape of the running policy; it rejects the call with
@@ -108,22 +109,18 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	v.cur = c
 	defer func() { v.cur, v.state = nil, callState{} }() // an idle runtime holds no call data
 
-	var stopCancel func() bool
-	if ctx.Done() != nil {
-		stopCancel = context.AfterFunc(ctx, func() {
-			v.mu.Lock()
-			tok := v.token
-			v.mu.Unlock()
-			v.interruptIf(tok, errCancelled)
-		})
-		defer stopCancel()
-	}
+	c.done = ctx.Done() // the watchdog interrupts a running policy once it is closed
 
 	action := vocab.Pass
 	anyChange := false
 	for _, p := range s.policies {
 		if !p.actsIn(call.Phase) {
 			continue
+		}
+		if ctx.Err() != nil { // cancelled between policies: run no more
+			res.Reject = &Rejection{Code: vocab.ReasonPolicyTimeout, Message: errCancelled.msg, Policy: p.name}
+			res.Warnings = c.warnings
+			return res
 		}
 		c.policy = p.name
 		c.warned, c.helperRung, c.shapeErr = false, vocab.Pass, ""
@@ -223,7 +220,7 @@ func (s *Set) Phases(file string) (acts, compared []ctxapi.Phase, ok bool) {
 // runOne runs one policy under its deadline, then reads the changed ctx back.
 func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejection) {
 	tok := tokens.Add(1)
-	s.pool.begin(v, tok, c.inputBytes(), s.timeout) // the watchdog enforces the deadline
+	s.pool.begin(v, tok, c.inputBytes(), s.timeout, c.done) // the watchdog enforces both
 	v.clearRejected()
 	defer func() {
 		s.pool.end(v)

@@ -151,7 +151,7 @@ func (g *Gate) RunTest(ctx context.Context, tf *TestFile, test string, host Test
 		return TestResult{Outcome: TestError, Message: err.Error()}
 	}
 	tok := tokens.Add(1)
-	g.pool.begin(v, tok, 0, 0) // the test's own timer is its clock (paused during host calls)
+	g.pool.begin(v, tok, 0, 0, nil) // the test's own timer and AfterFunc below are its clocks (paused during host calls)
 	defer g.pool.end(v)
 	budget := g.opts.Timeout
 	started := time.Now()

@@ -49,14 +49,14 @@ func sampleUint(s metrics.Sample) uint64 {
 }
 
 // watchdog wakes every millisecond while a policy runs (and sleeps once none has run
-// for watchIdleTicks).
-// It interrupts a policy past its deadline (policy_timeout) and samples the heap. Once the live heap passes the soft cap it interrupts every running
-// policy; with a per-policy budget set, a policy whose heap growth since it began
-// passes that budget. Allocation in a loop is JS and stops at the next instruction
-// (policy_memory_limit), so string doubling with `+` or template literals, which no
-// built-in guard sees, stops soon after the limit. The GC that tells live memory from
-// garbage runs on its own goroutine, so a policy copying a huge string never stalls
-// this loop.
+// for watchIdleTicks). It interrupts a policy past its deadline or whose call was
+// cancelled (policy_timeout), and samples the heap: once the live heap passes the soft
+// cap it interrupts every running policy; with a per-policy budget set, a policy whose
+// heap growth since it began passes that budget. Allocation in a loop is JS and stops
+// at the next instruction (policy_memory_limit), so string doubling with `+` or
+// template literals, which no built-in guard sees, stops soon after the limit. The GC
+// that tells live memory from garbage runs on its own goroutine, so a policy copying a
+// huge string never stalls this loop.
 func (p *pool) watchdog() {
 	defer p.wg.Done()
 	t := time.NewTicker(watchInterval)
@@ -98,7 +98,8 @@ func (p *pool) watchdog() {
 			if n == 0 {
 				continue
 			}
-			if n := p.interruptWith(errTimeout, func(r activeRun) bool { return !r.deadline.IsZero() && now.After(r.deadline) }); n > 0 {
+			timedOut := p.interruptWith(errTimeout, func(r activeRun) bool { return !r.deadline.IsZero() && now.After(r.deadline) })
+			if cancelled := p.interruptWith(errCancelled, isDone); timedOut+cancelled > 0 {
 				continue
 			}
 		}
@@ -154,4 +155,17 @@ func (p *pool) interruptWith(why *interruptReason, f func(activeRun) bool) int {
 		v.interruptIf(tok, why)
 	}
 	return len(victims)
+}
+
+// isDone reports whether a run's call was cancelled.
+func isDone(r activeRun) bool {
+	if r.done == nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
