@@ -16,7 +16,9 @@ import (
 // so Run hands it to the next policy instead of parsing the arguments again and skips
 // its read-back (docs/policies.md#what-a-policy-costs). Anything the proof does not
 // understand (a file binding its own ctx, `with`, a computed ctx[...], a call with a
-// value from ctx.params, an assignment) makes it false.
+// value from ctx.params, an assignment) makes it false. ctx is also the global object's
+// ctx and its own valueOf's result, so `this`, `globalThis` and ctx members other than
+// the documented read-only ones (ctxReadMembers) make it false too.
 func paramsReadOnly(body *ast.BlockStatement) bool {
 	if body == nil || bindsOwnCtx(body) {
 		return false
@@ -27,7 +29,12 @@ func paramsReadOnly(body *ast.BlockStatement) bool {
 		switch x := node.(type) {
 		case *ast.PropertyShort: // {ctx}: ctx itself as a value
 			ok = ok && x.Name.Name != "ctx"
+		case *ast.ThisExpression, *ast.SuperExpression:
+			ok = false // the global object in a sloppy function: globalThis.ctx
 		case *ast.Identifier:
+			if x.Name == "globalThis" {
+				ok = false // globalThis.ctx is the same ctx
+			}
 			if x.Name != "ctx" {
 				return ok
 			}
@@ -35,15 +42,23 @@ func paramsReadOnly(body *ast.BlockStatement) bool {
 			switch {
 			case !member || any(d.Left) != any(x):
 				ok = false // ctx used other than as ctx.NAME (a label named ctx included)
-			case d.Identifier.Name == "redactAll":
-				ok = false // rewrites ctx.params in place in the pre phase
 			case d.Identifier.Name == "params":
 				ok = ok && paramReadOnly(d, parent)
+			case !ctxReadMembers[string(d.Identifier.Name)]:
+				ok = false // ctx.redactAll, or ctx.valueOf(), ctx.__lookupGetter__ ... reach ctx.params
 			}
 		}
 		return ok
 	})
 	return ok
+}
+
+// ctxReadMembers are the ctx members a read-only policy may use: none of them gives
+// ctx, ctx.params or its getter, nor changes ctx.params (ctx.redactAll does).
+var ctxReadMembers = map[string]bool{
+	"phase": true, "method": true, "tool": true, "server": true, "toolAccess": true,
+	"user": true, "findings": true, "response": true, "tools": true,
+	"rateLimitExceeded": true, "warn": true, "redact": true, "mask": true, "hash": true,
 }
 
 // paramReadOnly checks one ctx.params: it must be read as ctx.params.KEY or

@@ -49,6 +49,14 @@ func TestParamsReadOnly(t *testing.T) {
 		{"with", `with (ctx) { params.x = 1 }`, false},
 		{"optional chain", `if (ctx.params?.x) throw "x"`, false},
 		{"for-in over a value", `for (var k in ctx.params.obj) {}`, false},
+		{"ctx through globalThis", `globalThis.ctx.params.x = 1`, false},
+		{"ctx through an escaped globalThis", `globalTh\u0069s.ctx.params.x = 1`, false},
+		{"ctx through this", `this.ctx.params.x = 1`, false},
+		{"ctx through a sloppy function's this", `(function () { return this })().ctx.params.x = 1`, false},
+		{"ctx through valueOf", `ctx.valueOf().params.x = 1`, false},
+		{"ctx through an escaped ctx's valueOf", `\u0063tx.valueOf().params.x = 1`, false},
+		{"the params getter", `ctx.__lookupGetter__("params")().x = 1`, false},
+		{"super in an object method", `var o = {m() { return super.x }}; if (o.m()) throw "x"`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,5 +108,29 @@ func TestReadOnlyPolicyHandsOnParams(t *testing.T) {
 	res := g2.Current().Run(context.Background(), &ctxapi.Call{Phase: ctxapi.PhasePre, Tool: "t", Params: json.RawMessage(`{"x": 1, "y" : [1,2]}`)})
 	if res.Changed || string(res.Params) != `{"x": 1, "y" : [1,2]}` || len(res.Warnings) != 1 {
 		t.Errorf("read-only policy: changed %v params %s warnings %v", res.Changed, res.Params, res.Warnings)
+	}
+}
+
+// TestReadOnlyProofHoles: a write to ctx.params that does not name ctx.params is read
+// back, reaches the upstream, and later policies see what is sent.
+func TestReadOnlyProofHoles(t *testing.T) {
+	for _, src := range []string{
+		`globalThis.ctx.params.x = 2`,
+		`this.ctx.params.x = 2`,
+		`ctx.valueOf().params.x = 2`,
+		`(function () { return this })().ctx.params.x = 2`,
+	} {
+		t.Run(src, func(t *testing.T) {
+			for _, files := range []map[string]string{
+				{"10.js": src},
+				{"10.js": src, "20.js": `if (ctx.params.x !== 2) throw "later saw " + ctx.params.x`},
+			} {
+				g := loadGate(t, files)
+				res := g.Current().Run(context.Background(), preCall(`{"x":1}`))
+				if res.Reject != nil || !res.Changed || string(res.Params) != `{"x":2}` {
+					t.Errorf("%d files: reject %v changed %v params %s", len(files), res.Reject, res.Changed, res.Params)
+				}
+			}
+		})
 	}
 }
