@@ -129,7 +129,8 @@ func (p *pool) put(v *vm) {
 // begin registers a policy run with the watchdog, which interrupts it with
 // policy_timeout once timeout has passed (0: no deadline, the caller keeps its own
 // clock) or done is closed (the call was cancelled), and, with a heap budget, once the
-// heap grows past it.
+// heap grows past it. After close, which stops the watchdog, the run is interrupted at
+// once (policy_error).
 func (p *pool) begin(v *vm, tok uint64, input int, timeout time.Duration, done <-chan struct{}) {
 	v.mu.Lock()
 	v.token = tok
@@ -149,6 +150,10 @@ func (p *pool) begin(v *vm, tok uint64, input int, timeout time.Duration, done <
 	p.mu.Lock()
 	p.active[v] = run
 	p.mu.Unlock()
+	if p.closed.Load() { // no watchdog keeps the deadline any more: stop it as close stops the runs before it
+		v.interruptIf(tok, errClosing)
+		return
+	}
 	if p.asleep.Load() { // read after the insert: a watchdog going to sleep sees one or the other
 		select {
 		case p.wake <- struct{}{}:

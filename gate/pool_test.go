@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/testwait"
+	"github.com/mcpgate/mcpgate/internal/vocab"
 )
 
 // A pre phase gets a runtime while every shared runtime is busy with post phases: the
@@ -33,5 +35,36 @@ func TestPrePhaseNeverWaitsBehindPost(t *testing.T) {
 	}
 	if res := <-postDone; res.Reject == nil || res.Reject.Code != "policy_timeout" {
 		t.Fatalf("busy post phase: got %+v, want policy_timeout", res.Reject)
+	}
+}
+
+// A policy of a call in flight that begins after Close is stopped at once, as close
+// stops the ones running: no watchdog is left to keep its deadline.
+func TestPolicyBegunAfterCloseIsStopped(t *testing.T) {
+	for _, src := range []string{`if (ctx.params.a === 1) ctx.warn("one")`, `for (;;) {}`} {
+		t.Run(src, func(t *testing.T) {
+			g := loadGate(t, map[string]string{"10.js": src}, func(o *Options) { o.Timeout = 200 * time.Millisecond * raceSlowdown })
+			s := g.Current()
+			v, err := g.pool.get(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Close()
+			c := &v.state
+			*c = callState{set: s, call: preCall(`{"a":1}`), phase: ctxapi.PhasePre}
+			c.params = newSlot("params", []byte(`{"a":1}`), false)
+			v.cur = c
+			done := make(chan *Rejection, 1)
+			go func() { _, rej := s.runOne(v, c, s.policies[0]); done <- rej }()
+			select {
+			case rej := <-done:
+				if rej == nil || rej.Code != vocab.ReasonPolicyError {
+					t.Errorf("got %+v, want policy_error", rej)
+				}
+			case <-time.After(10 * s.timeout):
+				v.rt.Interrupt(errClosing) // let the goroutine end
+				t.Errorf("a policy begun after Close ran on past 10 deadlines")
+			}
+		})
 	}
 }
