@@ -22,6 +22,12 @@ import (
 // Each argument is converted to a string once, in the built-in's order, and the
 // originals receive the converted strings: nothing a toString returns later can
 // differ from what was bounded.
+//
+// RegExp.prototype[Symbol.replace] and [Symbol.match] take only a plain RegExp
+// (plainRegExp); on anything else goja runs the generic algorithm, whose exec, flags
+// and match objects the policy controls, in one native step: a non-global RegExp whose
+// flags say "g" loops without end, and a match object's captures or length build
+// results no bound saw. Both are a TypeError instead.
 
 // replaceGuards holds the originals the guards call.
 type replaceGuards struct {
@@ -29,6 +35,8 @@ type replaceGuards struct {
 	rt                  *goja.Runtime
 	replace, replaceAll goja.Callable // String.prototype.replace, replaceAll
 	symReplace          goja.Callable // RegExp.prototype[Symbol.replace]
+	symMatch            goja.Callable // RegExp.prototype[Symbol.match]
+	reProto             *goja.Object  // RegExp.prototype
 	exec, indexOf       goja.Callable // RegExp.prototype.exec, String.prototype.indexOf
 	regExp              *goja.Object  // the RegExp constructor
 	poll                goja.Callable // an empty JS function: calling it raises a pending interrupt
@@ -47,12 +55,14 @@ func (v *vm) guardReplace() error {
 	strProto := rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt)
 	g.regExp = rt.Get("RegExp").ToObject(rt)
 	reProto := g.regExp.Get("prototype").ToObject(rt)
-	var ok [5]bool
+	g.reProto = reProto
+	var ok [6]bool
 	g.replace, ok[0] = goja.AssertFunction(strProto.Get("replace"))
 	g.replaceAll, ok[1] = goja.AssertFunction(strProto.Get("replaceAll"))
 	g.symReplace, ok[2] = goja.AssertFunction(reProto.GetSymbol(goja.SymReplace))
 	g.exec, ok[3] = goja.AssertFunction(reProto.Get("exec"))
 	g.indexOf, ok[4] = goja.AssertFunction(strProto.Get("indexOf"))
+	g.symMatch, ok[5] = goja.AssertFunction(reProto.GetSymbol(goja.SymMatch))
 	for _, found := range ok {
 		if !found {
 			return errors.New("a String.prototype or RegExp.prototype original is missing")
@@ -67,6 +77,14 @@ func (v *vm) guardReplace() error {
 	replace := g.native("replace", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, false) })
 	replaceAll := g.native("replaceAll", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, true) })
 	g.guardedSym = g.native("[Symbol.replace]", g.regexpReplace)
+	match := g.native("[Symbol.match]", func(c goja.FunctionCall) goja.Value {
+		g.requirePlain(c.This, "[Symbol.match]")
+		return callJS(g.symMatch, c.This, c.Arguments...)
+	})
+	_ = match.DefineDataProperty("length", g.rt.ToValue(1), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	if err := reProto.DefineDataPropertySymbol(goja.SymMatch, match, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+		return err
+	}
 	if err := strProto.DefineDataProperty("replace", replace, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
 		return err
 	}
@@ -190,9 +208,29 @@ func (g *replaceGuards) stringReplace(c goja.FunctionCall, all bool) goja.Value 
 	return r
 }
 
+// plainRegExp reports whether v is a RegExp of the built-in prototype with no own
+// property but lastIndex (no Proxy): goja's built-ins then use its own exec and flags.
+func (g *replaceGuards) plainRegExp(v goja.Value) bool {
+	o, ok := v.(*goja.Object)
+	if !ok || o.ExportType() == proxyType || o.ClassName() != "RegExp" || o.Prototype() != g.reProto {
+		return false
+	}
+	names := o.GetOwnPropertyNames()
+	return len(names) == 1 && names[0] == "lastIndex" && len(o.Symbols()) == 0
+}
+
+// requirePlain throws a TypeError unless this is a plain RegExp (plainRegExp); a
+// primitive gets the original's TypeError.
+func (g *replaceGuards) requirePlain(this goja.Value, name string) {
+	if _, ok := this.(*goja.Object); ok && !g.plainRegExp(this) {
+		panic(g.rt.NewTypeError("RegExp.prototype%s in policies takes only a RegExp of the built-in prototype with no own property but lastIndex", name))
+	}
+}
+
 // regexpReplace is RegExp.prototype[Symbol.replace].
 func (g *replaceGuards) regexpReplace(c goja.FunctionCall) goja.Value {
 	this, replacement := c.This, c.Argument(1)
+	g.requirePlain(this, "[Symbol.replace]")
 	s := g.str(c.Argument(0))
 	if fn, ok := goja.AssertFunction(replacement); ok {
 		return callJS(g.symReplace, this, s, g.summing(s, fn))

@@ -81,12 +81,6 @@ func TestReplaceGuardsMatchBuiltins(t *testing.T) {
 		{"Symbol.replace called directly", `return /a/g[Symbol.replace]("banana", "o")`, "s:bonono"},
 		{"Symbol.replace with a function", `return /(a)(n)?/g[Symbol.replace]("ban", function (m, p1, p2, o) { return "<" + p2 + o + ">" })`, "s:b<n1>"},
 		{"Symbol.replace on a primitive", `return RegExp.prototype[Symbol.replace].call("x", "a", "b")`, "throw:TypeError: Value is not an object: x"},
-		{"subclass exec is called",
-			`var calls = 0; class R extends RegExp { exec(s) { calls++; return super.exec(s) } }
-			 var r = new R("a", "g"); return ["banana".replace(r, "o"), calls]`, `j:["bonono",4]`},
-		{"own exec is called",
-			`var r = /x/; Object.defineProperty(r, "exec", {value: function () { return {0: "b", index: 1, length: 1} }});
-			 return "abc".replace(r, "X")`, "s:aXc"},
 		{"subclass Symbol.replace is called",
 			`class R extends RegExp { [Symbol.replace](s, r) { return "mine:" + s + r } } return "ab".replace(new R("a"), "!")`, "s:mine:ab!"},
 		{"null this", `return String.prototype.replace.call(null, "a", "b")`, "throw:TypeError: Value is not object coercible"},
@@ -122,8 +116,6 @@ func TestReplaceGuardsMatchBuiltins(t *testing.T) {
 			 return f.map(function (x) { return x.name + "/" + x.length + "/" + typeof x.prototype })`,
 			`j:["replace/2/undefined","replaceAll/2/undefined","[Symbol.replace]/2/undefined"]`},
 		{"not a constructor", `try { new String.prototype.replace("a", "b"); return "constructed" } catch (e) { return e instanceof TypeError }`, "j:true"},
-		{"borrowed Symbol.replace on a plain object",
-			`var o = {exec: function () { return null }, flags: ""}; return RegExp.prototype[Symbol.replace].call(o, "abc", "x")`, "s:abc"},
 	}
 	v := lockedVM(t)
 	raw := goja.New()
@@ -153,11 +145,56 @@ func TestReplaceGuardsMatchBuiltins(t *testing.T) {
 	}
 }
 
+// RegExp.prototype[Symbol.replace] and [Symbol.match] refuse a RegExp a policy
+// customised (own properties, another prototype, a Proxy) and any other object: goja
+// would run its generic algorithm with the policy's exec, flags and match objects in
+// one native step (a non-global RegExp whose flags say "g" loops there without end).
+// Plain RegExps, lastIndex included, work as before.
+func TestReplaceGuardsRefuseCustomRegExps(t *testing.T) {
+	const refusedReplace = "throw:TypeError: RegExp.prototype[Symbol.replace] in policies takes only a RegExp of the built-in prototype with no own property but lastIndex"
+	const refusedMatch = "throw:TypeError: RegExp.prototype[Symbol.match] in policies takes only a RegExp of the built-in prototype with no own property but lastIndex"
+	cases := []struct{ name, body, want string }{
+		{"flags claiming g on a non-global RegExp", `var r = /a/; Object.defineProperty(r, "flags", {value: "g"}); return "aaaa".replace(r, "b")`, refusedReplace},
+		{"match with flags claiming g", `var r = /a/; Object.defineProperty(r, "flags", {value: "g"}); return "aaaa".match(r)`, refusedMatch},
+		{"a flags getter", `var n = 0, r = /a/g; Object.defineProperty(r, "flags", {get: function () { return n++ ? "g" : "" }}); return "aaaa".replace(r, "$&$&")`, refusedReplace},
+		{"own global", `var r = /a/g; Object.defineProperty(r, "global", {value: false}); return "aa".replace(r, "b")`, refusedReplace},
+		{"own exec with long captures", `var big = "x".repeat(1000), r = /a/g; Object.defineProperty(r, "exec", {value: function () { return {0: "", 1: big, index: 0, length: 2} }}); return "a".replace(r, "$1")`, refusedReplace},
+		{"own exec with a huge length", `var r = /a/; Object.defineProperty(r, "exec", {value: function () { return {0: "", index: 0, length: 1e9} }}); return "a".replace(r, function () { return "" })`, refusedReplace},
+		{"subclass exec", `class R extends RegExp { exec(s) { return super.exec(s) } } return "banana".replace(new R("a", "g"), "o")`, refusedReplace},
+		{"subclass flags", `class R extends RegExp { get flags() { return "g" } } return "aaaa".match(new R("a"))`, refusedMatch},
+		{"another prototype", `var r = /a/g; Object.setPrototypeOf(r, Object.create(RegExp.prototype)); return r[Symbol.replace]("a", "b")`, refusedReplace},
+		{"a Proxy of a RegExp", `return RegExp.prototype[Symbol.replace].call(new Proxy(/a/g, {}), "aa", "b")`, refusedReplace},
+		{"a plain object", `var o = {exec: function () { return null }, flags: ""}; return RegExp.prototype[Symbol.replace].call(o, "abc", "x")`, refusedReplace},
+		{"match on a plain object", `return RegExp.prototype[Symbol.match].call({exec: function () { return null }, flags: "g"}, "abc")`, refusedMatch},
+		{"an own expando", `var r = /a/g; r.note = 1; return "aa".replace(r, "b")`, refusedReplace},
+		{"plain RegExp, lastIndex set", `var r = /a/y; r.lastIndex = 1; return ["baa".replace(r, "X"), r.lastIndex]`, `j:["bXa",2]`},
+		{"plain match", `return "a1b22".match(/\d+/g)`, `j:["1","22"]`},
+		{"match on a string", `return "a.b".match(".")`, `j:["a"]`},
+		{"subclass Symbol.replace is the policy's own", `class R extends RegExp { [Symbol.replace](s, r) { return "mine:" + s + r } } return "ab".replace(new R("a"), "!")`, "s:mine:ab!"},
+		{"match names and length", `var f = RegExp.prototype[Symbol.match]; return f.name + "/" + f.length`, "s:[Symbol.match]/1"},
+	}
+	v := lockedVM(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := evalCase(v.rt, tc.body, "")
+			if err != nil {
+				t.Fatalf("guarded: %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if v.broken.Load() {
+		t.Fatal("a row tripped a guard")
+	}
+}
+
 // The guards are frozen like every intrinsic, and a policy cannot replace them.
 func TestReplaceGuardsFrozen(t *testing.T) {
 	v := lockedVM(t)
 	for _, src := range []string{
-		`Object.isFrozen(String.prototype.replace) && Object.isFrozen(String.prototype.replaceAll) && Object.isFrozen(RegExp.prototype[Symbol.replace])`,
+		`Object.isFrozen(String.prototype.replace) && Object.isFrozen(String.prototype.replaceAll) && Object.isFrozen(RegExp.prototype[Symbol.replace]) && Object.isFrozen(RegExp.prototype[Symbol.match])`,
 		`Object.getPrototypeOf(String.prototype.replace) === Function.prototype`,
 		`!Object.getOwnPropertyDescriptor(String.prototype, "replace").writable && !Object.getOwnPropertyDescriptor(RegExp.prototype, Symbol.replace).configurable`,
 		`(function () { try { String.prototype.replace.constructor("return 1"); return false } catch (e) { return e instanceof TypeError } })()`,
