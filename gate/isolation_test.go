@@ -102,3 +102,27 @@ func TestNoStateBetweenCallers(t *testing.T) {
 		t.Fatalf("the reader cannot see what it looks for: %+v", r.Reject)
 	}
 }
+
+// The policy function is bound once per runtime and outlives the call: what a policy
+// reaches of it (arguments.callee, its prototype) cannot carry a value to the next
+// caller on the same runtime.
+func TestNoStateOnThePolicyFunction(t *testing.T) {
+	for _, tc := range []struct{ look, leave string }{
+		{`arguments.callee.seen`, `arguments.callee.seen = ctx.user.userID`},
+		{`arguments.callee.seen`, `Object.defineProperty(arguments.callee, "seen", {value: ctx.user.userID})`},
+		{`arguments.callee.prototype.seen`, `arguments.callee.prototype.seen = ctx.user.userID`},
+		{`arguments.callee.seen`, `Object.setPrototypeOf(arguments.callee, {seen: ctx.user.userID})`},
+	} {
+		t.Run(tc.leave, func(t *testing.T) {
+			src := `if (` + tc.look + ` !== undefined) throw "leaked " + ` + tc.look + `; try { ` + tc.leave + ` } catch (e) {}`
+			g := loadGate(t, map[string]string{"a.js": src}, func(o *Options) { o.PoolSize = 1 })
+			for _, user := range []string{"alice", "bob"} {
+				c := preCall(`{}`)
+				c.User = ctxapi.User{UserID: user}
+				if r := run(g, c); r.Reject != nil {
+					t.Fatalf("%s: %s", user, r.Reject.Message)
+				}
+			}
+		})
+	}
+}

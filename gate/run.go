@@ -265,8 +265,8 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 }
 
 // wrapper returns the policy's function on this runtime, binding its wrapper once per
-// runtime and policy set (no policy code runs; the function is unreachable from
-// JavaScript, and each call gets a fresh scope).
+// runtime and policy set (no policy code runs; each call gets a fresh scope, and the
+// function, which a sloppy policy reaches as arguments.callee, is frozen).
 func (v *vm) wrapper(s *Set, p policy) (goja.Callable, error) {
 	if v.fnSet != s {
 		v.fnSet, v.fns = s, make(map[*goja.Program]goja.Callable, len(s.policies))
@@ -288,6 +288,11 @@ func (v *vm) wrapper(s *Set, p policy) (goja.Callable, error) {
 	fn, ok := goja.AssertFunction(fv)
 	if !ok {
 		return nil, errors.New("gate: policy wrapper did not return a function")
+	}
+	// the function outlives the call and a sloppy policy reaches it (arguments.callee):
+	// frozen with its prototype, it cannot carry a value to the next call
+	if _, err := v.deepFreeze(goja.Undefined(), fv); err != nil {
+		return nil, err
 	}
 	v.fns[p.prg] = fn
 	return fn, nil
