@@ -23,11 +23,12 @@ import (
 // originals receive the converted strings: nothing a toString returns later can
 // differ from what was bounded.
 //
-// RegExp.prototype[Symbol.replace] and [Symbol.match] take only a plain RegExp
-// (plainRegExp); on anything else goja runs the generic algorithm, whose exec, flags
-// and match objects the policy controls, in one native step: a non-global RegExp whose
-// flags say "g" loops without end, and a match object's captures or length build
-// results no bound saw. Both are a TypeError instead.
+// RegExp.prototype[Symbol.replace], [Symbol.match], [Symbol.matchAll] and
+// [Symbol.split] take only a plain RegExp (plainRegExp); on anything else goja runs the
+// generic algorithm, whose exec, flags, species and match objects the policy controls,
+// in one native step: a non-global RegExp whose flags say "g" loops without end, a
+// match object's captures or length build results no bound saw, and a split with a
+// non-sticky splitter scans the string once per position. Each is a TypeError instead.
 
 // replaceGuards holds the originals the guards call.
 type replaceGuards struct {
@@ -35,7 +36,6 @@ type replaceGuards struct {
 	rt                  *goja.Runtime
 	replace, replaceAll goja.Callable // String.prototype.replace, replaceAll
 	symReplace          goja.Callable // RegExp.prototype[Symbol.replace]
-	symMatch            goja.Callable // RegExp.prototype[Symbol.match]
 	reProto             *goja.Object  // RegExp.prototype
 	exec, indexOf       goja.Callable // RegExp.prototype.exec, String.prototype.indexOf
 	regExp              *goja.Object  // the RegExp constructor
@@ -56,13 +56,12 @@ func (v *vm) guardReplace() error {
 	g.regExp = rt.Get("RegExp").ToObject(rt)
 	reProto := g.regExp.Get("prototype").ToObject(rt)
 	g.reProto = reProto
-	var ok [6]bool
+	var ok [5]bool
 	g.replace, ok[0] = goja.AssertFunction(strProto.Get("replace"))
 	g.replaceAll, ok[1] = goja.AssertFunction(strProto.Get("replaceAll"))
 	g.symReplace, ok[2] = goja.AssertFunction(reProto.GetSymbol(goja.SymReplace))
 	g.exec, ok[3] = goja.AssertFunction(reProto.Get("exec"))
 	g.indexOf, ok[4] = goja.AssertFunction(strProto.Get("indexOf"))
-	g.symMatch, ok[5] = goja.AssertFunction(reProto.GetSymbol(goja.SymMatch))
 	for _, found := range ok {
 		if !found {
 			return errors.New("a String.prototype or RegExp.prototype original is missing")
@@ -77,13 +76,23 @@ func (v *vm) guardReplace() error {
 	replace := g.native("replace", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, false) })
 	replaceAll := g.native("replaceAll", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, true) })
 	g.guardedSym = g.native("[Symbol.replace]", g.regexpReplace)
-	match := g.native("[Symbol.match]", func(c goja.FunctionCall) goja.Value {
-		g.requirePlain(c.This, "[Symbol.match]")
-		return callJS(g.symMatch, c.This, c.Arguments...)
-	})
-	_ = match.DefineDataProperty("length", g.rt.ToValue(1), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	if err := reProto.DefineDataPropertySymbol(goja.SymMatch, match, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-		return err
+	for _, m := range []struct {
+		sym    *goja.Symbol
+		name   string
+		length int
+	}{{goja.SymMatch, "[Symbol.match]", 1}, {goja.SymMatchAll, "[Symbol.matchAll]", 1}, {goja.SymSplit, "[Symbol.split]", 2}} {
+		orig, found := goja.AssertFunction(reProto.GetSymbol(m.sym))
+		if !found {
+			return errors.New("RegExp.prototype" + m.name + " is missing")
+		}
+		guard := g.native(m.name, func(c goja.FunctionCall) goja.Value {
+			g.requirePlain(c.This, m.name)
+			return callJS(orig, c.This, c.Arguments...)
+		})
+		_ = guard.DefineDataProperty("length", g.rt.ToValue(m.length), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		if err := reProto.DefineDataPropertySymbol(m.sym, guard, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+			return err
+		}
 	}
 	if err := strProto.DefineDataProperty("replace", replace, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
 		return err

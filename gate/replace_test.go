@@ -145,14 +145,17 @@ func TestReplaceGuardsMatchBuiltins(t *testing.T) {
 	}
 }
 
-// RegExp.prototype[Symbol.replace] and [Symbol.match] refuse a RegExp a policy
-// customised (own properties, another prototype, a Proxy) and any other object: goja
-// would run its generic algorithm with the policy's exec, flags and match objects in
-// one native step (a non-global RegExp whose flags say "g" loops there without end).
+// RegExp.prototype[Symbol.replace], [Symbol.match], [Symbol.matchAll] and
+// [Symbol.split] refuse a RegExp a policy customised (own properties, another
+// prototype, a Proxy) and any other object: goja would run its generic algorithm with
+// the policy's exec, flags, species and match objects in one native step (a non-global
+// RegExp whose flags say "g" loops there without end).
 // Plain RegExps, lastIndex included, work as before.
 func TestReplaceGuardsRefuseCustomRegExps(t *testing.T) {
 	const refusedReplace = "throw:TypeError: RegExp.prototype[Symbol.replace] in policies takes only a RegExp of the built-in prototype with no own property but lastIndex"
 	const refusedMatch = "throw:TypeError: RegExp.prototype[Symbol.match] in policies takes only a RegExp of the built-in prototype with no own property but lastIndex"
+	const refusedMatchAll = "throw:TypeError: RegExp.prototype[Symbol.matchAll] in policies takes only a RegExp of the built-in prototype with no own property but lastIndex"
+	const refusedSplit = "throw:TypeError: RegExp.prototype[Symbol.split] in policies takes only a RegExp of the built-in prototype with no own property but lastIndex"
 	cases := []struct{ name, body, want string }{
 		{"flags claiming g on a non-global RegExp", `var r = /a/; Object.defineProperty(r, "flags", {value: "g"}); return "aaaa".replace(r, "b")`, refusedReplace},
 		{"match with flags claiming g", `var r = /a/; Object.defineProperty(r, "flags", {value: "g"}); return "aaaa".match(r)`, refusedMatch},
@@ -171,7 +174,15 @@ func TestReplaceGuardsRefuseCustomRegExps(t *testing.T) {
 		{"plain match", `return "a1b22".match(/\d+/g)`, `j:["1","22"]`},
 		{"match on a string", `return "a.b".match(".")`, `j:["a"]`},
 		{"subclass Symbol.replace is the policy's own", `class R extends RegExp { [Symbol.replace](s, r) { return "mine:" + s + r } } return "ab".replace(new R("a"), "!")`, "s:mine:ab!"},
-		{"match names and length", `var f = RegExp.prototype[Symbol.match]; return f.name + "/" + f.length`, "s:[Symbol.match]/1"},
+		{"split with a species whose splitter scans from the start", `function S() { var r = /a/; Object.defineProperty(r, "x", {value: 1}); return r }
+			 var C = {}; C[Symbol.species] = S; var r = /a/; Object.defineProperty(r, "constructor", {value: C}); return ("x".repeat(100) + "a").split(r)`, refusedSplit},
+		{"split with a subclass", `class R extends RegExp {} return "a,b".split(new R(","))`, refusedSplit},
+		{"matchAll with flags claiming g", `var r = /a/g; Object.defineProperty(r, "flags", {value: "g"}); return [..."aa".matchAll(r)].length`, refusedMatchAll},
+		{"plain split", `return "a1b22c".split(/\d+/)`, `j:["a","b","c"]`},
+		{"plain split with a limit and captures", `return "a1b2c".split(/(\d)/, 3)`, `j:["a","1","b"]`},
+		{"plain matchAll", `return [..."a1b22".matchAll(/\d+/g)].map(function (m) { return m[0] + "@" + m.index })`, `j:["1@1","22@3"]`},
+		{"names and lengths", `return [Symbol.match, Symbol.matchAll, Symbol.split].map(function (k) { var f = RegExp.prototype[k]; return f.name + "/" + f.length })`,
+			`j:["[Symbol.match]/1","[Symbol.matchAll]/1","[Symbol.split]/2"]`},
 	}
 	v := lockedVM(t)
 	for _, tc := range cases {
@@ -194,7 +205,7 @@ func TestReplaceGuardsRefuseCustomRegExps(t *testing.T) {
 func TestReplaceGuardsFrozen(t *testing.T) {
 	v := lockedVM(t)
 	for _, src := range []string{
-		`Object.isFrozen(String.prototype.replace) && Object.isFrozen(String.prototype.replaceAll) && Object.isFrozen(RegExp.prototype[Symbol.replace]) && Object.isFrozen(RegExp.prototype[Symbol.match])`,
+		`Object.isFrozen(String.prototype.replace) && Object.isFrozen(String.prototype.replaceAll) && Object.isFrozen(RegExp.prototype[Symbol.replace]) && Object.isFrozen(RegExp.prototype[Symbol.match]) && Object.isFrozen(RegExp.prototype[Symbol.matchAll]) && Object.isFrozen(RegExp.prototype[Symbol.split])`,
 		`Object.getPrototypeOf(String.prototype.replace) === Function.prototype`,
 		`!Object.getOwnPropertyDescriptor(String.prototype, "replace").writable && !Object.getOwnPropertyDescriptor(RegExp.prototype, Symbol.replace).configurable`,
 		`(function () { try { String.prototype.replace.constructor("return 1"); return false } catch (e) { return e instanceof TypeError } })()`,
