@@ -15,8 +15,9 @@ import (
 // plain objects with own data properties in text order (a "__proto__" key is an own
 // property), arrays, strings, numbers, booleans and null. It avoids the runtime's
 // token-by-token JSON.parse. ok is false when the text is not plain, valid JSON or
-// holds a \u escape of a surrogate (the caller then uses JSON.parse, which keeps lone
-// surrogates); nesting past maxNesting trips the stack guard, as JSON.parse does here.
+// holds a \u escape of a surrogate (the caller then uses the runtime's JSON.parse,
+// which joins a pair and, in this goja, reads a lone surrogate as U+FFFD); nesting past
+// maxNesting trips the stack guard, as JSON.parse does here.
 // canon is JSON.stringify of that value, written in the same pass, or "" where the
 // order of an object's keys would not be the text's (an array-index key, a duplicate)
 // or a string is not plain UTF-8.
