@@ -204,6 +204,9 @@ func (p *poolBuf) release() {
 // end found by scanString) to dst, as encoding/json decodes it: invalid UTF-8 bytes
 // and lone surrogate escapes become U+FFFD; false for a control character, an
 // unknown escape or a \u without four hex digits, which encoding/json rejects.
+// engine's appendUnquoted shares the escape table but is lenient (raw bytes copied
+// as they are, control characters kept) for its scanner; this one must match
+// encoding/json byte for byte, so the two stay apart.
 func appendUnquoted(dst, tok []byte) ([]byte, bool) {
 	c := tok[1 : len(tok)-1]
 	for i := 0; i < len(c); {
