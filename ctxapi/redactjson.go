@@ -240,19 +240,12 @@ func appendUnquoted(dst, tok []byte) ([]byte, bool) {
 			return dst, false // a control character or '"'
 		default:
 			i += 2
-			switch e := c[i-1]; e {
-			case '"', '\\', '/':
-				dst = append(dst, e)
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
+			e := c[i-1]
+			if d, ok := jsonscan.Escaped(e); ok {
+				dst = append(dst, d)
+				continue
+			}
+			switch e {
 			case 'u':
 				r := hex4(c, i)
 				if r < 0 {

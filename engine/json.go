@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 // A small JSON walker: it validates the document, tracks the JSON Pointer path, and
@@ -378,19 +380,11 @@ func appendUnquotedLimit(dst, raw []byte, limit int) ([]byte, bool) {
 		}
 		c := raw[i+1]
 		i += 2
+		if d, ok := jsonscan.Escaped(c); ok {
+			dst = append(dst, d)
+			continue
+		}
 		switch c {
-		case '"', '\\', '/':
-			dst = append(dst, c)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
 		case 'u':
 			r, ok := hex4(raw, i)
 			if !ok {

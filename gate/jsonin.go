@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 // fromJSON builds the native JS value of JSON text in Go, as JSON.parse(text) would:
@@ -297,19 +298,13 @@ func unescape(s string) (string, bool) {
 		if i+1 >= len(s) {
 			return "", false
 		}
-		switch c := s[i+1]; c {
-		case '"', '\\', '/':
-			b = append(b, c)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
+		c := s[i+1]
+		if d, ok := jsonscan.Escaped(c); ok {
+			b = append(b, d)
+			i += 2
+			continue
+		}
+		switch c {
 		case 'u':
 			if i+6 > len(s) {
 				return "", false

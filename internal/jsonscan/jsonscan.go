@@ -64,3 +64,23 @@ func Deeper(b []byte, max int) bool {
 	}
 	return false
 }
+
+// Escaped returns the byte a one-character JSON string escape \c stands for (RFC 8259
+// section 7: " \ / b f n r t); false for anything else, \u included.
+func Escaped(c byte) (byte, bool) {
+	switch c {
+	case '"', '\\', '/':
+		return c, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
+}

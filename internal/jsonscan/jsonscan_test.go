@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -106,4 +107,18 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("String(%q) = %d, %v; want %d, %v", b, gotEnd, gotEsc, wantEnd, wantEsc)
 		}
 	})
+}
+
+func TestEscaped(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		got, ok := Escaped(byte(c))
+		var want string
+		err := json.Unmarshal([]byte(`"\`+string(rune(c))+`"`), &want)
+		if c == 'u' || c >= 0x80 {
+			err = errors.New("not a one-character escape")
+		}
+		if ok != (err == nil) || (ok && string(rune(got)) != want) {
+			t.Errorf("Escaped(%q) = %q, %v; encoding/json gives %q, %v", byte(c), got, ok, want, err)
+		}
+	}
 }
