@@ -118,7 +118,8 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 			continue
 		}
 		if ctx.Err() != nil { // cancelled between policies: run no more
-			res.Reject = &Rejection{Code: vocab.ReasonPolicyTimeout, Message: errCancelled.msg, Policy: p.name}
+			res.Reject = classify(errCancelled)
+			res.Reject.Policy = p.name
 			res.Warnings = c.warnings
 			return res
 		}
