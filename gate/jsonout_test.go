@@ -86,12 +86,14 @@ func FuzzJSONWriter(f *testing.F) {
 }
 
 // FuzzJSONReader: fromJSON accepts exactly what JSON.parse accepts (or defers to it)
-// and builds a value that JSON.stringify writes the same way.
+// and builds a value that JSON.stringify writes the same way; in a locked-down runtime,
+// with the same own properties and descriptors.
 func FuzzJSONReader(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[1e300,-0,0.1,1e400]`, `"x\"y"`, `{"__proto__":{"x":1},"a":1,"a":2}`, ` [ ] `, `{"2":1,"1":2}`, `01`, `[1,]`, "\"\x01\"", `"a\nb\t\u00e9\/\\ \b\f\r"`, `"\u12"`, `"\q"`, "\"\xff\\n\"", `{"a":{"b":[1.5e-7,1e21,123456789012345678]},"c":"\u2028<>&"}`, `{"4294967295":1,"4294967294":2,"01":3}`} {
 		f.Add(s)
 	}
 	rt, v := plainVM()
+	locked := lockedVM(f)
 	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
 	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
 	f.Fuzz(func(t *testing.T, text string) {
@@ -114,7 +116,65 @@ func FuzzJSONReader(f *testing.F) {
 		if canon != "" && canon != b.String() {
 			t.Fatalf("%q: canonical text %s, JSON.stringify gives %s", text, canon, b)
 		}
+		checkOwnShape(t, locked, text)
 	})
+}
+
+// ownShape describes a value's own properties the way JSON.stringify cannot: every
+// descriptor (value, writable, enumerable, configurable) and whether the prototype of
+// each object is Object.prototype, nested.
+const ownShape = `(function shape(x) {
+  if (x === null || typeof x !== "object") return JSON.stringify(x);
+  var d = Object.getOwnPropertyDescriptors(x), out = {proto: Object.getPrototypeOf(x) === (Array.isArray(x) ? Array.prototype : Object.prototype), keys: Reflect.ownKeys(x), props: {}};
+  Object.keys(d).forEach(function (k) { out.props[k] = [shape(d[k].value), d[k].writable, d[k].enumerable, d[k].configurable, "get" in d[k]]; });
+  return JSON.stringify(out);
+})`
+
+// checkOwnShape fails unless fromJSON built, in v's runtime, the value JSON.parse
+// builds there, down to each property's descriptor.
+func checkOwnShape(t *testing.T, v *vm, text string) {
+	t.Helper()
+	got, _, ok := v.fromJSON(text)
+	if !ok {
+		return // JSON.parse decides
+	}
+	fv, err := v.rt.RunString(ownShape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape, _ := goja.AssertFunction(fv)
+	parse, _ := goja.AssertFunction(v.rt.Get("JSON").ToObject(v.rt).Get("parse"))
+	want, err := parse(goja.Undefined(), v.rt.ToValue(text))
+	if err != nil {
+		t.Fatalf("%q: JSON.parse fails (%v), fromJSON accepts", text, err)
+	}
+	a, errA := shape(goja.Undefined(), got)
+	b, errB := shape(goja.Undefined(), want)
+	if errA != nil || errB != nil || a.String() != b.String() {
+		t.Fatalf("%q: fromJSON built %v (%v), JSON.parse %v (%v)", text, a, errA, b, errB)
+	}
+}
+
+// TestFromJSONOwnProperties: in a locked-down runtime, where fromJSON sets the keys
+// Object.prototype lacks and defines the others, each key is an own, writable,
+// enumerable, configurable data property as JSON.parse makes it, "__proto__" and the
+// frozen prototype's names included, with duplicates keeping their first place.
+func TestFromJSONOwnProperties(t *testing.T) {
+	v := lockedVM(t)
+	if v.protoNames == nil {
+		t.Fatal("a locked-down runtime has no Object.prototype names: the Set path is off")
+	}
+	for _, text := range []string{
+		`{"a": 1, "b": "x", "c": [1, {"d": null}]}`,
+		`{"__proto__": {"x": 1}, "y": 2}`,
+		`{"toString": "t", "valueOf": 1, "constructor": {"name": "n"}, "hasOwnProperty": true, "isPrototypeOf": 0, "propertyIsEnumerable": [], "toLocaleString": "l"}`,
+		`{"__defineGetter__": 1, "__defineSetter__": 2, "__lookupGetter__": 3, "__lookupSetter__": 4}`,
+		`{"a": 1, "toString": 2, "a": 3, "toString": 4, "__proto__": 5, "__proto__": 6}`,
+		`{"2": "b", "1": "a", "x": 0, "length": 3}`,
+		`[{"toString": 1}, {"__proto__": null}]`,
+	} {
+		checkOwnShape(t, v, text)
+	}
 }
 
 // TestFromJSONCanon: fromJSON writes JSON.stringify of what it reads in the same pass,

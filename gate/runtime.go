@@ -47,6 +47,8 @@ type vm struct {
 
 	scratch  []byte // readText's reusable output buffer (at most maxScratch bytes kept)
 	canonBuf []byte // fromJSON's reusable canonical-text buffer (likewise)
+
+	protoNames map[string]bool // the frozen Object.prototype's own names and "__proto__" (plainKey); nil: not locked down
 }
 
 // newVM builds a locked-down runtime. console is exposed only when console is true.
@@ -136,6 +138,11 @@ func newVM(p *pool) (*vm, error) {
 		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
 	}
 	v.baseProto = v.global.Prototype()
+	if isFrozen, ok := goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("isFrozen")); ok { // no policy has run yet: the intrinsic
+		if res, err := isFrozen(goja.Undefined(), rt.NewObject().Prototype()); err == nil && res.ToBoolean() {
+			v.protoNames = objectProtoNames(rt)
+		}
+	}
 	v.baseSyms = len(v.global.Symbols())
 	if n := len(v.global.Keys()); n != 0 {
 		return nil, fmt.Errorf("%w: %d enumerable globals after lockdown", ErrLockdownFailed, n)
