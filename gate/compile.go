@@ -47,6 +47,8 @@ type policy struct {
 	prg      *goja.Program // evaluates to the wrapper function
 	phases   phaseInfo     // the phases it compares ctx.phase with and acts in
 	paramsRO bool          // provably only reads ctx.params (paramsReadOnly)
+	keyed    bool          // provably uses ctx.params only as ctx.params[keys] (paramsMembers)
+	keys     []string
 }
 
 // actsIn reports whether the policy runs in phase.
@@ -147,6 +149,7 @@ func compilePolicy(name string, src []byte) (policy, error) {
 		return policy{}, errAt(name, prog, at, "BigInt is not available in policies")
 	}
 	p := policy{name: name, phases: analyzePhases(body), paramsRO: paramsReadOnly(body)}
+	p.keys, p.keyed = paramsMembers(body)
 	if names := implicitGlobals(prog); len(names) > 0 {
 		// declare sloppy implicit globals as the policy's own locals (see implicitGlobals)
 		decl, open, close := wrap(src, "\n;var "+strings.Join(names, ", ")+";")

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"reflect"
+	"slices"
 
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/token"
@@ -24,6 +25,13 @@ func paramsReadOnly(body *ast.BlockStatement) bool {
 		return false
 	}
 	parent := parents(body)
+	return ctxUsesOnly(body, func(params *ast.DotExpression) bool { return paramReadOnly(params, parent) }, parent)
+}
+
+// ctxUsesOnly reports whether every use of ctx in body is a member read ctx.NAME, NAME
+// one of ctxReadMembers or "params", each ctx.params passing paramsOK, and body
+// reaches ctx no other way (this, super, globalThis, shorthand {ctx}).
+func ctxUsesOnly(body *ast.BlockStatement, paramsOK func(*ast.DotExpression) bool, parent map[any]any) bool {
 	ok := true
 	walkAST(body, 10000, func(node any) bool {
 		switch x := node.(type) {
@@ -43,7 +51,7 @@ func paramsReadOnly(body *ast.BlockStatement) bool {
 			case !member || any(d.Left) != any(x):
 				ok = false // ctx used other than as ctx.NAME (a label named ctx included)
 			case d.Identifier.Name == "params":
-				ok = ok && paramReadOnly(d, parent)
+				ok = ok && paramsOK(d)
 			case !ctxReadMembers[string(d.Identifier.Name)]:
 				ok = false // ctx.redactAll, or ctx.valueOf(), ctx.__lookupGetter__ ... reach ctx.params
 			}
@@ -59,6 +67,76 @@ var ctxReadMembers = map[string]bool{
 	"phase": true, "method": true, "tool": true, "server": true, "toolAccess": true,
 	"user": true, "findings": true, "response": true, "tools": true,
 	"rateLimitExceeded": true, "warn": true, "redact": true, "mask": true, "hash": true,
+}
+
+// paramsMembers returns the keys a policy body uses ctx.params with, when it provably
+// uses it only as ctx.params.KEY or ctx.params["KEY"] (read, assigned, or reached
+// through: any use of the value is fine) and never hands ctx.params itself to code:
+// not as a value, nor as the this of a call (ctx.params.KEY(), a tagged template), nor
+// to delete (which reorders keys), and KEY is never __proto__ or toJSON. ctx is held
+// to the same terms as in paramsReadOnly. Such a policy cannot observe or change any
+// other key, nor the object itself, so Run gives it an object holding only these keys
+// and splices what it leaves into the arguments (docs/policies.md#what-a-policy-costs).
+// keys is sorted and without duplicates; ok is false where the proof does not hold.
+func paramsMembers(body *ast.BlockStatement) (keys []string, ok bool) {
+	if body == nil || bindsOwnCtx(body) {
+		return nil, false
+	}
+	parent := parents(body)
+	seen := map[string]bool{}
+	ok = ctxUsesOnly(body, func(params *ast.DotExpression) bool {
+		key, member, ok := staticMember(params, parent)
+		if !ok || key == "__proto__" || key == "toJSON" {
+			return false
+		}
+		switch p := parent[member].(type) {
+		case *ast.CallExpression:
+			if any(p.Callee) == member {
+				return false // this would be ctx.params
+			}
+		case *ast.TemplateLiteral:
+			if any(p.Tag) == member {
+				return false
+			}
+		case *ast.Optional, *ast.OptionalChain:
+			return false // ctx.params.KEY?.() calls with this ctx.params
+		case *ast.NewExpression:
+			if any(p.Callee) == member {
+				return false
+			}
+		case *ast.UnaryExpression:
+			if p.Operator == token.DELETE {
+				return false
+			}
+		}
+		seen[key] = true
+		return true
+	}, parent)
+	if !ok {
+		return nil, false
+	}
+	keys = make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys, true
+}
+
+// staticMember returns the key of the member expression params is the object of
+// (ctx.params.KEY or ctx.params["KEY"]) and that expression.
+func staticMember(params *ast.DotExpression, parent map[any]any) (key string, member any, ok bool) {
+	switch m := parent[params].(type) {
+	case *ast.DotExpression:
+		if any(m.Left) == any(params) {
+			return string(m.Identifier.Name), m, true
+		}
+	case *ast.BracketExpression:
+		if lit, isLit := m.Member.(*ast.StringLiteral); isLit && any(m.Left) == any(params) {
+			return string(lit.Value), m, true
+		}
+	}
+	return "", nil, false
 }
 
 // paramReadOnly checks one ctx.params: it must be read as ctx.params.KEY or

@@ -34,7 +34,9 @@ type callState struct {
 	warned     bool
 	helperRung vocab.Action
 	warnings   []Warning
-	shapeErr   string          // a bad shape no read-back can see (ctx.response replaced or deleted)
+	shapeErr   string // a bad shape no read-back can see (ctx.response replaced or deleted)
+	keyed      bool   // the running policy uses ctx.params only as ctx.params[keys]
+	keys       []string
 	done       <-chan struct{} // the call's context: closed when the client cancels or leaves
 }
 
@@ -107,7 +109,10 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		c.sc = newSlot("response.structuredContent", call.Response.StructuredContent, false)
 	}
 	v.cur = c
-	defer func() { v.cur, v.state = nil, callState{} }() // an idle runtime holds no call data
+	defer func() { // an idle runtime holds no call data
+		v.cur, v.state = nil, callState{}
+		v.dropKeyed()
+	}()
 
 	c.done = ctx.Done() // the watchdog interrupts a running policy once it is closed
 
@@ -125,6 +130,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		}
 		c.policy = p.name
 		c.warned, c.helperRung, c.shapeErr = false, vocab.Pass, ""
+		c.keyed, c.keys = p.keyed, p.keys
 		changed, rej := s.runOne(v, c, p)
 		if rej != nil {
 			rej.Policy = p.name

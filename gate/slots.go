@@ -32,6 +32,7 @@ type slot struct {
 	origCanon string // JSON.stringify text equal as JSON to orig; "" unknown
 
 	mat     bool       // js holds the value
+	keyed   bool       // js holds only the members under the running policy's keys (vm.parts)
 	js      goja.Value // materialised value
 	touched bool       // read or written by the running policy
 	changed bool       // changed by a Go-side helper during the running policy
@@ -93,6 +94,17 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 		if !s.present {
 			return goja.Undefined()
 		}
+		if s == &c.params && c.keyed {
+			if val, ok := v.keyedParams(s, c.keys); ok { // only the members it names
+				if s.readOnly {
+					if _, err := v.deepFreeze(goja.Undefined(), val); err != nil {
+						rethrow(err)
+					}
+				}
+				s.js, s.mat, s.keyed, s.touched = val, true, true, true
+				return val
+			}
+		}
 		val, canon, ok := v.fromJSON(string(s.raw)) // native JS values built in Go
 		if ok && canon != "" {
 			s.canon = canon // the text a read-back of the untouched value gives
@@ -151,6 +163,14 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 			continue
 		}
 		s.touched = false
+		if s.keyed { // never handed on: the next policy may name other keys
+			diff, rej := v.readBackKeyed(c, s, paramsRO)
+			if rej != nil {
+				return false, rej
+			}
+			changed = changed || diff
+			continue
+		}
 		if s.readOnly || (paramsRO && s == &c.params) {
 			continue
 		}
@@ -185,6 +205,38 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 		}
 	}
 	return changed, nil
+}
+
+// readBackKeyed reads back the keyed object a policy was given for ctx.params
+// (keyedParams) and splices what changed into the arguments; the object is dropped.
+func (v *vm) readBackKeyed(c *callState, s *slot, paramsRO bool) (bool, *Rejection) {
+	defer func() {
+		s.js, s.mat, s.keyed = nil, false, false
+		v.dropKeyed()
+	}()
+	if s.readOnly || paramsRO {
+		return false, nil
+	}
+	text, ok, rej := v.readText(s)
+	if rej != nil {
+		return false, rej
+	}
+	if !ok || !isObjectText(text) {
+		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: "ctx.params must be an object"}
+	}
+	out, diff, err := v.spliceParams(s.raw, c.keys, text)
+	if err != nil {
+		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: err.Error()}
+	}
+	if diff {
+		s.raw, s.canon = out, ""
+		if s.eq == yes {
+			s.eq = no // a member differs from a value equal to the input
+		} else {
+			s.eq = unknown
+		}
+	}
+	return diff, nil
 }
 
 // maxScratch bounds the read-back buffer a runtime keeps between policies, in bytes.

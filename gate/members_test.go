@@ -1,0 +1,225 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+)
+
+// TestParamsMembers: the proof that a policy uses ctx.params only as ctx.params.KEY,
+// and the keys it names.
+func TestParamsMembers(t *testing.T) {
+	tests := []struct {
+		name, src string
+		keys      []string // nil: not keyed
+	}{
+		{"a read", `if (ctx.params.force_delete === true) throw "no"`, []string{"force_delete"}},
+		{"a write", `ctx.params.body = "x"`, []string{"body"}},
+		{"read, test and write", `var b = ctx.params.body; if (/x/.test(b)) ctx.params.body = b.replace(/x/g, "")`, []string{"body"}},
+		{"a bracket with a literal", `ctx.params["dry-run"] = true; if (ctx.params["a b"]) throw "x"`, []string{"a b", "dry-run"}},
+		{"through a value", `ctx.params.obj.n += 1; ctx.params.list.push(2); f(ctx.params.o); function f(o) { o.x = 1 }`, []string{"list", "o", "obj"}},
+		{"compound, increment, destructuring targets", `ctx.params.n++; ctx.params.m *= 2; [ctx.params.a] = [1]; ({x: ctx.params.b} = {x: 2})`, []string{"a", "b", "m", "n"}},
+		{"a value held in a variable", `var o = ctx.params.obj; o.x = 1`, []string{"obj"}},
+		{"keys named like Object.prototype's", `ctx.params.constructor = 1; ctx.params.toString = "s"`, []string{"constructor", "toString"}},
+		{"no params at all", `if (ctx.user.callerClass === "untrusted") throw "x"`, []string{}},
+		{"other ctx members", `if (ctx.rateLimitExceeded(5)) ctx.warn("slow " + ctx.redact(ctx.params.s))`, []string{"s"}},
+
+		{"ctx.params as a value", `var p = ctx.params; p.x = 1`, nil},
+		{"ctx.params passed on", `f(ctx.params); function f(p) {}`, nil},
+		{"ctx.params spread", `var o = {...ctx.params}`, nil},
+		{"ctx.params destructured", `var {body} = ctx.params`, nil},
+		{"Object.keys", `if (Object.keys(ctx.params).length > 3) throw "x"`, nil},
+		{"JSON.stringify", `ctx.warn(JSON.stringify(ctx.params))`, nil},
+		{"for-in", `for (var k in ctx.params) {}`, nil},
+		{"in", `if ("x" in ctx.params) throw "x"`, nil},
+		{"a computed key", `var k = "x"; ctx.params[k] = 1`, nil},
+		{"a number key", `ctx.params[0] = 1`, nil},
+		{"delete", `delete ctx.params.x`, nil},
+		{"a method call on ctx.params", `ctx.params.hasOwnProperty("x")`, nil},
+		{"a call of a member with this ctx.params", `ctx.params.f()`, nil},
+		{"an optional call", `ctx.params.f?.()`, nil},
+		{"an optional member", `if (ctx.params?.x) throw "x"`, nil},
+		{"a tagged template", "ctx.params.tag`x`", nil},
+		{"new", `new ctx.params.C()`, nil},
+		{"__proto__", `ctx.params.__proto__ = null`, nil},
+		{"__proto__ in brackets", `ctx.params["__proto__"] = {}`, nil},
+		{"toJSON", `ctx.params.toJSON = function () { return [] }`, nil},
+		{"ctx.params replaced", `ctx.params = {}`, nil},
+		{"redactAll rewrites params", `ctx.redactAll(); ctx.params.x = 1`, nil},
+		{"ctx as a value", `var c = ctx; c.params.x = 1`, nil},
+		{"a local ctx", `var ctx = {params: {}}; ctx.params.x = 1`, nil},
+		{"with", `with (ctx.params) { x = 1 }`, nil},
+		{"globalThis", `globalThis.ctx.params.x = 1`, nil},
+		{"this", `this.ctx.params.x = 1`, nil},
+		{"valueOf", `ctx.valueOf().params.x = 1`, nil},
+		{"the params getter", `ctx.__lookupGetter__("params")().x = 1`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := compilePolicy("p.js", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.keyed != (tt.keys != nil) || (tt.keys != nil && !slices.Equal(p.keys, tt.keys)) {
+				t.Errorf("keyed %v keys %q, want keyed %v keys %q", p.keyed, p.keys, tt.keys != nil, tt.keys)
+			}
+		})
+	}
+}
+
+// keyedPolicies are policies proven keyed, each with the effect on the arguments that
+// keyedParams and spliceParams must reproduce exactly as the whole value would.
+var keyedPolicies = []string{
+	`if (ctx.params.force_delete === true) throw "force_delete is blocked";`,
+	`var b = ctx.params.body; if (typeof b === "string" && /co-authored-by:/i.test(b)) ctx.params.body = b.replace(/^co-authored-by:.*$\n?/gim, "").replace(/\n{3,}/g, "\n\n");`,
+	`ctx.params.body = ctx.params.body;`,                                                // restores: no change
+	`var o = ctx.params.obj; if (o && typeof o === "object") { o.n = (o.n || 0) + 1; }`, // through a value
+	`ctx.params.added = [1, {"k": "v"}]; ctx.params.also = "é\u2028";`,                  // new keys, in order
+	`ctx.params.body = undefined;`,                                                      // dropped as JSON.stringify drops it
+	`ctx.params.n = 1e21; ctx.params.m = -0; ctx.params.x = NaN;`,
+	`ctx.params.obj = {toJSON: function (k) { return "key " + k; }};`,
+	`ctx.params.obj = {get g() { return 7; }};`,
+	`if (ctx.params.list) ctx.params.list.push(ctx.params.list.length);`,
+	`ctx.params.constructor = ctx.params.constructor === Object ? "inherited" : "own"; ctx.params.toString = 1;`,
+	`ctx.params["a\"b"] = ctx.params["a\"b"] + "!";`,
+	`ctx.params.body = "x".repeat(3);`,
+	`if (ctx.params.obj) ctx.params.obj = ctx.params.obj;`,
+	`ctx.params.fn = function () {}; ctx.params.sym = Symbol("s");`,           // dropped: not JSON
+	`ctx.params.body = {self: null}; ctx.params.body.self = ctx.params.body;`, // a cycle: bad shape
+}
+
+// keyedParamsInputs are arguments the differential tests run each keyed policy on.
+var keyedParamsInputs = []string{
+	`{"owner":"acme","body":"Fix it.\n\nCo-Authored-By: A <a@example.com>\n","force_delete":false}`,
+	`{"force_delete": true}`,
+	`{}`,
+	`{ "body" : "x" , "obj" : { "n" : 1 } , "list" : [ 1 , 2 ] }`,
+	`{"b\u006fdy": "escaped key", "obj": null}`,
+	`{"2": "b", "1": "a", "body": "y", "constructor": 5}`,
+	`{"obj": {"n": 1, "deep": [[[{"a": [true, false, null]}]]]}, "n": 1.50, "big": 1e400}`,
+	`{"body": "é 😀 \u00e9 \/ \b\f\r\t", "a\"b": "q"}`,
+	`{"body": "a", "body": "b"}`, // a duplicate: the whole value
+	`{"body": "\ud83d\ude00"}`,   // a surrogate escape: the whole value
+	`{"body": "x", "bad": [1,]}`, // invalid
+	`[1, 2]`,                     // not an object
+	`{"body": "x"} trailing`,     // invalid
+	`{"body":"x","list":[],"obj":{},"s":"\u0000"}`,
+}
+
+// runBoth runs one call through a set and through a copy of it whose policies are all
+// treated as not keyed (each builds the whole value), and fails unless both reject
+// alike or send arguments equal as JSON.
+func runBoth(t *testing.T, set *Set, call func() *ctxapi.Call) {
+	t.Helper()
+	whole := *set
+	whole.policies = slices.Clone(set.policies)
+	for i := range whole.policies {
+		whole.policies[i].keyed, whole.policies[i].keys = false, nil
+	}
+	a := set.Run(context.Background(), call())
+	b := whole.Run(context.Background(), call())
+	if (a.Reject == nil) != (b.Reject == nil) {
+		t.Fatalf("keyed reject %+v, whole %+v", a.Reject, b.Reject)
+	}
+	if a.Reject != nil {
+		if a.Reject.Code != b.Reject.Code || a.Reject.Policy != b.Reject.Policy {
+			t.Fatalf("keyed reject %+v, whole %+v", a.Reject, b.Reject)
+		}
+		return
+	}
+	if a.Changed != b.Changed || !jsonEqual(a.Params, b.Params) || len(a.Warnings) != len(b.Warnings) {
+		t.Fatalf("keyed: changed %v params %s; whole: changed %v params %s", a.Changed, a.Params, b.Changed, b.Params)
+	}
+	if a.Changed && !json.Valid(a.Params) {
+		t.Fatalf("keyed params are not JSON: %s", a.Params)
+	}
+	if !a.Changed && !bytes.Equal(a.Params, call().Params) {
+		t.Fatalf("unchanged, yet the params differ from the input: %s", a.Params)
+	}
+}
+
+// TestKeyedParamsMatchWhole: every keyed policy, alone and chained with policies that
+// build the whole value, on every input, sends what building the whole value sends.
+func TestKeyedParamsMatchWhole(t *testing.T) {
+	for i, src := range keyedPolicies {
+		p, err := compilePolicy("p.js", []byte(src))
+		if err != nil || !p.keyed {
+			t.Fatalf("policy %d is not keyed (%v): %s", i, err, src)
+		}
+	}
+	whole := `ctx.params.seen = Object.keys(ctx.params).length;` // builds the whole value
+	for i, src := range keyedPolicies {
+		for _, files := range []map[string]string{
+			{"10.js": src},
+			{"10.js": src, "20.js": src},
+			{"10.js": whole, "20.js": src, "30.js": whole},
+			{"10.js": src, "20.js": keyedPolicies[(i+1)%len(keyedPolicies)]},
+		} {
+			g := loadGate(t, files)
+			for _, in := range keyedParamsInputs {
+				t.Run(fmt.Sprintf("%d/%d/%s", i, len(files), in), func(t *testing.T) {
+					runBoth(t, g.Current(), func() *ctxapi.Call { return preCall(in) })
+				})
+			}
+		}
+	}
+}
+
+// TestKeyedParamsReadOnlyInPost: in post, a keyed object is frozen like the whole value.
+func TestKeyedParamsReadOnlyInPost(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `"use strict"; if (ctx.phase === "post") ctx.params.body = "x";`})
+	res := g.Current().Run(context.Background(), &ctxapi.Call{Phase: ctxapi.PhasePost, Tool: "t", Params: json.RawMessage(`{"body":"a"}`),
+		Response: &ctxapi.Response{Content: json.RawMessage(`[]`)}})
+	if res.Reject == nil || !strings.Contains(res.Reject.Message, "read only") && !strings.Contains(res.Reject.Message, "read-only") {
+		t.Fatalf("a write in post: %+v", res.Reject)
+	}
+}
+
+// TestKeyedParamsLeaveNothing: once a call ends, the runtime holds none of its
+// arguments' members (an idle runtime holds no call data).
+func TestKeyedParamsLeaveNothing(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `ctx.params.body = ctx.params.body + "!"; if (ctx.params.stop) throw "stop";`}, func(o *Options) { o.PoolSize = 1 })
+	for _, in := range []string{`{"body":"secret-1","x":1}`, `{"body":"secret-2","stop":true}`} {
+		g.Current().Run(context.Background(), preCall(in))
+		v := <-g.pool.idle
+		if len(v.members) != 0 || len(v.parts) != 0 || len(v.got) != 0 ||
+			slices.ContainsFunc(v.members[:cap(v.members)], func(m member) bool { return m.key != "" }) ||
+			slices.ContainsFunc(v.parts[:cap(v.parts)], func(p keyedPart) bool { return p.text != "" || p.key != "" }) {
+			t.Errorf("%s: the idle runtime keeps members %v parts %v", in, v.members[:cap(v.members)], v.parts[:cap(v.parts)])
+		}
+		g.pool.idle <- v
+	}
+}
+
+// FuzzKeyedParams: on any arguments, each keyed policy sends what building the whole
+// value sends, and objectMembers accepts only valid JSON objects, splitting them as
+// encoding/json reads them.
+func FuzzKeyedParams(f *testing.F) {
+	for _, in := range keyedParamsInputs {
+		f.Add(in, uint8(1))
+	}
+	var sets []*Set
+	for _, src := range keyedPolicies {
+		sets = append(sets, loadGate(f, map[string]string{"p.js": src}).Current())
+	}
+	f.Fuzz(func(t *testing.T, in string, which uint8) {
+		if ms, ok := objectMembers(in, nil); ok {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(in), &m); err != nil || len(m) != len(ms) {
+				t.Fatalf("%q: objectMembers split %d members, encoding/json %d (%v)", in, len(ms), len(m), err)
+			}
+			for _, mb := range ms {
+				if v, ok := m[mb.key]; !ok || !jsonEqual(v, []byte(in[mb.valStart:mb.end])) {
+					t.Fatalf("%q: member %q is %s, encoding/json reads %s", in, mb.key, in[mb.valStart:mb.end], v)
+				}
+			}
+		}
+		runBoth(t, sets[int(which)%len(sets)], func() *ctxapi.Call { return preCall(in) })
+	})
+}
