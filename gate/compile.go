@@ -142,6 +142,11 @@ func compilePolicy(name string, src []byte) (policy, error) {
 		return policy{}, err
 	}
 	body := wrapperBody(prog)
+	if !walkAST(body, maxPolicyDepth, func(any) bool { return true }) {
+		// the checks and proofs below walk 10000 levels from the program: past them a
+		// name ending in $gate or a use of ctx would go unseen
+		return policy{}, &CompileError{File: name, Msg: "the policy nests too deeply to be checked"}
+	}
 	if n := reservedName(body); n != "" {
 		return policy{}, &CompileError{File: name, Msg: "names ending in " + reserved + " are reserved (" + n + ")"}
 	}
@@ -176,6 +181,10 @@ func compilePolicy(name string, src []byte) (policy, error) {
 	}
 	return p, nil
 }
+
+// maxPolicyDepth bounds a policy body's reflected AST depth (walkAST levels): under
+// the 10000 the load-time checks walk from the program, with room for the wrapper.
+const maxPolicyDepth = 9000
 
 // parse parses wrapped source, mapping parser errors to *CompileError.
 func parse(name, text string) (*ast.Program, error) {
@@ -253,11 +262,21 @@ func blockAt(prg *ast.Program, idx file.Idx) *ast.BlockStatement {
 // walkAST calls visit on every AST node (a non-nil pointer) under root, depth first,
 // each once, down to maxDepth levels of the reflected tree; visit returns whether to
 // go into the node's fields. Unexported fields and the source File are skipped.
-func walkAST(root any, maxDepth int, visit func(node any) bool) {
+// complete is false when part of the tree lay below maxDepth, unvisited.
+func walkAST(root any, maxDepth int, visit func(node any) bool) (complete bool) {
+	complete = true
 	seen := map[uintptr]bool{}
 	var walk func(v reflect.Value, depth int)
 	walk = func(v reflect.Value, depth int) {
 		if depth > maxDepth {
+			switch v.Kind() {
+			case reflect.Pointer, reflect.Interface:
+				complete = complete && v.IsNil()
+			case reflect.Slice:
+				complete = complete && v.Len() == 0
+			case reflect.Struct:
+				complete = false
+			}
 			return
 		}
 		switch v.Kind() {
@@ -286,6 +305,7 @@ func walkAST(root any, maxDepth int, visit func(node any) bool) {
 		}
 	}
 	walk(reflect.ValueOf(root), 0)
+	return complete
 }
 
 func compileErr(name string, line, col int, msg string) *CompileError {
