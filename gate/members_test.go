@@ -73,6 +73,27 @@ func TestParamsMembers(t *testing.T) {
 	}
 }
 
+// TestDeepPolicyRefused: a policy nested deeper than the load-time proofs walk is
+// refused, not proven: past the walk's depth a use of ctx.params (or a name ending in
+// $gate) would go unseen.
+func TestDeepPolicyRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		ok        bool
+	}{
+		{"nested arrays", `ctx.params.a = 1; var q = ` + strings.Repeat("[", 3000) + `ctx.params.zz = Object.keys(ctx.params).join()` + strings.Repeat("]", 3000), false},
+		{"nested blocks", strings.Repeat("{", 3000) + `var p = ctx.params;` + strings.Repeat("}", 3000), false},
+		{"moderately nested", `var q = ` + strings.Repeat("[", 200) + `ctx.params.a` + strings.Repeat("]", 200), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := compilePolicy("p.js", []byte(tt.src))
+			if (err == nil) != tt.ok {
+				t.Fatalf("compile error %v (keyed %v), want ok %v", err, p.keyed, tt.ok)
+			}
+		})
+	}
+}
+
 // keyedPolicies are policies proven keyed, each with the effect on the arguments that
 // keyedParams and spliceParams must reproduce exactly as the whole value would.
 var keyedPolicies = []string{
@@ -179,6 +200,25 @@ func TestKeyedParamsReadOnlyInPost(t *testing.T) {
 	if res.Reject == nil || !strings.Contains(res.Reject.Message, "read only") && !strings.Contains(res.Reject.Message, "read-only") {
 		t.Fatalf("a write in post: %+v", res.Reject)
 	}
+}
+
+// TestKeyedParamsReadDuringReadBack: ctx.params first read by a getter that runs
+// while another value is read back is not handed on to the next policy as the keyed
+// object (it would see only the first policy's keys).
+func TestKeyedParamsReadDuringReadBack(t *testing.T) {
+	g := loadGate(t, map[string]string{
+		"10.js": `if (ctx.phase === "post") ctx.response.content.push({type: "text", get text() { return "a=" + ctx.params.a; }});`,
+		"20.js": `if (ctx.phase === "post") ctx.warn("keys " + Object.keys(ctx.params).join() + " b=" + ctx.params.b);`,
+	})
+	call := func() *ctxapi.Call {
+		return &ctxapi.Call{Phase: ctxapi.PhasePost, Tool: "t", Params: json.RawMessage(`{"a":1,"b":2}`),
+			Response: &ctxapi.Response{Content: json.RawMessage(`[]`)}}
+	}
+	res := g.Current().Run(context.Background(), call())
+	if res.Reject != nil || len(res.Warnings) != 1 || res.Warnings[0].Reason != "keys a,b b=2" {
+		t.Fatalf("reject %+v warnings %+v, want the warning \"keys a,b b=2\"", res.Reject, res.Warnings)
+	}
+	runBoth(t, g.Current(), call)
 }
 
 // TestKeyedParamsLeaveNothing: once a call ends, the runtime holds none of its

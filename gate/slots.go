@@ -204,6 +204,14 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 			s.origCanon = text
 		}
 	}
+	if s := &c.params; s.keyed { // first read by a getter or toJSON read back after it
+		s.touched = false
+		diff, rej := v.readBackKeyed(c, s, paramsRO)
+		if rej != nil {
+			return false, rej
+		}
+		changed = changed || diff
+	}
 	return changed, nil
 }
 
