@@ -372,8 +372,8 @@ func (v *vm) spliceParams(raw []byte, keys []string, text string) (out []byte, c
 		}
 		p := parts[i]
 		switch nv := value(m); {
-		case p.canon != "":
-			changed = nv != p.canon
+		case p.canon != "": // a value's keys reordered is the same value, as readBack has it
+			changed = nv != p.canon && (len(nv) != len(p.canon) || !jsonEqual([]byte(nv), []byte(p.canon)))
 		default:
 			changed = nv != p.text && !jsonEqual([]byte(nv), []byte(p.text))
 		}

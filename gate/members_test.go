@@ -113,6 +113,7 @@ var keyedPolicies = []string{
 	`if (ctx.params.obj) ctx.params.obj = ctx.params.obj;`,
 	`ctx.params.fn = function () {}; ctx.params.sym = Symbol("s");`,           // dropped: not JSON
 	`ctx.params.body = {self: null}; ctx.params.body.self = ctx.params.body;`, // a cycle: bad shape
+	`var o = ctx.params.obj; if (o && typeof o === "object" && "n" in o) { var n = o.n; delete o.n; o.n = n; }`, // keys reordered: no change
 }
 
 // keyedParamsInputs are arguments the differential tests run each keyed policy on.
@@ -131,6 +132,7 @@ var keyedParamsInputs = []string{
 	`[1, 2]`,                     // not an object
 	`{"body": "x"} trailing`,     // invalid
 	`{"body":"x","list":[],"obj":{},"s":"\u0000"}`,
+	`{"obj":{"n":1,"m":2},"z":1}`,
 }
 
 // runBoth runs one call through a set and through a copy of it whose policies are all
