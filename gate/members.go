@@ -325,11 +325,12 @@ func (v *vm) keyedParams(s *slot, keys []string) (goja.Value, bool) {
 }
 
 // dropKeyed forgets the running keyed policy's members and parts (an idle runtime
-// holds no call data).
+// holds no call data), up to their capacity: a split that failed part way left
+// members past the length.
 func (v *vm) dropKeyed() {
-	clear(v.members)
-	clear(v.parts)
-	clear(v.got)
+	clear(v.members[:cap(v.members)])
+	clear(v.parts[:cap(v.parts)])
+	clear(v.got[:cap(v.got)])
 	v.members, v.parts, v.got = v.members[:0], v.parts[:0], v.got[:0]
 }
 

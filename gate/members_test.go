@@ -111,8 +111,8 @@ var keyedPolicies = []string{
 	`ctx.params["a\"b"] = ctx.params["a\"b"] + "!";`,
 	`ctx.params.body = "x".repeat(3);`,
 	`if (ctx.params.obj) ctx.params.obj = ctx.params.obj;`,
-	`ctx.params.fn = function () {}; ctx.params.sym = Symbol("s");`,           // dropped: not JSON
-	`ctx.params.body = {self: null}; ctx.params.body.self = ctx.params.body;`, // a cycle: bad shape
+	`ctx.params.fn = function () {}; ctx.params.sym = Symbol("s");`,                                             // dropped: not JSON
+	`ctx.params.body = {self: null}; ctx.params.body.self = ctx.params.body;`,                                   // a cycle: bad shape
 	`var o = ctx.params.obj; if (o && typeof o === "object" && "n" in o) { var n = o.n; delete o.n; o.n = n; }`, // keys reordered: no change
 }
 
@@ -227,12 +227,14 @@ func TestKeyedParamsReadDuringReadBack(t *testing.T) {
 // arguments' members (an idle runtime holds no call data).
 func TestKeyedParamsLeaveNothing(t *testing.T) {
 	g := loadGate(t, map[string]string{"p.js": `ctx.params.body = ctx.params.body + "!"; if (ctx.params.stop) throw "stop";`}, func(o *Options) { o.PoolSize = 1 })
-	for _, in := range []string{`{"body":"secret-1","x":1}`, `{"body":"secret-2","stop":true}`} {
+	for _, in := range []string{`{"body":"secret-1","x":1}`, `{"body":"secret-2","stop":true}`,
+		`{"secret-3":1,"body":"b","x":1e400}`} { // split in part, then built whole
 		g.Current().Run(context.Background(), preCall(in))
 		v := <-g.pool.idle
 		if len(v.members) != 0 || len(v.parts) != 0 || len(v.got) != 0 ||
 			slices.ContainsFunc(v.members[:cap(v.members)], func(m member) bool { return m.key != "" }) ||
-			slices.ContainsFunc(v.parts[:cap(v.parts)], func(p keyedPart) bool { return p.text != "" || p.key != "" }) {
+			slices.ContainsFunc(v.parts[:cap(v.parts)], func(p keyedPart) bool { return p.text != "" || p.key != "" }) ||
+			slices.ContainsFunc(v.got[:cap(v.got)], func(m member) bool { return m.key != "" }) {
 			t.Errorf("%s: the idle runtime keeps members %v parts %v", in, v.members[:cap(v.members)], v.parts[:cap(v.parts)])
 		}
 		g.pool.idle <- v
