@@ -223,6 +223,25 @@ func TestKeyedParamsReadDuringReadBack(t *testing.T) {
 	runBoth(t, g.Current(), call)
 }
 
+// TestKeyedParamsGrowthLimit: the read-back's size guard counts the members a keyed
+// policy was not given, as reading back the whole value does: a member written after
+// them that takes the text past the limit rejects both ways.
+func TestKeyedParamsGrowthLimit(t *testing.T) {
+	pad := strings.Repeat("x", 4<<20) // the limit: maxStringLen + 2 * len(arguments)
+	for _, tt := range []struct {
+		name, src, in string
+	}{
+		{"a written member, then the others", `ctx.params.a = "\u0001".repeat(7300000)`, `{"a":"","pad":"` + pad + `"}`},
+		{"within the limit", `ctx.params.a = "\u0001".repeat(6000000)`, `{"a":"","pad":"` + pad + `"}`},
+		{"the others, then a written member", `ctx.params.a = "\u0001".repeat(7300000)`, `{"pad":"` + pad + `","a":""}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := loadGate(t, map[string]string{"p.js": tt.src})
+			runBoth(t, g.Current(), func() *ctxapi.Call { return preCall(tt.in) })
+		})
+	}
+}
+
 // TestKeyedParamsLeaveNothing: once a call ends, the runtime holds none of its
 // arguments' members (an idle runtime holds no call data).
 func TestKeyedParamsLeaveNothing(t *testing.T) {

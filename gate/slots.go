@@ -236,6 +236,26 @@ func (v *vm) readBackKeyed(c *callState, s *slot, paramsRO bool) (bool, *Rejecti
 	if err != nil {
 		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: err.Error()}
 	}
+	// the guards of reading back the whole value also count the members this policy
+	// was not given: where they could trip on them (a member's JSON.stringify text is
+	// at most keyedStretch times its text, and holds at most one value per byte), the
+	// whole value is read back once more, as plain JSON, under the same guards
+	if len(text)+keyedStretch*len(s.raw) > maxStringLen+2*len(s.orig) || v.readNodes+len(s.raw) > maxNodes {
+		whole := out
+		if !diff {
+			whole = s.raw
+		}
+		val, _, ok := v.fromJSON(string(whole))
+		if !ok {
+			if val, err = v.parse(goja.Undefined(), v.rt.ToValue(string(whole))); err != nil {
+				rethrow(err)
+			}
+		}
+		check := slot{name: s.name, orig: s.orig, js: val}
+		if _, _, rej := v.readText(&check); rej != nil {
+			return false, rej
+		}
+	}
 	if diff {
 		s.raw, s.canon = out, ""
 		if s.eq == yes {
@@ -267,11 +287,17 @@ func (v *vm) readText(s *slot) (text string, ok bool, rej *Rejection) {
 		}
 		return "", false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: "ctx." + s.name + " could not be read back as JSON"}
 	}
+	v.readNodes = w.nodes
 	if !ok {
 		return "", false, nil
 	}
 	return string(w.buf), true, nil
 }
+
+// keyedStretch bounds how many times longer than its text in the arguments a member's
+// JSON.stringify text can be (a number: 1e20 is 100000000000000000000; a string:
+// an invalid UTF-8 byte is U+FFFD, three bytes).
+const keyedStretch = 6
 
 // checkShape validates the JSON text of a touched value: params an object; content an
 // array of objects each with a string type; structuredContent an object, or
