@@ -53,6 +53,7 @@ type jsonReader struct {
 
 	canon   []byte   // JSON.stringify of what was read so far
 	canonOK bool     // canon is exact
+	lone    bool     // skipString accepts \uD800–\uDFFF escapes (splitObject's readBack)
 	keys    []string // keys of the objects being read, innermost last
 }
 

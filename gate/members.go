@@ -45,12 +45,15 @@ const (
 // (skipString), a key given twice or not valid UTF-8; and past keyedMaxMembers members or keyedMaxDepth
 // levels. dst is reused.
 func objectMembers(text string, dst []member) ([]member, bool) {
-	return splitObject(text, dst, keyedMaxMembers, keyedMaxDepth)
+	return splitObject(text, dst, keyedMaxMembers, keyedMaxDepth, false)
 }
 
-// splitObject is objectMembers with its bounds given.
-func splitObject(text string, dst []member, maxMembers, maxDepth int) ([]member, bool) {
-	r := jsonReader{s: text}
+// splitObject is objectMembers with its bounds given. readBack splits the read-back's
+// own text instead, where \uD800–\uDFFF escapes are lone surrogates (the writer
+// escapes no other): a key holding one is kept as "\xff" and its escaped text, which no
+// key of the arguments (valid UTF-8, no such escape) can equal.
+func splitObject(text string, dst []member, maxMembers, maxDepth int, readBack bool) ([]member, bool) {
+	r := jsonReader{s: text, lone: readBack}
 	r.space()
 	if r.i >= len(r.s) || r.s[r.i] != '{' {
 		return nil, false
@@ -74,10 +77,15 @@ func splitObject(text string, dst []member, maxMembers, maxDepth int) ([]member,
 			return nil, false // two such keys may be one in JavaScript (U+FFFD)
 		}
 		if strings.IndexByte(k, '\\') >= 0 {
-			r.i = start
-			var ok bool
-			if k, ok = r.str(); !ok {
-				return nil, false
+			if d, ok := unescape(k); ok {
+				k = d
+			} else if readBack {
+				k = "\xff" + k
+			} else {
+				r.i = start
+				if k, ok = r.str(); !ok {
+					return nil, false
+				}
 			}
 		}
 		if len(out) >= maxMembers {
@@ -221,7 +229,7 @@ func (r *jsonReader) skipString() bool {
 			if _, ok := jsonscan.Escaped(s[j]); ok {
 				continue
 			}
-			if s[j] != 'u' || j+4 >= len(s) || s[j+1] == 'd' || s[j+1] == 'D' {
+			if s[j] != 'u' || j+4 >= len(s) || !r.lone && (s[j+1] == 'd' || s[j+1] == 'D') {
 				return false
 			}
 			for _, h := range []byte(s[j+1 : j+5]) {
@@ -355,7 +363,7 @@ func containsKey(keys []string, k string) bool {
 func (v *vm) spliceParams(raw []byte, keys []string, text string) (out []byte, changed bool, err error) {
 	ms, parts := v.members, v.parts
 	// the read-back of a plain object: its keys are distinct and the writer bounds its depth
-	got, ok := splitObject(text, v.got, len(text), maxNesting+1)
+	got, ok := splitObject(text, v.got, len(text), maxNesting+1, true)
 	if !ok {
 		return nil, false, errSplice
 	}

@@ -114,6 +114,8 @@ var keyedPolicies = []string{
 	`ctx.params.fn = function () {}; ctx.params.sym = Symbol("s");`,                                             // dropped: not JSON
 	`ctx.params.body = {self: null}; ctx.params.body.self = ctx.params.body;`,                                   // a cycle: bad shape
 	`var o = ctx.params.obj; if (o && typeof o === "object" && "n" in o) { var n = o.n; delete o.n; o.n = n; }`, // keys reordered: no change
+	`if (typeof ctx.params.body === "string") ctx.params.body = "😀".slice(1) + ctx.params.body;`,                // a lone surrogate, escaped by the read-back
+	`ctx.params["\ud800"] = "\udc00"; ctx.params["\ufffd"] = ctx.params["\ufffd"]; ctx.params["\\ud800"] = ctx.params["\\ud800"];`,
 }
 
 // keyedParamsInputs are arguments the differential tests run each keyed policy on.
@@ -133,6 +135,7 @@ var keyedParamsInputs = []string{
 	`{"body": "x"} trailing`,     // invalid
 	`{"body":"x","list":[],"obj":{},"s":"\u0000"}`,
 	`{"obj":{"n":1,"m":2},"z":1}`,
+	`{"\ufffd":"replacement","\\ud800":"backslash","body":"x"}`,
 }
 
 // runBoth runs one call through a set and through a copy of it whose policies are all
