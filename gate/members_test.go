@@ -28,6 +28,7 @@ func TestParamsMembers(t *testing.T) {
 		{"a value held in a variable", `var o = ctx.params.obj; o.x = 1`, []string{"obj"}},
 		{"keys named like Object.prototype's", `ctx.params.constructor = 1; ctx.params.toString = "s"`, []string{"constructor", "toString"}},
 		{"no params at all", `if (ctx.user.callerClass === "untrusted") throw "x"`, []string{}},
+		{"keys beyond ASCII", `ctx.params["é"] = ctx.params.café + ctx.params["😀"]`, []string{"café", "é", "😀"}},
 		{"other ctx members", `if (ctx.rateLimitExceeded(5)) ctx.warn("slow " + ctx.redact(ctx.params.s))`, []string{"s"}},
 
 		{"ctx.params as a value", `var p = ctx.params; p.x = 1`, nil},
@@ -114,8 +115,9 @@ var keyedPolicies = []string{
 	`ctx.params.fn = function () {}; ctx.params.sym = Symbol("s");`,                                             // dropped: not JSON
 	`ctx.params.body = {self: null}; ctx.params.body.self = ctx.params.body;`,                                   // a cycle: bad shape
 	`var o = ctx.params.obj; if (o && typeof o === "object" && "n" in o) { var n = o.n; delete o.n; o.n = n; }`, // keys reordered: no change
+	`ctx.params["é"] = ctx.params["é"] + "!"; ctx.params.café = String(ctx.params.café);`,                       // keys beyond ASCII
 	`if (typeof ctx.params.body === "string") ctx.params.body = "😀".slice(1) + ctx.params.body;`,                // a lone surrogate, escaped by the read-back
-	`ctx.params["\ud800"] = "\udc00"; ctx.params["\ufffd"] = ctx.params["\ufffd"]; ctx.params["\\ud800"] = ctx.params["\\ud800"];`,
+	`ctx.params.lone = "\udc00"; ctx.params["\ufffd"] = ctx.params["\ufffd"]; ctx.params["\\ud800"] = ctx.params["\\ud800"];`,
 }
 
 // keyedParamsInputs are arguments the differential tests run each keyed policy on.
@@ -135,6 +137,7 @@ var keyedParamsInputs = []string{
 	`{"body": "x"} trailing`,     // invalid
 	`{"body":"x","list":[],"obj":{},"s":"\u0000"}`,
 	`{"obj":{"n":1,"m":2},"z":1}`,
+	`{"é":"x","caf\u00e9":"y","body":"b"}`,
 	`{"\ufffd":"replacement","\\ud800":"backslash","body":"x"}`,
 }
 

@@ -124,16 +124,19 @@ func paramsMembers(body *ast.BlockStatement) (keys []string, ok bool) {
 }
 
 // staticMember returns the key of the member expression params is the object of
-// (ctx.params.KEY or ctx.params["KEY"]) and that expression.
+// (ctx.params.KEY or ctx.params["KEY"]), as UTF-8, and that expression. The parser
+// holds a key beyond ASCII as UTF-16 (unistring); a lone surrogate in one reads as
+// U+FFFD, which at most builds a member the policy cannot reach (no key of the
+// arguments holds a lone surrogate).
 func staticMember(params *ast.DotExpression, parent map[any]any) (key string, member any, ok bool) {
 	switch m := parent[params].(type) {
 	case *ast.DotExpression:
 		if any(m.Left) == any(params) {
-			return string(m.Identifier.Name), m, true
+			return m.Identifier.Name.String(), m, true
 		}
 	case *ast.BracketExpression:
 		if lit, isLit := m.Member.(*ast.StringLiteral); isLit && any(m.Left) == any(params) {
-			return string(lit.Value), m, true
+			return lit.Value.String(), m, true
 		}
 	}
 	return "", nil, false
