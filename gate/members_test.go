@@ -29,6 +29,7 @@ func TestParamsMembers(t *testing.T) {
 		{"keys named like Object.prototype's", `ctx.params.constructor = 1; ctx.params.toString = "s"`, []string{"constructor", "toString"}},
 		{"no params at all", `if (ctx.user.callerClass === "untrusted") throw "x"`, []string{}},
 		{"keys beyond ASCII", `ctx.params["é"] = ctx.params.café + ctx.params["😀"]`, []string{"café", "é", "😀"}},
+		{"a key holding a lone surrogate", `ctx.params["\ud800"] = 1`, nil},
 		{"other ctx members", `if (ctx.rateLimitExceeded(5)) ctx.warn("slow " + ctx.redact(ctx.params.s))`, []string{"s"}},
 
 		{"ctx.params as a value", `var p = ctx.params; p.x = 1`, nil},

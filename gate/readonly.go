@@ -3,9 +3,11 @@ package gate
 import (
 	"reflect"
 	"slices"
+	"unicode/utf16"
 
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/token"
+	"github.com/dop251/goja/unistring"
 )
 
 // paramsReadOnly reports whether a policy body provably never changes ctx.params nor
@@ -124,22 +126,32 @@ func paramsMembers(body *ast.BlockStatement) (keys []string, ok bool) {
 }
 
 // staticMember returns the key of the member expression params is the object of
-// (ctx.params.KEY or ctx.params["KEY"]), as UTF-8, and that expression. The parser
-// holds a key beyond ASCII as UTF-16 (unistring); a lone surrogate in one reads as
-// U+FFFD, which at most builds a member the policy cannot reach (no key of the
-// arguments holds a lone surrogate).
+// (ctx.params.KEY or ctx.params["KEY"]), as UTF-8, and that expression.
 func staticMember(params *ast.DotExpression, parent map[any]any) (key string, member any, ok bool) {
 	switch m := parent[params].(type) {
 	case *ast.DotExpression:
 		if any(m.Left) == any(params) {
-			return m.Identifier.Name.String(), m, true
+			key, ok = keyText(m.Identifier.Name)
+			return key, m, ok
 		}
 	case *ast.BracketExpression:
 		if lit, isLit := m.Member.(*ast.StringLiteral); isLit && any(m.Left) == any(params) {
-			return lit.Value.String(), m, true
+			key, ok = keyText(lit.Value)
+			return key, m, ok
 		}
 	}
 	return "", nil, false
+}
+
+// keyText returns a property key the parser holds as unistring (UTF-16 beyond ASCII)
+// as UTF-8; ok is false for one holding a lone surrogate, which UTF-8 cannot hold and
+// the read-back writes as U+FFFD.
+func keyText(s unistring.String) (string, bool) {
+	k := s.String()
+	if u := s.AsUtf16(); u != nil && !slices.Equal(utf16.Encode([]rune(k)), u[1:]) {
+		return "", false
+	}
+	return k, true
 }
 
 // paramReadOnly checks one ctx.params: it must be read as ctx.params.KEY or
