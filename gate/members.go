@@ -16,7 +16,7 @@ import (
 // their top-level members, only the members it names are built as JS values, and what
 // it leaves in them is spliced back into the arguments text, every other member copied
 // as it came. It cannot tell the difference: it never sees the object itself, only
-// values read or written under the keys it names (docs/policies.md#what-a-policy-costs).
+// values read or written under the keys it names (docs/policies.md#keyed).
 
 // member is one top-level member of a JSON object text: text[start:end] is
 // `"key" : value` and text[valStart:end] the value; key is unescaped.
@@ -42,8 +42,8 @@ const (
 // objectMembers splits the JSON text of an object into its members, in text order,
 // validating all of it as JSON.parse would (RFC 8259). ok is false for anything else,
 // and where JSON.parse and the splice could disagree: a \u escape of a surrogate
-// (skipString), a key given twice or not valid UTF-8; and past keyedMaxMembers members or keyedMaxDepth
-// levels. dst is reused.
+// (skipString), a key given twice or not valid UTF-8; and past keyedMaxMembers
+// members or keyedMaxDepth levels. dst is reused.
 func objectMembers(text string, dst []member) ([]member, bool) {
 	return splitObject(text, dst, keyedMaxMembers, keyedMaxDepth, false)
 }

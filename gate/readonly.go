@@ -75,11 +75,12 @@ var ctxReadMembers = map[string]bool{
 // uses it only as ctx.params.KEY or ctx.params["KEY"] (read, assigned, or reached
 // through: any use of the value is fine) and never hands ctx.params itself to code:
 // not as a value, nor as the this of a call (ctx.params.KEY(), a tagged template), nor
-// to delete (which reorders keys), and KEY is never __proto__ or toJSON. ctx is held
-// to the same terms as in paramsReadOnly. Such a policy cannot observe or change any
-// other key, nor the object itself, so Run gives it an object holding only these keys
-// and splices what it leaves into the arguments (docs/policies.md#what-a-policy-costs).
-// keys is sorted and without duplicates; ok is false where the proof does not hold.
+// to delete (which reorders keys), and KEY is never __proto__, toJSON or one holding a
+// lone surrogate. ctx is held to the same terms as in paramsReadOnly. Such a policy
+// cannot observe or change any other key, nor the object itself, so Run gives it an
+// object holding only these keys and splices what it leaves into the arguments
+// (docs/policies.md#keyed). keys is sorted and without duplicates; ok is false where
+// the proof does not hold.
 func paramsMembers(body *ast.BlockStatement) (keys []string, ok bool) {
 	if body == nil || bindsOwnCtx(body) {
 		return nil, false
