@@ -110,10 +110,8 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 			if !ok {
 				return nil, false
 			}
-			if !r.v.plainKey(k) || o.Set(k, e) != nil {
-				if err := o.DefineDataProperty(k, e, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
-					return nil, false
-				}
+			if !r.v.defineKey(o, k, e) {
+				return nil, false
 			}
 			r.space()
 			if r.i >= len(r.s) {
@@ -173,32 +171,24 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 		}
 		r.quote(s)
 		return rt.ToValue(s), true
-	case c == 't' && strings.HasPrefix(r.s[r.i:], "true"):
-		r.i += 4
+	case c == 't' && r.literal("true"):
 		r.canon = append(r.canon, "true"...)
 		return rt.ToValue(true), true
-	case c == 'f' && strings.HasPrefix(r.s[r.i:], "false"):
-		r.i += 5
+	case c == 'f' && r.literal("false"):
 		r.canon = append(r.canon, "false"...)
 		return rt.ToValue(false), true
-	case c == 'n' && strings.HasPrefix(r.s[r.i:], "null"):
-		r.i += 4
+	case c == 'n' && r.literal("null"):
 		r.canon = append(r.canon, "null"...)
 		return goja.Null(), true
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := r.i
-		for j < len(r.s) && strings.IndexByte("+-0123456789.eE", r.s[j]) >= 0 {
-			j++
-		}
-		tok := r.s[r.i:j]
-		if !json.Valid([]byte(tok)) {
+		if !r.number() { // out of range included: JSON.parse decides
 			return nil, false
 		}
-		f, err := strconv.ParseFloat(tok, 64)
-		if err != nil { // out of range: JSON.parse decides
+		f, err := strconv.ParseFloat(r.s[j:r.i], 64)
+		if err != nil {
 			return nil, false
 		}
-		r.i = j
 		r.canon = appendJSNumber(r.canon, rt, f)
 		return rt.ToValue(f), true
 	}
@@ -248,36 +238,25 @@ func isArrayIndex(k string) bool {
 	return n < 1<<32-1
 }
 
-// str reads a JSON string at r.i.
+// str reads the JSON string at r.i, validated as skipString validates it, and
+// decodes it (a view of r.s when it holds no escape).
 func (r *jsonReader) str() (string, bool) {
-	if r.i >= len(r.s) || r.s[r.i] != '"' {
+	start := r.i
+	if !r.skipString() {
 		return "", false
 	}
-	start := r.i + 1
-	esc := false
-	for j := start; j < len(r.s); j++ {
-		switch c := r.s[j]; {
-		case c == '\\':
-			esc = true
-			j++
-		case c < 0x20:
-			return "", false
-		case c == '"':
-			r.i = j + 1
-			if !esc {
-				return r.s[start:j], true
-			}
-			if out, ok := unescape(r.s[start:j]); ok {
-				return out, true
-			}
-			var out string // invalid UTF-8 or a bad escape: encoding/json decides
-			if err := json.Unmarshal([]byte(r.s[start-1:j+1]), &out); err != nil {
-				return "", false
-			}
-			return out, true
-		}
+	body := r.s[start+1 : r.i-1]
+	if strings.IndexByte(body, '\\') < 0 {
+		return body, true
 	}
-	return "", false
+	if out, ok := unescape(body); ok {
+		return out, true
+	}
+	var out string // invalid UTF-8: encoding/json decides
+	if err := json.Unmarshal([]byte(r.s[start:r.i]), &out); err != nil {
+		return "", false
+	}
+	return out, true
 }
 
 // unescape decodes the body of a JSON string that holds escapes (no control
@@ -324,6 +303,16 @@ func unescape(s string) (string, bool) {
 		i += 2
 	}
 	return string(b), true
+}
+
+// defineKey gives the fresh plain object o the own data property k as JSON.parse does
+// (writable, enumerable, configurable): with a plain Set where plainKey allows it,
+// DefineDataProperty otherwise; false when neither can.
+func (v *vm) defineKey(o *goja.Object, k string, val goja.Value) bool {
+	if v.plainKey(k) && o.Set(k, val) == nil {
+		return true
+	}
+	return o.DefineDataProperty(k, val, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE) == nil
 }
 
 // plainKey reports whether k names no property of the locked-down Object.prototype,

@@ -77,15 +77,14 @@ func splitObject(text string, dst []member, maxMembers, maxDepth int, readBack b
 			return nil, false // two such keys may be one in JavaScript (U+FFFD)
 		}
 		if strings.IndexByte(k, '\\') >= 0 {
-			if d, ok := unescape(k); ok {
+			d, ok := unescape(k) // skipString let through no other escape than a surrogate's
+			switch {
+			case ok:
 				k = d
-			} else if readBack {
+			case readBack:
 				k = "\xff" + k
-			} else {
-				r.i = start
-				if k, ok = r.str(); !ok {
-					return nil, false
-				}
+			default:
+				return nil, false
 			}
 		}
 		if len(out) >= maxMembers {
@@ -322,10 +321,8 @@ func (v *vm) keyedParams(s *slot, keys []string) (goja.Value, bool) {
 		if !ok {
 			return nil, false
 		}
-		if !v.plainKey(key) || o.Set(key, val) != nil {
-			if err := o.DefineDataProperty(key, val, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
-				return nil, false
-			}
+		if !v.defineKey(o, key, val) {
+			return nil, false
 		}
 		v.parts = append(v.parts, keyedPart{key: key, text: text, canon: canon})
 	}

@@ -94,28 +94,19 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 		if !s.present {
 			return goja.Undefined()
 		}
+		var val goja.Value
+		keyed := false
 		if s == &c.params && c.keyed {
-			if val, ok := v.keyedParams(s, c.keys); ok { // only the members it names
-				if s.readOnly {
-					if _, err := v.deepFreeze(goja.Undefined(), val); err != nil {
-						rethrow(err)
-					}
+			val, keyed = v.keyedParams(s, c.keys) // only the members it names
+		}
+		if !keyed {
+			var canon string
+			val, canon = v.parseJSON(string(s.raw))
+			if canon != "" {
+				s.canon = canon // the text a read-back of the untouched value gives
+				if s.eq == yes && s.origCanon == "" {
+					s.origCanon = canon
 				}
-				s.js, s.mat, s.keyed, s.touched = val, true, true, true
-				return val
-			}
-		}
-		val, canon, ok := v.fromJSON(string(s.raw)) // native JS values built in Go
-		if ok && canon != "" {
-			s.canon = canon // the text a read-back of the untouched value gives
-			if s.eq == yes && s.origCanon == "" {
-				s.origCanon = canon
-			}
-		}
-		if !ok {
-			var err error
-			if val, err = v.parse(goja.Undefined(), v.rt.ToValue(string(s.raw))); err != nil {
-				rethrow(err)
 			}
 		}
 		if s.readOnly {
@@ -123,10 +114,24 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 				rethrow(err)
 			}
 		}
-		s.js, s.mat = val, true
+		s.js, s.mat, s.keyed = val, true, keyed
 	}
 	s.touched = true
 	return s.js
+}
+
+// parseJSON builds the native JS value of JSON text: in Go (fromJSON, with its
+// canonical text) where it can, else with the runtime's JSON.parse, whose error is
+// rethrown into the running policy (canon "").
+func (v *vm) parseJSON(text string) (goja.Value, string) {
+	if val, canon, ok := v.fromJSON(text); ok {
+		return val, canon
+	}
+	val, err := v.parse(goja.Undefined(), v.rt.ToValue(text))
+	if err != nil {
+		rethrow(err)
+	}
+	return val, ""
 }
 
 // orUndefined maps a missing property (nil) to undefined.
@@ -245,12 +250,7 @@ func (v *vm) readBackKeyed(c *callState, s *slot, paramsRO bool) (bool, *Rejecti
 		if !diff {
 			whole = s.raw
 		}
-		val, _, ok := v.fromJSON(string(whole))
-		if !ok {
-			if val, err = v.parse(goja.Undefined(), v.rt.ToValue(string(whole))); err != nil {
-				rethrow(err)
-			}
-		}
+		val, _ := v.parseJSON(string(whole))
 		check := slot{name: s.name, orig: s.orig, js: val}
 		if _, _, rej := v.readText(&check); rej != nil {
 			return false, rej
