@@ -3,6 +3,7 @@ package gate
 import (
 	"math"
 	"reflect"
+	"strconv"
 
 	"github.com/dop251/goja"
 
@@ -24,6 +25,7 @@ type binding struct {
 	warn, rate               goja.Value
 	redact, mask, hash       goja.Value
 	redactAll                goja.Value
+	removeLines              goja.Value
 
 	ctx      *goja.Object // the global ctx: a proxy (delete trap) over one non-extensible object per runtime
 	response *goja.Object // ctx.response in the post phase: a proxy like ctx
@@ -188,6 +190,20 @@ func (v *vm) bind(p *pool) error {
 		}
 		return rt.ToValue(total)
 	})
+	v.b.removeLines = fn(func(a goja.FunctionCall) goja.Value {
+		st()
+		prefixes := v.linePrefixes(a.Argument(1))
+		text, ok := a.Argument(0).(goja.String)
+		if !ok {
+			return a.Argument(0) // undefined, null, a number ...: as it is
+		}
+		if n := int64(text.Length()) * int64(len(prefixes)); n > maxLineWork {
+			v.throwType("ctx.removeLines(text, prefixes): text length × number of prefixes is " +
+				strconv.FormatInt(n, 10) + ", over the limit of " + strconv.Itoa(maxLineWork))
+		}
+		out, _ := removeLines(text, prefixes)
+		return out
+	})
 	return v.buildCtx(st)
 }
 
@@ -320,6 +336,7 @@ func (v *vm) exports(st func() *callState) []ctxMember {
 		{name: "mask", method: v.b.mask},
 		{name: "hash", method: v.b.hash},
 		{name: "redactAll", method: v.b.redactAll},
+		{name: "removeLines", method: v.b.removeLines},
 	}
 	return v.b.members
 }

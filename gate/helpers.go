@@ -202,20 +202,7 @@ func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strat
 	strategy := engine.StrategyRedact
 	var kinds []string
 	if o, ok := opts.(*goja.Object); ok {
-		get := func(o *goja.Object, k string) goja.Value {
-			if o.ExportType() == proxyType {
-				v.throwType("the redaction helpers take no Proxy objects")
-			}
-			var val goja.Value
-			if ex := v.rt.Try(func() { val = o.Get(k) }); ex != nil {
-				v.throwType("the helper options could not be read")
-			}
-			if val == nil {
-				return goja.Undefined()
-			}
-			return val
-		}
-		if val := get(o, "strategy"); !goja.IsUndefined(val) {
+		if val := v.optGet(o, "strategy"); !goja.IsUndefined(val) {
 			if !goja.IsString(val) {
 				v.throwType(`strategy must be "redact", "mask" or "hash"`)
 			}
@@ -226,20 +213,8 @@ func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strat
 				v.throwType(`strategy must be "redact", "mask" or "hash"`)
 			}
 		}
-		if val := get(o, "kinds"); !goja.IsUndefined(val) && !goja.IsNull(val) {
-			ko, ok := val.(*goja.Object)
-			if !ok || ko.ClassName() != "Array" {
-				v.throwType("kinds must be an array of strings")
-			}
-			n := get(ko, "length").ToInteger()
-			if n > 256 {
-				v.throwType("kinds lists at most 256 names")
-			}
-			for j := int64(0); j < n; j++ {
-				k := get(ko, strconv.FormatInt(j, 10))
-				if !goja.IsString(k) {
-					v.throwType("kinds must be an array of strings")
-				}
+		if val := v.optGet(o, "kinds"); !goja.IsUndefined(val) && !goja.IsNull(val) {
+			for _, k := range v.stringList(val, 256, "kinds must be an array of at most 256 strings") {
 				kinds = append(kinds, k.String())
 			}
 		}
@@ -250,4 +225,42 @@ func (v *vm) redactOptions(opts goja.Value, fixed engine.Strategy) (engine.Strat
 		strategy = fixed
 	}
 	return strategy, kinds
+}
+
+// optGet reads o[k] for a helper with a plain property read (undefined when absent);
+// a Proxy or a getter that throws is a TypeError.
+func (v *vm) optGet(o *goja.Object, k string) goja.Value {
+	if o.ExportType() == proxyType {
+		v.throwType("the helpers take no Proxy objects")
+	}
+	var val goja.Value
+	if ex := v.rt.Try(func() { val = o.Get(k) }); ex != nil {
+		v.throwType("the helper arguments could not be read")
+	}
+	if val == nil {
+		return goja.Undefined()
+	}
+	return val
+}
+
+// stringList reads a helper argument that must be an array of at most max strings;
+// anything else is a TypeError with msg.
+func (v *vm) stringList(val goja.Value, max int64, msg string) []goja.String {
+	o, ok := val.(*goja.Object)
+	if !ok || o.ClassName() != "Array" {
+		v.throwType(msg)
+	}
+	n := v.optGet(o, "length").ToInteger()
+	if n > max {
+		v.throwType(msg)
+	}
+	out := make([]goja.String, 0, n)
+	for j := int64(0); j < n; j++ {
+		s, ok := v.optGet(o, strconv.FormatInt(j, 10)).(goja.String)
+		if !ok {
+			v.throwType(msg)
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -51,7 +51,7 @@ function leave(o) {
   try { Object.defineProperty(o, "leak2", {value: ctx.user.userID}); } catch (e) {}
   try { Object.setPrototypeOf(o, {leak: ctx.user.userID}); } catch (e) {}
 }
-var fs = [ctx, ctx.user, ctx.user.roles, ctx.findings, ctx.warn, ctx.redact, ctx.mask, ctx.hash, ctx.redactAll,
+var fs = [ctx, ctx.user, ctx.user.roles, ctx.findings, ctx.warn, ctx.redact, ctx.mask, ctx.hash, ctx.redactAll, ctx.removeLines,
           ctx.rateLimitExceeded, Object.getPrototypeOf(ctx.warn)];
 ["phase", "tool", "toolAccess", "user", "params", "findings", "response"].forEach(function (k) {
   var d = Object.getOwnPropertyDescriptor(ctx, k);
@@ -62,7 +62,7 @@ ctx.params.mine = ctx.user.userID;
 `
 
 const readEverywhere = `
-var fs = [ctx, ctx.user, ctx.user.roles, ctx.findings, ctx.warn, ctx.redact, ctx.mask, ctx.hash, ctx.redactAll,
+var fs = [ctx, ctx.user, ctx.user.roles, ctx.findings, ctx.warn, ctx.redact, ctx.mask, ctx.hash, ctx.redactAll, ctx.removeLines,
           ctx.rateLimitExceeded, Object.getPrototypeOf(ctx.warn)];
 ["phase", "tool", "toolAccess", "user", "params", "findings", "response"].forEach(function (k) {
   var d = Object.getOwnPropertyDescriptor(ctx, k);

@@ -69,6 +69,7 @@ var ctxReadMembers = map[string]bool{
 	"phase": true, "method": true, "tool": true, "server": true, "toolAccess": true,
 	"user": true, "findings": true, "response": true, "tools": true,
 	"rateLimitExceeded": true, "warn": true, "redact": true, "mask": true, "hash": true,
+	"removeLines": true,
 }
 
 // paramsMembers returns the keys a policy body uses ctx.params with, when it provably

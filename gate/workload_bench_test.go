@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -86,7 +87,8 @@ func checkWorkload(params, content []byte) error {
 	return nil
 }
 
-// Idiomatic policies: the Go-backed helpers, and each file says the phase it acts in.
+// Idiomatic policies: the Go-backed helpers (ctx.redactAll, ctx.removeLines), and each
+// file says the phase it acts in.
 var idiomaticPolicies = map[string]string{
 	"10-redact-email.js": `if (ctx.phase !== "post") return;
 ctx.redactAll({ kinds: ["pii_email"] });`,
@@ -95,15 +97,22 @@ ctx.redactAll({ kinds: ["pii_email"] });`,
 }`,
 	"30-strip-co-authored-by.js": `if (ctx.phase !== "pre") return;
 if (ctx.tool === "github_create_pull" || ctx.tool === "github_update_pull") {
-  var body = ctx.params.body;
-  if (typeof body === "string" && /co-authored-by:/i.test(body)) {
-    ctx.params.body = body.replace(/^co-authored-by:.*$\n?/gim, "").replace(/\n{3,}/g, "\n\n");
-  }
+  ctx.params.body = ctx.removeLines(ctx.params.body, ["co-authored-by:"]);
 }`,
 	"40-untrusted-readonly.js": `if (ctx.phase === "pre" && ctx.user.callerClass === "untrusted" && ctx.toolAccess !== "read") {
   throw "caller class 'untrusted' may only call tools with access tag 'read'";
 }`,
 }
+
+// regexStrip is the idiomatic trailer strip written with JavaScript regular expressions
+// instead of ctx.removeLines.
+const regexStrip = `if (ctx.phase !== "pre") return;
+if (ctx.tool === "github_create_pull" || ctx.tool === "github_update_pull") {
+  var body = ctx.params.body;
+  if (typeof body === "string" && /co-authored-by:/i.test(body)) {
+    ctx.params.body = body.replace(/^co-authored-by:.*$\n?/gim, "").replace(/\n{3,}/g, "\n\n");
+  }
+}`
 
 // classicPolicies are the four classic plain-JavaScript examples (the regex runs in JS),
 // in the workload's file order.
@@ -209,11 +218,17 @@ func benchWorkload(b *testing.B, files map[string]string) {
 	}
 }
 
-// BenchmarkGateWorkload runs the workload with idiomatic policies, with the classic
-// plain-JS policies, and with four policies that do nothing; each reports the
+// BenchmarkGateWorkload runs the workload with idiomatic policies, with them but the
+// trailer strip written with JS regular expressions, with the classic plain-JS
+// policies, and with four policies that do nothing; each reports the
 // runtime-per-call baseline measured in the same process and the ratio (x-faster).
 func BenchmarkGateWorkload(b *testing.B) {
 	b.Run("idiomatic", func(b *testing.B) { benchWorkload(b, idiomaticPolicies) })
+	b.Run("idiomatic-regex-strip", func(b *testing.B) {
+		files := maps.Clone(idiomaticPolicies)
+		files["30-strip-co-authored-by.js"] = regexStrip
+		benchWorkload(b, files)
+	})
 	b.Run("plain-js", func(b *testing.B) { benchWorkload(b, classicPolicies(b)) })
 	b.Run("noop-x4-plus-redaction", func(b *testing.B) {
 		files := map[string]string{"10-redact-email.js": idiomaticPolicies["10-redact-email.js"],

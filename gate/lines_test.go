@@ -1,0 +1,314 @@
+package gate
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/internal/vocab"
+)
+
+// loneMark stands for the lone surrogate U+D800 in test strings (a private-use
+// character: a test can write both a lone surrogate and a real U+FFFD).
+const loneMark = '\uE000'
+
+// jsString makes the goja string of the UTF-16 units of s, with U+D800 for loneMark.
+func jsString(s string) goja.String {
+	var u []uint16
+	for _, r := range s {
+		if r == loneMark {
+			u = append(u, 0xD800)
+			continue
+		}
+		u = utf16.AppendRune(u, r)
+	}
+	return goja.StringFromUTF16(u)
+}
+
+// toPrefixes builds prefixes as linePrefixes does, without a runtime.
+func toPrefixes(ps []string) []linePrefix {
+	out := make([]linePrefix, len(ps))
+	for i, p := range ps {
+		out[i] = newLinePrefix(jsString(p))
+	}
+	return out
+}
+
+// removeLinesBoth runs the text through removeLines (which picks its path) and through
+// the UTF-16 path alone, and fails unless both agree.
+func removeLinesBoth(t testing.TB, text goja.String, prefixes []linePrefix) (string, int) {
+	t.Helper()
+	out, n := removeLines(text, prefixes)
+	kept, n16 := keepLines(utf16Text{text}, prefixes, nil)
+	var b goja.StringBuilder
+	for i := 0; i < len(kept); i += 2 {
+		b.WriteSubstring(text, kept[i], kept[i+1])
+	}
+	got := out.(goja.String)
+	if n != n16 || !got.SameAs(b.String()) {
+		t.Fatalf("%q: removeLines gave %q (%d), the UTF-16 path %q (%d)", text.String(), got.String(), n, b.String().String(), n16)
+	}
+	if n == 0 && !got.SameAs(text) {
+		t.Fatalf("%q: nothing removed, but %q", text.String(), got.String())
+	}
+	return quoteUnits(got), n
+}
+
+// quoteUnits is the inverse of jsString.
+func quoteUnits(s goja.String) string {
+	var b strings.Builder
+	for i := 0; i < s.Length(); i++ {
+		c := s.CharAt(i)
+		switch {
+		case utf16.IsSurrogate(rune(c)) && i+1 < s.Length() && c < 0xDC00 && s.CharAt(i+1) >= 0xDC00 && s.CharAt(i+1) <= 0xDFFF:
+			b.WriteRune(utf16.DecodeRune(rune(c), rune(s.CharAt(i+1))))
+			i++
+		case utf16.IsSurrogate(rune(c)):
+			b.WriteRune(loneMark)
+		default:
+			b.WriteRune(rune(c))
+		}
+	}
+	return b.String()
+}
+
+func TestRemoveLines(t *testing.T) {
+	co := []string{"co-authored-by:"}
+	for _, tc := range []struct {
+		name, text string
+		prefixes   []string
+		want       string
+		removed    int
+	}{
+		{"nothing to remove", "Fix.\n\nBody.\n", co, "Fix.\n\nBody.\n", 0},
+		{"empty text", "", co, "", 0},
+		{"trailer after a blank line", "Fixes the bug.\n\nCo-Authored-By: Bot <bot@example.com>\n", co, "Fixes the bug.\n", 1},
+		{"two trailers", "Fix.\n\nx\nCo-Authored-By: A <a@x>\nCo-Authored-By: B <b@x>\n", co, "Fix.\n\nx\n", 2},
+		{"any case", "a\nCO-AUTHORED-BY: x\nco-authored-by: y\nCo-Authored-by: z\nb", co, "a\nb", 3},
+		{"only at the start of a line", "say Co-Authored-By: x\n Co-Authored-By: y\n", co, "say Co-Authored-By: x\n Co-Authored-By: y\n", 0},
+		{"the whole prefix", "Co-Authored-By x\nCo-Authored-\n", co, "Co-Authored-By x\nCo-Authored-\n", 0},
+		{"last line without a break", "a\nCo-Authored-By: x", co, "a\n", 1},
+		{"every line", "Co-Authored-By: x\nco-authored-by: y\n", co, "", 2},
+		{"every line but blank ones", "\n\nCo-Authored-By: x\n\n", co, "", 1},
+		{"between paragraphs", "a\n\nCo-Authored-By: x\n\nb\n", co, "a\n\nb\n", 1},
+		{"between paragraphs, many blanks", "a\n\n\nCo-Authored-By: x\n\n\n\nb\n", co, "a\n\n\nb\n", 1},
+		{"right after a line", "a\nCo-Authored-By: x\n\nb\n", co, "a\n\nb\n", 1},
+		{"at the start", "Co-Authored-By: x\n\n\nb\n", co, "b\n", 1},
+		{"blank lines elsewhere stay", "a\n\n\n\nb\nCo-Authored-By: x\n", co, "a\n\n\n\nb\n", 1},
+		{"a final blank line stays when nothing follows it was removed", "Co-Authored-By: x\nb\n\n", co, "b\n\n", 1},
+		{"CRLF", "a\r\n\r\nCo-Authored-By: x\r\n\r\nb\r\n", co, "a\r\n\r\nb\r\n", 1},
+		{"CRLF at the end", "a\r\n\r\nCo-Authored-By: x\r\n", co, "a\r\n", 1},
+		{"spaces and tabs are blank", "a\n \t\nCo-Authored-By: x\n\t\nb", co, "a\n \t\nb", 1},
+		{"several prefixes", "a\nSigned-off-by: x\nCo-Authored-By: y\nReviewed-by: z\n", []string{"signed-off-by:", "co-authored-by:"}, "a\nReviewed-by: z\n", 2},
+		{"no prefixes", "Co-Authored-By: x\n", nil, "Co-Authored-By: x\n", 0},
+		{"non-ASCII text", "Gérard\n\nCo-Authored-By: Zoë <z@x>\n", co, "Gérard\n", 1},
+		{"non-ASCII prefix: only A–Z fold", "généré par: x\nGÉNÉRÉ PAR: y\nGénéré par: z\n", []string{"généré par:"}, "GÉNÉRÉ PAR: y\n", 2},
+		{"emoji", "🤖 Generated\nok 🙂\n", []string{"🤖"}, "ok 🙂\n", 1},
+		{"lone surrogate kept", "a\uE000b\nCo-Authored-By: x\n", co, "a\uE000b\n", 1},
+		{"U+FFFD kept", "a\uFFFDb\nCo-Authored-By: x\n", co, "a\uFFFDb\n", 1},
+		{"lone surrogate prefix", "\uE000x\n\uFFFDy\nz\n", []string{"\uE000"}, "\uFFFDy\nz\n", 1},
+		{"U+FFFD prefix", "\uE000x\n\uFFFDy\nz\n", []string{"\uFFFD"}, "\uE000x\nz\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, n := removeLinesBoth(t, jsString(tc.text), toPrefixes(tc.prefixes))
+			if got != tc.want || n != tc.removed {
+				t.Fatalf("got %q (%d removed), want %q (%d)", got, n, tc.want, tc.removed)
+			}
+		})
+	}
+}
+
+// referenceRemoveLines is ctx.removeLines said another way, over UTF-16 units: the
+// text is cut into lines (each with its "\n"); between two full lines (not blank, not
+// removed), or the start or end of the text, lies a run of blank and removed lines. A
+// run without a removed line stays. A run with one keeps the blank lines before its
+// first removed line, or, when there are none and a full line precedes it, the first
+// blank line after; at the end of the text it keeps nothing.
+func referenceRemoveLines(text []uint16, prefixes [][]uint16) ([]uint16, int) {
+	var lines [][]uint16
+	for start := 0; start < len(text); {
+		end := start
+		for end < len(text) && text[end] != '\n' {
+			end++
+		}
+		lines = append(lines, text[start:min(end+1, len(text))])
+		start = end + 1
+	}
+	kind := func(l []uint16) byte { // 'r'emoved, 'b'lank, 'f'ull
+		for _, p := range prefixes {
+			if len(l) >= len(p) {
+				match := true
+				for i, c := range p {
+					if foldASCII(l[i]) != foldASCII(c) {
+						match = false
+						break
+					}
+				}
+				if match {
+					return 'r'
+				}
+			}
+		}
+		for _, c := range l {
+			if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+				return 'f'
+			}
+		}
+		return 'b'
+	}
+	var out []uint16
+	removed := 0
+	for i := 0; i < len(lines); {
+		if kind(lines[i]) == 'f' {
+			out = append(out, lines[i]...)
+			i++
+			continue
+		}
+		j := i
+		for j < len(lines) && kind(lines[j]) != 'f' {
+			j++
+		}
+		run := lines[i:j]
+		first := -1
+		for k, l := range run {
+			if kind(l) == 'r' {
+				removed++
+				if first < 0 {
+					first = k
+				}
+			}
+		}
+		switch {
+		case first < 0:
+			for _, l := range run {
+				out = append(out, l...)
+			}
+		case j == len(lines):
+			// the end of the text: nothing
+		case first > 0:
+			for _, l := range run[:first] {
+				out = append(out, l...)
+			}
+		case i > 0:
+			for _, l := range run {
+				if kind(l) == 'b' {
+					out = append(out, l...)
+					break
+				}
+			}
+		}
+		i = j
+	}
+	if removed == 0 {
+		return text, 0
+	}
+	return out, removed
+}
+
+// FuzzRemoveLines checks ctx.removeLines against referenceRemoveLines, and its two
+// paths against each other (removeLinesBoth).
+func FuzzRemoveLines(f *testing.F) {
+	f.Add("Fix.\n\nCo-Authored-By: a\nco-authored-by: b\n", "co-authored-by:", byte(0))
+	f.Add("a\r\n\r\nX: 1\r\n\r\n\r\nb", "x:|y", byte(3))
+	f.Add("\n \n\tX\nX\n\n", "x", byte(7))
+	f.Add("é\nÉ\n🙂\n", "é|🙂", byte(5))
+	f.Fuzz(func(t *testing.T, text, prefixArg string, surrogate byte) {
+		u := utf16.Encode([]rune(text))
+		if surrogate&1 == 1 && len(u) > 0 {
+			i := int(surrogate>>1) % len(u)
+			u = append(u[:i:i], append([]uint16{0xDC00}, u[i:]...)...)
+		}
+		var ps [][]uint16
+		var prefixes []linePrefix
+		for _, p := range strings.SplitN(strings.ReplaceAll(prefixArg, "\n", ""), "|", 4) { // linePrefixes refuses "\n"
+			if p != "" {
+				pu := utf16.Encode([]rune(p))
+				ps = append(ps, pu)
+				prefixes = append(prefixes, newLinePrefix(goja.StringFromUTF16(pu)))
+			}
+		}
+		js := goja.StringFromUTF16(u)
+		got, n := removeLines(js, prefixes)
+		removeLinesBoth(t, js, prefixes)
+		want, wantN := referenceRemoveLines(u, ps)
+		if n != wantN || !got.(goja.String).SameAs(goja.StringFromUTF16(want)) {
+			t.Fatalf("%q %q: got %q (%d), reference %q (%d)", text, prefixArg, got.String(), n,
+				goja.StringFromUTF16(want).String(), wantN)
+		}
+	})
+}
+
+func TestRemoveLinesHelper(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `
+var co = ["co-authored-by:"];
+switch (ctx.params.bad) {
+case 1: ctx.removeLines("x"); break;
+case 2: ctx.removeLines("x", "co-authored-by:"); break;
+case 3: ctx.removeLines("x", [""]); break;
+case 4: ctx.removeLines("x", ["a".repeat(257)]); break;
+case 5: ctx.removeLines("x", new Array(65).fill("a")); break;
+case 6: ctx.removeLines("x", [1]); break;
+case 7: ctx.removeLines("x", new Proxy(["a"], {})); break;
+case 8: ctx.removeLines("x", Object.defineProperty(["a"], 0, {get: function () { throw "no"; }})); break;
+case 9: ctx.removeLines(undefined, [{}]); break;
+case 10: ctx.removeLines("x", ["a\nb"]); break;
+case 11: ctx.removeLines("\n".repeat(1 << 22), new Array(64).fill("a")); break; // over maxLineWork
+}
+if (ctx.params.ok) {
+  var s = "Fix.\n\nCo-Authored-By: Bot <bot@example.com>\n";
+  var kept = "no trailer\n";
+  ctx.params.body = ctx.removeLines(ctx.params.body, co);
+  ctx.params.out = [ctx.removeLines(s, co), ctx.removeLines(kept, co) === kept,
+    ctx.removeLines(undefined, co) === undefined, ctx.removeLines(null, co), ctx.removeLines(5, co),
+    ctx.removeLines(s, []) === s, ctx.removeLines(s, ["a".repeat(256)]) === s].join("|");
+}`})
+	for i := 1; i <= 11; i++ {
+		r := run(g, preCall(`{"bad":`+itoa(i)+`}`))
+		if r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyThrow || !strings.HasPrefix(r.Reject.Message, "TypeError") {
+			t.Errorf("bad %d: %+v", i, r.Reject)
+		}
+	}
+	r := run(g, preCall(`{"ok":true,"body":"Body.\nco-authored-by: x\n"}`))
+	var got struct{ Body, Out string }
+	if err := json.Unmarshal(r.Params, &got); err != nil || r.Reject != nil {
+		t.Fatalf("%+v %s %v", r.Reject, r.Params, err)
+	}
+	if want := "Fix.\n|true|true||5|true|true"; got.Body != "Body.\n" || got.Out != want {
+		t.Fatalf("got %+v, want body %q and out %q", got, "Body.\n", want)
+	}
+	// a body that is not there stays absent, and an unchanged one is no change
+	for _, params := range []string{`{"ok":1}`, `{"ok":1,"body":"clean\n"}`} {
+		r := run(g, preCall(params))
+		var m map[string]any
+		if err := json.Unmarshal(r.Params, &m); err != nil || r.Reject != nil {
+			t.Fatalf("%s: %+v %v", params, r.Reject, err)
+		}
+		if _, has := m["body"]; has != strings.Contains(params, "body") {
+			t.Errorf("%s: body %v", params, m["body"])
+		}
+	}
+}
+
+// TestWorkloadProofs: the proofs docs/policies.md claims for the benchmark workload's
+// idiomatic policies (the trailer strip and the force_delete guard are keyed, the
+// guard read-only too), so the benchmark times the paths the docs describe.
+func TestWorkloadProofs(t *testing.T) {
+	g := loadGate(t, idiomaticPolicies)
+	want := map[string]struct {
+		ro, keyed bool
+		keys      string
+	}{
+		"10-redact-email.js":         {},
+		"20-block-force-delete.js":   {ro: true, keyed: true, keys: "force_delete"},
+		"30-strip-co-authored-by.js": {keyed: true, keys: "body"},
+		"40-untrusted-readonly.js":   {ro: true, keyed: true},
+	}
+	for _, p := range g.Current().policies {
+		w := want[p.name]
+		if p.paramsRO != w.ro || p.keyed != w.keyed || strings.Join(p.keys, ",") != w.keys {
+			t.Errorf("%s: read-only %v keyed %v keys %q, want %+v", p.name, p.paramsRO, p.keyed, p.keys, w)
+		}
+	}
+}
