@@ -197,11 +197,11 @@ func (v *vm) bind(p *pool) error {
 		if !ok {
 			return a.Argument(0) // undefined, null, a number ...: as it is
 		}
-		if n := int64(text.Length()) * int64(len(prefixes)); n > maxLineWork {
-			v.throwType("ctx.removeLines(text, prefixes): text length × number of prefixes is " +
+		if n := int64(text.Length()) * int64(len(prefixes)+1); n > maxLineWork {
+			v.throwType("ctx.removeLines(text, prefixes): text length × (number of prefixes + 1) is " +
 				strconv.FormatInt(n, 10) + ", over the limit of " + strconv.Itoa(maxLineWork))
 		}
-		out, _ := removeLines(text, prefixes)
+		out, _ := removeLines(v.rt, text, prefixes)
 		return out
 	})
 	return v.buildCtx(st)

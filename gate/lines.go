@@ -1,7 +1,10 @@
 package gate
 
 import (
+	"reflect"
+	"slices"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -15,16 +18,18 @@ import (
 const (
 	maxLinePrefixes  = 64  // prefixes one call may pass
 	maxLinePrefixLen = 256 // UTF-16 units per prefix
-	// maxLineWork bounds text length × prefixes, since a native call cannot be
-	// interrupted: matching compares at most that twice over (each line against each
-	// prefix, up to its line break), well under a second at the bound.
-	maxLineWork = 1 << 27
+	// maxLineWork bounds text length × (prefixes + 1), since a native call cannot be
+	// interrupted: each line costs a step and a try of each prefix, up to its line
+	// break. At the bound a text of one-character lines took up to 0.4 s on either
+	// path, on a busy 2-core machine (docs/policies.md#removelines).
+	maxLineWork = 1 << 26
 )
 
 // linePrefix is one prefix in both encodings the texts come in.
 type linePrefix struct {
-	s string   // UTF-8, for texts read as Go strings
-	u []uint16 // UTF-16 units, for texts read unit by unit
+	s     string   // UTF-8, for texts read as Go strings
+	u     []uint16 // UTF-16 units, for texts read unit by unit
+	units bool     // p holds a lone surrogate: matched only unit by unit (see newLinePrefix)
 }
 
 // lineText is a text read line by line; indexes are in the text's own units (bytes of
@@ -56,17 +61,32 @@ func (v *vm) linePrefixes(val goja.Value) []linePrefix {
 }
 
 // newLinePrefix holds p in both encodings. String turns a lone surrogate into U+FFFD,
-// which no text read as UTF-8 holds (removeLines reads those unit by unit), so the
-// UTF-8 form never matches where the units would not.
+// so such a prefix is matched unit by unit only (removeLines reads the text by
+// units), where a lone high surrogate at its end matches the first half of a pair, as
+// startsWith does.
 func newLinePrefix(p goja.String) linePrefix {
 	u := make([]uint16, p.Length())
 	for j := range u {
 		u[j] = p.CharAt(j)
 	}
-	return linePrefix{s: p.String(), u: u}
+	return linePrefix{s: p.String(), u: u, units: loneSurrogate(u)}
 }
 
-// utf8Text is a JS string whose UTF-8 form converts back without loss.
+// loneSurrogate reports whether u holds a surrogate that is not half of a pair.
+func loneSurrogate(u []uint16) bool {
+	for i := 0; i < len(u); i++ {
+		if !utf16.IsSurrogate(rune(u[i])) {
+			continue
+		}
+		if i+1 == len(u) || utf16.DecodeRune(rune(u[i]), rune(u[i+1])) == utf8.RuneError {
+			return true
+		}
+		i++
+	}
+	return false
+}
+
+// utf8Text is a JS string held as a Go string (valid UTF-8) that is its exact text.
 type utf8Text string
 
 func (t utf8Text) len() int { return len(t) }
@@ -99,13 +119,16 @@ func (t utf8Text) blank(from, to int) bool {
 	return true
 }
 
-// utf16Text is any other JS string, read through goja unit by unit.
-type utf16Text struct{ s goja.String }
+// utf16Text is any other JS string, read through goja unit by unit; n is its length.
+type utf16Text struct {
+	s goja.String
+	n int
+}
 
-func (t utf16Text) len() int { return t.s.Length() }
+func (t utf16Text) len() int { return t.n }
 
 func (t utf16Text) lineEnd(from int) int {
-	n := t.s.Length()
+	n := t.n
 	for i := from; i < n; i++ {
 		if t.s.CharAt(i) == '\n' {
 			return i
@@ -115,7 +138,7 @@ func (t utf16Text) lineEnd(from int) int {
 }
 
 func (t utf16Text) hasPrefix(at int, p *linePrefix) bool {
-	if t.s.Length()-at < len(p.u) {
+	if t.n-at < len(p.u) {
 		return false
 	}
 	for i, c := range p.u {
@@ -143,16 +166,20 @@ func foldASCII(c uint16) uint16 {
 	return c
 }
 
-// keepLines appends to spans the [start, end) pairs of t that ctx.removeLines keeps,
-// adjacent lines merged into one pair, and returns them with the number of lines
-// removed. Blank lines that follow a removed line, with only blank lines kept between
-// them and the line before it (or the start of the text), are removed too; so are the
-// blank lines kept at the end when a line was removed after the last other line.
-func keepLines[T lineText](t T, prefixes []linePrefix, spans []int) ([]int, int) {
+// keepLines passes to w the spans of t that ctx.removeLines keeps, adjacent lines in
+// one span, and returns the number of lines removed; w gets nothing when that is 0.
+// Blank lines that follow a removed line, with only blank lines kept between them and
+// the line before it (or the start of the text), are removed too; so are the blank
+// lines kept at the end when a line was removed after the last other line. Kept spans
+// wait in a few ints until a line that is not blank is kept (before the first removal,
+// one span), so the work is one pass and the memory does not grow with the text.
+func keepLines[T lineText](t T, prefixes []linePrefix, w *lineOut) int {
 	n := t.len()
 	removed := 0
 	afterRemoved := false // a line was removed since the last kept line that is not blank
 	lastBlank := true     // the last kept line is blank, or none is kept yet
+	var buf [8]int
+	spans := buf[:0]      // kept [start, end) pairs not yet passed to w
 	full, fullEnd := 0, 0 // len(spans) and the end of the last kept line that is not blank
 	for at := 0; at < n; {
 		end := t.lineEnd(at)
@@ -179,52 +206,97 @@ func keepLines[T lineText](t T, prefixes []linePrefix, spans []int) ([]int, int)
 			lastBlank = blank
 			if !blank {
 				afterRemoved = false
+				if removed > 0 { // the end of the text can no longer drop these
+					writeSpans(w, spans)
+					spans = spans[:0]
+				}
 				full, fullEnd = len(spans), next
 			}
 		}
 		at = next
 	}
-	if afterRemoved && removed > 0 {
+	if removed == 0 {
+		return 0
+	}
+	if afterRemoved {
 		// drop the blank lines kept after the last full line
 		if spans = spans[:full]; full > 0 {
 			spans[full-1] = fullEnd
 		}
 	}
-	return spans, removed
+	writeSpans(w, spans)
+	return removed
 }
+
+func writeSpans(w *lineOut, spans []int) {
+	for i := 0; i < len(spans); i += 2 {
+		w.write(spans[i], spans[i+1])
+	}
+}
+
+// unicodeStringType is the type of goja strings held as UTF-16, whose String() decodes
+// them (asciiString and strings imported from Go return the Go string they hold).
+var unicodeStringType = reflect.TypeOf(goja.StringFromUTF16([]uint16{0x100}))
 
 // removeLines runs ctx.removeLines on a JS string: the same value when no line is
-// removed, else the new string.
-func removeLines(s goja.String, prefixes []linePrefix) (goja.Value, int) {
-	var buf [16]int
-	var b goja.StringBuilder
-	if str := s.String(); len(str) == s.Length() || !strings.ContainsRune(str, utf8.RuneError) {
-		// ASCII, or no lone surrogate (String turns one into U+FFFD): work on bytes
-		kept, n := keepLines(utf8Text(str), prefixes, buf[:0])
-		if n == 0 {
-			return s, 0
-		}
-		b.Grow(spanLen(kept))
-		for i := 0; i < len(kept); i += 2 {
-			b.WriteUTF8String(str[kept[i]:kept[i+1]])
-		}
-		return b.String(), n
-	}
-	kept, n := keepLines(utf16Text{s}, prefixes, buf[:0])
-	if n == 0 {
+// removed, else the new string (rt makes it). A text held as a Go string (ASCII, or
+// imported from Go) is read as one when that is its exact text (valid UTF-8) and no
+// prefix needs matching by units; any other is read unit by unit, never decoded whole
+// (String would decode a UTF-16 string into a new one, and lose lone surrogates).
+func removeLines(rt *goja.Runtime, s goja.String, prefixes []linePrefix) (goja.Value, int) {
+	if len(prefixes) == 0 {
 		return s, 0
 	}
-	b.Grow(spanLen(kept))
-	for i := 0; i < len(kept); i += 2 {
-		b.WriteSubstring(s, kept[i], kept[i+1])
+	if reflect.TypeOf(s) != unicodeStringType && !slices.ContainsFunc(prefixes, func(p linePrefix) bool { return p.units }) {
+		if str := s.String(); len(str) == s.Length() || utf8.ValidString(str) {
+			w := lineOut{s8: str}
+			if len(str) == s.Length() {
+				w.s16 = s // ASCII: its bytes are its units, and goja's builder keeps it so
+			}
+			if n := keepLines(utf8Text(str), prefixes, &w); n > 0 {
+				if w.s16 != nil {
+					return w.b16.String(), n
+				}
+				return rt.ToValue(w.b8.String()), n
+			}
+			return s, 0
+		}
 	}
-	return b.String(), n
+	return removeLineUnits(s, prefixes)
 }
 
-func spanLen(spans []int) int {
-	total := 0
-	for i := 0; i < len(spans); i += 2 {
-		total += spans[i+1] - spans[i]
+// removeLineUnits is removeLines reading s unit by unit.
+func removeLineUnits(s goja.String, prefixes []linePrefix) (goja.Value, int) {
+	w := lineOut{s16: s}
+	if n := keepLines(utf16Text{s, s.Length()}, prefixes, &w); n > 0 {
+		return w.b16.String(), n
 	}
-	return total
+	return s, 0
+}
+
+// lineOut collects the spans keepLines keeps: of s16 (read by units, or ASCII) into
+// b16, else of s8 (a Go string) into b8. The first span reserves the rest of the text,
+// which the result cannot exceed; b16 reserves it as ASCII and moves to UTF-16 at the
+// first span that needs it, so a result without one is ASCII as goja expects.
+type lineOut struct {
+	s8      string
+	s16     goja.String
+	b8      strings.Builder
+	b16     goja.StringBuilder
+	started bool
+}
+
+func (w *lineOut) write(from, to int) {
+	if w.s16 == nil {
+		if !w.started {
+			w.b8.Grow(len(w.s8) - from)
+		}
+		w.b8.WriteString(w.s8[from:to])
+	} else {
+		if !w.started {
+			w.b16.Grow(w.s16.Length() - from)
+		}
+		w.b16.WriteSubstring(w.s16, from, to)
+	}
+	w.started = true
 }

@@ -2,9 +2,13 @@ package gate
 
 import (
 	"encoding/json"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 	"github.com/mcpgate/mcpgate/internal/vocab"
@@ -36,24 +40,35 @@ func toPrefixes(ps []string) []linePrefix {
 	return out
 }
 
-// removeLinesBoth runs the text through removeLines (which picks its path) and through
-// the UTF-16 path alone, and fails unless both agree.
+// linesRT makes the results of removeLines in tests.
+var linesRT = goja.New()
+
+// removeLinesBoth runs the text through removeLines (which picks its path), as a
+// string imported from Go when that holds it (the UTF-8 path unless a prefix is
+// matched by units), and through the UTF-16 path alone, and fails unless all agree.
 func removeLinesBoth(t testing.TB, text goja.String, prefixes []linePrefix) (string, int) {
 	t.Helper()
-	out, n := removeLines(text, prefixes)
-	kept, n16 := keepLines(utf16Text{text}, prefixes, nil)
-	var b goja.StringBuilder
-	for i := 0; i < len(kept); i += 2 {
-		b.WriteSubstring(text, kept[i], kept[i+1])
+	out16, n16 := removeLineUnits(text, prefixes)
+	want := out16.(goja.String)
+	if reflect.TypeOf(want) == unicodeStringType && !strings.ContainsFunc(want.String(), func(r rune) bool { return r >= utf8.RuneSelf }) {
+		t.Fatalf("%q: an ASCII result held as UTF-16 (=== would fail against a literal)", want.String())
 	}
-	got := out.(goja.String)
-	if n != n16 || !got.SameAs(b.String()) {
-		t.Fatalf("%q: removeLines gave %q (%d), the UTF-16 path %q (%d)", text.String(), got.String(), n, b.String().String(), n16)
+	texts := []goja.String{text}
+	if imported := linesRT.ToValue(text.String()).(goja.String); imported.SameAs(text) {
+		texts = append(texts, imported)
 	}
-	if n == 0 && !got.SameAs(text) {
-		t.Fatalf("%q: nothing removed, but %q", text.String(), got.String())
+	var got goja.String
+	for _, in := range texts {
+		out, n := removeLines(linesRT, in, prefixes)
+		got = out.(goja.String)
+		if n != n16 || !got.SameAs(want) {
+			t.Fatalf("%q (%T): removeLines gave %q (%d), the UTF-16 path %q (%d)", text.String(), in, got.String(), n, want.String(), n16)
+		}
+		if n == 0 && !got.SameAs(in) {
+			t.Fatalf("%q: nothing removed, but a new value %q", text.String(), got.String())
+		}
 	}
-	return quoteUnits(got), n
+	return quoteUnits(got), n16
 }
 
 // quoteUnits is the inverse of jsString.
@@ -89,6 +104,8 @@ func TestRemoveLines(t *testing.T) {
 		{"any case", "a\nCO-AUTHORED-BY: x\nco-authored-by: y\nCo-Authored-by: z\nb", co, "a\nb", 3},
 		{"only at the start of a line", "say Co-Authored-By: x\n Co-Authored-By: y\n", co, "say Co-Authored-By: x\n Co-Authored-By: y\n", 0},
 		{"the whole prefix", "Co-Authored-By x\nCo-Authored-\n", co, "Co-Authored-By x\nCo-Authored-\n", 0},
+		{"trailer last, without a break", "Fix.\n\nCo-Authored-By: x", co, "Fix.\n", 1},
+		{"a prefix that is the whole last line", "a\nCo-Authored-By:", co, "a\n", 1},
 		{"last line without a break", "a\nCo-Authored-By: x", co, "a\n", 1},
 		{"every line", "Co-Authored-By: x\nco-authored-by: y\n", co, "", 2},
 		{"every line but blank ones", "\n\nCo-Authored-By: x\n\n", co, "", 1},
@@ -109,12 +126,50 @@ func TestRemoveLines(t *testing.T) {
 		{"lone surrogate kept", "a\uE000b\nCo-Authored-By: x\n", co, "a\uE000b\n", 1},
 		{"U+FFFD kept", "a\uFFFDb\nCo-Authored-By: x\n", co, "a\uFFFDb\n", 1},
 		{"lone surrogate prefix", "\uE000x\n\uFFFDy\nz\n", []string{"\uE000"}, "\uFFFDy\nz\n", 1},
+		{"lone surrogate prefix, text with U+FFFD", "\uFFFDy\nz\n", []string{"\uE000"}, "\uFFFDy\nz\n", 0},
 		{"U+FFFD prefix", "\uE000x\n\uFFFDy\nz\n", []string{"\uFFFD"}, "\uE000x\nz\n", 1},
+		// U+10000 is the pair D800 DC00: a prefix matches unit by unit, as startsWith does
+		{"lone surrogate prefix, half a pair", "\U00010000x\ny\n", []string{"\uE000"}, "y\n", 1},
+		{"only A–Z fold, not their neighbours", "@a\n[a\n`a\n{a\nZA\n", []string{"`", "{", "za"}, "@a\n[a\n", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, n := removeLinesBoth(t, jsString(tc.text), toPrefixes(tc.prefixes))
 			if got != tc.want || n != tc.removed {
 				t.Fatalf("got %q (%d removed), want %q (%d)", got, n, tc.want, tc.removed)
+			}
+		})
+	}
+}
+
+// TestRemoveLinesMemory: a call allocates about its result, not a record per line
+// nor a UTF-8 copy of a text held as UTF-16 (a native call cannot be stopped, and
+// the heap budget is only checked after it).
+func TestRemoveLinesMemory(t *testing.T) {
+	const lines = 1 << 18
+	rt := goja.New()
+	co := toPrefixes([]string{"co-authored-by:", "b"})
+	for _, tc := range []struct {
+		name    string
+		text    goja.String
+		removed int
+	}{
+		{"ASCII", jsString(strings.Repeat("x\nb\n", lines)), lines},
+		{"imported from Go", rt.ToValue(strings.Repeat("é\nb\n", lines)).(goja.String), lines},
+		{"UTF-16", jsString(strings.Repeat("é\nb\n", lines)), lines},
+		{"lone surrogate", jsString("\uE000" + strings.Repeat("x\nb\n", lines)), lines},
+		{"nothing removed", jsString(strings.Repeat("é\nx\n", lines)), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.text.Length() // a string imported from Go is scanned on first use
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, n := removeLines(linesRT, tc.text, co)
+			runtime.ReadMemStats(&after)
+			if n != tc.removed {
+				t.Fatalf("%d removed, want %d", n, tc.removed)
+			}
+			if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4*tc.text.Length()+1<<16); got > limit {
+				t.Errorf("allocated %d bytes for %d units, want at most %d", got, tc.text.Length(), limit)
 			}
 		})
 	}
@@ -136,12 +191,18 @@ func referenceRemoveLines(text []uint16, prefixes [][]uint16) ([]uint16, int) {
 		lines = append(lines, text[start:min(end+1, len(text))])
 		start = end + 1
 	}
+	fold := func(c uint16) uint16 { // only ASCII folds, and of it only A–Z
+		if c < 0x80 {
+			return uint16(unicode.ToLower(rune(c)))
+		}
+		return c
+	}
 	kind := func(l []uint16) byte { // 'r'emoved, 'b'lank, 'f'ull
 		for _, p := range prefixes {
 			if len(l) >= len(p) {
 				match := true
 				for i, c := range p {
-					if foldASCII(l[i]) != foldASCII(c) {
+					if fold(l[i]) != fold(c) {
 						match = false
 						break
 					}
@@ -208,29 +269,40 @@ func referenceRemoveLines(text []uint16, prefixes [][]uint16) ([]uint16, int) {
 }
 
 // FuzzRemoveLines checks ctx.removeLines against referenceRemoveLines, and its two
-// paths against each other (removeLinesBoth).
+// paths against each other (removeLinesBoth). With surrogate's low bit a lone
+// surrogate goes into the text (high at odd places, low at even ones); a prefix ending
+// in "^" ends in a lone high surrogate instead.
 func FuzzRemoveLines(f *testing.F) {
 	f.Add("Fix.\n\nCo-Authored-By: a\nco-authored-by: b\n", "co-authored-by:", byte(0))
 	f.Add("a\r\n\r\nX: 1\r\n\r\n\r\nb", "x:|y", byte(3))
 	f.Add("\n \n\tX\nX\n\n", "x", byte(7))
 	f.Add("é\nÉ\n🙂\n", "é|🙂", byte(5))
+	f.Add("🙂x\n\uFFFD\n", "^|x", byte(0))
+	f.Add("🙂x\n\uFFFD\n", "^", byte(3))
 	f.Fuzz(func(t *testing.T, text, prefixArg string, surrogate byte) {
 		u := utf16.Encode([]rune(text))
 		if surrogate&1 == 1 && len(u) > 0 {
 			i := int(surrogate>>1) % len(u)
-			u = append(u[:i:i], append([]uint16{0xDC00}, u[i:]...)...)
+			lone := uint16(0xDC00)
+			if i%2 == 1 {
+				lone = 0xD83D
+			}
+			u = append(u[:i:i], append([]uint16{lone}, u[i:]...)...)
 		}
 		var ps [][]uint16
 		var prefixes []linePrefix
 		for _, p := range strings.SplitN(strings.ReplaceAll(prefixArg, "\n", ""), "|", 4) { // linePrefixes refuses "\n"
 			if p != "" {
 				pu := utf16.Encode([]rune(p))
+				if pu[len(pu)-1] == '^' {
+					pu[len(pu)-1] = 0xD83D
+				}
 				ps = append(ps, pu)
 				prefixes = append(prefixes, newLinePrefix(goja.StringFromUTF16(pu)))
 			}
 		}
 		js := goja.StringFromUTF16(u)
-		got, n := removeLines(js, prefixes)
+		got, n := removeLines(linesRT, js, prefixes)
 		removeLinesBoth(t, js, prefixes)
 		want, wantN := referenceRemoveLines(u, ps)
 		if n != wantN || !got.(goja.String).SameAs(goja.StringFromUTF16(want)) {
@@ -254,7 +326,7 @@ case 7: ctx.removeLines("x", new Proxy(["a"], {})); break;
 case 8: ctx.removeLines("x", Object.defineProperty(["a"], 0, {get: function () { throw "no"; }})); break;
 case 9: ctx.removeLines(undefined, [{}]); break;
 case 10: ctx.removeLines("x", ["a\nb"]); break;
-case 11: ctx.removeLines("\n".repeat(1 << 22), new Array(64).fill("a")); break; // over maxLineWork
+case 11: ctx.removeLines("\n".repeat((1 << 20) + 1), new Array(63).fill("a")); break; // over maxLineWork
 }
 if (ctx.params.ok) {
   var s = "Fix.\n\nCo-Authored-By: Bot <bot@example.com>\n";
@@ -262,7 +334,9 @@ if (ctx.params.ok) {
   ctx.params.body = ctx.removeLines(ctx.params.body, co);
   ctx.params.out = [ctx.removeLines(s, co), ctx.removeLines(kept, co) === kept,
     ctx.removeLines(undefined, co) === undefined, ctx.removeLines(null, co), ctx.removeLines(5, co),
-    ctx.removeLines(s, []) === s, ctx.removeLines(s, ["a".repeat(256)]) === s].join("|");
+    ctx.removeLines(s, []) === s, ctx.removeLines(s, ["a".repeat(256)]) === s,
+    ctx.removeLines("\n".repeat(1 << 20), new Array(63).fill("a")).length,
+    typeof ctx.removeLines(new String(s), co)].join("|");
 }`})
 	for i := 1; i <= 11; i++ {
 		r := run(g, preCall(`{"bad":`+itoa(i)+`}`))
@@ -275,7 +349,7 @@ if (ctx.params.ok) {
 	if err := json.Unmarshal(r.Params, &got); err != nil || r.Reject != nil {
 		t.Fatalf("%+v %s %v", r.Reject, r.Params, err)
 	}
-	if want := "Fix.\n|true|true||5|true|true"; got.Body != "Body.\n" || got.Out != want {
+	if want := "Fix.\n|true|true||5|true|true|1048576|object"; got.Body != "Body.\n" || got.Out != want {
 		t.Fatalf("got %+v, want body %q and out %q", got, "Body.\n", want)
 	}
 	// a body that is not there stays absent, and an unchanged one is no change
