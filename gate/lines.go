@@ -12,8 +12,9 @@ import (
 
 // ctx.removeLines(text, prefixes) (docs/policies.md#removelines): text without the
 // lines that begin with one of prefixes, letters A–Z matching in either case. A line
-// ends at "\n" and goes with it; blank lines the removal brings together collapse
-// into one, and blank lines it leaves at the end are dropped.
+// ends at "\n" and goes with it; of the blank lines right below removed lines, one
+// stays after a line of text and none after blank lines or at the start, and blank
+// lines a removal leaves at the end are dropped.
 
 const (
 	maxLinePrefixes  = 64  // prefixes one call may pass
