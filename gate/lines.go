@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -70,21 +69,8 @@ func newLinePrefix(p goja.String) linePrefix {
 	for j := range u {
 		u[j] = p.CharAt(j)
 	}
-	return linePrefix{s: p.String(), u: u, units: loneSurrogate(u)}
-}
-
-// loneSurrogate reports whether u holds a surrogate that is not half of a pair.
-func loneSurrogate(u []uint16) bool {
-	for i := 0; i < len(u); i++ {
-		if !utf16.IsSurrogate(rune(u[i])) {
-			continue
-		}
-		if i+1 == len(u) || utf16.DecodeRune(rune(u[i]), rune(u[i+1])) == utf8.RuneError {
-			return true
-		}
-		i++
-	}
-	return false
+	s := p.String()
+	return linePrefix{s: s, u: u, units: len(s) != len(u) && !exactUTF8(s, u)} // ASCII is exact
 }
 
 // utf8Text is a JS string held as a Go string (valid UTF-8) that is its exact text.

@@ -150,10 +150,16 @@ func staticMember(params *ast.DotExpression, parent map[any]any) (key string, me
 // the read-back writes as U+FFFD.
 func keyText(s unistring.String) (string, bool) {
 	k := s.String()
-	if u := s.AsUtf16(); u != nil && !slices.Equal(utf16.Encode([]rune(k)), u[1:]) {
+	if u := s.AsUtf16(); u != nil && !exactUTF8(k, u[1:]) {
 		return "", false
 	}
 	return k, true
+}
+
+// exactUTF8 reports whether k, the UTF-8 that goja's String gives for the UTF-16 units
+// u, is their exact text: false when u holds a lone surrogate (String writes U+FFFD).
+func exactUTF8(k string, u []uint16) bool {
+	return slices.Equal(utf16.Encode([]rune(k)), u)
 }
 
 // paramReadOnly checks one ctx.params: it must be read as ctx.params.KEY or
