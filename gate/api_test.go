@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 const twoBlocks = `[{"type":"text","text":"a"},{"type":"text","text":"b"}]`

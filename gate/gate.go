@@ -19,7 +19,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/mcpgate/mcpgate/engine"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // DefaultTimeout is the per-policy time limit (docs/decisions.md#policies).

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // loneMark stands for the lone surrogate U+D800 in test strings (a private-use

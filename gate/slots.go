@@ -7,7 +7,7 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/mcpgate/mcpgate/ctxapi"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // slot is one ctx value the policies can change (params, response.content,

@@ -23,8 +23,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/gateway"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/logging"
-	"github.com/mcpgate/mcpgate/internal/vocab"
 	"github.com/mcpgate/mcpgate/policies"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 func init() {

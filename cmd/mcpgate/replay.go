@@ -17,7 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/fixture"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 func init() { subcommands = append(subcommands, newReplayCmd) }

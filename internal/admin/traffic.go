@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Traffic is the body of GET /api/traffic, the console's chart: the decisions of the

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // TestTraffic proves the chart's counts: one bucket per minute up to MaxBuckets

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // FuzzParseFilter: the reader's filter parser never panics, and what it accepts has a

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Limits of a query.

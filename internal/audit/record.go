@@ -1,6 +1,6 @@
 package audit
 
-import "github.com/mcpgate/mcpgate/internal/vocab"
+import "github.com/mcpgate/mcpgate/vocab"
 
 // Kinds of record (docs/decisions.md#record-fields).
 const (

@@ -12,7 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // pure Go driver "sqlite"; no cgo
 
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // schema is the store's layout. The record column holds the record's JSON exactly as

@@ -20,7 +20,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Entry is one captured tools/call.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 func entry(i int, result string) *Entry {

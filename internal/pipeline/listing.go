@@ -9,7 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // RuleToolDefinitionChanged is the finding of a tool whose definition differs from

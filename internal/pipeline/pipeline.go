@@ -26,7 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pins"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Errors an Upstream returns for a call that got no response.

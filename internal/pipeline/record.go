@@ -8,7 +8,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/audit"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // record is the one audit record of a call as the pipeline fills it in. It only

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/capture"
-	"github.com/mcpgate/mcpgate/internal/vocab"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // shadow is one call's run of the --shadow candidate set: the same inputs as the live

@@ -99,7 +99,7 @@ func TestReasonsAreSnakeCase(t *testing.T) {
 
 // Every reason code a record can hold is documented for users.
 func TestReasonsInREADME(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
-// Package vocab holds the words the gate, the pipeline, the audit record and the CLI
-// share: the actions on the ladder, the reason codes, the pipeline's stages and the
-// outcomes of the upstream leg, each a typed string whose value is what a record
-// holds. See docs/decisions.md#ladder and docs/telemetry.md.
+// Package vocab holds the words the gate's API, the pipeline, the audit record and
+// the CLI share: the actions on the ladder, the reason codes and the policy
+// Rejection that carries one, the pipeline's stages and the outcomes of the upstream
+// leg, each a typed string whose value is what a record holds. It is public so that
+// a program embedding gate can name what gate.Result holds. See
+// docs/decisions.md#ladder and docs/telemetry.md.
 package vocab
 
 import "strings"
