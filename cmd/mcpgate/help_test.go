@@ -94,3 +94,22 @@ func TestBuildVersion(t *testing.T) {
 		t.Fatalf("without -X main.version: %q", got)
 	}
 }
+
+// TestStartupLogHoldsNoPassword: a URL flag's user-info reaches neither the
+// start-up log nor the error a bad value prints.
+func TestStartupLogHoldsNoPassword(t *testing.T) {
+	dir := t.TempDir()
+	for _, otlp := range []string{"http://alice:s3cret@127.0.0.1:9", "grpc://alice:s3cret@127.0.0.1:9"} {
+		var out, errb bytes.Buffer
+		argv := []string{"gateway", "run", "--log-format", "json", "--policies", dir, "--audit-otlp", otlp, "--", filepath.Join(dir, "no-such-server")}
+		if code := run(context.Background(), argv, nil, &out, &errb); code != exitError {
+			t.Fatalf("%s: exit %d, want %d: %s", otlp, code, exitError, errb.String())
+		}
+		if strings.Contains(errb.String(), "s3cret") || strings.Contains(errb.String(), "alice") {
+			t.Errorf("%s: stderr holds the user-info:\n%s", otlp, errb.String())
+		}
+		if !strings.Contains(errb.String(), "127.0.0.1:9") {
+			t.Errorf("%s: stderr does not name the endpoint:\n%s", otlp, errb.String())
+		}
+	}
+}

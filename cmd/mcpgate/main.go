@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcpgate/mcpgate/internal/logging"
 )
 
 // Exit codes shared by the subcommands. 2 stays free for Go's panic exit (docs/decisions.md#check-exit-codes).
@@ -86,7 +88,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &st):
 		return int(st)
 	default:
-		fmt.Fprintf(stderr, "mcpgate: %v\n", err)
+		// An error may quote a flag's URL (--audit-otlp, --rate-limit-store): its
+		// user-info never reaches the terminal or a log collector.
+		fmt.Fprintf(stderr, "mcpgate: %s\n", logging.StripUserinfo(err.Error()))
 		return exitError
 	}
 }

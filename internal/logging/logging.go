@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/lmittmann/tint"
@@ -56,7 +57,7 @@ func New(w io.Writer, format Format, level slog.Level) *slog.Logger {
 		}
 	}
 	if format == FormatText {
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000"}))
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", ReplaceAttr: replaceAttr}))
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr}))
 }
@@ -70,14 +71,62 @@ func terminal(w io.Writer) (*os.File, bool) {
 }
 
 // replaceAttr renames a top-level "kind" attribute so a log line can never pass for
-// an audit record, and writes durations as Go duration strings ("1.5s", "30m0s")
-// instead of integer nanoseconds.
+// an audit record, writes durations as Go duration strings ("1.5s", "30m0s")
+// instead of integer nanoseconds, and removes the user-info of every URL in a string
+// or error value, the message included (StripUserinfo).
 func replaceAttr(groups []string, a slog.Attr) slog.Attr {
 	if len(groups) == 0 && a.Key == "kind" {
 		a.Key = "log_kind"
 	}
-	if a.Value.Kind() == slog.KindDuration {
+	switch a.Value.Kind() {
+	case slog.KindDuration:
 		a.Value = slog.StringValue(a.Value.Duration().String())
+	case slog.KindString:
+		if s := a.Value.String(); strings.Contains(s, "://") {
+			a.Value = slog.StringValue(StripUserinfo(s))
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok {
+			if s := err.Error(); strings.Contains(s, "://") {
+				a.Value = slog.StringValue(StripUserinfo(s))
+			}
+		}
 	}
 	return a
+}
+
+// StripUserinfo removes the user-info (RFC 3986 section 3.2.1: "user:password@")
+// of every URL in s: "connect http://alice:pw@host:4318/x" reads
+// "connect http://host:4318/x". A URL is found by its "://"; its authority ends at
+// the first '/', '?', '#', space, control, quote, backslash or angle bracket, and
+// the user-info at the authority's last '@', as net/url splits it. Text without
+// "://" comes back as it is.
+func StripUserinfo(s string) string {
+	var b strings.Builder
+	rest := s
+	for {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			break
+		}
+		auth := rest[i+3:]
+		end := strings.IndexFunc(auth, func(r rune) bool {
+			return r <= ' ' || r == 0x7f || strings.ContainsRune("/?#\"'<>", r)
+		})
+		if end < 0 {
+			end = len(auth)
+		}
+		at := strings.LastIndexByte(auth[:end], '@')
+		b.WriteString(rest[:i+3])
+		if at >= 0 {
+			rest = auth[at+1:]
+		} else {
+			rest = auth
+		}
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	b.WriteString(rest)
+	return b.String()
 }

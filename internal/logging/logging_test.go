@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -54,5 +55,49 @@ func TestJSONLogLines(t *testing.T) {
 	}
 	if strings.ContainsRune(line, 0x202e) {
 		t.Errorf("raw bidi control in %q", line)
+	}
+}
+
+// TestLogLinesHoldNoUserinfo: a URL's user-info (a collector's or a store's
+// password) never reaches a log line, whether it rides in an attribute, an error or
+// the message, in either format.
+func TestLogLinesHoldNoUserinfo(t *testing.T) {
+	for _, format := range []Format{FormatJSON, FormatText} {
+		var buf bytes.Buffer
+		log := New(&buf, format, slog.LevelInfo)
+		log.Info("export to https://bob:hunter2@collector.example:4318/v1/logs",
+			"endpoint", "http://alice:s3cret@127.0.0.1:4318",
+			"err", fmt.Errorf(`parse "redis://:t0ken@cache:6379/0": bad`),
+			"store", "postgres://mcp:pg-pw@db/audit?sslmode=disable")
+		line := buf.String()
+		for _, secret := range []string{"hunter2", "s3cret", "t0ken", "pg-pw", "alice", "bob@", "mcp:"} {
+			if strings.Contains(line, secret) {
+				t.Errorf("%s line holds %q: %s", format, secret, line)
+			}
+		}
+		for _, want := range []string{"collector.example:4318/v1/logs", "127.0.0.1:4318", "cache:6379/0", "db/audit?sslmode=disable"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("%s line lost %q: %s", format, want, line)
+			}
+		}
+	}
+}
+
+func TestStripUserinfo(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                    "",
+		"no url here":                         "no url here",
+		"http://host:1/p":                     "http://host:1/p",
+		"http://u:p@host:1/p":                 "http://host:1/p",
+		"http://u@host":                       "http://host",
+		"http://u:p@w@host/x@y":               "http://host/x@y",
+		`"https://a:b@h" and ftp://c:d@e?q`:   `"https://h" and ftp://e?q`,
+		"mailto:a@b":                          "mailto:a@b",
+		"x://@h":                              "x://h",
+		"redis://:pw@h:6379/0, then http://h": "redis://h:6379/0, then http://h",
+	} {
+		if got := StripUserinfo(in); got != want {
+			t.Errorf("StripUserinfo(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ package otlplog
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/logging"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -33,13 +35,20 @@ type Sink struct {
 }
 
 // New returns a sink exporting to endpoint, the collector's OTLP/HTTP base URL
-// (http://HOST:4318 or https://…; logs go to /v1/logs). service names the resource.
+// (http://HOST:4318 or https://…; logs go to /v1/logs). A user-info in it
+// (https://USER:PASSWORD@HOST) is sent as HTTP Basic authorization on every export
+// and never appears in an error. service names the resource.
 func New(endpoint, service, version string) (*Sink, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("OTLP endpoint %q: want http://HOST:PORT or https://HOST:PORT", endpoint)
+		return nil, fmt.Errorf("OTLP endpoint %q: want http://HOST:PORT or https://HOST:PORT", logging.StripUserinfo(endpoint))
 	}
 	opts := []otlploghttp.Option{otlploghttp.WithEndpoint(u.Host), otlploghttp.WithTimeout(10 * time.Second)}
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw))
+		opts = append(opts, otlploghttp.WithHeaders(map[string]string{"Authorization": "Basic " + basic}))
+	}
 	if u.Scheme == "http" {
 		opts = append(opts, otlploghttp.WithInsecure())
 	}

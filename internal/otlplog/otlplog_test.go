@@ -1,6 +1,7 @@
 package otlplog
 
 import (
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 type collector struct {
 	mu   sync.Mutex
 	logs []map[string]string // attributes plus "body" and "severity"
+	auth []string            // each export's Authorization header
 }
 
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -30,6 +32,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.auth = append(c.auth, r.Header.Get("Authorization"))
 	for _, rl := range req.ResourceLogs {
 		svc := ""
 		for _, a := range rl.Resource.GetAttributes() {
@@ -95,9 +98,35 @@ func TestSinkExports(t *testing.T) {
 }
 
 func TestNewRejectsBadEndpoints(t *testing.T) {
-	for _, e := range []string{"", "localhost:4318", "grpc://h:4317", "http://"} {
-		if _, err := New(e, "mcpgate", "test"); err == nil {
+	for _, e := range []string{"", "localhost:4318", "grpc://h:4317", "http://", "grpc://alice:s3cret@h:4317"} {
+		_, err := New(e, "mcpgate", "test")
+		if err == nil {
 			t.Errorf("New(%q) succeeded", e)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%q): the error holds the password: %v", e, err)
 		}
+	}
+}
+
+// TestUserinfoIsBasicAuth: an endpoint's user-info is the collector's credentials,
+// sent as HTTP Basic authorization, so the password need not stand in a log line.
+func TestUserinfoIsBasicAuth(t *testing.T) {
+	col := &collector{}
+	srv := httptest.NewServer(col)
+	defer srv.Close()
+	s, err := New(strings.Replace(srv.URL, "http://", "http://alice:s3cret@", 1), "mcpgate", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(&audit.Record{EventID: "ev-1", ActionTaken: vocab.Pass})
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:s3cret"))
+	if len(col.auth) == 0 || col.auth[0] != want {
+		t.Fatalf("Authorization %q, want %q", col.auth, want)
 	}
 }
