@@ -285,7 +285,8 @@ func (p *Pipeline) ServerRequest(ctx context.Context, c Channel, raw []byte) (re
 			r.rec.setReason(rej.Code)
 			r.rec.setPolicy(rej.Policy)
 			r.rec.guardrail(rej.Policy)
-			return r.refuse(rejectText(rej.Policy, rejectionMessage(rej), r.rec.eventID()))
+			msg, _ := r.thrown(rej) // a refused server request carries no notice
+			return r.refuse(rejectText(rej.Policy, msg, r.rec.eventID()))
 		}
 		if pol.Changed {
 			r.rec.escalate(policyAction(pol.Action))
@@ -420,18 +421,27 @@ func promptMessage(text string) json.RawMessage {
 
 // channelResult is the result a blocked or rejected response is replaced with: the
 // channel's own shape where it has one (resources/read, prompts/get), an empty
-// completion for completion/complete.
-func channelResult(method string, orig json.RawMessage, text string) json.RawMessage {
+// completion for completion/complete. A notice other than "" (the Warn notice of a
+// thrown text) comes first as its own item.
+func channelResult(method string, orig json.RawMessage, text, notice string) json.RawMessage {
 	var b []byte
 	switch method {
 	case "resources/read":
-		b, _ = jsonrpc.Marshal(map[string]any{"contents": []resourceText{{URI: firstURI(orig), MIMEType: "text/plain", Text: text}}})
+		items := []resourceText{{URI: firstURI(orig), MIMEType: "text/plain", Text: text}}
+		if notice != "" {
+			items = append([]resourceText{{URI: items[0].URI, MIMEType: "text/plain", Text: notice}}, items...)
+		}
+		b, _ = jsonrpc.Marshal(map[string]any{"contents": items})
 	case "prompts/get":
-		b, _ = jsonrpc.Marshal(map[string]any{"messages": []json.RawMessage{promptMessage(text)}})
+		msgs := []json.RawMessage{promptMessage(text)}
+		if notice != "" {
+			msgs = append([]json.RawMessage{promptMessage(notice)}, msgs...)
+		}
+		b, _ = jsonrpc.Marshal(map[string]any{"messages": msgs})
 	case "completion/complete":
 		b, _ = jsonrpc.Marshal(map[string]any{"completion": map[string]any{"values": []string{}, "total": 0, "hasMore": false}})
 	default:
-		b = errorResult(text)
+		b = noticedErrorResult(notice, text)
 	}
 	return b
 }
@@ -447,7 +457,7 @@ func (r *run) blockChannel(method string, orig json.RawMessage) Reply {
 	if text := blockTexts[method]; text != nil {
 		msg = text(r.rec.eventID())
 	}
-	return Reply{Result: channelResult(method, orig, msg)}
+	return Reply{Result: channelResult(method, orig, msg, "")}
 }
 
 // rejectChannel answers a policy rejection in the resource or prompt phase with the
@@ -458,7 +468,8 @@ func (r *run) rejectChannel(method string, orig json.RawMessage, rej *gate.Rejec
 	r.rec.guardrail(rej.Policy)
 	r.rec.escalate(vocab.Block)
 	r.rec.outputChanged()
-	return Reply{Result: channelResult(method, orig, rejectText(rej.Policy, rejectionMessage(rej), r.rec.eventID()))}
+	msg, notice := r.thrown(rej)
+	return Reply{Result: channelResult(method, orig, rejectText(rej.Policy, msg, r.rec.eventID()), notice)}
 }
 
 // refuse answers a server-to-client request with a JSON-RPC error; the client never
@@ -522,5 +533,5 @@ func (p *Pipeline) HiddenEntry(ctx context.Context, c Channel, h *Hidden) (reply
 		_ = json.Unmarshal(c.Params, &q)
 		orig, _ = jsonrpc.Marshal(map[string]any{"contents": []map[string]string{{"uri": q.URI}}})
 	}
-	return Reply{Result: channelResult(c.Method, orig, rejectText(h.Policy, "it is not listed for this caller", h.EventID))}
+	return Reply{Result: channelResult(c.Method, orig, rejectText(h.Policy, "it is not listed for this caller", h.EventID), "")}
 }

@@ -558,33 +558,30 @@ func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
 	}
 	r.rec.setPhase(string(phase))
 	r.policyError(rej, phase, false)
-	msg := rej.Message
-	if msg == "" {
-		msg = rejectionReasons[rej.Code]
-	}
-	if msg == "" {
-		msg = "the policy rejected the call"
-	}
-	// A thrown message may quote content: it is scanned like a result (what it carries
-	// is recorded as findings), then gets the Warn sanitizer and a bound.
-	if rep := r.p.Analyzer.AnalyzeText(msg); len(rep.Findings) > 0 {
-		r.rec.addFindings(rep)
-	}
-	msg = bound.Truncate(engine.Sanitize(msg), maxRejectionText)
-	return Reply{Result: errorResult(text(rej.Policy, msg, r.rec.eventID()))}
+	msg, notice := r.thrown(rej)
+	return Reply{Result: noticedErrorResult(notice, text(rej.Policy, msg, r.rec.eventID()))}
 }
 
-// rejectionMessage is the client-facing message of a rejection. A thrown message may
-// quote content: it gets the Warn sanitizer and a bound.
-func rejectionMessage(rej *gate.Rejection) string {
-	msg := rej.Message
+// thrown is the client-facing message of a rejection and, when that message quotes
+// what the rules warn or block on (injection markup, hidden text, escapes), the Warn
+// notice to put before it (docs/decisions.md#rejection-shape). A thrown message may
+// quote content: it is scanned like a result, what it carries is recorded as
+// findings, and it gets the Warn sanitizer and a bound.
+func (r *run) thrown(rej *gate.Rejection) (msg, notice string) {
+	msg = rej.Message
 	if msg == "" {
 		msg = rejectionReasons[rej.Code]
 	}
 	if msg == "" {
 		msg = "the policy rejected the call"
 	}
-	return bound.Truncate(engine.Sanitize(msg), maxRejectionText)
+	if rep := r.p.Analyzer.AnalyzeText(msg); len(rep.Findings) > 0 {
+		r.rec.addFindings(rep)
+		if rep.Verdict != engine.Allow {
+			notice = warnText(r.rec.eventID(), len(rep.Findings))
+		}
+	}
+	return bound.Truncate(engine.Sanitize(msg), maxRejectionText), notice
 }
 
 // hidden rejects a call to a tool withheld from the caller's listing, citing the

@@ -106,6 +106,19 @@ func errorResult(text string) json.RawMessage {
 	return b
 }
 
+// noticedErrorResult is errorResult with the Warn notice first as its own item, or
+// errorResult itself when notice is "" (docs/decisions.md#rejection-shape).
+func noticedErrorResult(notice, text string) json.RawMessage {
+	if notice == "" {
+		return errorResult(text)
+	}
+	b, _ := jsonrpc.Marshal(struct {
+		Content []textItem `json:"content"`
+		IsError bool       `json:"isError"`
+	}{[]textItem{{"text", notice}, {"text", text}}, true})
+	return b
+}
+
 // warnResult sanitizes every text-bearing string of result and prepends the notice.
 func warnResult(result json.RawMessage, eventID string, n int) (json.RawMessage, error) {
 	clean, err := engine.SanitizeResult(result)
