@@ -33,6 +33,12 @@ const (
 	ReasonEntryHidden           Reason = "entry_hidden"            // a prompts/get or resources/read of a prompt or resource withheld from the caller's listing
 	ReasonPolicyHidden          Reason = "policy_hidden"           // a list policy removed the tool from the listing
 	ReasonToolDefinitionChanged Reason = "tool_definition_changed" // the tool differs from its pin and pins block
+
+	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
+	// either direction, never forwarded.
+	ReasonDuplicateMember   Reason = "duplicate_member"    // two members of one object equal, or equal under Unicode simple case folding
+	ReasonCaseVariantMember Reason = "case_variant_member" // a member named like a JSON-RPC or MCP member only under case folding ("METHOD", "Arguments")
+	ReasonInvalidMemberName Reason = "invalid_member_name" // a member name with invalid UTF-8 or a lone surrogate
 )
 
 // Reasons lists every reason code.
@@ -41,6 +47,7 @@ var Reasons = []Reason{
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged,
+	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName,
 }
 
 // Error returns the code, so that a Reason can be the target of errors.Is.

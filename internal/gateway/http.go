@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/loopback"
 	"github.com/mcpgate/mcpgate/internal/multi"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/remote"
 	"github.com/mcpgate/mcpgate/internal/upstream"
@@ -164,6 +165,9 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 		MaxDepth:        h.MaxDepth,
 		MaxSessions:     h.MaxSessions,
 		IdleTimeout:     h.IdleTimeout,
+		Refused: func(user ctxapi.User, a *jsonrpc.AmbiguousError) string {
+			return g.pipe.Refused(pipeline.Channel{Method: a.Method, User: user, Server: g.soleServer()}, a.Reason, false)
+		},
 	})
 	ln, err := net.Listen("tcp", h.Listen)
 	if err != nil {

@@ -55,6 +55,10 @@ type Options struct {
 	// events of its finished request streams together, and each open stream's events
 	// but the newest (DefaultReplayBytes when ≤ 0).
 	ReplayBytes int
+	// Refused, when set, records a client message refused because peers could read
+	// it differently (docs/decisions.md#one-reading) and returns the record's event
+	// id, which the -32600 answer cites.
+	Refused func(user ctxapi.User, a *jsonrpc.AmbiguousError) string
 }
 
 // Defaults for Options.
@@ -245,7 +249,16 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "mcpgate: could not read the request body")
 		return
 	}
-	msg, status, code, text := f.checkMessage(body)
+	msg, status, code, text, a := f.checkMessage(body)
+	if a != nil {
+		f.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", a.Method)
+		var eventID string
+		if f.opts.Refused != nil {
+			eventID = f.opts.Refused(id.User, a)
+		}
+		httpError(w, status, a.ID, code, "mcpgate: message refused: "+text+" ("+string(a.Reason)+"; audit log entry "+eventID+")")
+		return
+	}
 	if status != 0 {
 		var rid json.RawMessage
 		if msg != nil {
@@ -321,31 +334,33 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 
 // checkMessage validates one POST body: JSON, no batch, nesting depth, JSON-RPC
 // shape. It returns the message, parsed once from the compacted body (the only parse
-// it gets on its way to the upstream), or an HTTP status and error.
-func (f *Front) checkMessage(body []byte) (msg *jsonrpc.Message, status, code int, text string) {
+// it gets on its way to the upstream), or an HTTP status and error; amb is set for a
+// message with more than one reading (docs/decisions.md#one-reading).
+func (f *Front) checkMessage(body []byte) (msg *jsonrpc.Message, status, code int, text string, amb *jsonrpc.AmbiguousError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body"
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body", nil
 	}
 	if !json.Valid(trimmed) {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil
 	}
 	if trimmed[0] == '[' {
-		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request"
+		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request", nil
 	}
 	if checkDepth(trimmed, f.opts.MaxDepth) != nil {
-		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth)
+		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth), nil
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(trimmed))
 	if err := json.Compact(&buf, trimmed); err != nil {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON"
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil
 	}
 	msg, err := jsonrpc.Parse(buf.Bytes())
 	if err != nil {
-		return msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: ")
+		errors.As(err, &amb)
+		return msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: "), amb
 	}
-	return msg, 0, 0, ""
+	return msg, 0, 0, "", nil
 }
 
 func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {

@@ -33,6 +33,18 @@ type DropError struct {
 	Head     []byte
 	Reason   string // why, phrased to end "the upstream's response was dropped: …"
 	Upstream string // the server that sent it ("" with one server)
+	// Ambiguous is set when the message was refused because peers could read it
+	// differently (docs/decisions.md#one-reading); it says how to answer it.
+	Ambiguous *AmbiguousError
+}
+
+// NewDropError reports a line Parse refused with err.
+func NewDropError(msg *Message, err error) *DropError {
+	d := &DropError{Head: msg.Raw, Reason: ReasonMalformed + ": " + err.Error()}
+	if errors.As(err, &d.Ambiguous) {
+		d.Reason = ReasonAmbiguous + " (" + string(d.Ambiguous.Reason) + ")"
+	}
+	return d
 }
 
 func (e *DropError) Error() string {
@@ -67,6 +79,7 @@ func Transient(err error) bool {
 const (
 	ReasonTooLarge  = "it exceeds the gateway's message size limit (--max-message-bytes)"
 	ReasonMalformed = "it is not valid JSON-RPC"
+	ReasonAmbiguous = "it has more than one reading: equal member names, or names equal but for case"
 )
 
 // Stream is a Conn over newline-delimited JSON-RPC (MCP stdio framing).
@@ -101,7 +114,7 @@ func (s *Stream) Recv() (*Message, error) {
 	}
 	msg, err := Parse(line)
 	if err != nil {
-		return msg, &DropError{Head: msg.Raw, Reason: ReasonMalformed + ": " + err.Error()}
+		return msg, NewDropError(msg, err)
 	}
 	return msg, nil
 }

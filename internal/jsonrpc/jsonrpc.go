@@ -149,6 +149,13 @@ func Parse(line []byte) (*Message, error) {
 	if err := json.Unmarshal(line, &e); err != nil {
 		return m, fmt.Errorf("jsonrpc: malformed message: %w", err)
 	}
+	if why := checkReading(line); why != "" {
+		// Peers would read it differently: refuse it whole (docs/decisions.md#one-reading).
+		a := exactReading(line)
+		a.Reason = why
+		m.Kind, m.ID, m.Method = KindInvalid, a.ID, a.Method
+		return m, a
+	}
 	if e.JSONRPC != "2.0" {
 		return m, errors.New(`jsonrpc: "jsonrpc" must be "2.0"`)
 	}

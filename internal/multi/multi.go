@@ -217,8 +217,13 @@ func (m *Mux) Send(msg *jsonrpc.Message) error {
 		r, ok := m.srvReqs[msg.IDKey()]
 		delete(m.srvReqs, msg.IDKey())
 		m.mu.Unlock()
-		if ok {
+		switch {
+		case ok:
 			_ = m.sendTo(r.server, msg.WithID(r.id))
+		case msg.Upstream != "":
+			// The gateway's own answer to a server request it refused
+			// (docs/decisions.md#one-reading), under the server's own id.
+			_ = m.sendTo(msg.Upstream, msg)
 		}
 	}
 	return nil
@@ -631,8 +636,12 @@ func (m *Mux) read(s *Server) {
 			var reset *jsonrpc.ResetError
 			switch {
 			case errors.As(err, &drop):
-				if id, ok := jsonrpc.PeekID(drop.Head); ok && m.deliverOwn(jsonrpc.ResponseErrorMessage(id, drop.Reason)) {
-					continue
+				id, ok := jsonrpc.PeekID(drop.Head)
+				if a := drop.Ambiguous; a != nil { // one reading: the id as read exactly, and only of a response
+					id, ok = a.ID, a.ID != nil && a.Kind == jsonrpc.KindResponse
+				}
+				if ok && m.deliverOwn(jsonrpc.ResponseErrorMessage(id, drop.Reason)) && drop.Ambiguous == nil {
+					continue // a refusal goes on to the relay, which records it
 				}
 				d := *drop
 				d.Upstream = s.Name

@@ -142,10 +142,22 @@ func TestRelayHiddenEntryOtherSpellings(t *testing.T) {
 	h.clientGets()
 	<-h.recs.ch
 	<-h.recs.ch
+	// A key in other letter case beside the real one gives the message two readings:
+	// it is refused whole before anything reads it (docs/decisions.md#one-reading).
 	for i, params := range []string{
 		`"method":"prompts/get","params":{"name":"evil","NAME":"ok"}`,
 		`"method":"prompts/get","params":{"name":"evil","Name":"ok"}`,
 		`"method":"resources/read","params":{"uri":"file:///srv/evil","URI":"file:///ok"}`,
+	} {
+		h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, 40+i, params))
+		if got := h.clientGets(); !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "more than one reading") {
+			t.Errorf("%s: %s", params, got)
+		}
+		if rec := <-h.recs.ch; rec.Reason != "duplicate_member" {
+			t.Errorf("%s: record %+v", params, rec)
+		}
+	}
+	for i, params := range []string{
 		`"method":"resources/read","params":{"uri":"FILE:///srv/evil"}`,
 		`"method":"resources/read","params":{"uri":"file:///srv/./evil"}`,
 		`"method":"resources/read","params":{"uri":"file:///srv/x/../evil"}`,
@@ -181,7 +193,8 @@ func TestRelayHiddenToolPaged(t *testing.T) {
 	for name, steps := range map[string][]struct{ params, result string }{
 		"page 1 again": {{`{}`, page1}, {`{"cursor":"c2"}`, page2}, {`{}`, page1}},
 		"page 2 alone": {{`{"cursor":"c2"}`, page2}},
-		"folded key":   {{`{}`, page2First}, {`{"cursor":"c2"}`, page1Last}, {`{"cursor":"c2","CURSOR":""}`, page1Last}},
+		// The folded key is refused whole (docs/decisions.md#one-reading): "" result.
+		"folded key": {{`{}`, page2First}, {`{"cursor":"c2"}`, page1Last}, {`{"cursor":"c2","CURSOR":""}`, ""}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, 0)
@@ -191,6 +204,12 @@ func TestRelayHiddenToolPaged(t *testing.T) {
 			}()
 			for i, st := range steps {
 				h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, i+1, st.params))
+				if st.result == "" {
+					if got := h.clientGets(); !strings.Contains(got, `"code":-32600`) {
+						t.Fatalf("folded key: %s", got)
+					}
+					continue
+				}
 				h.upstreamGets()
 				h.up.lines <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i+1, st.result)
 				h.clientGets()
@@ -280,7 +299,7 @@ func TestRelayOwnRequestNotCancelled(t *testing.T) {
 
 // TestRelayHiddenToolByItsName: a withheld tool is keyed by its "name" alone, read
 // exactly as the client reads it: a server cannot move the key with a "uri" field
-// in the tool or a "NAME" beside its "name".
+// in the tool, and a listing with a "NAME" beside a "name" is refused whole.
 func TestRelayHiddenToolByItsName(t *testing.T) {
 	h := newHarness(t, 0)
 	go func() {
@@ -290,10 +309,16 @@ func TestRelayHiddenToolByItsName(t *testing.T) {
 	h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":[` +
-		`{"name":"evil","uri":"file:///x","description":"x` + osc52 + `","inputSchema":{"type":"object"}},` +
 		`{"name":"evil2","NAME":"other","description":"x` + osc52 + `","inputSchema":{"type":"object"}}]}}`
+	if got := h.clientGets(); !strings.Contains(got, "more than one reading") {
+		t.Fatalf("tools/list with NAME beside name: %s", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":2,"result":{"tools":[` +
+		`{"name":"evil","uri":"file:///x","description":"x` + osc52 + `","inputSchema":{"type":"object"}}]}}`
 	h.clientGets()
-	for i, tool := range []string{"evil", "evil2"} {
+	for i, tool := range []string{"evil"} {
 		h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, 10+i, tool))
 		if got := h.clientGets(); !strings.Contains(got, "the tool is not listed for this caller") {
 			t.Fatalf("tools/call %s: %s", tool, got)
@@ -301,9 +326,9 @@ func TestRelayHiddenToolByItsName(t *testing.T) {
 	}
 }
 
-// TestRelayChannelMembersExact: the rules read a channel message's members by their
-// exact names, so a second member in other letter case ("Contents", "DATA") cannot
-// stand in for the one the client shows.
+// TestRelayChannelMembersExact: a second member in other letter case ("Contents",
+// "DATA") cannot stand in for the one the client shows: the message is refused whole
+// (docs/decisions.md#one-reading), and neither reading reaches the client.
 func TestRelayChannelMembersExact(t *testing.T) {
 	h := newHarness(t, 0)
 	go func() {
@@ -313,13 +338,13 @@ func TestRelayChannelMembersExact(t *testing.T) {
 	h.client(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///x"}}`)
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"file:///x","text":"a` + osc52 + `"}],"Contents":[]}}`
-	if got := h.clientGets(); !strings.Contains(got, "resource blocked") {
+	if got := h.clientGets(); !strings.Contains(got, "more than one reading") || strings.Contains(got, osc52) {
 		t.Fatalf("resources/read: %s", got)
 	}
 	h.client(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p"}}`)
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":2,"result":{"messages":[{"role":"user","content":{"type":"text","text":"a` + osc52 + `"}}],"MESSAGES":[]}}`
-	if got := h.clientGets(); !strings.Contains(got, "prompt blocked") {
+	if got := h.clientGets(); !strings.Contains(got, "more than one reading") || strings.Contains(got, osc52) {
 		t.Fatalf("prompts/get: %s", got)
 	}
 	h.up.lines <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a` + osc52 + `","Data":"clean"}}`

@@ -207,6 +207,9 @@ func (s *Session) readClient(ctx context.Context) error {
 			s.log.Warn("client message over the size limit rejected", "limit_bytes", s.opts.MaxMessageBytes)
 			s.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", s.opts.MaxMessageBytes))
 			continue
+		case drop != nil && drop.Ambiguous != nil:
+			s.refuseClient(drop.Ambiguous)
+			continue
 		case drop != nil:
 			s.log.Warn("malformed client message rejected", "err", strings.TrimPrefix(drop.Reason, jsonrpc.ReasonMalformed+": "))
 			code := jsonrpc.CodeParseError
@@ -576,6 +579,9 @@ func (s *Session) readUpstream() {
 		var drop *jsonrpc.DropError
 		var reset *jsonrpc.ResetError
 		switch {
+		case errors.As(err, &drop) && drop.Ambiguous != nil:
+			s.refuseUpstream(drop)
+			continue
 		case errors.As(err, &drop):
 			s.log.Warn("upstream message dropped", "upstream", drop.Upstream, "reason", drop.Reason, "limit_bytes", s.opts.MaxMessageBytes)
 			s.failDropped(drop.Head, drop.Reason)

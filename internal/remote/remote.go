@@ -328,7 +328,7 @@ func (c *Client) queueRawRelated(b []byte, related json.RawMessage) *jsonrpc.Mes
 	}
 	m, err := jsonrpc.Parse(b)
 	if err != nil {
-		c.push(item{err: &jsonrpc.DropError{Head: m.Raw, Reason: jsonrpc.ReasonMalformed + ": " + err.Error()}})
+		c.push(item{err: jsonrpc.NewDropError(m, err)})
 		return nil
 	}
 	if related != nil && m.Kind != jsonrpc.KindResponse {

@@ -1,0 +1,132 @@
+package jsonrpc
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// TestParseRefusesAmbiguousMessages pins the one-reading rule
+// (docs/decisions.md#one-reading) in both directions: every message here is read one
+// way by encoding/json (case-insensitive, ſ→s, K→k, the last of equal members) and
+// another by an exact-name reader (JSON.parse, Python), so Parse refuses it.
+func TestParseRefusesAmbiguousMessages(t *testing.T) {
+	const call = `"params":{"name":"wipe","arguments":{}}`
+	tests := []struct {
+		name, line string
+		why        vocab.Reason
+		kind       Kind
+		id, method string
+	}{
+		// Envelope, client → server.
+		{"METHOD before method", `{"jsonrpc":"2.0","id":7,"METHOD":"ping","method":"tools/call",` + call + `}`, vocab.ReasonCaseVariantMember, KindRequest, "7", ""},
+		{"METHOD after method", `{"jsonrpc":"2.0","id":7,"method":"tools/call","METHOD":"ping",` + call + `}`, vocab.ReasonDuplicateMember, KindRequest, "7", ""},
+		{"method twice", `{"jsonrpc":"2.0","id":7,"method":"ping","method":"tools/call",` + call + `}`, vocab.ReasonDuplicateMember, KindRequest, "7", ""},
+		{"escaped method twice", `{"jsonrpc":"2.0","id":7,"method":"ping","m\u0065thod":"tools/call",` + call + `}`, vocab.ReasonDuplicateMember, KindRequest, "7", ""},
+		{"PARAMS beside params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe"},"PARAMS":{"name":"wipe"}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"paramſ beside params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe"},"paramſ":{"name":"wipe"}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"param\\u017f beside params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe"},"param\u017f":{"name":"wipe"}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"METHOD alone", `{"jsonrpc":"2.0","id":1,"METHOD":"tools/call",` + call + `}`, vocab.ReasonCaseVariantMember, KindRequest, "1", ""},
+		{"Params alone", `{"jsonrpc":"2.0","id":1,"method":"tools/call","Params":{"name":"wipe"}}`, vocab.ReasonCaseVariantMember, KindRequest, "1", "tools/call"},
+		{"id twice", `{"jsonrpc":"2.0","id":1,"Id":2,"method":"ping"}`, vocab.ReasonDuplicateMember, KindRequest, "", "ping"},
+		{"JSONRPC", `{"jsonrpc":"2.0","JSONRPC":"1.0","id":1,"method":"ping"}`, vocab.ReasonDuplicateMember, KindRequest, "1", "ping"},
+		// Arguments: Go servers fold them into their argument structs.
+		{"NAME beside name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","NAME":"wipe"}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"Kelvin name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","arguments":{"kind":1,"\u212aind":2}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"Arguments alone", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","Arguments":{"force":true}}}`, vocab.ReasonCaseVariantMember, KindRequest, "1", "tools/call"},
+		{"Arguments beside arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","arguments":{},"Arguments":{"force":true}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"force and FORCE", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","arguments":{"force":false,"FORCE":true}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"nested argument", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","arguments":{"opts":[{"x":1,"ſ":2,"s":3}]}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"uri twice", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///ok","URI":"file:///secret"}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "resources/read"},
+		{"Uri alone", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"Uri":"file:///secret"}}`, vocab.ReasonCaseVariantMember, KindRequest, "1", "resources/read"},
+		{"_meta twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1,"progresstoken":2}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "tools/call"},
+		{"_meta ProgressToken", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_META":{}}}`, vocab.ReasonCaseVariantMember, KindRequest, "1", "tools/call"},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestID":2}}`, vocab.ReasonDuplicateMember, KindNotification, "", "notifications/cancelled"},
+		// Server → client.
+		{"second result", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok"}]},"RESULT":{"content":[{"type":"text","text":"evil"}]}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		{"result twice", `{"jsonrpc":"2.0","id":3,"result":{"content":[]},"result":{"content":[]}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		{"Result alone", `{"jsonrpc":"2.0","id":3,"Result":{"content":[]}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
+		{"content item TEXT", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok","TEXT":"evil"}]}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		{"content item Text alone", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","Text":"evil"}]}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
+		{"isError twice", `{"jsonrpc":"2.0","id":3,"result":{"content":[],"isError":false,"IsError":true}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		{"structuredContent keys", `{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"email":"a","EMAIL":"b"}}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		{"error twice", `{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"a","MESSAGE":"b"}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		{"disguised server request", `{"jsonrpc":"2.0","id":9,"method":"ping","Method":"sampling/createMessage","params":{}}`, vocab.ReasonDuplicateMember, KindRequest, "9", ""},
+		{"disguised log notification", `{"jsonrpc":"2.0","method":"notifications/progress","METHOD":"notifications/message","params":{"level":"info","data":"x"}}`, vocab.ReasonDuplicateMember, KindNotification, "", ""},
+		{"response turned request", `{"jsonrpc":"2.0","id":4,"result":{},"Method":"sampling/createMessage"}`, vocab.ReasonCaseVariantMember, KindRequest, "4", ""},
+		// Names that are not Unicode.
+		{"lone surrogate", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a\ud800":1}}`, vocab.ReasonInvalidMemberName, KindRequest, "1", "x"},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\xff\":1}}", vocab.ReasonInvalidMemberName, KindRequest, "1", "x"},
+		{"many members", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{` + manyMembers(40) + `,"K7":1}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "x"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Parse([]byte(tc.line))
+			var a *AmbiguousError
+			if !errors.As(err, &a) {
+				t.Fatalf("Parse = %v, want an *AmbiguousError", err)
+			}
+			if a.Reason != tc.why || a.Kind != tc.kind || string(a.ID) != tc.id || a.Method != tc.method {
+				t.Fatalf("got reason %s kind %d id %q method %q; want %s %d %q %q", a.Reason, a.Kind, a.ID, a.Method, tc.why, tc.kind, tc.id, tc.method)
+			}
+			if m.Kind != KindInvalid || string(m.ID) != tc.id {
+				t.Fatalf("message kind %d id %q", m.Kind, m.ID)
+			}
+			if strings.Contains(err.Error(), "wipe") || strings.Contains(err.Error(), "evil") {
+				t.Fatalf("error carries a value: %v", err)
+			}
+		})
+	}
+}
+
+func manyMembers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, i, i)
+	}
+	return b.String()
+}
+
+// TestParseKeepsOneReadingMessages: what real peers send passes, data included.
+func TestParseKeepsOneReadingMessages(t *testing.T) {
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"Name":"Bob","Type":"user","ID":7}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}],"structuredContent":{"Name":"a","Items":[{"Key":"v"}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"Path":{"type":"string"}}}}]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"Name":"Bob","Email":"b@example.com"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1,"io.example/Trace":"t"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"Message":"m","Level":3}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"x-Vendor":1,"extra":{"a":1,"b":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{` + manyMembers(40) + `}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{"a\u00e9":1,"a\u00c9x":2,"😀":3,"\ud83d\ude00x":4}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{"\u0130":1,"i":2,"\u0131":3}}}`,
+		` {"jsonrpc":"2.0","id":1,"method":"x","params":{ "a" : [ 1 , {"b" : null } ] , "c":true }} `,
+	} {
+		if _, err := Parse([]byte(line)); err != nil {
+			t.Errorf("Parse(%s) = %v", line, err)
+		}
+	}
+}
+
+// TestFoldMatchesEqualFold: appendFolded folds two runes alike exactly when their
+// simple case folding orbits are one (the encoding/json matching the rule protects).
+func TestFoldMatchesEqualFold(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		f := foldRune(r)
+		for s := unicode.SimpleFold(r); s != r; s = unicode.SimpleFold(s) {
+			if foldRune(s) != f {
+				t.Fatalf("%U and %U share an orbit but fold to %U and %U", r, s, f, foldRune(s))
+			}
+		}
+	}
+	if string(appendFolded(nil, []byte("paramſ"))) != "PARAMS" || string(appendFolded(nil, []byte("\u212aind"))) != "KIND" {
+		t.Fatal("ſ or K does not fold to ASCII")
+	}
+}

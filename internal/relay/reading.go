@@ -1,0 +1,71 @@
+package relay
+
+import (
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// One reading (docs/decisions.md#one-reading): a message that peers could read
+// differently is refused where it enters, in either direction, and never forwarded.
+// Each refusal leaves one record naming the reason code.
+
+// refusedText is the error message of a refusal, citing its record.
+func refusedText(a *jsonrpc.AmbiguousError, eventID string) string {
+	t := "mcpgate: message refused: it has more than one reading (" + string(a.Reason) + "): " +
+		"send each member once, spelled exactly as JSON-RPC and MCP spell it"
+	if eventID != "" {
+		t += " (audit log entry " + eventID + ")"
+	}
+	return t
+}
+
+// record writes the refusal's record, when the session has a pipeline.
+func (s *Session) recordRefusal(method, server string, reason vocab.Reason, fromServer bool) string {
+	if s.opts.Pipeline == nil {
+		return ""
+	}
+	return s.opts.Pipeline.Refused(pipeline.Channel{Method: method, User: s.opts.User, ClientInfo: s.clientInfo(), Server: server}, reason, fromServer)
+}
+
+// refuseClient answers a client message with more than one reading with -32600 under
+// its id (null when the id itself is ambiguous); the server never sees it.
+func (s *Session) refuseClient(a *jsonrpc.AmbiguousError) {
+	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", a.Method)
+	id := s.recordRefusal(a.Method, s.opts.Server, a.Reason, false)
+	s.replyError(a.ID, jsonrpc.CodeInvalidRequest, refusedText(a, id))
+}
+
+// refuseUpstream refuses a server message with more than one reading: a request is
+// answered to its server with -32600, a response fails the client request it
+// answers (-32603), a notification is dropped. None reaches the client.
+func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
+	a := d.Ambiguous
+	server := d.Upstream
+	if server == "" {
+		server = s.opts.Server
+	}
+	s.log.Warn("upstream message refused: it has more than one reading", "upstream", server, "reason", a.Reason, "method", a.Method)
+	switch a.Kind {
+	case jsonrpc.KindRequest:
+		id := s.recordRefusal(a.Method, server, a.Reason, true)
+		answer := jsonrpc.NewErrorResponse(a.ID, jsonrpc.CodeInvalidRequest, refusedText(a, id))
+		answer.Upstream = d.Upstream
+		s.send(answer)
+	case jsonrpc.KindResponse:
+		method := ""
+		if a.ID != nil {
+			s.mu.Lock()
+			if p := s.pending[jsonrpc.IDKey(a.ID)]; p != nil {
+				method = p.req.Method
+			}
+			s.mu.Unlock()
+		}
+		id := s.recordRefusal(method, server, a.Reason, true)
+		if a.ID != nil {
+			s.fromUpstream(jsonrpc.ResponseErrorMessage(a.ID, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")"))
+		}
+	default:
+		s.recordRefusal(a.Method, server, a.Reason, true)
+	}
+}

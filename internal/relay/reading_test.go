@@ -1,0 +1,122 @@
+package relay
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// refusal returns the next record with a reason from the one-reading rule.
+func (r records) refusal(t *testing.T) *audit.Record {
+	t.Helper()
+	for {
+		select {
+		case rec := <-r.ch:
+			switch rec.Reason {
+			case vocab.ReasonDuplicateMember, vocab.ReasonCaseVariantMember, vocab.ReasonInvalidMemberName:
+				return rec
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no refusal record")
+		}
+	}
+}
+
+// TestRelayRefusesAmbiguousClientMessages: a client message peers could read two ways
+// is answered -32600 under its id, never reaches the server, and leaves a record
+// naming the reason and no value (docs/decisions.md#one-reading).
+func TestRelayRefusesAmbiguousClientMessages(t *testing.T) {
+	tests := []struct {
+		name, line, id string
+		why            vocab.Reason
+		method         string
+	}{
+		{"METHOD beside method", `{"jsonrpc":"2.0","id":7,"method":"tools/call","METHOD":"ping","params":{"name":"wipe"}}`, "7", vocab.ReasonDuplicateMember, ""},
+		{"PARAMS beside params", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"safe"},"PARAMS":{"name":"wipe"}}`, "8", vocab.ReasonDuplicateMember, "tools/call"},
+		{"paramſ beside params", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"safe"},"paramſ":{"name":"wipe"}}`, "9", vocab.ReasonDuplicateMember, "tools/call"},
+		{"NAME beside name", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"safe","NAME":"wipe"}}`, "10", vocab.ReasonDuplicateMember, "tools/call"},
+		{"Arguments", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"safe","arguments":{},"Arguments":{"force":true}}}`, "11", vocab.ReasonDuplicateMember, "tools/call"},
+		{"Arguments alone", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"safe","Arguments":{"force":true}}}`, "12", vocab.ReasonCaseVariantMember, "tools/call"},
+		{"ambiguous id", `{"jsonrpc":"2.0","id":13,"ID":14,"method":"ping"}`, "null", vocab.ReasonDuplicateMember, "ping"},
+	}
+	h := newHarness(t, 0)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h.client(tc.line)
+			got := h.clientGets()
+			if errorCode(t, got) != -32600 || !strings.Contains(got, `"id":`+tc.id+`,`) || !strings.Contains(got, string(tc.why)) {
+				t.Fatalf("client got %s", got)
+			}
+			rec := h.recs.refusal(t)
+			if rec.Reason != tc.why || rec.Method != tc.method || rec.Outcome != vocab.OutcomeRejected || rec.ActionTaken != vocab.Block {
+				t.Fatalf("record %+v", rec)
+			}
+			if !strings.Contains(got, rec.EventID) {
+				t.Fatalf("the answer does not cite the record %s: %s", rec.EventID, got)
+			}
+			if b, _ := json.Marshal(rec); strings.Contains(string(b), "wipe") || strings.Contains(string(b), "force") {
+				t.Fatalf("record carries a value: %s", b)
+			}
+		})
+	}
+	// Nothing reached the server but the ping below.
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"ping"`) || !strings.Contains(got, `"id":2`) {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+// TestRelayRefusesAmbiguousServerMessages: a second result, a disguised server
+// request and a disguised log notification never reach the client; the request is
+// answered to the server with -32600, the response fails the client's request.
+func TestRelayRefusesAmbiguousServerMessages(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{"uri":"file:///a"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":"r1","result":{"contents":[{"uri":"file:///a","text":"ok"}]},"RESULT":{"contents":[{"uri":"file:///a","text":"evil"}]}}`
+	got := h.clientGets()
+	if errorCode(t, got) != -32603 || !strings.Contains(got, `"id":"r1"`) || strings.Contains(got, "evil") {
+		t.Fatalf("client got %s", got)
+	}
+	if rec := h.recs.refusal(t); rec.Method != "resources/read" || rec.Outcome != vocab.OutcomeUpstreamError || rec.Reason != vocab.ReasonDuplicateMember {
+		t.Fatalf("record %+v", rec)
+	}
+
+	h.up.lines <- `{"jsonrpc":"2.0","id":"s1","method":"ping","Method":"sampling/createMessage","params":{"messages":[]}}`
+	if got := h.upstreamGets(); errorCode(t, got) != -32600 || !strings.Contains(got, `"id":"s1"`) {
+		t.Fatalf("upstream got %s", got)
+	}
+	if rec := h.recs.refusal(t); rec.Outcome != vocab.OutcomeUpstreamError {
+		t.Fatalf("record %+v", rec)
+	}
+
+	h.up.lines <- `{"jsonrpc":"2.0","method":"notifications/progress","METHOD":"notifications/message","params":{"level":"info","data":"evil"}}`
+	h.recs.refusal(t)
+
+	// The next clean message is the first thing the client sees after the response.
+	clean := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"fine"}}`
+	h.up.lines <- clean
+	if got := h.clientGets(); got != clean {
+		t.Fatalf("client got %s", got)
+	}
+}
+
+// TestRelayRefusesAmbiguousToolResult: a tools/call whose result has a second
+// reading fails; the client never sees either result.
+func TestRelayRefusesAmbiguousToolResult(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
+	h.upstreamGets() // the gateway's own tools/list
+	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok","Text":"evil"}]}}`
+	got := h.clientGets()
+	if !strings.Contains(got, `"error"`) || strings.Contains(got, "evil") || strings.Contains(got, `"ok"`) {
+		t.Fatalf("client got %s", got)
+	}
+	h.recs.refusal(t)
+}
