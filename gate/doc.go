@@ -17,7 +17,7 @@
 //
 // # Phases
 //
-// Load decides from each file's source which phases it acts in (phases.go;
+// Load decides from each file's source which phases it acts in (internal/policyast;
 // docs/policies.md#phases): pre and post unless its top-level code provably returns
 // there before doing anything, another phase only when it compares ctx.phase with that
 // name. Run skips a file in a phase it does not act in; Set.Acts tells a caller whether
@@ -35,7 +35,7 @@
 // read back once in Go after each policy with JSON.stringify's semantics (jsonout.go:
 // every getter, toJSON and Proxy trap runs once; the next policy parses the text
 // again), checked on that text (bad_ctx_shape) and tracked for changes (slots.go). A
-// policy proven at load time to only read ctx.params (readonly.go) hands its parse to
+// policy proven at load time to only read ctx.params (internal/policyast) hands its parse to
 // the next policy and is not read back. Each policy's wrapper is bound once per runtime;
 // a call invokes the policy function with a fresh scope. ctx
 // and ctx.response are proxies whose delete trap turns a delete into an assignment (or
@@ -50,7 +50,7 @@
 // Each policy has Options.Timeout (5 s), enforced by the pool's watchdog goroutine,
 // which ticks every millisecond while policies run. JS loops and recursion are interrupted
 // (policy_timeout, policy_stack_limit); backtracking regexps get
-// regexp2.DefaultMatchTimeout. Growth is bounded before the native step (growth.go,
+// regexp2.DefaultMatchTimeout. Growth is bounded before the native step (internal/policyast,
 // lockdown.js; docs/policies.md#growth-limits): `+`, `+=`, template literals and spreads
 // are compiled into guarded calls, and the built-ins that amplify memory or recurse
 // natively are wrapped (policy_memory_limit, policy_stack_limit). A heap watchdog

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -286,4 +287,10 @@ func (w *lineOut) write(from, to int) {
 		w.b16.WriteSubstring(w.s16, from, to)
 	}
 	w.started = true
+}
+
+// exactUTF8 reports whether k, the UTF-8 that goja's String gives for the UTF-16 units
+// u, is their exact text: false when u holds a lone surrogate (String writes U+FFFD).
+func exactUTF8(k string, u []uint16) bool {
+	return slices.Equal(utf16.Encode([]rune(k)), u)
 }

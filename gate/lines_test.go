@@ -380,9 +380,9 @@ func TestWorkloadProofs(t *testing.T) {
 		"40-untrusted-readonly.js":   {ro: true, keyed: true},
 	}
 	for _, p := range g.Current().policies {
-		w := want[p.name]
-		if p.paramsRO != w.ro || p.keyed != w.keyed || strings.Join(p.keys, ",") != w.keys {
-			t.Errorf("%s: read-only %v keyed %v keys %q, want %+v", p.name, p.paramsRO, p.keyed, p.keys, w)
+		w := want[p.Name]
+		if p.ParamsRO != w.ro || p.Keyed != w.keyed || strings.Join(p.Keys, ",") != w.keys {
+			t.Errorf("%s: read-only %v keyed %v keys %q, want %+v", p.Name, p.ParamsRO, p.Keyed, p.Keys, w)
 		}
 	}
 }

@@ -68,8 +68,8 @@ func TestParamsMembers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.keyed != (tt.keys != nil) || (tt.keys != nil && !slices.Equal(p.keys, tt.keys)) {
-				t.Errorf("keyed %v keys %q, want keyed %v keys %q", p.keyed, p.keys, tt.keys != nil, tt.keys)
+			if p.Keyed != (tt.keys != nil) || (tt.keys != nil && !slices.Equal(p.Keys, tt.keys)) {
+				t.Errorf("keyed %v keys %q, want keyed %v keys %q", p.Keyed, p.Keys, tt.keys != nil, tt.keys)
 			}
 		})
 	}
@@ -90,7 +90,7 @@ func TestDeepPolicyRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := compilePolicy("p.js", []byte(tt.src))
 			if (err == nil) != tt.ok {
-				t.Fatalf("compile error %v (keyed %v), want ok %v", err, p.keyed, tt.ok)
+				t.Fatalf("compile error %v (keyed %v), want ok %v", err, p.Keyed, tt.ok)
 			}
 		})
 	}
@@ -150,7 +150,7 @@ func runBoth(t *testing.T, set *Set, call func() *ctxapi.Call) {
 	whole := *set
 	whole.policies = slices.Clone(set.policies)
 	for i := range whole.policies {
-		whole.policies[i].keyed, whole.policies[i].keys = false, nil
+		whole.policies[i].Keyed, whole.policies[i].Keys = false, nil
 	}
 	a := set.Run(context.Background(), call())
 	b := whole.Run(context.Background(), call())
@@ -179,7 +179,7 @@ func runBoth(t *testing.T, set *Set, call func() *ctxapi.Call) {
 func TestKeyedParamsMatchWhole(t *testing.T) {
 	for i, src := range keyedPolicies {
 		p, err := compilePolicy("p.js", []byte(src))
-		if err != nil || !p.keyed {
+		if err != nil || !p.Keyed {
 			t.Fatalf("policy %d is not keyed (%v): %s", i, err, src)
 		}
 	}

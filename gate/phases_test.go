@@ -37,8 +37,8 @@ func TestAnalyzePhases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(p.phases.acts, tt.acts) || !slices.Equal(p.phases.compared, tt.compared) {
-				t.Errorf("acts %v compared %v, want acts %v compared %v", p.phases.acts, p.phases.compared, tt.acts, tt.compared)
+			if !slices.Equal(p.Phases.Acts, tt.acts) || !slices.Equal(p.Phases.Compared, tt.compared) {
+				t.Errorf("acts %v compared %v, want acts %v compared %v", p.Phases.Acts, p.Phases.Compared, tt.acts, tt.compared)
 			}
 		})
 	}

@@ -64,8 +64,8 @@ func TestParamsReadOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.paramsRO != tt.want {
-				t.Errorf("paramsReadOnly = %v, want %v", p.paramsRO, tt.want)
+			if p.ParamsRO != tt.want {
+				t.Errorf("paramsReadOnly = %v, want %v", p.ParamsRO, tt.want)
 			}
 		})
 	}
@@ -98,9 +98,9 @@ func TestReadOnlyPolicyHandsOnParams(t *testing.T) {
 	}
 	set := g.Current()
 	for _, p := range set.policies {
-		want := p.name == "10-read.js" || p.name == "30-read.js" || p.name == "50-read.js"
-		if p.paramsRO != want {
-			t.Errorf("%s: paramsRO %v, want %v", p.name, p.paramsRO, want)
+		want := p.Name == "10-read.js" || p.Name == "30-read.js" || p.Name == "50-read.js"
+		if p.ParamsRO != want {
+			t.Errorf("%s: paramsRO %v, want %v", p.Name, p.ParamsRO, want)
 		}
 	}
 	// a read-only policy alone changes nothing

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate/internal/policyast"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -119,28 +120,28 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	action := vocab.Pass
 	anyChange := false
 	for _, p := range s.policies {
-		if !p.actsIn(call.Phase) {
+		if !p.ActsIn(call.Phase) {
 			continue
 		}
 		if ctx.Err() != nil { // cancelled between policies: run no more
 			res.Reject = classify(errCancelled)
-			res.Reject.Policy = p.name
+			res.Reject.Policy = p.Name
 			res.Warnings = c.warnings
 			return res
 		}
-		c.policy = p.name
+		c.policy = p.Name
 		c.warned, c.helperRung, c.shapeErr = false, vocab.Pass, ""
-		c.keyed, c.keys = p.keyed, p.keys
+		c.keyed, c.keys = p.Keyed, p.Keys
 		changed, rej := s.runOne(v, c, p)
 		if rej != nil {
-			rej.Policy = p.name
+			rej.Policy = p.Name
 			res.Reject = rej
-			res.Acted = append(res.Acted, p.name)
+			res.Acted = append(res.Acted, p.Name)
 			res.Warnings = c.warnings
 			return res
 		}
 		if changed || c.warned {
-			res.Acted = append(res.Acted, p.name)
+			res.Acted = append(res.Acted, p.Name)
 		}
 		if c.warned {
 			action = vocab.Strongest(action, vocab.Warn)
@@ -206,7 +207,7 @@ func orEmptyArray(v []byte) []byte {
 // docs/policies.md#phases). A caller may skip preparing a phase no policy acts in.
 func (s *Set) Acts(phase ctxapi.Phase) bool {
 	for i := range s.policies {
-		if s.policies[i].actsIn(phase) {
+		if s.policies[i].ActsIn(phase) {
 			return true
 		}
 	}
@@ -217,8 +218,8 @@ func (s *Set) Acts(phase ctxapi.Phase) bool {
 // names it compares ctx.phase with; ok is false when the set has no such file.
 func (s *Set) Phases(file string) (acts, compared []ctxapi.Phase, ok bool) {
 	for i := range s.policies {
-		if p := &s.policies[i]; p.name == file {
-			return slices.Clone(p.phases.acts), slices.Clone(p.phases.compared), true
+		if p := &s.policies[i]; p.Name == file {
+			return slices.Clone(p.Phases.Acts), slices.Clone(p.Phases.Compared), true
 		}
 	}
 	return nil, nil, false
@@ -257,14 +258,14 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 		}
 		rej := &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(o.Get("0").String())}
 		if rej.ErrorClass = o.Get("1").String(); rej.ErrorClass != "" {
-			rej.Line, rej.Column = errorPosition(o.Get("2").String(), p.name, len(wrapPrefix))
+			rej.Line, rej.Column = errorPosition(o.Get("2").String(), p.Name, policyast.PrefixLen)
 		}
 		return false, rej
 	}
 	if rej := v.unhandledRejection(); rej != nil {
 		return false, rej
 	}
-	changed, rej = v.readBack(c, p.paramsRO)
+	changed, rej = v.readBack(c, p.ParamsRO)
 	if rej == nil {
 		rej = v.unhandledRejection() // a toJSON run by the read-back may reject a promise too
 	}
@@ -278,10 +279,10 @@ func (v *vm) wrapper(s *Set, p policy) (goja.Callable, error) {
 	if v.fnSet != s {
 		v.fnSet, v.fns = s, make(map[*goja.Program]goja.Callable, len(s.policies))
 	}
-	if fn, ok := v.fns[p.prg]; ok {
+	if fn, ok := v.fns[p.Program]; ok {
 		return fn, nil
 	}
-	wv, err := v.rt.RunProgram(p.prg)
+	wv, err := v.rt.RunProgram(p.Program)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +302,7 @@ func (v *vm) wrapper(s *Set, p policy) (goja.Callable, error) {
 	if _, err := v.deepFreeze(goja.Undefined(), fv); err != nil {
 		return nil, err
 	}
-	v.fns[p.prg] = fn
+	v.fns[p.Program] = fn
 	return fn, nil
 }
 

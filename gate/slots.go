@@ -10,6 +10,15 @@ import (
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
+// tri is a three-valued truth: unknown, true or false.
+type tri int8
+
+const (
+	unknown tri = iota
+	yes
+	no
+)
+
 // slot is one ctx value the policies can change (params, response.content,
 // response.structuredContent). It is raw JSON until a policy reads it; then a native
 // JS value (JSON.parse inside the runtime, so push, splice and delete behave as
@@ -190,7 +199,10 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 		if s == &c.sc && (!ok || text == "null") { // structuredContent dropped
 			if s.present {
 				s.present, s.raw, s.canon, changed = false, nil, "", true
-				s.eq = triOf(s.orig == nil)
+				s.eq = no
+				if s.orig == nil {
+					s.eq = yes
+				}
 			}
 			continue
 		}

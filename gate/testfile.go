@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
-	"github.com/dop251/goja/ast"
-	"github.com/dop251/goja/parser"
+	"github.com/mcpgate/mcpgate/gate/internal/policyast"
 )
 
 // TestSuffix marks a policy test file: Load never runs one as a policy, `mcpgate test`
@@ -20,10 +19,6 @@ const TestSuffix = "_test.js"
 
 // IsTestFile reports whether a file name in a policies directory is a test file.
 func IsTestFile(name string) bool { return strings.HasSuffix(name, TestSuffix) }
-
-// testWrapPrefix has the shape of wrapPrefix (same checks, same line numbers, the same
-// growth guards) but binds the global-looking `mcpgate` instead of ctx.
-const testWrapPrefix = "(function (mcpgate$test, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const mcpgate = mcpgate$test; return function () {"
 
 // TestFile is one compiled *_test.js file and its tests: the names of its top-level
 // `function test_…` declarations, in file order.
@@ -36,78 +31,11 @@ type TestFile struct {
 // CompileTestFile compiles a test file. A syntax error is a *CompileError (file, line,
 // column, parser message), like a policy's.
 func CompileTestFile(name string, src []byte) (*TestFile, error) {
-	parse := func(tail string) (*ast.Program, error) {
-		text := testWrapPrefix + string(src) + tail + wrapSuffix
-		open, close := len(testWrapPrefix)-1, len(testWrapPrefix)+len(src)+len(tail)+1
-		prg, err := parser.ParseFile(nil, name, text, 0, parser.WithDisableSourceMaps)
-		if err != nil {
-			var list parser.ErrorList
-			if errors.As(err, &list) && len(list) > 0 {
-				return nil, testCompileErr(name, src, list[0].Position.Line, list[0].Position.Column, list[0].Message)
-			}
-			return nil, &CompileError{File: name, Msg: err.Error()}
-		}
-		if err := checkWrapper(name, prg, open, close); err != nil {
-			var ce *CompileError
-			if errors.As(err, &ce) && ce.Line == 1 { // checkWrapper counted the policy prefix
-				ce.Column += len(wrapPrefix) - len(testWrapPrefix)
-				ce.Column = max(ce.Column, 1)
-			}
-			return nil, err
-		}
-		return prg, nil
-	}
-	first, err := parse("")
+	prg, tests, err := policyast.CompileTest(name, src)
 	if err != nil {
-		return nil, err
+		return nil, compileError(err)
 	}
-	if at := bigIntLiteral(wrapperBody(first)); at != 0 {
-		return nil, errAt(name, first, at, "BigInt is not available in policies or their tests")
-	}
-	tf := &TestFile{Name: name}
-	for _, st := range wrapperBody(first).List {
-		if fd, ok := st.(*ast.FunctionDeclaration); ok && fd.Function != nil && fd.Function.Name != nil {
-			if n := string(fd.Function.Name.Name); strings.HasPrefix(n, "test_") {
-				tf.Tests = append(tf.Tests, n)
-			}
-		}
-	}
-	// The tail returns the test functions; sloppy implicit globals become locals as in
-	// a policy (never `mcpgate`, which would shadow the binding).
-	var tail strings.Builder
-	var locals []string
-	for _, n := range implicitGlobals(first) {
-		if n != "mcpgate" && n != "mcpgate$test" {
-			locals = append(locals, n)
-		}
-	}
-	if len(locals) > 0 {
-		tail.WriteString("\n;var " + strings.Join(locals, ", ") + ";")
-	}
-	tail.WriteString("\n;mcpgate$test.register$gate([" + strings.Join(tf.Tests, ", ") + "]);")
-	full, err := parse(tail.String())
-	if err != nil {
-		return nil, err
-	}
-	guardGrowth(wrapperBody(full)) // +, template literals and spreads as in a policy
-	if tf.prg, err = goja.CompileAST(full, false); err != nil {
-		return nil, &CompileError{File: name, Msg: err.Error()}
-	}
-	return tf, nil
-}
-
-// testCompileErr places a parser error in the test file: line 1 loses the wrapper's
-// prefix, and an error in the wrapper's closing (an unclosed brace) is put at the end
-// of the file.
-func testCompileErr(name string, src []byte, line, col int, msg string) *CompileError {
-	if line == 1 {
-		col = max(col-len(testWrapPrefix), 1)
-	}
-	text := strings.TrimRight(string(src), "\n")
-	if last := strings.Count(text, "\n") + 1; line > last {
-		line, col = last, len(text)-strings.LastIndex(text, "\n")
-	}
-	return &CompileError{File: name, Line: line, Column: col, Msg: msg}
+	return &TestFile{Name: name, Tests: tests, prg: prg}, nil
 }
 
 // TestHost is the Go side of the global `mcpgate` in a test: each entry is one
@@ -222,7 +150,7 @@ func (g *Gate) RunTest(ctx context.Context, tf *TestFile, test string, host Test
 		res := TestResult{Outcome: TestFail, Message: o.Get("0").String()}
 		if cls := o.Get("1").String(); cls != "" {
 			res.Outcome = TestError
-			res.Line, res.Column = errorPosition(o.Get("2").String(), tf.Name, len(testWrapPrefix))
+			res.Line, res.Column = errorPosition(o.Get("2").String(), tf.Name, policyast.TestPrefixLen)
 		}
 		return res
 	}
@@ -329,7 +257,7 @@ func (t *testRun) result(r any, file string) TestResult {
 			if p := f.Position(); p.Filename == file && p.Line > 0 {
 				res.Line, res.Column = p.Line, p.Column
 				if p.Line == 1 {
-					res.Column = max(p.Column-len(testWrapPrefix), 1)
+					res.Column = max(p.Column-policyast.TestPrefixLen, 1)
 				}
 				break
 			}
@@ -416,10 +344,10 @@ func (s *Set) Only(files []string) (*Set, error) {
 	sub := *s
 	sub.policies, sub.Files = nil, nil
 	for _, p := range s.policies {
-		if keep[p.name] {
+		if keep[p.Name] {
 			sub.policies = append(sub.policies, p)
-			sub.Files = append(sub.Files, p.name)
-			delete(keep, p.name)
+			sub.Files = append(sub.Files, p.Name)
+			delete(keep, p.Name)
 		}
 	}
 	for f := range keep {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gate/internal/policyast"
 )
 
 func loadEmpty(t *testing.T, timeout time.Duration) *Gate {
@@ -145,7 +147,7 @@ func FuzzErrorPosition(f *testing.F) {
 	f.Add("x\n\tat p.js:1:120(2)", "p.js")
 	f.Add("\tat p.js:", "p.js")
 	f.Fuzz(func(t *testing.T, stack, file string) {
-		line, col := errorPosition(stack, file, len(wrapPrefix))
+		line, col := errorPosition(stack, file, policyast.PrefixLen)
 		if line < 0 || (line > 0 && col < 1) || (line == 0 && col != 0) {
 			t.Fatalf("line %d column %d", line, col)
 		}

@@ -1,4 +1,4 @@
-package gate
+package policyast
 
 import (
 	"slices"
@@ -13,15 +13,15 @@ import (
 // (docs/decisions.md#policies, docs/policies.md#phases).
 var DefaultPhases = []ctxapi.Phase{ctxapi.PhasePre, ctxapi.PhasePost}
 
-// phaseInfo is what Load learns about a policy's phases from its source.
-type phaseInfo struct {
-	// compared are the phase names the file compares ctx.phase with (===, ==, !==,
+// PhaseInfo is what Load learns about a policy's phases from its source.
+type PhaseInfo struct {
+	// Compared are the phase names the file compares ctx.phase with (===, ==, !==,
 	// !=, or a switch case), sorted, each once.
-	compared []ctxapi.Phase
-	// acts are the phases the file runs in: a default phase unless its top-level code
-	// provably ends there before doing anything, another phase only when compared
+	Compared []ctxapi.Phase
+	// Acts are the phases the file runs in: a default phase unless its top-level code
+	// provably ends there before doing anything, another phase only when Compared
 	// names it (and the same proof does not exclude it). Sorted.
-	acts []ctxapi.Phase
+	Acts []ctxapi.Phase
 }
 
 // analyzePhases decides at load time which phases a policy body acts in.
@@ -33,10 +33,10 @@ type phaseInfo struct {
 // before any other statement means the file does nothing in that phase. Anything not
 // understood counts as acting. A file that binds its own `ctx` or uses `with` gets no
 // proof (it runs in every default phase and every phase it compares).
-func analyzePhases(body *ast.BlockStatement) phaseInfo {
-	var info phaseInfo
+func analyzePhases(body *ast.BlockStatement) PhaseInfo {
+	var info PhaseInfo
 	if body == nil {
-		info.acts = slices.Clone(DefaultPhases)
+		info.Acts = slices.Clone(DefaultPhases)
 		return info
 	}
 	seen := map[ctxapi.Phase]bool{}
@@ -59,21 +59,21 @@ func analyzePhases(body *ast.BlockStatement) phaseInfo {
 		return true
 	})
 	for p := range seen {
-		info.compared = append(info.compared, p)
+		info.Compared = append(info.Compared, p)
 	}
-	slices.Sort(info.compared)
+	slices.Sort(info.Compared)
 	candidates := slices.Clone(DefaultPhases)
-	for _, p := range info.compared {
+	for _, p := range info.Compared {
 		if !slices.Contains(candidates, p) {
 			candidates = append(candidates, p)
 		}
 	}
 	for _, p := range candidates {
 		if opaque || !quietIn(body.List, p) {
-			info.acts = append(info.acts, p)
+			info.Acts = append(info.Acts, p)
 		}
 	}
-	slices.Sort(info.acts)
+	slices.Sort(info.Acts)
 	return info
 }
 
