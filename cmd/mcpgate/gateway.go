@@ -44,6 +44,7 @@ type gatewayFlags struct {
 	captureKeep    int
 	pins           string         // tool pins file (docs/channels.md#pinning)
 	pinsMode       string         // what a changed tool does: warn, block or off
+	passEnv        []string       // more of our environment for the upstreams (--pass-env)
 	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
 	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
 	shared         sharedFlags    // state several replicas share (shared.go)
@@ -125,6 +126,7 @@ Environment:
 	fl.IntVar(&f.captureKeep, "capture-keep", 5, "rotated capture files to keep with --capture-rotate-mb (0: keep all)")
 	fl.StringVar(&f.pins, "pins", "", "tool pins file: the first definition of every tool, to catch a changed one (default: "+pins.FileName+" next to --audit-db or --audit-file; none without them)")
 	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until mcpgate pins approve) or off")
+	fl.StringSliceVar(&f.passEnv, "pass-env", nil, "hand this variable of the gateway's environment to the upstream too (NAME, PREFIX* or *; repeatable, or comma-separated). Upstreams get only PATH, HOME, USER, LOGNAME, SHELL, TERM, TMPDIR, TZ, the locale and their configured env otherwise")
 	f.telemetry.register(fl)
 	f.http.register(fl, "its own upstream processes")
 	f.shared.register(fl)
@@ -171,6 +173,11 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	if err != nil {
 		return gateway.Config{}, err
 	}
+	for _, p := range f.passEnv {
+		if err := config.CheckPassEnv(p); err != nil {
+			return gateway.Config{}, fmt.Errorf("--pass-env: %w", err)
+		}
+	}
 	return gateway.Config{
 		Kind:                audit.KindGateway,
 		File:                file,
@@ -188,6 +195,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		CallTimeout:         f.callTimeout,
 		MaxMessageBytes:     f.maxMessage,
 		Servers:             servers,
+		PassEnv:             f.passEnv,
 		HTTP:                f.http.config(),
 		Shared:              f.shared.config(),
 		MaxInflightCalls:    f.inflightCalls,

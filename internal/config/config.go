@@ -54,6 +54,10 @@ type Gate struct {
 	// "<server>+" resource prefix even with one server in mcpServers, so names stay
 	// stable when servers are added or removed (docs/servers.md#naming).
 	PrefixNames bool `json:"prefixNames,omitempty"`
+	// PassEnv names more of the gateway's environment to hand every stdio upstream
+	// (NAME, or PREFIX* for every name it begins; "*" for all) beside the minimal set
+	// they always get; --pass-env adds to it (docs/servers.md#environment).
+	PassEnv []string `json:"passEnv,omitempty"`
 }
 
 // Audit is "mcpgate": {"audit": {...}}. Zero values mean "not set": the flag's
@@ -192,6 +196,11 @@ func (c *Config) validate() error {
 	if h := c.Gate.Admin.TokenSHA256; h != "" && len(h) != 64 {
 		errs = append(errs, errors.New(`"mcpgate.admin.tokenSHA256": want 64 hex digits (sha256 of the token)`))
 	}
+	for i, p := range c.Gate.PassEnv {
+		if err := CheckPassEnv(p); err != nil {
+			errs = append(errs, fmt.Errorf(`"mcpgate.passEnv[%d]": %w`, i, err))
+		}
+	}
 	for _, name := range sortedKeys(c.MCPServers) {
 		s := c.MCPServers[name]
 		switch {
@@ -202,6 +211,16 @@ func (c *Config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CheckPassEnv checks one passEnv entry (or --pass-env value): an environment
+// variable name, PREFIX*, or "*" alone; never '=', NUL or a '*' before the end.
+func CheckPassEnv(p string) error {
+	name := strings.TrimSuffix(p, "*")
+	if (name == "" && p != "*") || strings.ContainsAny(name, "=*\x00") {
+		return fmt.Errorf("%q is not an environment variable name, PREFIX* or *", p)
+	}
+	return nil
 }
 
 // Severities returns the rule overrides as engine severities.

@@ -48,6 +48,14 @@ func TestParse(t *testing.T) {
 		{name: "server with both", in: `{"mcpServers":{"x":{"command":"a","url":"http://b"}}}`, wantErr: "not both"},
 		{name: "token without hash", in: `{"mcpgate":{"tokens":[{"sha256":"abc","userID":"u"}]}}`, wantErr: "64 hex digits"},
 		{name: "not JSON", in: `{"mcpgate":`, wantErr: "not valid JSON"},
+		{name: "passEnv", in: `{"mcpgate":{"passEnv":["AWS_*","GITHUB_TOKEN","*"]}}`, check: func(t *testing.T, c *Config) {
+			if len(c.Gate.PassEnv) != 3 {
+				t.Fatalf("%v", c.Gate.PassEnv)
+			}
+		}},
+		{name: "passEnv with a value", in: `{"mcpgate":{"passEnv":["A=B"]}}`, wantErr: `"mcpgate.passEnv[0]": "A=B" is not`},
+		{name: "passEnv with an inner star", in: `{"mcpgate":{"passEnv":["A*B"]}}`, wantErr: `"mcpgate.passEnv[0]"`},
+		{name: "passEnv empty", in: `{"mcpgate":{"passEnv":[""]}}`, wantErr: `"mcpgate.passEnv[0]"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

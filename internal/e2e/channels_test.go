@@ -283,7 +283,7 @@ func TestChannelsPoisonedListing(t *testing.T) {
 	server := hostileServer(t)
 	for _, level := range []string{"block", "warn"} {
 		c, log := mcpClient(t, []string{"TOOLS_LEVEL=" + level}, binary,
-			gatewayArgs([]string{"--filter-output", "--policies", emptyPolicies(t)}, server)...)
+			gatewayArgs([]string{"--filter-output", "--policies", emptyPolicies(t), "--pass-env", "TOOLS_LEVEL"}, server)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 		cancel()
@@ -338,7 +338,7 @@ func TestChannelsRugPull(t *testing.T) {
 	for _, mode := range []string{"warn", "block"} {
 		pins := filepath.Join(t.TempDir(), "pins.json")
 		c, log := mcpClient(t, []string{"RUG_PULL=1"}, binary,
-			gatewayArgs([]string{"--policies", emptyPolicies(t), "--pins", pins, "--pins-mode", mode}, server)...)
+			gatewayArgs([]string{"--policies", emptyPolicies(t), "--pins", pins, "--pins-mode", mode, "--pass-env", "RUG_PULL"}, server)...)
 		listings := func() []map[string]any {
 			var out []map[string]any
 			for _, r := range log.allRecords() {

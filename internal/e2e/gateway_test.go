@@ -148,10 +148,11 @@ func TestPublicCases(t *testing.T) {
 func TestSeedExamplePolicies(t *testing.T) {
 	up := upstreamMJS(t)
 	env := []string{"EXTRA_TOOLS=github_create_pull,github_merge_pull,delete_file", "READONLY_TOOLS="}
+	pass := "--pass-env=EXTRA_TOOLS,READONLY_TOOLS" // upstream.mjs reads them
 
 	t.Run("block-force-delete", func(t *testing.T) {
 		pol := policiesWith(t, "policies/examples/block-force-delete.js")
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, pass}, up)...)
 		res := callTool(t, c, "delete_file", map[string]any{"path": "/tmp/x", "force_delete": true})
 		text := res.Content[0].(mcp.TextContent).Text
 		m := rejectRe.FindStringSubmatch(text)
@@ -173,7 +174,7 @@ func TestSeedExamplePolicies(t *testing.T) {
 
 	t.Run("strip-co-authored-by", func(t *testing.T) {
 		pol := policiesWith(t, "policies/examples/strip-co-authored-by.js")
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, pass}, up)...)
 		body := "Fix the parser\n\nCo-Authored-By: Bot <bot@example.com>\n"
 		res := callTool(t, c, "github_create_pull", map[string]any{"title": "fix", "body": body})
 		text := res.Content[0].(mcp.TextContent).Text
@@ -195,7 +196,7 @@ func TestSeedExamplePolicies(t *testing.T) {
 		cfg := filepath.Join(t.TempDir(), "mcpgate.json")
 		os.WriteFile(cfg, []byte(`{"mcpgate": {"user": {"userID": "eve", "callerId": "sandbox-agent"},
 			"callers": {"sandbox-agent": "untrusted"}, "tools": {"github_merge_pull": "write"}}}`), 0o600)
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, "--config", cfg}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, "--config", cfg, pass}, up)...)
 		if res := callTool(t, c, "echo_args", map[string]any{"q": 1}); res.IsError {
 			t.Fatalf("read tool (readOnlyHint) must pass for untrusted: %+v", res)
 		}
@@ -214,7 +215,7 @@ func TestSeedExamplePolicies(t *testing.T) {
 
 	t.Run("redact-email", func(t *testing.T) {
 		pol := policiesWith(t, "policies/examples/redact-email-regex.js")
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, pass}, up)...)
 		res := callTool(t, c, "echo_args", map[string]any{"to": "linus@kernel.example"})
 		text := res.Content[0].(mcp.TextContent).Text
 		if strings.Contains(text, "linus@kernel.example") || !strings.Contains(text, "[REDACTED]") {
@@ -322,5 +323,46 @@ func TestSeveralUpstreamsOnStdio(t *testing.T) {
 	recs := log.waitRecords(t, 1)
 	if recs[0]["tool"] != "beta_echo_args" || recs[0]["tool_access"] != "admin" {
 		t.Errorf("record: tool %v access %v", recs[0]["tool"], recs[0]["tool_access"])
+	}
+}
+
+// TestUpstreamEnvironmentIsMinimal: server-everything's get-env hands the agent its
+// whole environment, so an upstream gets only the minimal set (PATH, HOME, the
+// locale, …) and what its configured env sets or --pass-env names; a credential in
+// the gateway's environment stays there.
+func TestUpstreamEnvironmentIsMinimal(t *testing.T) {
+	server := []string{"node", nodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}
+	env := []string{"MCPGATE_E2E_CLOUD_KEY=e2e-cloud-secret", "LANG=C.UTF-8"}
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"every": map[string]any{"command": server[0], "args": server[1:], "env": map[string]string{"CONFIGURED": "from-config"}},
+	}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		want, nope []string
+	}{
+		{"command after --", gatewayArgs([]string{"--policies", emptyPolicies(t)}, server), []string{`"LANG"`, `"PATH"`}, []string{"e2e-cloud-secret"}},
+		{"--pass-env", gatewayArgs([]string{"--policies", emptyPolicies(t), "--pass-env", "MCPGATE_E2E_*"}, server), []string{"e2e-cloud-secret"}, nil},
+		{"config env", []string{"gateway", "run", "--log-format", "json", "--policies", emptyPolicies(t), "--config", cfg}, []string{"from-config", `"PATH"`}, []string{"e2e-cloud-secret"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := mcpClient(t, env, binary, tc.args...)
+			res := callTool(t, c, "get-env", map[string]any{})
+			text := res.Content[0].(mcp.TextContent).Text
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("the server's environment lacks %s", w)
+				}
+			}
+			for _, n := range tc.nope {
+				if strings.Contains(text, n) {
+					t.Errorf("the server's environment holds %s", n)
+				}
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -82,6 +83,9 @@ type Config struct {
 	MaxMessageBytes int
 	// Servers are the upstreams (see Servers); ignored when Upstream is set.
 	Servers []Server
+	// PassEnv names more of the gateway's environment for every stdio upstream,
+	// beside File's "passEnv" and upstream.InheritedEnv (docs/servers.md#environment).
+	PassEnv []string
 	// Upstream, when set, opens one session's upstream instead of Servers, given the
 	// gateway's analyzer (the MCP server's in-process tools use it).
 	Upstream func(*engine.Analyzer) (upstream.Conn, error)
@@ -452,7 +456,7 @@ func (g *Gateway) openUpstream() (upstream.Conn, error) {
 	if g.cfg.RelayUpstreamStderr {
 		upErr = g.cfg.Stderr
 	}
-	return openServers(g.cfg.Servers, upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames)
+	return openServers(g.cfg.Servers, append(slices.Clone(g.file.Gate.PassEnv), g.cfg.PassEnv...), upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames)
 }
 
 // relayOptions are a relay session's options for the caller user.

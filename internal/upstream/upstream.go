@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,34 +41,72 @@ type Process struct {
 
 // Options configure Start.
 type Options struct {
-	Argv   []string  // the command and its arguments
-	Env    []string  // extra KEY=VALUE pairs added to our environment (less ours: see childEnv)
-	Stderr io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
+	Argv []string // the command and its arguments
+	// Env are the KEY=VALUE pairs of the server's configured "env"; they are set
+	// whatever their name.
+	Env []string
+	// PassEnv names more of our environment to hand on beside InheritedEnv (NAME, or
+	// PREFIX* for every name that begins with PREFIX); see childEnv.
+	PassEnv []string
+	Stderr  io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
 	// Name is the configured server name; each relayed stderr line then reads
 	// "[upstream] NAME: …" so several servers' logs can be told apart.
 	Name            string
 	MaxMessageBytes int
 }
 
+// InheritedEnv are the names of our environment every upstream gets: what finding a
+// program, a home directory, a temporary directory, a terminal and the locale takes
+// (the TypeScript MCP SDK's default stdio list, plus TMPDIR, TZ and the locale's
+// LANG, LANGUAGE and LC_*). Anything else of ours (an API key, a cloud credential)
+// stays with the gateway unless the server's "env" sets it or PassEnv names it
+// (docs/servers.md#environment).
+var InheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_*"}
+
+// inheritedWindows are the names a Windows program needs to start at all.
+var inheritedWindows = []string{"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "PATHEXT", "COMSPEC"}
+
 // gatewaySecrets are the gateway's own credentials in its environment. A server
-// must not read them: a tool that dumps its environment would hand the agent the
-// admin listener's bearer token.
+// must not read them, even through a PassEnv pattern: a tool that dumps its
+// environment would hand the agent the admin listener's bearer token.
 var gatewaySecrets = []string{"MCPGATE_ADMIN_TOKEN"}
 
-// childEnv is the upstream's environment: ours without gatewaySecrets, then extra
-// (a server's configured "env", which may set any name on purpose).
-func childEnv(ours, extra []string) []string {
-	env := make([]string, 0, len(ours)+len(extra))
-next:
+// childEnv is the upstream's environment: the variables of ours that InheritedEnv or
+// pass names, less gatewaySecrets, then extra (a server's configured "env", which
+// may set any name on purpose). A name matches a pattern NAME exactly, or PREFIX*
+// by its prefix; on Windows names match without regard to case.
+func childEnv(ours, pass, extra []string) []string {
+	patterns := append(slices.Clone(InheritedEnv), pass...)
+	if runtime.GOOS == "windows" {
+		patterns = append(patterns, inheritedWindows...)
+	}
+	env := make([]string, 0, len(patterns)+len(extra))
 	for _, kv := range ours {
-		for _, name := range gatewaySecrets {
-			if strings.HasPrefix(kv, name+"=") {
-				continue next
-			}
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || slices.ContainsFunc(gatewaySecrets, func(s string) bool { return envNameEqual(s, name) }) {
+			continue
 		}
-		env = append(env, kv)
+		if slices.ContainsFunc(patterns, func(p string) bool { return envMatch(p, name) }) {
+			env = append(env, kv)
+		}
 	}
 	return append(env, extra...)
+}
+
+// envMatch reports whether name is pattern, or begins with pattern's part before a
+// final '*'.
+func envMatch(pattern, name string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return len(name) >= len(prefix) && envNameEqual(name[:len(prefix)], prefix)
+	}
+	return envNameEqual(pattern, name)
+}
+
+func envNameEqual(a, b string) bool {
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
 }
 
 // Start launches the upstream. The error names the command when it cannot start.
@@ -75,7 +115,7 @@ func Start(opts Options) (*Process, error) {
 		return nil, errors.New("upstream: no command given (put it after --)")
 	}
 	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
-	cmd.Env = childEnv(os.Environ(), opts.Env)
+	cmd.Env = childEnv(os.Environ(), opts.PassEnv, opts.Env)
 	setProcAttr(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

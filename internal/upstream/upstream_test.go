@@ -332,27 +332,34 @@ func TestSupervisorPassesDrops(t *testing.T) {
 	}
 }
 
-// TestStartKeepsGatewaySecretsFromTheServer: the server inherits our environment
-// but not the admin token, so a tool that dumps its environment cannot leak it; a
-// server's configured env still sets any name.
-func TestStartKeepsGatewaySecretsFromTheServer(t *testing.T) {
+// TestStartGivesTheServerAMinimalEnvironment: the server gets PATH, HOME, the locale
+// and the like, what its configured env sets, and what PassEnv names; never the rest
+// of ours (a credential a tool that dumps its environment would hand the agent), and
+// never the admin token, even through a pattern.
+func TestStartGivesTheServerAMinimalEnvironment(t *testing.T) {
 	t.Setenv("MCPGATE_ADMIN_TOKEN", "admin-secret")
 	t.Setenv("MCPGATE_TRIAL_OTHER", "kept")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+	t.Setenv("LC_TIME", "C")
 	cases := []struct {
-		name  string
-		extra []string
-		want  string
+		name        string
+		extra, pass []string
+		want        string
 	}{
-		{"inherited", nil, "[unset|kept]"},
-		{"configured", []string{"MCPGATE_ADMIN_TOKEN=set-on-purpose"}, "[set-on-purpose|kept]"},
+		{"inherited", nil, nil, "[unset|unset|unset|C|path]"},
+		{"configured", []string{"MCPGATE_ADMIN_TOKEN=set-on-purpose", "AWS_SECRET_ACCESS_KEY=cfg"}, nil, "[set-on-purpose|unset|cfg|C|path]"},
+		{"passed by name", nil, []string{"AWS_SECRET_ACCESS_KEY"}, "[unset|unset|aws-secret|C|path]"},
+		{"passed by prefix", nil, []string{"MCPGATE_*"}, "[unset|kept|unset|C|path]"},
+		{"everything passed", nil, []string{"*"}, "[unset|kept|aws-secret|C|path]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var errOut syncBuffer
 			p, err := Start(Options{
-				Argv:   []string{"sh", "-c", `echo "[${MCPGATE_ADMIN_TOKEN-unset}|$MCPGATE_TRIAL_OTHER]" >&2`},
-				Env:    c.extra,
-				Stderr: &errOut,
+				Argv:    []string{"sh", "-c", `echo "[${MCPGATE_ADMIN_TOKEN-unset}|${MCPGATE_TRIAL_OTHER-unset}|${AWS_SECRET_ACCESS_KEY-unset}|${LC_TIME-unset}|${PATH:+path}]" >&2`},
+				Env:     c.extra,
+				PassEnv: c.pass,
+				Stderr:  &errOut,
 			})
 			if err != nil {
 				t.Fatal(err)
