@@ -53,7 +53,6 @@ type jsonReader struct {
 
 	canon   []byte   // JSON.stringify of what was read so far
 	canonOK bool     // canon is exact
-	lone    bool     // skipString accepts \uD800–\uDFFF escapes (splitObject's readBack)
 	keys    []string // keys of the objects being read, innermost last
 }
 
@@ -333,4 +332,112 @@ func objectProtoNames(rt *goja.Runtime) map[string]bool {
 		names[name] = true
 	}
 	return names
+}
+
+// skipString moves past a JSON string, validating it as str does, without decoding:
+// no control character, and each escape one of \" \\ \/ \b \f \n \r \t \uXXXX,
+// except that a \u escape of a surrogate (\uD800–\uDFFF) is refused too (JSON.parse
+// joins a pair and reads a lone one as U+FFFD; the whole value is then built instead).
+// Runs of plain bytes are skipped eight at a time.
+func (r *jsonReader) skipString() bool {
+	s := r.s
+	if r.i >= len(s) || s[r.i] != '"' {
+		return false
+	}
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for j := r.i + 1; j < len(s); j++ {
+		for j+8 <= len(s) {
+			x := uint64(s[j]) | uint64(s[j+1])<<8 | uint64(s[j+2])<<16 | uint64(s[j+3])<<24 |
+				uint64(s[j+4])<<32 | uint64(s[j+5])<<40 | uint64(s[j+6])<<48 | uint64(s[j+7])<<56
+			q, b := x^('"'*lo), x^('\\'*lo)
+			// a byte below 0x20, or equal to " or \ (exact zero-byte tests: a set bit
+			// can only come from such a byte or a borrow out of one below it)
+			if ((x-0x20*lo)&^x|(q-lo)&^q|(b-lo)&^b)&hi != 0 {
+				break
+			}
+			j += 8
+		}
+		if j >= len(s) {
+			break
+		}
+		switch c := s[j]; {
+		case c == '"':
+			r.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if j+1 >= len(s) {
+				return false
+			}
+			j++
+			if _, ok := jsonscan.Escaped(s[j]); ok {
+				continue
+			}
+			if s[j] != 'u' || j+4 >= len(s) || s[j+1] == 'd' || s[j+1] == 'D' {
+				return false
+			}
+			for _, h := range []byte(s[j+1 : j+5]) {
+				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+					return false
+				}
+			}
+			j += 4
+		}
+	}
+	return false
+}
+
+func (r *jsonReader) literal(lit string) bool {
+	if !strings.HasPrefix(r.s[r.i:], lit) {
+		return false
+	}
+	r.i += len(lit)
+	return true
+}
+
+// number moves past a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?,
+// refusing one out of float64's range.
+func (r *jsonReader) number() bool {
+	s, i := r.s, r.i
+	digits := func() bool {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case !digits():
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	// one JSON.parse here cannot read (out of float64's range) makes the whole value
+	// fail to build, as reading it whole would
+	if tok := s[r.i:i]; len(tok) > 300 || strings.ContainsAny(tok, "eE") {
+		if _, err := strconv.ParseFloat(tok, 64); err != nil {
+			return false
+		}
+	}
+	r.i = i
+	return true
 }

@@ -35,9 +35,7 @@ type callState struct {
 	warned     bool
 	helperRung vocab.Action
 	warnings   []Warning
-	shapeErr   string // a bad shape no read-back can see (ctx.response replaced or deleted)
-	keyed      bool   // the running policy uses ctx.params only as ctx.params[keys]
-	keys       []string
+	shapeErr   string          // a bad shape no read-back can see (ctx.response replaced or deleted)
 	done       <-chan struct{} // the call's context: closed when the client cancels or leaves
 }
 
@@ -112,7 +110,6 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	v.cur = c
 	defer func() { // an idle runtime holds no call data
 		v.cur, v.state = nil, callState{}
-		v.dropKeyed()
 	}()
 
 	c.done = ctx.Done() // the watchdog interrupts a running policy once it is closed
@@ -131,7 +128,6 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		}
 		c.policy = p.Name
 		c.warned, c.helperRung, c.shapeErr = false, vocab.Pass, ""
-		c.keyed, c.keys = p.Keyed, p.Keys
 		changed, rej := s.runOne(v, c, p)
 		if rej != nil {
 			rej.Policy = p.Name

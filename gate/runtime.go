@@ -48,11 +48,6 @@ type vm struct {
 	scratch  []byte // readText's reusable output buffer (at most maxScratch bytes kept)
 	canonBuf []byte // fromJSON's reusable canonical-text buffer (likewise)
 
-	members   []member    // the running keyed policy's arguments, split (keyedParams)
-	got       []member    // spliceParams' reusable list
-	parts     []keyedPart // the members the running keyed policy's ctx.params was built from
-	readNodes int         // values the last readText visited
-
 	protoNames map[string]bool // the frozen Object.prototype's own names and "__proto__" (plainKey); nil: not locked down
 }
 

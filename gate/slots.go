@@ -41,7 +41,6 @@ type slot struct {
 	origCanon string // JSON.stringify text equal as JSON to orig; "" unknown
 
 	mat     bool       // js holds the value
-	keyed   bool       // js holds only the members under the running policy's keys (vm.parts)
 	js      goja.Value // materialised value
 	touched bool       // read or written by the running policy
 	changed bool       // changed by a Go-side helper during the running policy
@@ -103,19 +102,11 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 		if !s.present {
 			return goja.Undefined()
 		}
-		var val goja.Value
-		keyed := false
-		if s == &c.params && c.keyed {
-			val, keyed = v.keyedParams(s, c.keys) // only the members it names
-		}
-		if !keyed {
-			var canon string
-			val, canon = v.parseJSON(string(s.raw))
-			if canon != "" {
-				s.canon = canon // the text a read-back of the untouched value gives
-				if s.eq == yes && s.origCanon == "" {
-					s.origCanon = canon
-				}
+		val, canon := v.parseJSON(string(s.raw))
+		if canon != "" {
+			s.canon = canon // the text a read-back of the untouched value gives
+			if s.eq == yes && s.origCanon == "" {
+				s.origCanon = canon
 			}
 		}
 		if s.readOnly {
@@ -123,7 +114,7 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 				rethrow(err)
 			}
 		}
-		s.js, s.mat, s.keyed = val, true, keyed
+		s.js, s.mat = val, true
 	}
 	s.touched = true
 	return s.js
@@ -177,14 +168,6 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 			continue
 		}
 		s.touched = false
-		if s.keyed { // never handed on: the next policy may name other keys
-			diff, rej := v.readBackKeyed(c, s, paramsRO)
-			if rej != nil {
-				return false, rej
-			}
-			changed = changed || diff
-			continue
-		}
 		if s.readOnly || (paramsRO && s == &c.params) {
 			continue
 		}
@@ -221,62 +204,7 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 			s.origCanon = text
 		}
 	}
-	if s := &c.params; s.keyed { // first read by a getter or toJSON read back after it
-		s.touched = false
-		diff, rej := v.readBackKeyed(c, s, paramsRO)
-		if rej != nil {
-			return false, rej
-		}
-		changed = changed || diff
-	}
 	return changed, nil
-}
-
-// readBackKeyed reads back the keyed object a policy was given for ctx.params
-// (keyedParams) and splices what changed into the arguments; the object is dropped.
-func (v *vm) readBackKeyed(c *callState, s *slot, paramsRO bool) (bool, *Rejection) {
-	defer func() {
-		s.js, s.mat, s.keyed = nil, false, false
-		v.dropKeyed()
-	}()
-	if s.readOnly || paramsRO {
-		return false, nil
-	}
-	text, ok, rej := v.readText(s)
-	if rej != nil {
-		return false, rej
-	}
-	if !ok || !isObjectText(text) {
-		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: "ctx.params must be an object"}
-	}
-	out, diff, err := v.spliceParams(s.raw, c.keys, text)
-	if err != nil {
-		return false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: err.Error()}
-	}
-	// the guards of reading back the whole value also count the members this policy
-	// was not given: where they could trip on them (a member's JSON.stringify text is
-	// at most keyedStretch times its text, and holds at most one value per byte), the
-	// whole value is read back once more, as plain JSON, under the same guards
-	if len(text)+keyedStretch*len(s.raw) > maxStringLen+2*len(s.orig) || v.readNodes+len(s.raw) > maxNodes {
-		whole := out
-		if !diff {
-			whole = s.raw
-		}
-		val, _ := v.parseJSON(string(whole))
-		check := slot{name: s.name, orig: s.orig, js: val}
-		if _, _, rej := v.readText(&check); rej != nil {
-			return false, rej
-		}
-	}
-	if diff {
-		s.raw, s.canon = out, ""
-		if s.eq == yes {
-			s.eq = no // a member differs from a value equal to the input
-		} else {
-			s.eq = unknown
-		}
-	}
-	return diff, nil
 }
 
 // maxScratch bounds the read-back buffer a runtime keeps between policies, in bytes.
@@ -299,17 +227,11 @@ func (v *vm) readText(s *slot) (text string, ok bool, rej *Rejection) {
 		}
 		return "", false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: "ctx." + s.name + " could not be read back as JSON"}
 	}
-	v.readNodes = w.nodes
 	if !ok {
 		return "", false, nil
 	}
 	return string(w.buf), true, nil
 }
-
-// keyedStretch bounds how many times longer than its text in the arguments a member's
-// JSON.stringify text can be (a number: 1e20 is 100000000000000000000; a string:
-// an invalid UTF-8 byte is U+FFFD, three bytes).
-const keyedStretch = 6
 
 // checkShape validates the JSON text of a touched value: params an object; content an
 // array of objects each with a string type; structuredContent an object, or

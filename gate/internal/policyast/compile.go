@@ -65,8 +65,6 @@ type Policy struct {
 	Program  *goja.Program // evaluates to the wrapper function (Wrap)
 	Phases   PhaseInfo     // the phases it compares ctx.phase with and acts in
 	ParamsRO bool          // provably only reads ctx.params (paramsReadOnly)
-	Keyed    bool          // provably uses ctx.params only as ctx.params[Keys] (paramsMembers)
-	Keys     []string
 }
 
 // ActsIn reports whether the policy runs in phase.
@@ -97,7 +95,6 @@ func Compile(name string, src []byte) (Policy, error) {
 		return Policy{}, errAt(name, prog, at, "BigInt is not available in policies")
 	}
 	p := Policy{Name: name, Phases: analyzePhases(body), ParamsRO: paramsReadOnly(body)}
-	p.Keys, p.Keyed = paramsMembers(body)
 	if names := implicitGlobals(prog); len(names) > 0 {
 		// declare sloppy implicit globals as the policy's own locals (see implicitGlobals)
 		decl, open, close := wrap(src, "\n;var "+strings.Join(names, ", ")+";")

@@ -2,12 +2,9 @@ package policyast
 
 import (
 	"reflect"
-	"slices"
-	"unicode/utf16"
 
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/token"
-	"github.com/dop251/goja/unistring"
 )
 
 // paramsReadOnly reports whether a policy body provably never changes ctx.params nor
@@ -70,96 +67,6 @@ var ctxReadMembers = map[string]bool{
 	"user": true, "findings": true, "response": true, "tools": true,
 	"rateLimitExceeded": true, "warn": true, "redact": true, "mask": true, "hash": true,
 	"removeLines": true,
-}
-
-// paramsMembers returns the keys a policy body uses ctx.params with, when it provably
-// uses it only as ctx.params.KEY or ctx.params["KEY"] (read, assigned, or reached
-// through: any use of the value is fine) and never hands ctx.params itself to code:
-// not as a value, nor as the this of a call (ctx.params.KEY(), a tagged template), nor
-// to delete (which reorders keys), and KEY is never __proto__, toJSON or one holding a
-// lone surrogate. ctx is held to the same terms as in paramsReadOnly. Such a policy
-// cannot observe or change any other key, nor the object itself, so Run gives it an
-// object holding only these keys and splices what it leaves into the arguments
-// (docs/policies.md#keyed). keys is sorted and without duplicates; ok is false where
-// the proof does not hold.
-func paramsMembers(body *ast.BlockStatement) (keys []string, ok bool) {
-	if body == nil || bindsOwnCtx(body) {
-		return nil, false
-	}
-	parent := parents(body)
-	seen := map[string]bool{}
-	ok = ctxUsesOnly(body, func(params *ast.DotExpression) bool {
-		key, member, ok := staticMember(params, parent)
-		if !ok || key == "__proto__" || key == "toJSON" {
-			return false
-		}
-		switch p := parent[member].(type) {
-		case *ast.CallExpression:
-			if any(p.Callee) == member {
-				return false // this would be ctx.params
-			}
-		case *ast.TemplateLiteral:
-			if any(p.Tag) == member {
-				return false
-			}
-		case *ast.Optional, *ast.OptionalChain:
-			return false // ctx.params.KEY?.() calls with this ctx.params
-		case *ast.NewExpression:
-			if any(p.Callee) == member {
-				return false
-			}
-		case *ast.UnaryExpression:
-			if p.Operator == token.DELETE {
-				return false
-			}
-		}
-		seen[key] = true
-		return true
-	}, parent)
-	if !ok {
-		return nil, false
-	}
-	keys = make([]string, 0, len(seen))
-	for k := range seen {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys, true
-}
-
-// staticMember returns the key of the member expression params is the object of
-// (ctx.params.KEY or ctx.params["KEY"]), as UTF-8, and that expression.
-func staticMember(params *ast.DotExpression, parent map[any]any) (key string, member any, ok bool) {
-	switch m := parent[params].(type) {
-	case *ast.DotExpression:
-		if any(m.Left) == any(params) {
-			key, ok = keyText(m.Identifier.Name)
-			return key, m, ok
-		}
-	case *ast.BracketExpression:
-		if lit, isLit := m.Member.(*ast.StringLiteral); isLit && any(m.Left) == any(params) {
-			key, ok = keyText(lit.Value)
-			return key, m, ok
-		}
-	}
-	return "", nil, false
-}
-
-// keyText returns a property key the parser holds as unistring (UTF-16 beyond ASCII)
-// as UTF-8; ok is false for one holding a lone surrogate, which UTF-8 cannot hold and
-// the read-back writes as U+FFFD.
-func keyText(s unistring.String) (string, bool) {
-	k := s.String()
-	if u := s.AsUtf16(); u != nil && !exactUTF8(k, u[1:]) {
-		return "", false
-	}
-	return k, true
-}
-
-// exactUTF8 reports whether k, the UTF-8 that goja's String gives for the UTF-16 units
-// u, is their exact text: false when u holds a lone surrogate (String writes U+FFFD).
-func exactUTF8(k string, u []uint16) bool {
-	return slices.Equal(utf16.Encode([]rune(k)), u)
 }
 
 // paramReadOnly checks one ctx.params: it must be read as ctx.params.KEY or
