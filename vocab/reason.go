@@ -33,6 +33,7 @@ const (
 	ReasonEntryHidden           Reason = "entry_hidden"            // a prompts/get or resources/read of a prompt or resource withheld from the caller's listing
 	ReasonPolicyHidden          Reason = "policy_hidden"           // a list policy removed the tool from the listing
 	ReasonToolDefinitionChanged Reason = "tool_definition_changed" // the tool differs from its pin and pins block
+	ReasonTaskUnknown           Reason = "task_unknown"            // a tasks/result for a task the session does not hold (expired, forgotten, or not created through it): refused, never relayed
 
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
@@ -46,7 +47,7 @@ var Reasons = []Reason{
 	ReasonPolicyThrow, ReasonPolicyTimeout, ReasonPolicyStackLimit, ReasonPolicyMemoryLimit,
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
-	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged,
+	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName,
 }
 

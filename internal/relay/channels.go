@@ -3,7 +3,9 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sync"
+	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
@@ -172,10 +174,12 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 			ch.Params = x.Request.Params
 		}
 		if x.Method == "tasks/result" {
-			if c, ok := s.tasks.of(ch.Params); ok {
-				ch.Tool, ch.Arguments = c.tool, c.args
-				ch.ToolAccess = s.tools.cached(c.tool) // never list here: this is the upstream's reader
+			c, ok := s.tasks.of(ch.Params)
+			if !ok { // forgotten while the request was in flight: no tool to judge it by
+				return s.unknownTaskError(msg.ID, x.Server)
 			}
+			ch.Tool, ch.Arguments = c.tool, c.args
+			ch.ToolAccess = s.tools.cached(c.tool) // never list here: this is the upstream's reader
 		}
 		reply := p.Response(s.ctx, ch, msg)
 		if msg.Error == nil {
@@ -263,29 +267,51 @@ func lastPage(result json.RawMessage) bool {
 
 // taskIndex remembers which tool each task of a task-augmented tools/call runs, so
 // that its tasks/result runs the post phase with the same ctx.tool and ctx.params
-// (docs/channels.md#tasks).
+// (docs/channels.md#tasks). A task is kept for its ttl (the lifetime the server gave
+// it; without one, for the session), at most maxTasks of them, the oldest forgotten
+// first. A tasks/result for a task it does not hold is refused, never relayed
+// (docs/decisions.md#tasks).
 type taskIndex struct {
 	mu    sync.Mutex
 	tasks map[string]taskCall
+	order []taskRef        // oldest first; an entry whose seq is not its task's is stale
+	seq   uint64           // the last taskCall.seq given
+	now   func() time.Time // nil means time.Now
 }
 
 type taskCall struct {
-	tool string
-	args json.RawMessage
+	tool    string
+	args    json.RawMessage
+	expires time.Time // zero: no ttl
+	seq     uint64
 }
 
-// maxTasks bounds the remembered tasks of one session; the oldest half is forgotten
-// past it (its tasks/result then runs with an empty ctx.tool).
+type taskRef struct {
+	id  string
+	seq uint64
+}
+
+// maxTasks bounds the remembered tasks of one session; past it the oldest is
+// forgotten, and a tasks/result for it is then refused.
 const maxTasks = 4096
 
-// created notes the task a tools/call response created (a CreateTaskResult).
+func (t *taskIndex) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
+}
+
+// created notes the task a tools/call response created (a CreateTaskResult, MCP
+// 2025-11-25 "Tasks": task.taskId, and task.ttl in milliseconds or null).
 func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 	if resp == nil || resp.Result == nil {
 		return
 	}
 	var r struct {
 		Task *struct {
-			TaskID string `json:"taskId"`
+			TaskID string   `json:"taskId"`
+			TTL    *float64 `json:"ttl"`
 		} `json:"task"`
 	}
 	if json.Unmarshal(resp.Result, &r) != nil || r.Task == nil || r.Task.TaskID == "" {
@@ -297,10 +323,72 @@ func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 	_ = json.Unmarshal(p["name"], &name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.tasks == nil || len(t.tasks) >= maxTasks {
+	now := t.clock()
+	if t.tasks == nil {
 		t.tasks = map[string]taskCall{}
 	}
-	t.tasks[r.Task.TaskID] = taskCall{tool: name, args: p["arguments"]}
+	t.seq++
+	c := taskCall{tool: name, args: p["arguments"], seq: t.seq}
+	if ttl := r.Task.TTL; ttl != nil && *ttl >= 0 && *ttl < float64(math.MaxInt64/int64(time.Millisecond)) {
+		c.expires = now.Add(time.Duration(*ttl) * time.Millisecond)
+	}
+	delete(t.tasks, r.Task.TaskID) // a re-created id starts anew
+	for _, ref := range t.order {  // when full, expired tasks go first
+		if len(t.tasks) < maxTasks {
+			break
+		}
+		if old, ok := t.tasks[ref.id]; ok && old.seq == ref.seq && !old.expires.IsZero() && !now.Before(old.expires) {
+			delete(t.tasks, ref.id)
+		}
+	}
+	for len(t.tasks) >= maxTasks { // then the oldest
+		ref := t.order[0]
+		t.order = t.order[1:]
+		if old, ok := t.tasks[ref.id]; ok && old.seq == ref.seq {
+			delete(t.tasks, ref.id)
+		}
+	}
+	t.tasks[r.Task.TaskID] = c
+	t.order = append(t.order, taskRef{r.Task.TaskID, c.seq})
+	if len(t.order) > 2*len(t.tasks)+64 { // drop the stale entries
+		kept := make([]taskRef, 0, len(t.tasks))
+		for _, ref := range t.order {
+			if old, ok := t.tasks[ref.id]; ok && old.seq == ref.seq {
+				kept = append(kept, ref)
+			}
+		}
+		t.order = kept
+	}
+}
+
+// len is the number of tasks held.
+func (t *taskIndex) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tasks)
+}
+
+// unknownTask answers a client's tasks/result for a task the session does not hold
+// with -32602 (MCP's code for an unknown taskId) and one record, and reports true;
+// the server is never asked, since the post phase could not judge the result by its
+// tool (docs/decisions.md#tasks).
+func (s *Session) unknownTask(msg *jsonrpc.Message) bool {
+	if msg.Method != "tasks/result" || s.opts.Pipeline == nil {
+		return false
+	}
+	if _, ok := s.tasks.of(msg.Params); ok {
+		return false
+	}
+	s.write(s.unknownTaskError(msg.ID, s.opts.Server))
+	return true
+}
+
+// unknownTaskError records a refused tasks/result and returns its error response.
+func (s *Session) unknownTaskError(id json.RawMessage, server string) *jsonrpc.Message {
+	ev := s.recordRefusal("tasks/result", server, vocab.ReasonTaskUnknown, false)
+	return jsonrpc.NewErrorResponse(id, jsonrpc.CodeInvalidParams, "mcpgate: the task is not known to this session "+
+		"(its ttl passed, it was forgotten, or it was not created through the gateway), so its result cannot be "+
+		"filtered and is not relayed (audit log entry "+ev+")")
 }
 
 // of returns the tool and arguments of the task a tasks/result asks for.
@@ -313,5 +401,9 @@ func (t *taskIndex) of(params json.RawMessage) (taskCall, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c, ok := t.tasks[id]
+	if ok && !c.expires.IsZero() && !t.clock().Before(c.expires) {
+		delete(t.tasks, id)
+		return taskCall{}, false
+	}
 	return c, ok
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
@@ -427,5 +428,66 @@ func TestRelayUnreadListingRejects(t *testing.T) {
 				t.Fatalf("client got %s", got)
 			}
 		})
+	}
+}
+
+// TestTaskIndexForgetsOldestAndExpired: past maxTasks only the oldest task is
+// forgotten, not the whole index; a task is forgotten once its ttl (the server's own
+// lifetime for it) has passed, and a task without a ttl is kept until it is the
+// oldest past the bound.
+func TestTaskIndexForgetsOldestAndExpired(t *testing.T) {
+	now := time.Unix(1000, 0)
+	x := taskIndex{now: func() time.Time { return now }}
+	create := func(id string, ttl string) {
+		resp, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"` + id + `","status":"working"` + ttl + `}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.created(resp, json.RawMessage(`{"name":"tool_`+id+`","arguments":{}}`))
+	}
+	known := func(id string) bool {
+		c, ok := x.of(json.RawMessage(`{"taskId":"` + id + `"}`))
+		return ok && c.tool == "tool_"+id
+	}
+	create("short", `,"ttl":1000`)
+	create("null", `,"ttl":null`)
+	for i := 2; i < maxTasks; i++ {
+		create(fmt.Sprint(i), `,"ttl":60000`)
+	}
+	if !known("short") || !known("null") || !known("2") {
+		t.Fatal("a task within the bound and its ttl is forgotten")
+	}
+	now = now.Add(1001 * time.Millisecond)
+	if known("short") {
+		t.Fatal("a task past its ttl is still known")
+	}
+	create("last", "") // fills the place the expired task left
+	create("over", "") // one past the bound: the oldest ("null") goes
+	if known("null") || !known("2") || !known("last") || !known("over") || !known(fmt.Sprint(maxTasks-1)) {
+		t.Fatalf("past the bound: null %v, 2 %v, last %v, over %v", known("null"), known("2"), known("last"), known("over"))
+	}
+	if n := x.len(); n != maxTasks {
+		t.Fatalf("%d tasks kept, want %d", n, maxTasks)
+	}
+}
+
+// TestRelayRefusesForgottenTask: a tasks/result for a task the session does not know
+// (never created through it, expired or forgotten) is refused with -32602 and one
+// record, never forwarded and never answered with a result the post phase could not
+// judge by its tool.
+func TestRelayRefusesForgottenTask(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"t-unknown"}}`)
+	got := h.clientGets()
+	if errorCode(t, got) != -32602 || !strings.Contains(got, "not known") {
+		t.Fatalf("client got %s", got)
+	}
+	select {
+	case l := <-h.up.sent:
+		t.Fatalf("the upstream got %s", l)
+	default:
+	}
+	if rec := <-h.recs.ch; rec.Method != "tasks/result" || rec.Reason != "task_unknown" || rec.Outcome != "rejected" {
+		t.Fatalf("record %+v", rec)
 	}
 }

@@ -256,7 +256,7 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if msg.Method == "initialize" {
 			s.noteClientInfo(msg.Params)
 		}
-		if s.hiddenEntry(ctx, msg) {
+		if s.hiddenEntry(ctx, msg) || s.unknownTask(msg) {
 			return
 		}
 		s.forwardRequest(msg)
