@@ -256,7 +256,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		if f.opts.Refused != nil {
 			eventID = f.opts.Refused(id.User, a)
 		}
-		httpError(w, status, a.ID, code, "mcpgate: message refused: "+text+" ("+string(a.Reason)+"; audit log entry "+eventID+")")
+		httpError(w, status, a.ID, code, a.Refusal(eventID))
 		return
 	}
 	if status != 0 {

@@ -28,6 +28,17 @@ type AmbiguousError struct {
 	Method string
 }
 
+// Refusal is the error message a refused message is answered with, citing the
+// record (eventID, when there is one).
+func (e *AmbiguousError) Refusal(eventID string) string {
+	t := "mcpgate: message refused: it has more than one reading (" + string(e.Reason) + "): " +
+		"send each member once, spelled exactly as JSON-RPC and MCP spell it"
+	if eventID != "" {
+		t += " (audit log entry " + eventID + ")"
+	}
+	return t
+}
+
 func (e *AmbiguousError) Error() string {
 	switch e.Reason {
 	case vocab.ReasonDuplicateMember:

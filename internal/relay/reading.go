@@ -10,17 +10,7 @@ import (
 // differently is refused where it enters, in either direction, and never forwarded.
 // Each refusal leaves one record naming the reason code.
 
-// refusedText is the error message of a refusal, citing its record.
-func refusedText(a *jsonrpc.AmbiguousError, eventID string) string {
-	t := "mcpgate: message refused: it has more than one reading (" + string(a.Reason) + "): " +
-		"send each member once, spelled exactly as JSON-RPC and MCP spell it"
-	if eventID != "" {
-		t += " (audit log entry " + eventID + ")"
-	}
-	return t
-}
-
-// record writes the refusal's record, when the session has a pipeline.
+// recordRefusal writes the refusal's record, when the session has a pipeline.
 func (s *Session) recordRefusal(method, server string, reason vocab.Reason, fromServer bool) string {
 	if s.opts.Pipeline == nil {
 		return ""
@@ -33,7 +23,7 @@ func (s *Session) recordRefusal(method, server string, reason vocab.Reason, from
 func (s *Session) refuseClient(a *jsonrpc.AmbiguousError) {
 	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", a.Method)
 	id := s.recordRefusal(a.Method, s.opts.Server, a.Reason, false)
-	s.replyError(a.ID, jsonrpc.CodeInvalidRequest, refusedText(a, id))
+	s.replyError(a.ID, jsonrpc.CodeInvalidRequest, a.Refusal(id))
 }
 
 // refuseUpstream refuses a server message with more than one reading: a request is
@@ -49,7 +39,7 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 	switch a.Kind {
 	case jsonrpc.KindRequest:
 		id := s.recordRefusal(a.Method, server, a.Reason, true)
-		answer := jsonrpc.NewErrorResponse(a.ID, jsonrpc.CodeInvalidRequest, refusedText(a, id))
+		answer := jsonrpc.NewErrorResponse(a.ID, jsonrpc.CodeInvalidRequest, a.Refusal(id))
 		answer.Upstream = d.Upstream
 		s.send(answer)
 	case jsonrpc.KindResponse:
