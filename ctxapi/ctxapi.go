@@ -31,6 +31,9 @@ type User struct {
 	CallerID    string   `json:"callerId"`
 	CallerClass string   `json:"callerClass"` // "trusted", "standard" or "untrusted"
 	Roles       []string `json:"roles"`
+	// Scopes are the OAuth scopes of the caller's access token (docs/http.md#oauth);
+	// empty for static tokens and stdio.
+	Scopes []string `json:"scopes"`
 }
 
 // Response is ctx.response in the post phase: the CallToolResult's content array and,

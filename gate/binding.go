@@ -3,6 +3,7 @@ package gate
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/dop251/goja"
@@ -368,30 +369,36 @@ func (v *vm) userValue(u ctxapi.User) goja.Value {
 		return v.b.lastUserVal
 	}
 	o := v.rt.NewObject()
-	roles := make([]any, len(u.Roles))
-	for i, r := range u.Roles {
-		roles[i] = r
-	}
-	arr := v.rt.NewArray(roles...)
-	if _, err := v.freeze(goja.Undefined(), arr); err != nil {
-		rethrow(err)
-	}
+	arr, scopes := v.frozenStrings(u.Roles), v.frozenStrings(u.Scopes)
 	for _, kv := range [...]struct {
 		k string
 		v any
-	}{{"userID", u.UserID}, {"callerId", u.CallerID}, {"callerClass", u.CallerClass}, {"roles", arr}} {
+	}{{"userID", u.UserID}, {"callerId", u.CallerID}, {"callerClass", u.CallerClass}, {"roles", arr}, {"scopes", scopes}} {
 		_ = o.DefineDataProperty(kv.k, v.rt.ToValue(kv.v), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	}
 	if _, err := v.preventExt(goja.Undefined(), o); err != nil {
 		rethrow(err)
 	}
-	u.Roles = append([]string(nil), u.Roles...)
+	u.Roles, u.Scopes = append([]string(nil), u.Roles...), append([]string(nil), u.Scopes...)
 	v.b.lastUser, v.b.lastUserVal = u, o
 	return o
 }
 
+// frozenStrings returns a frozen JS array of ss.
+func (v *vm) frozenStrings(ss []string) goja.Value {
+	items := make([]any, len(ss))
+	for i, s := range ss {
+		items[i] = s
+	}
+	arr := v.rt.NewArray(items...)
+	if _, err := v.freeze(goja.Undefined(), arr); err != nil {
+		rethrow(err)
+	}
+	return arr
+}
+
 func sameUser(a, b ctxapi.User) bool {
-	if a.UserID != b.UserID || a.CallerID != b.CallerID || a.CallerClass != b.CallerClass || len(a.Roles) != len(b.Roles) {
+	if a.UserID != b.UserID || a.CallerID != b.CallerID || a.CallerClass != b.CallerClass || !slices.Equal(a.Scopes, b.Scopes) || len(a.Roles) != len(b.Roles) {
 		return false
 	}
 	for i := range a.Roles {

@@ -17,6 +17,8 @@ type httpFlags struct {
 	maxSessions  int
 	idleTimeout  time.Duration
 	maxDepth     int
+	oauth        gateway.OAuth
+	tls          gateway.TLS
 }
 
 // register adds the flags; session says what each HTTP session gets of its own, for
@@ -28,6 +30,11 @@ func (h *httpFlags) register(fl *pflag.FlagSet, session string) {
 	fl.IntVar(&h.maxSessions, "max-sessions", httpfront.DefaultMaxSessions, "with --listen: most concurrent MCP sessions (each has "+session+")")
 	fl.DurationVar(&h.idleTimeout, "session-idle-timeout", 30*time.Minute, "with --listen: end a session after this long without traffic")
 	fl.IntVar(&h.maxDepth, "max-json-depth", httpfront.DefaultMaxDepth, "with --listen: deepest JSON nesting accepted in a client message")
+	fl.StringVar(&h.oauth.Issuer, "oauth-issuer", "", "with --listen: accept OAuth access tokens from this authorization server (its issuer URL; scopes, claims and introspection in mcpgate.oauth of --config, docs/http.md#oauth)")
+	fl.StringVar(&h.oauth.Audience, "oauth-audience", "", "with --oauth-issuer: the resource URI a token's aud must hold (default: the front's public URL of /mcp, http(s)://LISTEN/mcp)")
+	fl.StringVar(&h.tls.Cert, "tls-cert", "", "with --listen: serve HTTPS with this PEM certificate chain (reloaded when the file changes)")
+	fl.StringVar(&h.tls.Key, "tls-key", "", "with --tls-cert: its PEM private key (reloaded when the file changes)")
+	fl.StringVar(&h.tls.ClientCA, "tls-client-ca", "", "with --tls-cert: accept client certificates signed by these PEM CAs; a verified one names the caller (mTLS)")
 }
 
 // enabled reports whether gateway run serves HTTP instead of stdio.
@@ -38,5 +45,6 @@ func (h *httpFlags) config() gateway.HTTP {
 	return gateway.HTTP{
 		Listen: h.listen, AllowHosts: h.allowHosts, DrainTimeout: h.drainTimeout,
 		MaxSessions: h.maxSessions, IdleTimeout: h.idleTimeout, MaxDepth: h.maxDepth,
+		OAuth: h.oauth, TLS: h.tls,
 	}
 }

@@ -30,11 +30,14 @@ type ToolCall struct {
 	RBAC      RBAC           `json:"rbac"`
 }
 
-// Caller is who made the call, from configuration: never a token, never a value.
+// Caller is who made the call, from configuration or an OAuth access token's claims
+// (user_id from sub, caller_id the OAuth client id): never a token, never a value.
 type Caller struct {
 	UserID      string `json:"user_id,omitempty"`
 	CallerID    string `json:"caller_id,omitempty"`
 	CallerClass string `json:"caller_class,omitempty"`
+	// Scopes are the OAuth access token's scopes (bounded: 64 of up to 256 bytes).
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Record is one audit line. It holds names, codes, counts and timings only — never an

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 )
 
 // Config is the whole file.
@@ -46,6 +47,8 @@ type Gate struct {
 	Rules map[string]string `json:"rules,omitempty"`
 	// Tokens maps bearer tokens (stored as sha256 hex) to callers, for HTTP.
 	Tokens []Token `json:"tokens,omitempty"`
+	// OAuth makes the HTTP front an OAuth 2.1 protected resource (docs/http.md#oauth).
+	OAuth *oauth.Config `json:"oauth,omitempty"`
 	// Audit chooses where records are kept; the gateway's flags win over it.
 	Audit Audit `json:"audit"`
 	// Admin configures the admin listener (console, /api/audit, /metrics).
@@ -189,6 +192,11 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf(`"mcpgate.tokens[%d].userID" is required`, i))
 		}
 		checkClass(fmt.Sprintf(`"mcpgate.tokens[%d].callerClass"`, i), t.CallerClass)
+	}
+	if c.Gate.OAuth != nil {
+		if err := c.Gate.OAuth.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if a := c.Gate.Audit; a.RotateMB < 0 || a.Keep < 0 || a.Ring < 0 {
 		errs = append(errs, errors.New(`"mcpgate.audit": rotateMB, keep and ring must not be negative`))

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -19,14 +20,17 @@ func TestHTTPAuthPolicy(t *testing.T) {
 		{"wildcard with tokens", cfgTokens, ":8080", ""},
 		{"no port", `{}`, "localhost", "want HOST:PORT"},
 		{"no port with tokens", cfgTokens, "127.0.0.1", "want HOST:PORT"},
+		{"wildcard with OAuth", `{"mcpgate":{"oauth":{"issuer":"https://idp.example.org","audience":"https://mcp.example.org/mcp"}}}`, "0.0.0.0:8080", ""},
+		{"OAuth guesses no audience on a wildcard", `{"mcpgate":{"oauth":{"issuer":"https://idp.example.org"}}}`, "0.0.0.0:8080", "give --oauth-audience"},
+		{"OAuth without issuer", `{"mcpgate":{"oauth":{"audience":"https://mcp.example.org/mcp"}}}`, "127.0.0.1:8080", "without an issuer"},
+		{"OAuth with alg none", `{"mcpgate":{"oauth":{"issuer":"https://i.example.org","algorithms":["none"]}}}`, "127.0.0.1:8080", "never accepted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := parseConfigForTest(tt.cfg)
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				_, _, err = httpAuth(cfg, HTTP{Listen: tt.listen}, slog.New(slog.DiscardHandler))
 			}
-			_, err = httpAuth(cfg, tt.listen)
 			if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}

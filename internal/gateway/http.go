@@ -17,7 +17,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/httpfront"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
-	"github.com/mcpgate/mcpgate/internal/loopback"
 	"github.com/mcpgate/mcpgate/internal/multi"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/relay"
@@ -34,6 +33,8 @@ type HTTP struct {
 	MaxSessions  int
 	IdleTimeout  time.Duration
 	MaxDepth     int
+	OAuth        OAuth // --oauth-issuer, --oauth-audience (auth.go)
+	TLS          TLS   // --tls-cert, --tls-key, --tls-client-ca (auth.go)
 }
 
 // Server is one upstream: a name ("" for the single unprefixed upstream) and its
@@ -116,21 +117,6 @@ func openServers(servers []Server, passEnv []string, upErr io.Writer, maxMessage
 	return multi.New(conns, multi.Options{Logger: log}), nil
 }
 
-// httpAuth picks the caller identification: bearer tokens when configured; without
-// tokens the configured local user, on a loopback listener only.
-func httpAuth(file *config.Config, listen string) (httpfront.Authenticator, error) {
-	if _, _, err := net.SplitHostPort(listen); err != nil {
-		return nil, fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8080 (%v)", listen, err)
-	}
-	if len(file.Gate.Tokens) > 0 {
-		return httpfront.TokenAuth(file.Gate.Tokens, file.ClassFor)
-	}
-	if !loopback.Addr(listen) {
-		return nil, fmt.Errorf("--listen %s is not a loopback address and no bearer tokens are configured (mcpgate.tokens in --config): refusing to serve unauthenticated callers; listen on 127.0.0.1 or configure tokens", listen)
-	}
-	return httpfront.LocalAuth(file.Gate.User), nil
-}
-
 // ServeHTTP serves MCP over Streamable HTTP at /mcp until ctx ends (SIGINT/SIGTERM).
 // Each session gets its own upstream (one process per stdio server,
 // docs/decisions.md#http-sessions) and its own relay session, whose ctx.user is the
@@ -140,7 +126,23 @@ func httpAuth(file *config.Config, listen string) (httpfront.Authenticator, erro
 // listener closes and every session and its upstream is closed.
 func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	h := g.cfg.HTTP
-	auth, err := httpAuth(g.file, h.Listen)
+	if _, _, err := net.SplitHostPort(h.Listen); err != nil {
+		return fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8080 (%v)", h.Listen, err)
+	}
+	tlsCfg, err := tlsConfig(h.TLS, g.log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", h.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	defer ln.Close()
+	ha := h
+	if _, port, _ := net.SplitHostPort(h.Listen); port == "0" { // the default resource URI names the port bound
+		ha.Listen = ln.Addr().String()
+	}
+	auth, validator, err := httpAuth(g.file, ha, g.log)
 	if err != nil {
 		return err
 	}
@@ -169,17 +171,24 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 			return g.pipe.Refused(pipeline.Channel{Method: a.Method, User: user, Server: g.soleServer()}, a.Reason, false)
 		},
 	})
-	ln, err := net.Listen("tcp", h.Listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
+	if validator != nil { // RFC 9728 protected resource metadata
+		for _, p := range validator.MetadataPaths() {
+			mux.Handle(p, validator.MetadataHandler())
+		}
+	}
 	// Header values are bounded too: 64 KiB for all of a request's headers.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, TLSConfig: tlsCfg}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	g.log.Info("serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+		go func() { served <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(ln) }()
+	}
+	g.log.Info("serving MCP over Streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp")
 	select {
 	case err := <-served:
 		_ = front.Close(context.Background())

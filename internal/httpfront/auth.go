@@ -11,6 +11,8 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 )
 
 // ErrUnauthorized is returned by an Authenticator for a missing or unknown token; the
@@ -90,6 +92,107 @@ func TokenAuth(tokens []config.Token, classFor func(callerID string) string) (Au
 	}, nil
 }
 
+// AuthConfig lists the kinds of caller a front accepts; any may be combined.
+type AuthConfig struct {
+	Tokens   []config.Token   // static bearer tokens (sha256)
+	OAuth    *oauth.Validator // OAuth access tokens (docs/http.md#oauth)
+	Certs    bool             // verified TLS client certificates (mTLS)
+	ClassFor func(callerID string) string
+}
+
+// NewAuth returns the Authenticator for c. A bearer token is tried against the
+// static tokens first (in constant time), then as an OAuth access token; without a
+// bearer token a verified client certificate names the caller. A refusal with OAuth
+// configured is an *AuthError carrying the RFC 6750 / RFC 9728 challenge: 401 with
+// resource_metadata and scope (and error="invalid_token" for a bad token), 403
+// insufficient_scope for a valid token lacking a needed scope.
+func NewAuth(c AuthConfig) (Authenticator, error) {
+	var static Authenticator
+	if len(c.Tokens) > 0 {
+		var err error
+		if static, err = TokenAuth(c.Tokens, c.ClassFor); err != nil {
+			return nil, err
+		}
+	}
+	if static == nil && c.OAuth == nil && !c.Certs {
+		return nil, errors.New("httpfront: NewAuth needs tokens, an OAuth validator or client certificates")
+	}
+	refuse := func(e *oauth.Error) error {
+		if c.OAuth == nil {
+			return ErrUnauthorized
+		}
+		ae := &AuthError{Status: http.StatusUnauthorized, Challenge: c.OAuth.Challenge(e), Reason: "no_token",
+			Message: "a valid bearer token is required (Authorization: Bearer …): the authorization server is named in the protected resource metadata (" + oauth.MetadataURL(c.OAuth.Config().Audience) + ")"}
+		if e != nil {
+			ae.Reason, ae.Message = e.Reason, e.Code+": "+e.Description
+			if e.Code == oauth.CodeInsufficientScope {
+				ae.Status = http.StatusForbidden
+			}
+		}
+		return ae
+	}
+	return func(r *http.Request) (Identity, error) {
+		tok, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			if c.Certs {
+				if id, ok := certIdentity(r, c.ClassFor); ok {
+					return id, nil
+				}
+			}
+			return Identity{}, refuse(nil)
+		}
+		if static != nil {
+			if id, err := static(r); err == nil {
+				return id, nil
+			}
+		}
+		if c.OAuth == nil {
+			return Identity{}, ErrUnauthorized
+		}
+		p, err := c.OAuth.Validate(r.Context(), tok)
+		if err != nil {
+			var e *oauth.Error
+			if !errors.As(err, &e) {
+				e = &oauth.Error{Code: oauth.CodeInvalidToken, Reason: "invalid_token", Description: "the token is not valid"}
+			}
+			return Identity{}, refuse(e)
+		}
+		sum := sha256.Sum256([]byte(p.Subject))
+		return Identity{User: c.OAuth.User(p, c.ClassFor), Key: "oauth:" + hex.EncodeToString(sum[:16])}, nil
+	}, nil
+}
+
+// certIdentity names the caller of a request by its verified TLS client certificate:
+// userID and callerId the subject's common name (else its first email or DNS name),
+// roles its organizational units, callerClass classFor of the name.
+func certIdentity(r *http.Request, classFor func(string) string) (Identity, bool) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return Identity{}, false
+	}
+	leaf := r.TLS.VerifiedChains[0][0]
+	name := leaf.Subject.CommonName
+	if name == "" && len(leaf.EmailAddresses) > 0 {
+		name = leaf.EmailAddresses[0]
+	}
+	if name == "" && len(leaf.DNSNames) > 0 {
+		name = leaf.DNSNames[0]
+	}
+	if name == "" || len(name) > oauth.MaxIDBytes {
+		return Identity{}, false
+	}
+	u := ctxapi.User{UserID: name, CallerID: name, CallerClass: "standard", Roles: []string{}, Scopes: []string{}}
+	if classFor != nil {
+		u.CallerClass = classFor(name)
+	}
+	for _, ou := range leaf.Subject.OrganizationalUnit {
+		if len(u.Roles) < oauth.MaxListItems && ou != "" && len(ou) <= oauth.MaxItemBytes {
+			u.Roles = append(u.Roles, ou)
+		}
+	}
+	sum := sha256.Sum256(leaf.Raw)
+	return Identity{User: u, Key: "mtls:" + hex.EncodeToString(sum[:16])}, true
+}
+
 func bearer(h string) (string, bool) {
 	const p = "bearer "
 	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
@@ -97,4 +200,32 @@ func bearer(h string) (string, bool) {
 	}
 	tok := strings.TrimSpace(h[len(p):])
 	return tok, tok != ""
+}
+
+// AuthError is an Authenticator's refusal with its own answer: the HTTP status (401,
+// or 403 for insufficient_scope, RFC 6750 §3.1), the WWW-Authenticate value, the
+// message of the JSON-RPC error body and a reason code for the log line. None of them
+// may hold anything of the token.
+type AuthError struct {
+	Status    int
+	Challenge string
+	Message   string
+	Reason    string
+}
+
+func (e *AuthError) Error() string { return e.Message }
+
+// refuse answers a request the Authenticator refused: an *AuthError as it says,
+// anything else 401 with a bare Bearer challenge. The token itself is never logged;
+// that one was sent is.
+func (f *Front) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	status, challenge, reason := http.StatusUnauthorized, `Bearer realm="mcpgate"`, "no_valid_token"
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		status, challenge, reason = ae.Status, ae.Challenge, ae.Reason
+	}
+	f.log.Warn(fmt.Sprintf("request rejected: %s (%d)", reason, status), "method", r.Method,
+		"remote", r.RemoteAddr, "reason", reason, "authorization_sent", r.Header.Get("Authorization") != "")
+	w.Header().Set("WWW-Authenticate", challenge)
+	httpError(w, status, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
 }

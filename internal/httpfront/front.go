@@ -187,11 +187,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := f.opts.Auth(r)
 	if err != nil {
-		// The token itself is never logged; that one was sent is.
-		f.log.Warn("request rejected: no valid bearer token (401)", "method", r.Method,
-			"remote", r.RemoteAddr, "authorization_sent", r.Header.Get("Authorization") != "")
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpgate"`)
-		httpError(w, http.StatusUnauthorized, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
+		f.refuse(w, r, err)
 		return
 	}
 	switch r.Method {

@@ -36,7 +36,7 @@ func newRecord(p *Pipeline, c Call) *record {
 		StageMS:             map[vocab.Stage]float64{},
 		ClientInfo:          c.ClientInfo,
 		Server:              c.Server,
-		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass},
+		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass, Scopes: c.User.Scopes},
 	}}
 }
 

@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/httpfront"
+	"github.com/mcpgate/mcpgate/internal/loopback"
+	"github.com/mcpgate/mcpgate/internal/oauth"
+)
+
+// OAuth and TLS of the HTTP front (docs/http.md#oauth, docs/http.md#tls): flags that
+// win over the configuration file's mcpgate.oauth.
+type OAuth struct {
+	Issuer   string // --oauth-issuer
+	Audience string // --oauth-audience; default the front's public URL of /mcp
+}
+
+// TLS is --tls-cert, --tls-key and --tls-client-ca.
+type TLS struct {
+	Cert, Key string
+	ClientCA  string // PEM CA bundle: verified client certificates name the caller
+}
+
+// httpAuth picks the caller identification: static bearer tokens, OAuth access
+// tokens and client certificates, any combined; with none of them the configured
+// local user, on a loopback listener only. It returns the OAuth validator too (nil
+// without OAuth), whose metadata the front serves.
+func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenticator, *oauth.Validator, error) {
+	host, _, err := net.SplitHostPort(h.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8080 (%v)", h.Listen, err)
+	}
+	var cfg oauth.Config
+	if file.Gate.OAuth != nil {
+		cfg = *file.Gate.OAuth
+	}
+	if h.OAuth.Issuer != "" {
+		cfg.Issuer = h.OAuth.Issuer
+	}
+	if h.OAuth.Audience != "" {
+		cfg.Audience = h.OAuth.Audience
+	}
+	var v *oauth.Validator
+	if cfg.Issuer != "" {
+		if cfg.Audience == "" {
+			if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+				return nil, nil, fmt.Errorf("--listen %s names no host, so the resource URI cannot be guessed: give --oauth-audience https://YOUR-HOST/mcp (the URL clients use)", h.Listen)
+			}
+			scheme := "http"
+			if h.TLS.Cert != "" {
+				scheme = "https"
+			}
+			cfg.Audience = scheme + "://" + h.Listen + "/mcp"
+		}
+		if v, err = oauth.New(oauth.Options{Config: cfg, Logger: log}); err != nil {
+			return nil, nil, err
+		}
+		log.Info("OAuth: accepting access tokens", "issuer", cfg.Issuer, "audience", cfg.Audience, "scopes", cfg.Scopes)
+	} else if cfg.Audience != "" || file.Gate.OAuth != nil {
+		return nil, nil, errors.New("OAuth is configured without an issuer: give --oauth-issuer URL or mcpgate.oauth.issuer")
+	}
+	if len(file.Gate.Tokens) > 0 || v != nil || h.TLS.ClientCA != "" {
+		a, err := httpfront.NewAuth(httpfront.AuthConfig{Tokens: file.Gate.Tokens, OAuth: v, Certs: h.TLS.ClientCA != "", ClassFor: file.ClassFor})
+		return a, v, err
+	}
+	if !loopback.Addr(h.Listen) {
+		return nil, nil, fmt.Errorf("--listen %s is not a loopback address and no caller authentication is configured (mcpgate.tokens or --oauth-issuer): refusing to serve unauthenticated callers; listen on 127.0.0.1 or configure tokens", h.Listen)
+	}
+	return httpfront.LocalAuth(file.Gate.User), nil, nil
+}
+
+// tlsConfig builds the listener's TLS configuration, or nil without --tls-cert.
+func tlsConfig(t TLS, log *slog.Logger) (*tls.Config, error) {
+	if t.Cert == "" && t.Key == "" {
+		if t.ClientCA != "" {
+			return nil, errors.New("--tls-client-ca needs --tls-cert and --tls-key")
+		}
+		return nil, nil
+	}
+	if t.Cert == "" || t.Key == "" {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cr := &certReloader{certFile: t.Cert, keyFile: t.Key, log: log, every: time.Second}
+	if err := cr.load(); err != nil {
+		return nil, err
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.get}
+	if t.ClientCA != "" {
+		pem, err := os.ReadFile(t.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-client-ca %s: no PEM certificate in the file", t.ClientCA)
+		}
+		c.ClientCAs, c.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return c, nil
+}
+
+// certReloader serves the certificate and key files, loaded again when either
+// file's size or modification time changes (looked at on a handshake, at most once
+// per every). A pair that fails to load keeps the one in use, and says so.
+type certReloader struct {
+	certFile, keyFile string
+	log               *slog.Logger
+	every             time.Duration
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	stamp   string
+	checked time.Time
+}
+
+func (c *certReloader) fileStamp() (string, error) {
+	var s string
+	for _, f := range []string{c.certFile, c.keyFile} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return "", err
+		}
+		s += fmt.Sprintf("%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return s, nil
+}
+
+func (c *certReloader) load() error {
+	stamp, err := c.fileStamp()
+	if err != nil {
+		return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	c.mu.Lock()
+	c.cert, c.stamp, c.checked = &cert, stamp, time.Now()
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	cert, due := c.cert, time.Since(c.checked) >= c.every
+	if due {
+		c.checked = time.Now()
+	}
+	old := c.stamp
+	c.mu.Unlock()
+	if !due {
+		return cert, nil
+	}
+	if stamp, err := c.fileStamp(); err == nil && stamp != old {
+		if err := c.load(); err != nil {
+			c.log.Warn("TLS: the changed certificate could not be loaded; serving the previous one", "err", err)
+			c.mu.Lock()
+			c.stamp = stamp // not again until the files change again
+			c.mu.Unlock()
+		} else {
+			c.log.Info("TLS: certificate reloaded", "cert", c.certFile)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cert, nil
+}

@@ -1,0 +1,26 @@
+package oauth
+
+import "fmt"
+
+// RFC 6750 §3.1 error codes of a WWW-Authenticate challenge.
+const (
+	CodeInvalidRequest    = "invalid_request"    // 400: a malformed Authorization header
+	CodeInvalidToken      = "invalid_token"      // 401: expired, revoked, malformed or not for us
+	CodeInsufficientScope = "insufficient_scope" // 403: valid, but lacks a scope the request needs
+)
+
+// Error is why a token was refused: an RFC 6750 code, a fixed description that holds
+// nothing of the token, and for insufficient_scope the scopes needed. Reason is a
+// short snake_case code for log lines (token_expired, bad_signature, …).
+type Error struct {
+	Code        string
+	Reason      string
+	Description string
+	Scope       string // the scopes the request needs (insufficient_scope)
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Description) }
+
+func invalid(reason, description string) *Error {
+	return &Error{Code: CodeInvalidToken, Reason: reason, Description: description}
+}
