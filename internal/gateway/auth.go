@@ -89,7 +89,7 @@ func tlsConfig(t TLS, log *slog.Logger) (*tls.Config, error) {
 	if t.Cert == "" || t.Key == "" {
 		return nil, errors.New("--tls-cert and --tls-key go together")
 	}
-	cr := &certReloader{certFile: t.Cert, keyFile: t.Key, log: log, every: time.Second}
+	cr := &certReloader{certFile: t.Cert, keyFile: t.Key, log: log, every: certCheckEvery}
 	if err := cr.load(); err != nil {
 		return nil, err
 	}
@@ -107,6 +107,9 @@ func tlsConfig(t TLS, log *slog.Logger) (*tls.Config, error) {
 	}
 	return c, nil
 }
+
+// certCheckEvery is how often a handshake looks at the certificate files at most.
+var certCheckEvery = time.Second
 
 // certReloader serves the certificate and key files, loaded again when either
 // file's size or modification time changes (looked at on a handshake, at most once
