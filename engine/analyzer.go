@@ -13,7 +13,7 @@ import (
 // Analyzer runs the built-in rules. It is safe for concurrent use.
 type Analyzer struct {
 	opts Options
-	sev  [numRules]Severity
+	sev  []Severity // by ruleIndex
 }
 
 // New returns an Analyzer. It errors when Options.Severities names an unknown rule id.
@@ -22,7 +22,7 @@ func New(opts Options) (*Analyzer, error) {
 	if opts.MaxScanBytes <= 0 {
 		opts.MaxScanBytes = MaxScanBytes
 	}
-	a := &Analyzer{opts: opts}
+	a := &Analyzer{opts: opts, sev: make([]Severity, len(ruleTable))}
 	for i, r := range ruleTable {
 		a.sev[i] = r.Severity
 	}
@@ -61,7 +61,7 @@ var statePool = sync.Pool{New: func() any { return new(state) }}
 
 func (a *Analyzer) getState() *state {
 	st := statePool.Get().(*state)
-	st.k = sink{sev: &a.sev, matches: st.k.matches[:0]} // matches hold offsets and static entity names only
+	st.k = sink{sev: a.sev, matches: st.k.matches[:0], cat: st.k.cat, catLower: st.k.catLower, catHits: st.k.catHits} // matches hold offsets and static entity names only
 	return st
 }
 

@@ -302,6 +302,15 @@ var publicCaseRules = map[string]string{
 	"x-warn-keeps-crlf.json":       RuleHiddenText,
 	"x-secret-canary.json":         RuleAWSAccessKey,
 	"terminal-mouse-tracking.json": RuleTerminalInputMode,
+
+	"html-comment-instructions.json":        RuleHiddenInstruction,
+	"html-img-exfil.json":                   RuleExfilURL,
+	"osc7-osc1337-cwd-spoof.json":           RuleShellIntegration,
+	"osc8-smb-scheme.json":                  RuleHyperlinkScheme,
+	"resource-link-file-outside-roots.json": RuleSSRFTarget + "," + RuleIPAddress,
+	"github-app-stateless-token.json":       RuleGitHubToken,
+	"google-oauth-refresh-token.json":       RuleGoogleOAuth,
+	"telegram-bot-token-in-env.json":        RuleTelegramBot,
 }
 
 // TestPrecisionRecall computes precision and recall per rule family over the benign
@@ -354,12 +363,11 @@ func TestPrecisionRecall(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want []string
-		if c.Expect.Rule != "" {
+		if id, ok := publicCaseRules[c.file]; ok {
+			want = append(want, strings.Split(id, ",")...)
+		} else if c.Expect.Rule != "" {
 			want = append(want, c.Expect.Rule)
-		} else if id, ok := publicCaseRules[c.file]; ok {
-			want = append(want, id)
-		}
-		if p := c.Expect.RulePrefix; p != "" {
+		} else if p := c.Expect.RulePrefix; p != "" {
 			for _, r := range ruleTable {
 				if strings.HasPrefix(r.ID, p) {
 					want = append(want, r.ID) // the family is what is scored

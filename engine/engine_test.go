@@ -12,11 +12,11 @@ import (
 
 func TestRules(t *testing.T) {
 	rules := Rules()
-	if len(rules) != int(numRules) {
-		t.Fatalf("Rules() has %d rules, want %d", len(rules), numRules)
+	if len(rules) != len(ruleTable) || len(ruleTable) <= int(numRules) {
+		t.Fatalf("Rules() has %d rules, want %d (%d built-in and the catalogue's)", len(rules), len(ruleTable), numRules)
 	}
 	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)+$`)
-	families := map[string]bool{FamilyTerminalEscape: true, FamilyHiddenText: true, FamilyPromptInjection: true, FamilyPII: true, FamilySecret: true}
+	families := map[string]bool{FamilyTerminalEscape: true, FamilyHiddenText: true, FamilyPromptInjection: true, FamilyPII: true, FamilySecret: true, FamilyExfiltration: true, FamilyUnsafeTarget: true}
 	for i, r := range rules {
 		if i > 0 && rules[i-1].ID >= r.ID {
 			t.Errorf("rules not sorted or duplicated at %s", r.ID)
@@ -248,7 +248,7 @@ func TestDefaultIgnorable(t *testing.T) {
 // rules are Info by default (docs/decisions.md#severities) and redactable; nothing
 // else is.
 func TestRuleCatalogue(t *testing.T) {
-	families := map[string]bool{FamilyTerminalEscape: true, FamilyHiddenText: true, FamilyPromptInjection: true, FamilyPII: true, FamilySecret: true}
+	families := map[string]bool{FamilyTerminalEscape: true, FamilyHiddenText: true, FamilyPromptInjection: true, FamilyPII: true, FamilySecret: true, FamilyExfiltration: true, FamilyUnsafeTarget: true}
 	for i, r := range ruleTable {
 		if r.ID == "" || !families[r.Family] || r.Summary == "" || r.Severity == SeverityNone {
 			t.Errorf("rule %d: %+v", i, r)

@@ -101,7 +101,7 @@ func (t *textScan) angle(i int) int {
 	if wideBeforeClose(t.s, i+1, '>') {
 		return t.normalizedToken(i) // "<|im＿start|>": a compatibility form inside
 	}
-	return i + 1
+	return t.markupAngle(i)
 }
 
 // wideBeforeClose reports whether a non-ASCII byte comes before the closing byte (or
@@ -185,7 +185,7 @@ func (t *textScan) bracket(i int) int {
 	if wideBeforeClose(t.s, i+1, ']') {
 		return t.normalizedToken(i)
 	}
-	return i + 1
+	return t.markupBracket(i)
 }
 
 // mistralTokens are the control tokens of Mistral's chat templates, written

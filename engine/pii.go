@@ -34,6 +34,7 @@ func (t *textScan) word(i int) int {
 		return end
 	}
 	c := s[ws]
+	before := t.k.count()
 	if ws >= 7 {
 		// quick byte tests first: "Bearer "/"Token " end in "r "/"n ", Slack paths in "s/"
 		switch p := s[ws-2] | 0x20; s[ws-1] {
@@ -60,6 +61,25 @@ func (t *textScan) word(i int) int {
 		for d < n && isDigit(s[d]) {
 			d++
 		}
+		if d < n && s[d] == ':' && t.telegramAhead(ws, d) {
+			if e := t.telegram(ws, d); e > d {
+				end = e
+				break
+			}
+		}
+		if d-ws == 9 && (d == n || !isWordByte(s[d])) && t.ssnCue(ws) {
+			if validSSN([]byte(s[ws:d])) && numberBoundary(s, ws) {
+				t.k.add(rSSN, "ssn", ws, d)
+				end = d
+				break
+			}
+		}
+		if c == '1' && d == ws+1 && d+2 < n && s[d] == '/' && s[d+1] == '/' {
+			if e := t.googleRefresh(ws); e > ws {
+				end = e
+				break
+			}
+		}
 		if d-ws < 13 && !numberContinues(s, d) && (ws == 0 || s[ws-1] != '(' && s[ws-1] != '+') {
 			break
 		}
@@ -75,6 +95,9 @@ func (t *textScan) word(i int) int {
 	default:
 		end = max(end, t.secret(ws, we))
 	}
+	if t.k.count() == before {
+		t.noteToken(ws, we)
+	}
 	t.done = end
 	return end
 }
@@ -87,7 +110,7 @@ func numberContinues(s string, d int) bool {
 		return false
 	}
 	switch c := s[d]; {
-	case c == ' ' || c == '-' || c == '.':
+	case c == ' ' || c == '-' || c == '.' || c == '/':
 		return d+1 < len(s) && (isDigit(s[d+1]) || c == ' ' && s[d+1] == '(')
 	case c == ')' || c == '_':
 		return true
@@ -235,7 +258,7 @@ func (t *textScan) numeric(i int) int {
 			break
 		}
 		c := s[j]
-		if (c == ' ' || c == '-' || c == '.') && j+1 < n && (isDigit(s[j+1]) || (c == ' ' && s[j+1] == '(' && j+2 < n && isDigit(s[j+2]))) {
+		if (c == ' ' || c == '-' || c == '.' || c == '/') && j+1 < n && (isDigit(s[j+1]) || (c == ' ' && s[j+1] == '(' && j+2 < n && isDigit(s[j+2]))) {
 			r.sep[r.n-1] = c
 			j++
 			continue
@@ -327,6 +350,19 @@ func (t *textScan) numberSpan(r *numRun, a, b, runStart int) bool {
 			}
 		}
 		return true
+	}
+	slash := false
+	for g := a; g < b-1; g++ {
+		slash = slash || r.sep[g] == '/'
+	}
+	if slash {
+		// only a card is written with slashes ("5555/5555/5555/4444"); dates,
+		// fractions and paths are not numbers of ours
+		if !plus && !anyParen && nd >= 13 && nd <= 19 && cardGrouping(r, a, b) && validCard(digits[:nd]) {
+			t.k.add(rCard, "card", start, end)
+			return true
+		}
+		return false
 	}
 	if !plus && !anyParen {
 		// IPv4: four dotted octets
@@ -421,6 +457,31 @@ func versionName(name string) bool {
 	return strings.Contains(ls, "version") || strings.HasSuffix(ls, "_ver") || strings.HasSuffix(ls, "-ver") || strings.HasSuffix(ls, "_build")
 }
 
+// ssnCue reports a bare nine-digit number at s[ws] named an SSN: under a member
+// named ssn (social_security_number, us_ssn, ...), or after "SSN", "social
+// security number", "SS#" or "soc. sec." on the same line within 40 bytes.
+func (t *textScan) ssnCue(ws int) bool {
+	var buf [40]byte
+	if k := normName(buf[:0], t.k.key); len(k) > 0 {
+		switch string(k) {
+		case "ssn", "usssn", "ssnnumber", "socialsecuritynumber", "socialsecurity", "socialsecurityno", "ssno", "taxpayerssn":
+			return true
+		}
+	}
+	s := t.s
+	a := max(0, ws-40)
+	if nl := strings.LastIndexByte(s[a:ws], '\n'); nl >= 0 {
+		a += nl + 1
+	}
+	l := lowerInto(buf[:0], s[a:ws])
+	for _, cue := range [...]string{"ssn", "social security", "social-security", "ss#", "soc. sec", "soc sec", "sozialversicherungs"} {
+		if k := strings.Index(string(l), cue); k >= 0 && (k == 0 || !isAlpha(l[k-1])) {
+			return true
+		}
+	}
+	return false
+}
+
 // validSSN applies the SSA rules: area not 000, 666 or 900–999; group not 00; serial
 // not 0000; and not the two numbers published in advertising (078-05-1120, 219-09-9999).
 func validSSN(d []byte) bool {
@@ -442,8 +503,16 @@ func cardGrouping(r *numRun, a, b int) bool {
 		return true
 	}
 	sep := r.sep[a]
-	if sep != ' ' && sep != '-' {
+	if sep != ' ' && sep != '-' && sep != '.' && sep != '/' {
 		return false
+	}
+	if sep == '.' || sep == '/' {
+		// dots and slashes group a card only in fours ("4111.1111.1111.1111")
+		for g := a; g < b-1; g++ {
+			if r.ge[g]-r.gs[g] != 4 {
+				return false
+			}
+		}
 	}
 	for g := a; g < b-1; g++ {
 		if r.sep[g] != sep {
@@ -870,7 +939,7 @@ func (t *textScan) secret(ws, we int) int {
 		if v := valueAfter(s, we); v >= 0 {
 			return max(we, t.awsSecretAt(v))
 		}
-	case len(w) == 20 && (strings.HasPrefix(w, "AKIA") || strings.HasPrefix(w, "ASIA")):
+	case len(w) == 20 && (strings.HasPrefix(w, "AKIA") || strings.HasPrefix(w, "ASIA") || strings.HasPrefix(w, "ABIA") || strings.HasPrefix(w, "ACCA") || strings.HasPrefix(w, "A3T") && w[3] != '_'):
 		if allIn(w[4:], upperDigit) && varied(w[4:]) {
 			t.k.add(rAWS, "aws_access_key", ws, we)
 		}
@@ -878,6 +947,12 @@ func (t *textScan) secret(ws, we int) int {
 		if allIn(w[4:], base64URL) && varied(w[4:]) {
 			t.k.add(rGoogle, "google_api_key", ws, we)
 		}
+	case w == "ya29" && we+1 < len(s) && s[we] == '.':
+		return max(we, t.googleAccess(ws))
+	case len(w) >= 4 && strings.HasPrefix(w, "bot") && isDigit(w[3]) && we < len(s) && s[we] == ':':
+		return max(we, t.telegram(ws+3, we)) // a Bot API URL: /bot<id>:<secret>/
+	case len(w) >= 20 && strings.HasPrefix(w, "ghs_") && isDigit(w[4]):
+		return max(we, t.githubStateless(ws, we))
 	case len(w) >= 40 && w[0] == 'g' && w[1] == 'h' && strings.IndexByte("pousr", w[2]) >= 0 && w[3] == '_':
 		if allIn(w[4:], alnum) && varied(w[4:]) {
 			t.k.add(rGitHub, "github_token", ws, we)
@@ -886,12 +961,15 @@ func (t *textScan) secret(ws, we int) int {
 		if allIn(w[11:], alnumUnderscore) && varied(w[11:]) {
 			t.k.add(rGitHub, "github_token", ws, we)
 		}
-	case len(w) >= 15 && strings.HasPrefix(w, "xox") && strings.IndexByte("baprse", w[3]) >= 0 && w[4] == '-',
-		len(w) >= 15 && strings.HasPrefix(w, "xapp-"):
-		if allIn(w[5:], slackBody) && varied(w[5:]) {
+	case len(w) >= 25 && strings.HasPrefix(w, "xox") && strings.IndexByte("baprse", w[3]) >= 0 && w[4] == '-',
+		len(w) >= 15 && (strings.HasPrefix(w, "xoxa-") || strings.HasPrefix(w, "xoxr-")), // legacy workspace tokens are short
+		len(w) >= 25 && strings.HasPrefix(w, "xapp-"):
+		// real tokens are 40+ characters; "xoxb-12345-abcd234" and
+		// "xoxp-1-SlackAppConfigurationAccessTokenHere" are documentation's
+		if allIn(w[5:], slackBody) && varied(w[5:]) && !slackPlaceholder(w[5:]) {
 			t.k.add(rSlack, "slack_token", ws, we)
 		}
-	case len(w) >= 8+16 && (strings.HasPrefix(w, "sk_live_") || strings.HasPrefix(w, "sk_test_") || strings.HasPrefix(w, "rk_live_") || strings.HasPrefix(w, "rk_test_")):
+	case len(w) >= 8+16 && (strings.HasPrefix(w, "sk_live_") || strings.HasPrefix(w, "sk_test_") || strings.HasPrefix(w, "rk_live_") || strings.HasPrefix(w, "rk_test_") || strings.HasPrefix(w, "sk_prod_") || strings.HasPrefix(w, "rk_prod_")):
 		if allIn(w[8:], alnum) && varied(w[8:]) {
 			t.k.add(rStripe, "stripe_key", ws, we)
 		}
@@ -901,6 +979,12 @@ func (t *textScan) secret(ws, we int) int {
 		return max(we, t.iban(ws))
 	}
 	return we
+}
+
+// slackPlaceholder reports documentation's Slack tokens ("…AccessTokenHere").
+func slackPlaceholder(body string) bool {
+	l := strings.ToLower(body)
+	return strings.Contains(l, "here") || strings.Contains(l, "example") || strings.Contains(l, "xxxx") || strings.Contains(l, "your")
 }
 
 // varied rejects placeholders such as "xxxxxxxx" or "0000…": a real token has at

@@ -38,6 +38,17 @@ const (
 	RuleHTTPAuthorization = "secret_http_authorization"
 	RuleHTTPCookie        = "secret_http_cookie"
 	RuleURLPassword       = "secret_url_password"
+
+	RuleShellIntegration  = "output_terminal_shell_integration"
+	RuleHyperlinkScheme   = "output_terminal_hyperlink_scheme"
+	RuleExfilURL          = "output_exfil_url"
+	RuleHiddenInstruction = "output_hidden_instructions"
+	RuleSSRFTarget        = "output_ssrf_target"
+	RuleInjectedOrders    = "output_injected_instructions"
+	RuleGoogleOAuth       = "secret_google_oauth_token"
+	RuleTelegramBot       = "secret_telegram_bot_token"
+	RuleSupabaseKey       = "secret_supabase_key"
+	RuleStripeWebhook     = "secret_stripe_webhook_secret"
 )
 
 // Rule families, as reported in Rule.Family.
@@ -47,6 +58,8 @@ const (
 	FamilyPromptInjection = "prompt_injection"
 	FamilyPII             = "pii"
 	FamilySecret          = "secret"
+	FamilyExfiltration    = "exfiltration"
+	FamilyUnsafeTarget    = "unsafe_target"
 )
 
 // Rule describes one built-in rule: a stable snake_case id, its family, its default
@@ -60,7 +73,7 @@ type Rule struct {
 
 // ruleIndex is a dense index into the rule table; findings carry it internally so
 // severity lookups need no map.
-type ruleIndex uint8
+type ruleIndex uint16
 
 const (
 	rOSC52 ruleIndex = iota
@@ -97,11 +110,25 @@ const (
 	rAuthorization
 	rCookie
 	rURLPassword
-	numRules
+	rShellIntegration
+	rLinkScheme
+	rExfil
+	rHiddenOrders
+	rSSRF
+	rInjectedOrders
+	rGoogleOAuth
+	rTelegram
+	rSupabase
+	rStripeWebhook
+	numRules // built-in rules; the catalogue's follow (catalogue.go)
 )
 
-// ruleTable is the built-in rule set, indexed by ruleIndex.
-var ruleTable = [numRules]Rule{
+// ruleTable is every rule, indexed by ruleIndex: the built-in ones, then the
+// catalogue's (catalogue.go).
+var ruleTable = append(builtinRules[:], catalogueRuleTable()...)
+
+// builtinRules is the hand-written rule set, indexed by ruleIndex.
+var builtinRules = [numRules]Rule{
 	rOSC52:      {RuleOSC52Clipboard, FamilyTerminalEscape, SeverityHigh, "OSC 52 (or kitty OSC 5522 / iTerm2 OSC 1337 Copy=) writes or reads the terminal clipboard"},
 	rHyperlink:  {RuleHyperlinkMismatch, FamilyTerminalEscape, SeverityHigh, "OSC 8 hyperlink whose visible label names a host other than the link target's"},
 	rHidden:     {RuleHiddenText, FamilyHiddenText, SeverityMedium, "text a human cannot see but a model reads: SGR 8 conceal, foreground = background, zero-width runs, runs of other default-ignorable characters (soft hyphen, CGJ, Hangul fillers, Khmer and Mongolian), Unicode Tags, bidi controls, variation-selector runs"},
@@ -137,21 +164,32 @@ var ruleTable = [numRules]Rule{
 	rAuthorization: {RuleHTTPAuthorization, FamilySecret, SeverityInfo, "the credential after an Authorization or Proxy-Authorization header's Bearer, Basic or Token scheme"},
 	rCookie:        {RuleHTTPCookie, FamilySecret, SeverityInfo, "a session value in a Cookie or Set-Cookie header"},
 	rURLPassword:   {RuleURLPassword, FamilySecret, SeverityInfo, "the password in a URL's user-info: after the user name and a colon, before the at sign and the host"},
+
+	rShellIntegration: {RuleShellIntegration, FamilyTerminalEscape, SeverityMedium, "shell-integration and working-directory reports that make the terminal or IDE believe another command or directory: OSC 633 E (command line) and P;Cwd=, OSC 7, OSC 1337 CurrentDir=, SetUserVar= and RemoteHost= (OSC 133 prompt marks are not reported)"},
+	rLinkScheme:       {RuleHyperlinkScheme, FamilyTerminalEscape, SeverityHigh, "OSC 8 hyperlink to a scheme other than http, https or mailto (file:, smb:, javascript:, data:, ...), whatever its label"},
+	rExfil:            {RuleExfilURL, FamilyExfiltration, SeverityMedium, "a URL a client renders or fetches carrying data out: a Markdown image (inline or reference-style) or HTML <img> whose query or path holds long, high-entropy or encoded values, a 1x1 beacon, or a link whose query or path carries such values"},
+	rHiddenOrders:     {RuleHiddenInstruction, FamilyPromptInjection, SeverityMedium, "markup that renders invisibly (HTML comment, hidden attribute, display:none, visibility:hidden, zero font size) holding words aimed at the model or agent"},
+	rSSRF:             {RuleSSRFTarget, FamilyUnsafeTarget, SeverityMedium, "a resource_link, OSC 8 or Markdown link to a target an agent must not fetch: cloud metadata endpoints, loopback, private and link-local addresses, file: URIs to system or credential paths (or outside the client's roots when known)"},
+	rInjectedOrders:   {RuleInjectedOrders, FamilyPromptInjection, SeverityMedium, "instructions aimed at the model: IMPORTANT, CRITICAL and similar tags around orders, orders to set aside the instructions given before, orders to keep something from the person using the agent"},
+	rGoogleOAuth:      {RuleGoogleOAuth, FamilySecret, SeverityInfo, "Google OAuth access token (ya29., ya29.c.), refresh token (1//) or client secret (GOCSPX-)"},
+	rTelegram:         {RuleTelegramBot, FamilySecret, SeverityInfo, "Telegram bot token: bot id, a colon, and a 35-character secret starting AA (bare, in a .env line or a Bot API URL)"},
+	rSupabase:         {RuleSupabaseKey, FamilySecret, SeverityInfo, "Supabase personal access token (sbp_) or secret API key (sb_secret_)"},
+	rStripeWebhook:    {RuleStripeWebhook, FamilySecret, SeverityInfo, "Stripe webhook signing secret (whsec_)"},
 }
 
 // ruleByID maps rule ids to their index.
 var ruleByID = func() map[string]ruleIndex {
-	m := make(map[string]ruleIndex, numRules)
+	m := make(map[string]ruleIndex, len(ruleTable))
 	for i, r := range ruleTable {
 		m[r.ID] = ruleIndex(i)
 	}
 	return m
 }()
 
-// Rules lists every built-in rule, sorted by id.
+// Rules lists every rule (built-in and catalogue), sorted by id.
 func Rules() []Rule {
-	out := make([]Rule, 0, numRules)
-	out = append(out, ruleTable[:]...)
+	out := make([]Rule, 0, len(ruleTable))
+	out = append(out, ruleTable...)
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j].ID < out[j-1].ID; j-- {
 			out[j], out[j-1] = out[j-1], out[j]
@@ -161,4 +199,7 @@ func Rules() []Rule {
 }
 
 // isRedactable reports whether findings of rule r carry a PII or secret value.
-func (r ruleIndex) isRedactable() bool { return r >= rEmail && r != rInputMode }
+func (r ruleIndex) isRedactable() bool {
+	f := ruleTable[r].Family
+	return f == FamilyPII || f == FamilySecret
+}

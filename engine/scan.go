@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"encoding/binary"
 	"unicode"
 	"unicode/utf8"
@@ -28,6 +29,10 @@ const (
 	cColon // ':': IPv6
 	cSign  // '+' or '(': phone numbers
 )
+
+// pairHint marks, in pairFull, a letter pair that hints at a word worth a look
+// (markup.go, orderHint); no byte class has this bit.
+const pairHint = 0x80
 
 // classFull is the pre-scan table of the full analysis; classPII the one Redact uses.
 var classFull, classPII [256]uint8
@@ -68,6 +73,11 @@ func init() {
 		pairFull[i] = classFull[i&0xFF] | classFull[i>>8]
 		pairPII[i] = classPII[i&0xFF] | classPII[i>>8]
 	}
+	// "instruct" holds "ru" or "uc" at an even offset wherever it starts: the hint
+	// that looks for injected orders in prose (markup.go, orderHint)
+	for _, bg := range []string{"ru", "uc", "RU", "UC"} {
+		pairFull[uint16(bg[0])|uint16(bg[1])<<8] |= pairHint
+	}
 }
 
 // textScan is the state of one scan over one string.
@@ -96,6 +106,13 @@ type textScan struct {
 
 	// isolated zero-width characters outside a joining context
 	zwCount, zwFirst, zwLast int
+
+	// words noted for the catalogue (catalogue.go); the slice lives in the sink
+	cat []catToken
+
+	// orderHint: where the last look for "instruct" ended; orders: one reported
+	hintDone int
+	orders   bool
 }
 
 // scanText runs every matcher over s and reports hits to k. cut says s is a prefix
@@ -105,7 +122,12 @@ func scanText(k *sink, s string, piiOnly, cut bool) {
 	if piiOnly {
 		t.class, t.pair = &classPII, &pairPII
 	}
+	t.cat = k.cat[:0]
 	t.run()
+	if len(t.cat) > 0 {
+		t.catalogueScan()
+	}
+	k.cat = t.cat[:0]
 }
 
 func (t *textScan) run() {
@@ -119,11 +141,19 @@ func (t *textScan) run() {
 	if t.k.key != "" {
 		i = t.keyContext()
 		t.done = i
+		t.uriMember()
 	}
 	for {
 		for i+8 <= n {
 			x := load64(s, i)
-			if pair[uint16(x)]|pair[uint16(x>>16)]|pair[uint16(x>>32)]|pair[uint16(x>>48)] != 0 {
+			if p := pair[uint16(x)] | pair[uint16(x>>16)] | pair[uint16(x>>32)] | pair[uint16(x>>48)]; p != 0 {
+				if p&pairHint != 0 {
+					t.orderHint(i)
+					if p == pairHint {
+						i += 8
+						continue
+					}
+				}
 				break
 			}
 			i += 8
@@ -173,7 +203,7 @@ func (t *textScan) run() {
 			// 'A' and 'J' only matter where a secret's prefix can start: "AKIA",
 			// "ASIA", "AIza" at a word start, and the "J" of a JWT's "eyJ". Every
 			// other secret word carries '_', '-' or a digit, which still trigger.
-			if c := s[i]; c == 'A' && !(i+1 < n && (s[i+1] == 'K' || s[i+1] == 'S' || s[i+1] == 'I') && (i == 0 || !isWordByte(s[i-1]))) ||
+			if c := s[i]; c == 'A' && !(i+1 < n && (s[i+1] == 'K' || s[i+1] == 'S' || s[i+1] == 'I' || s[i+1] == 'B' || s[i+1] == 'C') && (i == 0 || !isWordByte(s[i-1]))) ||
 				c == 'J' && !(i >= 2 && s[i-1] == 'y' && s[i-2] == 'e') {
 				i++
 				continue
@@ -195,6 +225,7 @@ func (t *textScan) run() {
 	}
 	if !t.piiOnly {
 		t.atLineEnd(n)
+		t.shortOrders()
 		t.finish()
 	}
 }
@@ -484,8 +515,16 @@ func (t *textScan) osc(e escSeq) {
 			t.k.add(rOSC52, "osc1337_copy", e.start, e.end)
 		case hasPrefixFold(rest, "File="):
 			t.k.add(rControl, "osc1337_file", e.start, e.end)
+		case hasPrefixFold(rest, "CurrentDir="), hasPrefixFold(rest, "SetUserVar="), hasPrefixFold(rest, "RemoteHost="):
+			t.k.add(rShellIntegration, "osc1337_shell_integration", e.start, e.end)
 		}
-	case 7, 133, 633, 3008: // shell integration: working directory, prompt marks
+	case 7: // the working directory, as a file: URL
+		t.k.add(rShellIntegration, "osc7_cwd", e.start, e.end)
+	case 633: // VS Code shell integration: A-D mark the prompt as OSC 133 does
+		if rest != "" && (rest[0] == 'E' || hasPrefixFold(rest, "P;Cwd=")) {
+			t.k.add(rShellIntegration, "osc633_shell_integration", e.start, e.end)
+		}
+	case 133, 3008: // prompt marks and context reports: not reported
 	case 9:
 		if !hasPrefixFold(rest, "4;") { // OSC 9;4 is a progress report
 			t.k.add(rControl, "osc", e.start, e.end)
@@ -516,6 +555,29 @@ func (t *textScan) hyperlink(e escSeq, rest string) {
 	t.linkStart = e.start
 	t.labelStart = e.end
 	t.linkHost = urlHost(uri)
+	if !webScheme(uri) {
+		t.k.add(rLinkScheme, "osc8_scheme", e.start, e.end)
+	}
+	t.targetCheck(uri, e.start, e.end)
+}
+
+// webScheme reports URIs a hyperlink may safely open: http, https and mailto (any
+// case), and scheme-less references.
+func webScheme(uri string) bool {
+	c := strings.IndexByte(uri, ':')
+	if c < 0 {
+		return true
+	}
+	for i := 0; i < c; i++ {
+		if ch := uri[i]; !(isAlnum(ch) || ch == '+' || ch == '-' || ch == '.') {
+			return true // "a/b:c" is a path, not a scheme
+		}
+	}
+	switch strings.ToLower(uri[:c]) {
+	case "http", "https", "mailto":
+		return true
+	}
+	return false
 }
 
 // closeLink compares the visible label of the open link, ending at end, with the

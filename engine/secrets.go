@@ -55,6 +55,10 @@ var tokenRules = [...]tokenRule{
 	{"GR1348941", 20, 0, base64URL, rGitLab, "gitlab_token"},
 	{"npm_", 36, 36, alnum, rNPM, "npm_token"},
 	{"pypi-AgEIcHlwaS5vcmc", 50, 0, base64URL, rPyPI, "pypi_token"},
+	{"GOCSPX-", 24, 40, base64URL, rGoogleOAuth, "google_oauth_client_secret"},
+	{"sbp_", 40, 40, hexLower, rSupabase, "supabase_token"},
+	{"sb_secret_", 20, 0, base64URL, rSupabase, "supabase_secret_key"},
+	{"whsec_", 16, 0, alnum, rStripeWebhook, "stripe_webhook_secret"},
 }
 
 // tokenRulesByFirst lists, by the first byte of a prefix, the indexes of the
@@ -85,6 +89,12 @@ func (t *textScan) providerToken(ws, we int) bool {
 			return false
 		}
 		end := we
+		if r.rule == rStripeWebhook {
+			// the secret is base64: '+', '/' and '=' end the word, not the secret
+			for end < len(t.s) && (isAlnum(t.s[end]) || t.s[end] == '+' || t.s[end] == '/' || t.s[end] == '=') {
+				end++
+			}
+		}
 		if r.rule == rGitLab && end+1 < len(t.s) && t.s[end] == '.' && isAlnum(t.s[end+1]) {
 			// routable GitLab tokens end in ".<2><7>" base-36 digits
 			for end < len(t.s) && (isAlnum(t.s[end]) || t.s[end] == '.') {
@@ -330,6 +340,9 @@ func (t *textScan) bearerToken(c int) int { return t.bearer(c, false) }
 
 func (t *textScan) bearer(c int, header bool) int {
 	s := t.s
+	if we := wordEnd(s, c); we-c >= 10 && t.namedToken(c, min(len(s), we+1024)) {
+		return we // "token ghp_…": the provider's rule names it (the most specific)
+	}
 	e := c
 	for e < len(s) && token68[s[e]] {
 		e++
@@ -500,7 +513,7 @@ func (t *textScan) url(i int) int {
 		if c := strings.IndexByte(ui, ':'); c >= 0 {
 			// user:password@host is a credential, not an e-mail address: report the
 			// password (placeholders aside) and skip the user-info either way
-			if pw := ui[c+1:]; !placeholderPassword(pw) {
+			if pw := ui[c+1:]; !placeholderPassword(pw) && !t.namedToken(a+c+1, a+at) {
 				t.k.add(rURLPassword, "url_password", a+c+1, a+at)
 			}
 			return a + at + 1
@@ -636,4 +649,124 @@ func (t *textScan) colon(i int) int {
 		}
 	}
 	return t.ipv6(i)
+}
+
+// wordEnd returns the end of the word ([A-Za-z0-9_-]) starting at s[i].
+func wordEnd(s string, i int) int {
+	for i < len(s) && isWordByte(s[i]) {
+		i++
+	}
+	return i
+}
+
+// namedToken runs the provider-token rules on the word at s[c] (within s[:lim]) and
+// reports whether one of them named it; a value some provider's rule knows is named
+// by that rule, not by where it stands (an Authorization header, a URL's password).
+func (t *textScan) namedToken(c, lim int) bool {
+	s := t.s
+	we := wordEnd(s[:lim], c)
+	if we == c || isDigit(s[c]) && !t.telegramAhead(c, we) {
+		return false
+	}
+	before := t.k.count()
+	if isDigit(s[c]) {
+		t.telegram(c, we)
+	} else {
+		t.secret(c, we)
+	}
+	return t.k.count() > before
+}
+
+// ---- Telegram bot tokens and Google OAuth tokens ----
+
+// telegramAhead reports whether the digits s[ds:de] are a bot id followed by ":AA".
+func (t *textScan) telegramAhead(ds, de int) bool {
+	s := t.s
+	n := de - ds
+	return n >= 6 && n <= 12 && de+3 < len(s) && s[de] == ':' && s[de+1] == 'A' && s[de+2] == 'A'
+}
+
+// telegram reports a Telegram bot token whose bot id is s[ds:de]: ':' and 35
+// characters of [A-Za-z0-9_-] starting "AA". It returns the end, or de.
+func (t *textScan) telegram(ds, de int) int {
+	s := t.s
+	if !t.telegramAhead(ds, de) {
+		return de
+	}
+	e := wordEnd(s, de+1)
+	if e-(de+1) != 35 || !allDigits(s[ds:de]) || !varied(s[de+1:e]) {
+		return de
+	}
+	t.k.add(rTelegram, "telegram_bot_token", ds, e)
+	return e
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// googleAccess reports a Google OAuth access token at s[ws] ("ya29." or "ya29.c.",
+// then 20 or more of [A-Za-z0-9_.-]); it returns the end, or ws.
+func (t *textScan) googleAccess(ws int) int {
+	s := t.s
+	b := ws + len("ya29.")
+	e := b
+	for e < len(s) && (isWordByte(s[e]) || s[e] == '.') {
+		e++
+	}
+	for e > b && s[e-1] == '.' {
+		e--
+	}
+	body := strings.TrimPrefix(s[b:e], "c.")
+	if len(body) < 20 || !varied(body) || !mixedClasses(body) {
+		return ws
+	}
+	t.k.add(rGoogleOAuth, "google_oauth_access_token", ws, e)
+	return e
+}
+
+// googleRefresh reports a Google OAuth refresh token at s[ws] ("1//", then 30 or
+// more of [A-Za-z0-9_-]); it returns the end, or ws.
+func (t *textScan) googleRefresh(ws int) int {
+	s := t.s
+	if ws > 0 && (s[ws-1] == ':' || isWordByte(s[ws-1]) || s[ws-1] == '/') {
+		return ws // "file:1//", a path
+	}
+	b := ws + 3
+	e := wordEnd(s, b)
+	if e-b < 30 || !varied(s[b:e]) || !mixedClasses(s[b:e]) {
+		return ws
+	}
+	t.k.add(rGoogleOAuth, "google_oauth_refresh_token", ws, e)
+	return e
+}
+
+// githubStateless reports a GitHub App installation token in the stateless format
+// ("ghs_" + app id + "_" + a JWT) at s[ws]; it returns the end, or ws.
+func (t *textScan) githubStateless(ws, we int) int {
+	s := t.s
+	w := s[ws:we]
+	k := 4
+	for k < len(w) && isDigit(w[k]) {
+		k++
+	}
+	if k == 4 || k+4 > len(w) || w[k] != '_' || !strings.HasPrefix(w[k+1:], "eyJ") || we >= len(s) || s[we] != '.' {
+		return ws
+	}
+	e := we
+	for dots := 0; e < len(s) && (base64URL[s[e]] || s[e] == '.' && dots < 2); e++ {
+		if s[e] == '.' {
+			dots++
+		}
+	}
+	if e-ws < 100 {
+		return ws
+	}
+	t.k.add(rGitHub, "github_token", ws, e)
+	return e
 }

@@ -14,7 +14,7 @@ type match struct {
 // sink receives detector hits for the string being scanned. It turns them into
 // Findings (analysis) or collects redactable matches (Redact).
 type sink struct {
-	sev      *[numRules]Severity
+	sev      []Severity // by ruleIndex
 	findings []Finding
 	highest  Severity
 
@@ -39,6 +39,11 @@ type sink struct {
 	// finding that decides the verdict is listed.
 	preferSevere bool
 	lowCursor    int
+
+	// scratch of the catalogue pass, reused across strings
+	cat      []catToken
+	catLower []byte
+	catHits  []uint32
 }
 
 func (k *sink) beginString(inKey bool) {

@@ -1,0 +1,501 @@
+package engine
+
+import (
+	"math"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// The catalogue: gitleaks' default rules (catalogue_gitleaks.go, generated from the
+// module go.mod pins; docs/engine.md#the-catalogue). The hand-written rules cover
+// what they port (handPorted) faster and with fewer false positives; the rest run
+// here, behind two prefilters so clean text pays nothing for them:
+//
+//  1. a token: the word matchers of the main scan note every word of 10 or more
+//     bytes holding a letter and a digit (or of 20 or more holding '_' or '-') that
+//     no hand rule claimed;
+//  2. a keyword: one Aho–Corasick pass over a window around each token (96 bytes
+//     before it, the token's run of secret bytes after it) finds the rules' own
+//     keywords, and only those rules' regexes run, on that window only. Entropy is
+//     checked only where the rule has it; the rule's and the global allowlists apply.
+
+// catRule is one gitleaks rule as its configuration gives it.
+type catRule struct {
+	id          string
+	regex       string
+	secretGroup int
+	entropy     float64
+	keywords    []string // lower case
+	pathOnly    bool     // matches file paths only: never runs on content
+	composite   bool     // needs other rules' findings nearby (gitleaks "required")
+	allow       []catAllow
+}
+
+// catAllow is one gitleaks allowlist: regexes (against the secret, the match or the
+// line, by target) or stop words (in the secret) that make a finding allowed. paths
+// says it has path or commit criteria, which content never meets.
+type catAllow struct {
+	and       bool
+	target    string
+	paths     bool
+	regexes   []string
+	stopwords []string
+}
+
+// handPorted maps the gitleaks rules that hand-written rules implement to those
+// rules; the catalogue does not run them (TestGitleaksExamples checks the hand rule
+// against the gitleaks rule's own examples).
+var handPorted = map[string]ruleIndex{
+	"aws-access-token":                   rAWS,
+	"github-pat":                         rGitHub,
+	"github-oauth":                       rGitHub,
+	"github-app-token":                   rGitHub,
+	"github-refresh-token":               rGitHub,
+	"github-fine-grained-pat":            rGitHub,
+	"slack-bot-token":                    rSlack,
+	"slack-user-token":                   rSlack,
+	"slack-app-token":                    rSlack,
+	"slack-config-access-token":          rSlack,
+	"slack-config-refresh-token":         rSlack,
+	"slack-legacy-bot-token":             rSlack,
+	"slack-legacy-token":                 rSlack,
+	"slack-legacy-workspace-token":       rSlack,
+	"slack-webhook-url":                  rWebhook,
+	"stripe-access-token":                rStripe,
+	"gcp-api-key":                        rGoogle,
+	"jwt":                                rJWT,
+	"private-key":                        rPrivateKey,
+	"anthropic-api-key":                  rAnthropic,
+	"anthropic-admin-api-key":            rAnthropic,
+	"openai-api-key":                     rOpenAI,
+	"huggingface-access-token":           rAIProvider,
+	"huggingface-organization-api-token": rAIProvider,
+	"perplexity-api-key":                 rAIProvider,
+	"gitlab-pat":                         rGitLab,
+	"gitlab-pat-routable":                rGitLab,
+	"gitlab-ptt":                         rGitLab,
+	"gitlab-rrt":                         rGitLab,
+	"gitlab-deploy-token":                rGitLab,
+	"gitlab-runner-authentication-token": rGitLab,
+	"gitlab-cicd-job-token":              rGitLab,
+	"gitlab-feed-token":                  rGitLab,
+	"gitlab-incoming-mail-token":         rGitLab,
+	"gitlab-kubernetes-agent-token":      rGitLab,
+	"gitlab-oauth-app-secret":            rGitLab,
+	"gitlab-scim-token":                  rGitLab,
+	"npm-access-token":                   rNPM,
+	"pypi-upload-token":                  rPyPI,
+	"microsoft-teams-webhook":            rWebhook,
+	"discord-webhook":                    rWebhook,
+}
+
+// catActive is one catalogue rule that runs: its gitleaks rule, its index in
+// ruleTable, and its regexes, compiled on first use.
+type catActive struct {
+	r       *catRule
+	idx     ruleIndex
+	entity  string
+	generic bool // generic-api-key: the least specific rule of all
+	once    sync.Once
+	re      *regexp.Regexp
+	allow   []compiledAllow
+}
+
+type compiledAllow struct {
+	catAllow
+	re *regexp.Regexp // the regexes joined, or nil
+}
+
+var (
+	catalogue     []*catActive // by ruleIndex - numRules
+	catKeywords   acMachine    // keyword → rules
+	catGlobal     []compiledAllow
+	catGlobalOnce sync.Once
+)
+
+// catalogueRuleTable builds the active catalogue and returns its rule descriptions,
+// which ruleTable appends after the built-in rules.
+func catalogueRuleTable() []Rule {
+	var out []Rule
+	var kws []string
+	var kwRule []int
+	for i := range gitleaksRules {
+		r := &gitleaksRules[i]
+		if r.pathOnly || r.composite || r.regex == "" {
+			continue
+		}
+		if _, ok := handPorted[r.id]; ok {
+			continue
+		}
+		entity := strings.ReplaceAll(r.id, "-", "_")
+		a := &catActive{r: r, idx: numRules + ruleIndex(len(catalogue)), entity: entity, generic: r.id == "generic-api-key"}
+		for _, k := range r.keywords {
+			kws = append(kws, k)
+			kwRule = append(kwRule, len(catalogue))
+		}
+		catalogue = append(catalogue, a)
+		out = append(out, Rule{ID: "secret_" + entity, Family: FamilySecret, Severity: SeverityInfo,
+			Summary: "gitleaks " + gitleaksVersion + " rule " + r.id + " (the catalogue, docs/engine.md#the-catalogue)"})
+	}
+	catKeywords = buildAC(kws, kwRule)
+	return out
+}
+
+func (a *catActive) compile() {
+	a.once.Do(func() {
+		a.re = regexp.MustCompile(a.r.regex)
+		a.allow = compileAllow(a.r.allow)
+	})
+}
+
+func compileAllow(as []catAllow) []compiledAllow {
+	out := make([]compiledAllow, 0, len(as))
+	for _, al := range as {
+		c := compiledAllow{catAllow: al}
+		if len(al.regexes) > 0 {
+			c.re = regexp.MustCompile("(?:" + strings.Join(al.regexes, ")|(?:") + ")")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// allowed reports whether an allowlist lets a finding with this secret, match and
+// line pass, as gitleaks decides it (OR of the criteria, or AND of those present).
+func (c *compiledAllow) allowed(secret, match, line string) bool {
+	target := secret
+	switch c.target {
+	case "match":
+		target = match
+	case "line":
+		target = line
+	}
+	regexHit := c.re != nil && target != "" && c.re.MatchString(target)
+	stopHit := false
+	if len(c.stopwords) > 0 && secret != "" {
+		ls := strings.ToLower(secret)
+		for _, w := range c.stopwords {
+			if strings.Contains(ls, w) {
+				stopHit = true
+				break
+			}
+		}
+	}
+	if c.and {
+		if c.paths {
+			return false // a path or commit criterion content never meets
+		}
+		ok := c.re != nil || len(c.stopwords) > 0
+		if c.re != nil {
+			ok = ok && regexHit
+		}
+		if len(c.stopwords) > 0 {
+			ok = ok && stopHit
+		}
+		return ok
+	}
+	return regexHit || stopHit
+}
+
+// shannon is the Shannon entropy of s in bits per byte, as gitleaks computes it.
+func shannon(s string) float64 {
+	if s == "" {
+		return 0
+	}
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	n := float64(len(s))
+	e := 0.0
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			e -= p * math.Log2(p)
+		}
+	}
+	return e
+}
+
+// ---- tokens noted by the main scan ----
+
+// catToken is a word the main scan noted for the catalogue.
+type catToken struct{ start, end int }
+
+// maxCatTokens bounds the tokens one string notes (further ones extend the last
+// window; docs/engine.md, "Limits").
+const maxCatTokens = 4096
+
+// noteToken records the word s[ws:we] for the catalogue when it can be part of a
+// secret: 10+ bytes with a letter and a digit, 20+ with '_' or '-', or 16+ digits.
+func (t *textScan) noteToken(ws, we int) {
+	n := we - ws
+	if n < 10 {
+		return
+	}
+	digit, letter, sep := false, false, false
+	for i := ws; i < we; i++ {
+		switch c := t.s[i]; {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c == '_' || c == '-':
+			sep = true
+		default:
+			letter = true
+		}
+	}
+	if !(letter && (digit || sep && n >= 20) || !letter && !sep && n >= 16) {
+		return
+	}
+	if k := len(t.cat); k > 0 && ws <= t.cat[k-1].end+catBefore {
+		t.cat[k-1].end = max(t.cat[k-1].end, we) // the same window
+		return
+	}
+	if len(t.cat) >= maxCatTokens {
+		t.cat[len(t.cat)-1].end = we
+		return
+	}
+	t.cat = append(t.cat, catToken{ws, we})
+}
+
+// catBefore is how far before a token the window reaches: an identifier (50), an
+// assignment and quotes (about 30), and slack.
+const catBefore = 96
+
+// secretByte reports bytes a secret may hold past its first word.
+func secretByte(c byte) bool {
+	return isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '/' || c == '+' || c == '=' || c == '~' || c == ':' || c == '%'
+}
+
+// catalogueScan runs the catalogue over the windows of the noted tokens.
+func (t *textScan) catalogueScan() {
+	catGlobalOnce.Do(func() { catGlobal = compileAllow(gitleaksGlobalAllow[:]) })
+	s := t.s
+	lower := t.k.catLower[:0]
+	hits := t.k.catHits // rule bitset
+	if len(hits) != (len(catalogue)+31)/32 {
+		hits = make([]uint32, (len(catalogue)+31)/32)
+		t.k.catHits = hits
+	}
+	defer func() { t.k.catLower = lower[:0] }()
+	for i := 0; i < len(t.cat); {
+		ws := max(0, t.cat[i].start-catBefore)
+		we := t.cat[i].end
+		for {
+			for we < len(s) && we-t.cat[i].end < 1024 && secretByte(s[we]) {
+				we++
+			}
+			if i+1 < len(t.cat) && t.cat[i+1].start-catBefore <= we {
+				i++
+				we = max(we, t.cat[i].end)
+				continue
+			}
+			break
+		}
+		i++
+		we = min(len(s), we+4) // a closing quote or ';' the regexes' suffix wants
+		lower = appendLowerASCII(lower[:0], s[ws:we])
+		clear(hits)
+		if !catKeywords.match(lower, hits) {
+			continue
+		}
+		for w, bits := range hits {
+			for bits != 0 {
+				b := trailingZeros32(bits)
+				bits &^= 1 << b
+				t.catalogueRule(catalogue[w*32+b], ws, we)
+			}
+		}
+	}
+}
+
+func trailingZeros32(x uint32) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+func appendLowerASCII(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// catalogueRule runs one rule's regex over s[ws:we] and reports what passes its
+// entropy and allowlists.
+func (t *textScan) catalogueRule(a *catActive, ws, we int) {
+	a.compile()
+	s := t.s
+	win := s[ws:we]
+	for _, m := range a.re.FindAllStringSubmatchIndex(win, -1) {
+		ms, me := m[0], m[1]
+		match := strings.Trim(win[ms:me], "\n")
+		if match == "" {
+			continue
+		}
+		ms += strings.Index(win[ms:me], match)
+		me = ms + len(match)
+		// the secret: the rule's group, else the first non-empty group, else the
+		// match (gitleaks re-matches the trimmed match; so do we)
+		sub := a.re.FindStringSubmatchIndex(match)
+		ss, se := 0, len(match)
+		if len(sub) >= 4 {
+			if g := a.r.secretGroup; g > 0 {
+				if 2*g+1 >= len(sub) || sub[2*g] < 0 {
+					continue
+				}
+				ss, se = sub[2*g], sub[2*g+1]
+			} else {
+				for g := 1; 2*g+1 < len(sub); g++ {
+					if sub[2*g] >= 0 && sub[2*g+1] > sub[2*g] {
+						ss, se = sub[2*g], sub[2*g+1]
+						break
+					}
+				}
+			}
+		}
+		secret := match[ss:se]
+		if a.r.entropy != 0 && shannon(secret) <= a.r.entropy {
+			continue
+		}
+		start, end := ws+ms+ss, ws+ms+se
+		line := lineAround(s, ws+ms, ws+me)
+		if allowedBy(catGlobal, secret, match, line) || allowedBy(a.allow, secret, match, line) {
+			continue
+		}
+		if !t.claim(a, start, end) {
+			continue
+		}
+		t.k.add(a.idx, a.entity, start, end)
+	}
+}
+
+func allowedBy(as []compiledAllow, secret, match, line string) bool {
+	for i := range as {
+		if as[i].allowed(secret, match, line) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineAround returns the line(s) holding s[a:b].
+func lineAround(s string, a, b int) string {
+	ls := strings.LastIndexByte(s[:a], '\n') + 1
+	le := strings.IndexByte(s[b:], '\n')
+	if le < 0 {
+		le = len(s)
+	} else {
+		le += b
+	}
+	return s[ls:le]
+}
+
+// claim decides whether a catalogue finding at [start, end) is reported beside what
+// the current string already holds: a value a hand rule named stays named by it,
+// except that a rule naming a provider replaces a credential named only by its
+// position (Authorization, Cookie); generic-api-key never replaces anything.
+func (t *textScan) claim(a *catActive, start, end int) bool {
+	k := t.k
+	if k.collect {
+		for i := 0; i < len(k.matches); i++ {
+			m := k.matches[i]
+			if m.start < end && start < m.end {
+				if a.generic || !positional(m.rule) {
+					return false
+				}
+				k.matches = append(k.matches[:i], k.matches[i+1:]...)
+				i--
+			}
+		}
+		return true
+	}
+	for i := k.first; i < len(k.findings); i++ {
+		f := k.findings[i]
+		if f.Start < end && start < f.End && ruleTable[ruleByID[f.RuleID]].Family == FamilySecret {
+			if a.generic || !positional(ruleByID[f.RuleID]) {
+				return false
+			}
+			k.findings = append(k.findings[:i], k.findings[i+1:]...)
+			i--
+		}
+	}
+	return true
+}
+
+// positional reports rules that name a credential by where it stands, not by what
+// it is.
+func positional(r ruleIndex) bool { return r == rAuthorization || r == rCookie }
+
+// ---- Aho–Corasick over lower-case ASCII keywords ----
+
+// acMachine is a dense Aho–Corasick automaton over bytes; out[state] lists the rule
+// numbers whose keyword ends at that state (suffix outputs merged).
+type acMachine struct {
+	next [][256]int32
+	out  [][]int32
+}
+
+func buildAC(words []string, rule []int) acMachine {
+	m := acMachine{next: make([][256]int32, 1), out: make([][]int32, 1)}
+	for i, w := range words {
+		st := int32(0)
+		for j := 0; j < len(w); j++ {
+			c := w[j]
+			if m.next[st][c] == 0 {
+				m.next = append(m.next, [256]int32{})
+				m.out = append(m.out, nil)
+				m.next[st][c] = int32(len(m.next) - 1)
+			}
+			st = m.next[st][c]
+		}
+		m.out[st] = append(m.out[st], int32(rule[i]))
+	}
+	// breadth-first failure links, folded into the transition table
+	fail := make([]int32, len(m.next))
+	queue := make([]int32, 0, len(m.next))
+	for c := 0; c < 256; c++ {
+		if s := m.next[0][c]; s != 0 {
+			queue = append(queue, s)
+		}
+	}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		m.out[st] = append(m.out[st], m.out[fail[st]]...)
+		for c := 0; c < 256; c++ {
+			s := m.next[st][c]
+			if s == 0 {
+				m.next[st][c] = m.next[fail[st]][c]
+				continue
+			}
+			fail[s] = m.next[fail[st]][c]
+			queue = append(queue, s)
+		}
+	}
+	return m
+}
+
+// match runs the automaton over b and sets the bit of every rule a keyword of which
+// occurs; it reports whether any did.
+func (m *acMachine) match(b []byte, hits []uint32) bool {
+	any := false
+	st := int32(0)
+	for _, c := range b {
+		st = m.next[st][c]
+		for _, r := range m.out[st] {
+			hits[r>>5] |= 1 << (r & 31)
+			any = true
+		}
+	}
+	return any
+}
