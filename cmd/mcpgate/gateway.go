@@ -128,7 +128,7 @@ Environment:
 	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until mcpgate pins approve) or off")
 	fl.StringSliceVar(&f.passEnv, "pass-env", nil, "hand this variable of the gateway's environment to the upstream too (NAME, PREFIX* or *; repeatable, or comma-separated). Upstreams get only PATH, HOME, USER, LOGNAME, SHELL, TERM, TMPDIR, TZ, the locale and their configured env otherwise")
 	f.telemetry.register(fl)
-	f.http.register(fl, "its own upstream processes")
+	f.http.register(fl, "its own upstream processes, about 64 MiB; the default is what half of this host's memory holds", gateway.DefaultMaxSessions())
 	f.shared.register(fl)
 	gw.AddCommand(run)
 	return gw

@@ -15,6 +15,7 @@ type httpFlags struct {
 	allowHosts   []string
 	drainTimeout time.Duration
 	maxSessions  int
+	perCaller    int
 	idleTimeout  time.Duration
 	maxDepth     int
 	oauth        gateway.OAuth
@@ -22,12 +23,13 @@ type httpFlags struct {
 }
 
 // register adds the flags; session says what each HTTP session gets of its own, for
-// the help text.
-func (h *httpFlags) register(fl *pflag.FlagSet, session string) {
+// the help text, and sessions is --max-sessions's default.
+func (h *httpFlags) register(fl *pflag.FlagSet, session string, sessions int) {
 	fl.StringVar(&h.listen, "listen", "", "serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080)")
 	fl.StringSliceVar(&h.allowHosts, "allow-host", nil, "with --listen: a further Host/Origin name to accept besides loopback names and the listen host (DNS rebinding protection)")
 	fl.DurationVar(&h.drainTimeout, "drain-timeout", 30*time.Second, "with --listen: on SIGTERM, how long in-flight requests may take to finish")
-	fl.IntVar(&h.maxSessions, "max-sessions", httpfront.DefaultMaxSessions, "with --listen: most concurrent MCP sessions (each has "+session+")")
+	fl.IntVar(&h.maxSessions, "max-sessions", sessions, "with --listen: most concurrent MCP sessions (each has "+session+"); past it an initialize gets 503")
+	fl.IntVar(&h.perCaller, "max-sessions-per-caller", gateway.DefaultMaxSessionsPerCaller, "with --listen and callers told apart by token: most concurrent sessions of one caller; past it an initialize gets 429 (without tokens there is one caller, and --max-sessions alone applies)")
 	fl.DurationVar(&h.idleTimeout, "session-idle-timeout", 30*time.Minute, "with --listen: end a session after this long without traffic")
 	fl.IntVar(&h.maxDepth, "max-json-depth", httpfront.DefaultMaxDepth, "with --listen: deepest JSON nesting accepted in a client message")
 	fl.StringVar(&h.oauth.Issuer, "oauth-issuer", "", "with --listen: accept OAuth access tokens from this authorization server (its issuer URL; scopes, claims and introspection in mcpgate.oauth of --config, docs/http.md#oauth)")
@@ -44,7 +46,7 @@ func (h *httpFlags) enabled() bool { return h.listen != "" }
 func (h *httpFlags) config() gateway.HTTP {
 	return gateway.HTTP{
 		Listen: h.listen, AllowHosts: h.allowHosts, DrainTimeout: h.drainTimeout,
-		MaxSessions: h.maxSessions, IdleTimeout: h.idleTimeout, MaxDepth: h.maxDepth,
+		MaxSessions: h.maxSessions, MaxSessionsPerCaller: h.perCaller, IdleTimeout: h.idleTimeout, MaxDepth: h.maxDepth,
 		OAuth: h.oauth, TLS: h.tls,
 	}
 }

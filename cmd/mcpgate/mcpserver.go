@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/gateway"
+	"github.com/mcpgate/mcpgate/internal/httpfront"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/upstream"
 )
@@ -67,7 +68,7 @@ filter, fail-closed: a truncated scan or an undecodable result is blocked.`,
 	fl.StringVar(&f.config, "config", "", "JSON configuration file (mcpgate key: user, tokens, rules)")
 	fl.StringVar(&f.logFormat, "log-format", "auto", "log format: auto, text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.http.register(fl, "its own relay session over in-process tools; no process is started")
+	f.http.register(fl, "its own relay session over in-process tools; no process is started", httpfront.DefaultMaxSessions)
 	f.telemetry.register(fl)
 	return cmd
 }

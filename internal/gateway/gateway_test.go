@@ -83,3 +83,21 @@ func TestServers(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultMaxSessions: the default session cap is what half the host's memory
+// holds at SessionCost a session, never the 1,024 that would cost a 64 GiB host's
+// worth of upstream processes on a small one.
+func TestDefaultMaxSessions(t *testing.T) {
+	const gib = 1 << 30
+	for mem, want := range map[uint64]int{0: 256, 512 << 20: 16, 4 * gib: 32, 24 * gib: 192, 256 * gib: 1024} {
+		if got := sessionsFor(mem); got != want {
+			t.Errorf("sessionsFor(%d GiB) = %d, want %d", mem/gib, got, want)
+		}
+	}
+	if n := DefaultMaxSessions(); n < minDefaultSessions || n > maxDefaultSessions {
+		t.Errorf("DefaultMaxSessions() = %d on this host", n)
+	}
+	if m := hostMemory(); m != 0 && uint64(DefaultMaxSessions())*SessionCost > m/2+SessionCost*minDefaultSessions {
+		t.Errorf("the default %d sessions cost more than half of this host's %d MiB", DefaultMaxSessions(), m>>20)
+	}
+}

@@ -31,10 +31,14 @@ type HTTP struct {
 	AllowHosts   []string      // further Host/Origin names besides loopback and the listen host
 	DrainTimeout time.Duration // on shutdown, how long requests in flight may take
 	MaxSessions  int
-	IdleTimeout  time.Duration
-	MaxDepth     int
-	OAuth        OAuth // --oauth-issuer, --oauth-audience (auth.go)
-	TLS          TLS   // --tls-cert, --tls-key, --tls-client-ca (auth.go)
+	// MaxSessionsPerCaller bounds one caller identity's sessions when callers are
+	// told apart (tokens, OAuth, client certificates); with the one local user
+	// MaxSessions alone applies (docs/http.md#sessions).
+	MaxSessionsPerCaller int
+	IdleTimeout          time.Duration
+	MaxDepth             int
+	OAuth                OAuth // --oauth-issuer, --oauth-audience (auth.go)
+	TLS                  TLS   // --tls-cert, --tls-key, --tls-client-ca (auth.go)
 }
 
 // Server is one upstream: a name ("" for the single unprefixed upstream) and its
@@ -149,6 +153,10 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 0 {
 		return errors.New("no upstream: put the MCP server command after --, or list servers under mcpServers in --config")
 	}
+	perCaller := h.MaxSessionsPerCaller
+	if len(g.file.Gate.Tokens) == 0 && validator == nil && h.TLS.ClientCA == "" {
+		perCaller = 0 // the one local user (httpAuth) owns every session: MaxSessions alone applies
+	}
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
 	go g.watch(reloadCtx)
@@ -160,13 +168,14 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 			}
 			return &relayBackend{up: up, opts: g.relayOptions(user)}, nil
 		},
-		Auth:            auth,
-		Hosts:           httpfront.NewHostAllowlist(h.Listen, h.AllowHosts...),
-		Logger:          g.log,
-		MaxMessageBytes: g.cfg.MaxMessageBytes,
-		MaxDepth:        h.MaxDepth,
-		MaxSessions:     h.MaxSessions,
-		IdleTimeout:     h.IdleTimeout,
+		Auth:                 auth,
+		Hosts:                httpfront.NewHostAllowlist(h.Listen, h.AllowHosts...),
+		Logger:               g.log,
+		MaxMessageBytes:      g.cfg.MaxMessageBytes,
+		MaxDepth:             h.MaxDepth,
+		MaxSessions:          h.MaxSessions,
+		MaxSessionsPerCaller: perCaller,
+		IdleTimeout:          h.IdleTimeout,
 		Refused: func(user ctxapi.User, a *jsonrpc.AmbiguousError) string {
 			return g.pipe.Refused(pipeline.Channel{Method: a.Method, User: user, Server: g.soleServer()}, a.Reason, false)
 		},

@@ -272,3 +272,46 @@ func TestRefusalsAreLogged(t *testing.T) {
 		t.Errorf("a token reached the log:\n%s", out)
 	}
 }
+
+// TestSessionCapPerCaller: one caller cannot take every session. With 4 places and 2
+// per caller, a caller's third initialize gets 429 while another caller still opens
+// its own; past the total every caller gets 503; a caller that ends a session may
+// open another.
+func TestSessionCapPerCaller(t *testing.T) {
+	f := New(Options{
+		Auth: func(r *http.Request) (Identity, error) {
+			who := r.Header.Get("X-Who")
+			return Identity{User: ctxapi.User{UserID: who}, Key: "token:" + who}, nil
+		},
+		MaxSessions:          4,
+		MaxSessionsPerCaller: 2,
+		Start:                func(context.Context, ctxapi.User) (Backend, error) { return echoBackend{}, nil },
+	})
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	open := func(who string, want int) string {
+		t.Helper()
+		w := post(f, initBody, map[string]string{"X-Who": who})
+		if w.Code != want {
+			t.Fatalf("%s: initialize answered %d, want %d: %s", who, w.Code, want, w.Body)
+		}
+		return w.Header().Get("Mcp-Session-Id")
+	}
+	a1 := open("a", http.StatusOK)
+	open("a", http.StatusOK)
+	if w := post(f, initBody, map[string]string{"X-Who": "a"}); w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "--max-sessions-per-caller") {
+		t.Fatalf("a's third session: %d %s", w.Code, w.Body)
+	}
+	open("b", http.StatusOK)
+	open("b", http.StatusOK)
+	open("c", http.StatusServiceUnavailable)
+	r := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
+	r.Header.Set("Mcp-Session-Id", a1)
+	r.Header.Set("X-Who", "a")
+	w := httptest.NewRecorder()
+	f.ServeHTTP(w, r)
+	if w.Code != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", w.Code)
+	}
+	testwait.For(t, "a's session to end", func() bool { return f.Sessions() == 3 })
+	open("a", http.StatusOK)
+}

@@ -47,6 +47,10 @@ type Options struct {
 	MaxDepth int
 	// MaxSessions limits concurrent sessions (DefaultMaxSessions when ≤ 0).
 	MaxSessions int
+	// MaxSessionsPerCaller limits the concurrent sessions of one caller identity
+	// (Identity.Key), so one caller cannot take every place (MaxSessions when ≤ 0 or
+	// larger). Past it an initialize gets HTTP 429.
+	MaxSessionsPerCaller int
 	// IdleTimeout ends a session with no traffic and no open stream (30 min when 0).
 	IdleTimeout time.Duration
 	// ReplayEvents is how many events a stream keeps for Last-Event-ID (256 when ≤ 0).
@@ -85,6 +89,7 @@ type Front struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	starting int            // sessions whose backend is starting: they count toward MaxSessions
+	byCaller map[string]int // open and starting sessions per Identity.Key
 	wg       sync.WaitGroup // running backends
 }
 
@@ -98,6 +103,9 @@ func New(opts Options) *Front {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxSessionsPerCaller <= 0 || opts.MaxSessionsPerCaller > opts.MaxSessions {
+		opts.MaxSessionsPerCaller = opts.MaxSessions
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 30 * time.Minute
@@ -115,7 +123,7 @@ func New(opts Options) *Front {
 		opts.Hosts = NewHostAllowlist("")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Front{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, drainCh: make(chan struct{}), idleCh: make(chan struct{}, 1), sessions: map[string]*session{}}
+	f := &Front{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, drainCh: make(chan struct{}), idleCh: make(chan struct{}, 1), sessions: map[string]*session{}, byCaller: map[string]int{}}
 	go f.reap()
 	return f
 }
@@ -274,8 +282,11 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		}
 		if s, err = f.newSession(id); err != nil {
 			status := http.StatusBadGateway
-			if errors.Is(err, errTooManySessions) {
+			switch {
+			case errors.Is(err, errTooManySessions):
 				status = http.StatusServiceUnavailable
+			case errors.Is(err, errCallerSessions):
+				status = http.StatusTooManyRequests
 			}
 			httpError(w, status, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
 			return
@@ -413,22 +424,35 @@ func (f *Front) delete(w http.ResponseWriter, r *http.Request, id Identity) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-var errTooManySessions = errors.New("too many open sessions; try again later")
+var (
+	errTooManySessions = errors.New("too many open sessions (the gateway's --max-sessions); try again later")
+	errCallerSessions  = errors.New("this caller has as many sessions open as it may (the gateway's --max-sessions-per-caller); end one (DELETE /mcp) or try again later")
+)
 
-// newSession reserves a place under MaxSessions before the backend starts, so
-// concurrent initialize requests never open more sessions than the cap.
+// newSession reserves a place under MaxSessions and the caller's
+// MaxSessionsPerCaller before the backend starts, so concurrent initialize requests
+// never open more sessions than either cap.
 func (f *Front) newSession(id Identity) (*session, error) {
 	f.mu.Lock()
 	if len(f.sessions)+f.starting >= f.opts.MaxSessions {
 		f.mu.Unlock()
+		f.log.Warn("initialize refused: the session cap is reached (503)", "max_sessions", f.opts.MaxSessions)
 		return nil, errTooManySessions
 	}
+	if f.byCaller[id.Key] >= f.opts.MaxSessionsPerCaller {
+		f.mu.Unlock()
+		f.log.Warn("initialize refused: the caller's session cap is reached (429)", "user_id", id.User.UserID,
+			"caller_id", id.User.CallerID, "max_sessions_per_caller", f.opts.MaxSessionsPerCaller)
+		return nil, errCallerSessions
+	}
 	f.starting++
+	f.byCaller[id.Key]++
 	f.mu.Unlock()
 	be, err := f.opts.Start(f.ctx, id.User)
 	if err != nil {
 		f.mu.Lock()
 		f.starting--
+		f.release(id.Key)
 		f.mu.Unlock()
 		f.log.Error("could not start the session's upstream", "err", err)
 		return nil, fmt.Errorf("could not start the upstream MCP server: %w", err)
@@ -478,9 +502,17 @@ func (f *Front) remove(s *session) {
 	f.mu.Lock()
 	if f.sessions[s.id] == s {
 		delete(f.sessions, s.id)
+		f.release(s.key)
 	}
 	f.mu.Unlock()
 	s.end("backend ended")
+}
+
+// release gives back a place of the caller key; f.mu is held.
+func (f *Front) release(key string) {
+	if f.byCaller[key]--; f.byCaller[key] <= 0 {
+		delete(f.byCaller, key)
+	}
 }
 
 // reap ends sessions idle for longer than IdleTimeout.
