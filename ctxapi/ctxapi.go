@@ -23,6 +23,7 @@ const (
 	PhaseResource      Phase = "resource"       // a resources/read result: ctx.response.contents
 	PhasePrompt        Phase = "prompt"         // a prompts/get result: ctx.response.messages
 	PhaseServerRequest Phase = "server_request" // sampling/createMessage, elicitation/create: ctx.params
+	PhaseInstructions  Phase = "instructions"   // initialize, server/discover: ctx.params.instructions
 )
 
 // User is ctx.user (docs/decisions.md#ctx): who is calling, from configuration, never from the client.

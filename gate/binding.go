@@ -178,7 +178,7 @@ func (v *vm) bind(p *pool) error {
 		strategy, kinds := v.redactOptions(a.Argument(0), "")
 		total := 0
 		switch c.phase {
-		case ctxapi.PhasePre, ctxapi.PhaseServerRequest:
+		case ctxapi.PhasePre, ctxapi.PhaseServerRequest, ctxapi.PhaseInstructions:
 			total += v.redactSlot(c, &c.params, nil, strategy, kinds)
 		case ctxapi.PhaseList, ctxapi.PhaseResource, ctxapi.PhasePrompt:
 			total += v.redactSlot(c, &c.content, ctxapi.ContentSkipKeys, strategy, kinds)

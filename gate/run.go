@@ -180,16 +180,16 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 func knownPhase(p ctxapi.Phase) bool {
 	switch p {
 	case ctxapi.PhasePre, ctxapi.PhasePost, ctxapi.PhaseList, ctxapi.PhaseResource,
-		ctxapi.PhasePrompt, ctxapi.PhaseServerRequest:
+		ctxapi.PhasePrompt, ctxapi.PhaseServerRequest, ctxapi.PhaseInstructions:
 		return true
 	}
 	return false
 }
 
 // paramsWritable reports whether ctx.params may change in phase: the arguments in
-// pre, the server's request params in server_request.
+// pre, the server's request params in server_request, {instructions} in instructions.
 func paramsWritable(p ctxapi.Phase) bool {
-	return p == ctxapi.PhasePre || p == ctxapi.PhaseServerRequest
+	return p == ctxapi.PhasePre || p == ctxapi.PhaseServerRequest || p == ctxapi.PhaseInstructions
 }
 
 func orEmptyArray(v []byte) []byte {

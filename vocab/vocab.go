@@ -118,6 +118,7 @@ const (
 	StageResourcePolicies      Stage = "resource_policies"
 	StagePromptPolicies        Stage = "prompt_policies"
 	StageServerRequestPolicies Stage = "server_request_policies"
+	StageInstructionsPolicies  Stage = "instructions_policies"
 )
 
 // Filter states, a record's filter field.

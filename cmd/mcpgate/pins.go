@@ -40,7 +40,10 @@ func newPinsCmd() *cobra.Command {
 description, schemas, annotations), per server. A later listing with a different
 definition is the finding tool_definition_changed: a warning by default, or, with
 gateway run --pins-mode block, the tool is hidden from the listing and calls to it
-are rejected until you approve the new definition here.
+are rejected until you approve the new definition here. A tool that appears while a
+pinned tool with a similar schema is gone from the whole listing is the same finding
+(a rename): list shows the old pin as RENAMED, and approving either name moves the
+pin to the new one.
 
 The pin file is --file, or ` + pins.FileName + ` next to the gateway's --audit-db or
 --audit-file. A running gateway re-reads it at every listing, so an approval takes
@@ -162,6 +165,9 @@ func writePins(w io.Writer, ps []pins.Pin, format string) error {
 		state, hash := "pinned", p.Hash
 		if p.Pending != nil {
 			state, hash = "CHANGED "+p.Pending.Seen, p.Hash[:12]+" → "+p.Pending.Hash[:12]
+			if p.Pending.Tool != "" { // a rename (docs/channels.md#pinning)
+				state = "RENAMED to " + p.Pending.Tool + " " + p.Pending.Seen
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", serverName(p.Server), p.Tool, state, p.FirstSeen, hash)
 	}

@@ -39,6 +39,9 @@ type Pin struct {
 
 // Pending is a changed definition.
 type Pending struct {
+	// Tool, when set, is the name the definition was listed under: a tool that
+	// appeared as this pinned one disappeared, with a similar schema (a rename).
+	Tool       string          `json:"tool,omitempty"`
 	Hash       string          `json:"sha256"`
 	Seen       string          `json:"seen"`
 	Definition json.RawMessage `json:"definition"`
@@ -129,12 +132,23 @@ func Hash(def json.RawMessage) (string, error) {
 type Change struct {
 	Index int // position in the listing
 	Tool  string
+	// Replaces, when set, is the pinned tool this new one looks like a rename of.
+	Replaces string
 }
 
 // Check compares each listed tool (a tools/list entry) with its pin: a tool seen for
 // the first time is pinned; one that differs is returned and remembered as pending.
 // Entries that are not objects with a string name are skipped.
 func (s *Store) Check(server string, tools []json.RawMessage) ([]Change, error) {
+	return s.CheckListing(server, tools, false)
+}
+
+// CheckListing is Check for a listing that is whole (every page) when whole is set:
+// then a tool seen for the first time while a pinned tool of the server is missing
+// from the listing, with a similar definition (renamed), is not pinned but returned
+// as a change replacing it, and remembered as that pin's pending definition until
+// approved (docs/channels.md#pinning).
+func (s *Store) CheckListing(server string, tools []json.RawMessage, whole bool) ([]Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, err := s.load()
@@ -148,6 +162,10 @@ func (s *Store) Check(server string, tools []json.RawMessage) ([]Change, error) 
 	now := s.now().UTC().Format(time.RFC3339)
 	dirty := false
 	var changes []Change
+	var gone []int // the server's pins this whole listing lacks
+	if whole {
+		gone = missing(f.Pins, server, tools)
+	}
 	for i, def := range tools {
 		// the "name" key exactly, as the client reads it: encoding/json would let a
 		// "NAME" beside it choose the pin, a fresh one at each listing
@@ -163,6 +181,13 @@ func (s *Store) Check(server string, tools []json.RawMessage) ([]Change, error) 
 		def = bytes.TrimSpace(def)
 		j, ok := idx[server+"\x00"+t.Name]
 		switch {
+		case !ok && len(gone) > 0 && renamed(f.Pins, gone, def) >= 0:
+			j := renamed(f.Pins, gone, def)
+			changes = append(changes, Change{Index: i, Tool: t.Name, Replaces: f.Pins[j].Tool})
+			if p := f.Pins[j].Pending; p == nil || p.Hash != h || p.Tool != t.Name {
+				f.Pins[j].Pending = &Pending{Tool: t.Name, Hash: h, Seen: now, Definition: def}
+				dirty = true
+			}
 		case !ok:
 			f.Pins = append(f.Pins, Pin{Server: server, Tool: t.Name, Hash: h, FirstSeen: now, Definition: def})
 			idx[server+"\x00"+t.Name] = len(f.Pins) - 1
@@ -214,11 +239,14 @@ func (s *Store) Approve(server, tool string) error {
 	}
 	for i := range f.Pins {
 		p := &f.Pins[i]
-		if p.Server != server || p.Tool != tool {
+		if p.Server != server || (p.Tool != tool && (p.Pending == nil || p.Pending.Tool != tool)) {
 			continue
 		}
 		if p.Pending == nil {
 			return ErrNothingPending
+		}
+		if p.Pending.Tool != "" { // a rename: the pin moves to the new name
+			p.Tool = p.Pending.Tool
 		}
 		p.Hash, p.Definition, p.FirstSeen, p.Pending = p.Pending.Hash, p.Pending.Definition, p.Pending.Seen, nil
 		return s.save(f)

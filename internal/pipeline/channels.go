@@ -41,13 +41,20 @@ type Channel struct {
 	// Policies, when set, is the policy set the message runs on instead of
 	// Gate.Current() (mcpgate test).
 	Policies *gate.Set
+	// SplitName, set when the session fronts several servers, splits a listed tool
+	// name into its server and the server's own name (multi.Mux.SplitName), for the
+	// cross-server check of tools/list.
+	SplitName func(exposed string) (server, name string, ok bool)
+	// SamplingContext is whether the client declared sampling.context; without it a
+	// sampling request's includeContext is narrowed to "none".
+	SamplingContext bool
 }
 
 // Filtered reports whether Response, ServerRequest or Notification filter messages of
 // method (docs/channels.md).
 func Filtered(method string) bool {
 	switch method {
-	case "resources/read", "prompts/get", "completion/complete", "tasks/result",
+	case "resources/read", "prompts/get", "completion/complete", "tasks/result", "initialize", "server/discover",
 		"tools/list", "prompts/list", "resources/list", "resources/templates/list",
 		"sampling/createMessage", "elicitation/create",
 		"notifications/message", "notifications/progress":
@@ -127,13 +134,15 @@ func (r *run) phase(stage vocab.Stage, call *ctxapi.Call) gate.Result {
 	return res
 }
 
-// channelRules runs the output rules over the parts of a channel message and applies
-// --filter-output and the fail mode, as for a tools/call result.
-func (r *run) channelRules(parts []part, err error) (engine.Report, engine.Verdict, error) {
+// channelRules runs the output rules over the parts of a channel message, adds the
+// structural findings extra, and applies --filter-output and the fail mode, as for a
+// tools/call result.
+func (r *run) channelRules(parts []part, err error, extra ...engine.Finding) (engine.Report, engine.Verdict, error) {
 	start := time.Now()
 	var rep engine.Report
 	if err == nil {
 		rep, err = analyzeParts(r.p.Analyzer, parts)
+		addFindings(&rep, extra)
 	}
 	r.rec.stage(vocab.StageOutputRules, start)
 	r.rec.setFindings(rep)
@@ -168,6 +177,9 @@ func (r *run) channelRescan(method string, doc json.RawMessage, verdict engine.V
 // and writes its one audit record. A clean response comes back as Original, byte for
 // byte.
 func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Message) (reply Reply) {
+	if InstructionsMethod(c.Method) && resp.Error == nil && !hasInstructions(resp.Result) {
+		return Reply{Original: resp.Raw} // no instructions: nothing to read, no record
+	}
 	r := p.arriveChannel(ctx, c)
 	defer func() {
 		if v := recover(); v != nil {
@@ -188,6 +200,8 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 		return r.output(resp, nil, 0)
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 		return r.listing(c, resp)
+	case "initialize", "server/discover":
+		return r.instructions(c, resp)
 	}
 	result := resp.Result
 	parts, err := partsOf(c.Method, result)
@@ -271,12 +285,19 @@ func (p *Pipeline) ServerRequest(ctx context.Context, c Channel, raw []byte) (re
 	if errors.Is(err, errNoParts) {
 		parts, err = nil, nil
 	}
-	rep, verdict, err := r.channelRules(parts, err)
+	extra, narrowed := requestFindings(c, params)
+	if narrowed != nil { // forwarded narrowed whatever the verdict (docs/channels.md#sampling)
+		params, raw = narrowed, nil
+		r.rec.outputChanged()
+	}
+	rep, verdict, err := r.channelRules(parts, err, extra...)
 	if verdict == engine.Block {
 		return r.refuse(requestBlockedText(r.rec.eventID()))
 	}
-	if err != nil {
+	if err != nil && raw != nil {
 		return Reply{Original: raw}
+	} else if err != nil {
+		return Reply{Params: params}
 	}
 	var pol gate.Result
 	if r.set.Acts(ctxapi.PhaseServerRequest) {
@@ -307,7 +328,7 @@ func (p *Pipeline) ServerRequest(ctx context.Context, c Channel, raw []byte) (re
 		r.rec.outputChanged()
 		return Reply{Params: clean}
 	}
-	if !pol.Changed {
+	if !pol.Changed && raw != nil {
 		return Reply{Original: raw}
 	}
 	return Reply{Params: params}

@@ -37,6 +37,7 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	var entries []json.RawMessage
 	rep, err := p.Analyzer.AnalyzeArguments(result)
 	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && (p.Pins == nil || c.Method != "tools/list") &&
+		c.Method != "tools/list" && c.Method != "prompts/list" && // their names are checked below
 		(c.Method != "tools/list" || !r.set.Acts(ctxapi.PhaseList)) && listShaped(result, key) {
 		// clean, and nothing else reads it: no need to decode the entries
 		r.rec.stage(vocab.StageOutputRules, stage)
@@ -51,7 +52,7 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 	}
 	pinned := map[int]bool{}
 	if err == nil && c.Method == "tools/list" && p.Pins != nil {
-		changes, perr := p.Pins.Check(c.Server, entries)
+		changes, perr := p.Pins.CheckListing(c.Server, entries, wholeListing(c.Params, result))
 		if perr != nil {
 			p.logger().Warn("tool pins could not be checked", "err", perr)
 		}
@@ -67,6 +68,9 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 			}
 			pinned[ch.Index] = p.PinBlock
 		}
+	}
+	if err == nil {
+		addFindings(&rep, listingFindings(c, key, entries))
 	}
 	r.rec.stage(vocab.StageOutputRules, stage)
 	r.rec.setFindings(rep)

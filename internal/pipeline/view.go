@@ -39,6 +39,7 @@ type channelDoc struct {
 	URL             json.RawMessage   `json:"url"`
 	Logger          json.RawMessage   `json:"logger"`
 	Data            json.RawMessage   `json:"data"`
+	Tools           json.RawMessage   `json:"tools"`
 }
 
 // decode reads the members by their exact names, as the client does: encoding/json
@@ -61,7 +62,7 @@ func (d *channelDoc) decode(doc json.RawMessage) error {
 	}
 	d.Description, d.Completion, d.SystemPrompt = m["description"], m["completion"], m["systemPrompt"]
 	d.Message, d.RequestedSchema, d.URL = m["message"], m["requestedSchema"], m["url"]
-	d.Logger, d.Data = m["logger"], m["data"]
+	d.Logger, d.Data, d.Tools = m["logger"], m["data"], m["tools"]
 	return nil
 }
 
@@ -142,6 +143,7 @@ func partsOf(method string, doc json.RawMessage) ([]part, error) {
 	case "sampling/createMessage":
 		free("systemPrompt", d.SystemPrompt)
 		messages()
+		free("tools", d.Tools) // the request's own tools, read like a listing's entries
 	case "elicitation/create":
 		free("message", d.Message)
 		free("requestedSchema", d.RequestedSchema)

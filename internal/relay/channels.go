@@ -167,7 +167,11 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		return x.Msg
 	}
 	msg := x.Msg
-	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: s.clientInfo(), Server: x.Server}
+	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: s.clientInfo(), Server: x.Server,
+		SamplingContext: s.samplingContext.Load()}
+	if sp, ok := s.up.(nameSplitter); ok {
+		ch.SplitName = sp.SplitName
+	}
 	switch msg.Kind {
 	case jsonrpc.KindResponse:
 		if x.Request != nil {
@@ -229,6 +233,12 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		return msg
 	}
 	return msg
+}
+
+// nameSplitter is implemented by an upstream that fronts several servers
+// (multi.Mux): it splits a listed tool name into its server and the server's name.
+type nameSplitter interface {
+	SplitName(exposed string) (server, name string, ok bool)
 }
 
 // responseMessage turns a pipeline reply into the response to write.

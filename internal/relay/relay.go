@@ -125,6 +125,9 @@ type Session struct {
 	calls   sync.WaitGroup
 	clientM sync.Mutex
 	client_ map[string]string // clientInfo from initialize
+	// samplingContext is whether the client's initialize declared
+	// capabilities.sampling.context (docs/channels.md#sampling).
+	samplingContext atomic.Bool
 }
 
 // pending is a request in flight upstream: a client's, or the gateway's own.
@@ -734,10 +737,17 @@ func (s *Session) noteClientInfo(params json.RawMessage) {
 			Name    string `json:"name"`
 			Version string `json:"version"`
 		} `json:"clientInfo"`
+		Capabilities struct {
+			Sampling struct {
+				Context json.RawMessage `json:"context"`
+			} `json:"sampling"`
+		} `json:"capabilities"`
 	}
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
+	c := p.Capabilities.Sampling.Context
+	s.samplingContext.Store(len(c) > 0 && string(c) != "null")
 	s.clientM.Lock()
 	s.client_ = map[string]string{
 		"name":    bound.Truncate(p.ClientInfo.Name, bound.ClientInfo),

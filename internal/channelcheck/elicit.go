@@ -1,0 +1,192 @@
+package channelcheck
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/mcpgate/mcpgate/engine"
+)
+
+// Elicitation checks the params of an elicitation/create request (MCP 2025-11-25,
+// Elicitation): a form (mode "form" or absent) whose requestedSchema has a field
+// asking for a credential, or whose message asks for one beside a free-text field,
+// is elicitation_credential_request; a URL-mode request (mode "url") whose url is
+// not https, or goes to a private or look-alike host, gets the matching
+// elicitation_url_* finding. All High: the request is refused (the specification
+// says servers MUST NOT ask for sensitive information in a form). Params that are
+// not an object give no finding (the pipeline's fail mode covers them).
+func Elicitation(params json.RawMessage) []engine.Finding {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return nil
+	}
+	var mode, message string
+	_ = json.Unmarshal(p["mode"], &mode)
+	_ = json.Unmarshal(p["message"], &message)
+	if mode == "url" {
+		var u string
+		_ = json.Unmarshal(p["url"], &u)
+		if rule := URLRule(u); rule != "" {
+			return []engine.Finding{finding(rule, engine.SeverityHigh, "/url")}
+		}
+		return nil
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(p["requestedSchema"], &schema)
+	keys := make([]string, 0, len(schema.Properties))
+	for k := range schema.Properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []engine.Finding
+	freeText := false
+	for _, k := range keys {
+		var f struct {
+			Type        string            `json:"type"`
+			Title       string            `json:"title"`
+			Enum        []json.RawMessage `json:"enum"`
+			OneOf       []json.RawMessage `json:"oneOf"`
+			AnyOf       []json.RawMessage `json:"anyOf"`
+			Items       json.RawMessage   `json:"items"`
+			Description string            `json:"description"`
+		}
+		_ = json.Unmarshal(schema.Properties[k], &f)
+		switch f.Type {
+		case "boolean":
+			continue // a yes or no carries no credential
+		case "", "string", "number", "integer":
+		default:
+			continue // arrays of enums (multi-select) and other types
+		}
+		if len(f.Enum) > 0 || len(f.OneOf) > 0 || len(f.AnyOf) > 0 {
+			continue // the user picks one of the server's own values
+		}
+		freeText = true
+		if AsksCredential(k) || AsksCredential(f.Title) {
+			out = append(out, finding(RuleElicitationCredential, engine.SeverityHigh, "/requestedSchema/properties/"+escapePointer(k)))
+		}
+	}
+	if len(out) == 0 && freeText && messageAsksCredential(message) {
+		out = append(out, finding(RuleElicitationCredential, engine.SeverityHigh, "/message"))
+	}
+	return out
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// words splits a field name or title into lower-case words at spaces, punctuation,
+// '_' and '-', letter/digit changes and lower-to-upper changes ("apiKey",
+// "card_number", "Personal access token").
+func words(s string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	var prev rune
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r):
+			if len(cur) > 0 && (unicode.IsUpper(r) && unicode.IsLower(prev) || unicode.IsDigit(prev)) {
+				flush()
+			}
+			cur = append(cur, r)
+		case unicode.IsDigit(r):
+			if len(cur) > 0 && !unicode.IsDigit(prev) && !(prev == 'v' || prev == 'V') {
+				flush()
+			}
+			cur = append(cur, r)
+		default:
+			flush()
+		}
+		prev = r
+	}
+	flush()
+	return out
+}
+
+// credentialWords are words that name a credential on their own; credentialJoined
+// the same written as one word; notCredentialAfter the words after "password" or
+// "token" that make it about the credential rather than the credential itself.
+var (
+	credentialWords = map[string]bool{
+		"password": true, "passwd": true, "passphrase": true, "passcode": true, "pwd": true,
+		"secret": true, "credential": true, "credentials": true, "cvv": true, "cvv2": true, "cvc": true, "cvc2": true,
+		"otp": true, "totp": true, "pin": true,
+	}
+	credentialJoined = map[string]bool{
+		"apikey": true, "apitoken": true, "accesstoken": true, "authtoken": true, "refreshtoken": true,
+		"bearertoken": true, "sessiontoken": true, "idtoken": true, "privatekey": true, "secretkey": true,
+		"accesskey": true, "cardnumber": true, "ccnumber": true, "creditcard": true, "clientsecret": true,
+		"signingkey": true, "encryptionkey": true, "mfacode": true, "twofactorcode": true,
+	}
+	keyOwners      = map[string]bool{"api": true, "private": true, "secret": true, "access": true, "signing": true, "encryption": true, "master": true}
+	cardWords      = map[string]bool{"number": true, "num": true, "no": true, "nr": true}
+	notCredAfter   = map[string]bool{"hint": true, "policy": true, "strength": true, "length": true, "rules": true, "reset": true, "expiry": true, "expires": true, "age": true, "changed": true, "manager": true, "protected": true, "count": true, "limit": true, "limits": true, "budget": true, "usage": true, "type": true, "estimate": true, "required": true}
+	notTokenBefore = map[string]bool{"max": true, "min": true, "maximum": true, "minimum": true, "total": true, "output": true, "input": true, "prompt": true, "completion": true, "context": true}
+)
+
+// AsksCredential reports whether a form field's name or title asks for a credential:
+// a password (not a password hint or policy), a token (not a token count or max
+// tokens), an API, private, secret or access key, a secret, a card number or CVV, a
+// one-time code or PIN.
+func AsksCredential(s string) bool {
+	w := words(s)
+	for i, x := range w {
+		next, prev := "", ""
+		if i+1 < len(w) {
+			next = w[i+1]
+		}
+		if i > 0 {
+			prev = w[i-1]
+		}
+		switch {
+		case credentialWords[x] || credentialJoined[x]:
+			if !notCredAfter[next] {
+				return true
+			}
+		case x == "token":
+			if !notCredAfter[next] && !notTokenBefore[prev] {
+				return true
+			}
+		case x == "key" && keyOwners[prev]:
+			if !notCredAfter[next] {
+				return true
+			}
+		case x == "card" && (cardWords[next] || prev == "credit" || prev == "debit") && !notCredAfter[next]:
+			return true
+		case x == "security" && next == "code", x == "verification" && next == "code", x == "one" && next == "time":
+			return true
+		}
+	}
+	return false
+}
+
+// askVerbs are the words with which a message asks the user to hand something over.
+var askVerbs = map[string]bool{"paste": true, "enter": true, "provide": true, "type": true, "give": true, "share": true,
+	"send": true, "input": true, "submit": true, "supply": true, "confirm": true}
+
+// messageAsksCredential reports whether a form's message asks the user to hand over a
+// credential: an asking verb followed, within eight words, by a credential.
+func messageAsksCredential(msg string) bool {
+	w := words(msg)
+	for i, x := range w {
+		if !askVerbs[x] {
+			continue
+		}
+		end := min(len(w), i+9)
+		if AsksCredential(strings.Join(w[i+1:end], " ")) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package channelcheck
+
+import (
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"go.mau.fi/util/confusable"
+	"golang.org/x/net/idna"
+)
+
+// URLRule returns the rule a URL-mode elicitation's url breaks, or "": not https
+// (or not a URL at all), a private host, a look-alike host. The order is that of
+// the checks: a plain-http URL to a private host is elicitation_url_insecure.
+func URLRule(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Scheme, "https") {
+		return RuleElicitationInsecureURL
+	}
+	if u.User != nil {
+		return RuleElicitationLookalikeHost // "https://github.com@evil.example/" shows one host and opens another
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if PrivateHost(host) {
+		return RuleElicitationPrivateHost
+	}
+	if LookalikeHost(host) {
+		return RuleElicitationLookalikeHost
+	}
+	return ""
+}
+
+// internalSuffixes are names that resolve only inside a network (RFC 6761, RFC 6762,
+// RFC 8375, ICANN's .internal) or name a cloud metadata service.
+var internalSuffixes = []string{"localhost", "local", "internal", "lan", "intranet", "corp", "home", "home.arpa", "localdomain"}
+
+// PrivateHost reports whether host (lower case, no port) is loopback, private
+// (RFC 1918, RFC 4193), link-local, shared (RFC 6598), unspecified or multicast, in
+// any IPv4 spelling a browser accepts (dotted, decimal, hex, octal), or a name that
+// resolves only inside a network: localhost, *.local, *.internal, a single label.
+func PrivateHost(host string) bool {
+	h := strings.Trim(host, "[]")
+	if a, err := netip.ParseAddr(h); err == nil {
+		return privateAddr(a)
+	}
+	if a, ok := legacyIPv4(h); ok {
+		return privateAddr(a)
+	}
+	if !strings.Contains(h, ".") {
+		return true // a single label: resolved by the local search domain
+	}
+	for _, s := range internalSuffixes {
+		if h == s || strings.HasSuffix(h, "."+s) {
+			return true
+		}
+	}
+	return false
+}
+
+func privateAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	cgnat := netip.MustParsePrefix("100.64.0.0/10")
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || cgnat.Contains(a) ||
+		a == netip.MustParseAddr("fd00:ec2::254")
+}
+
+// legacyIPv4 reads the IPv4 forms the WHATWG URL parser accepts besides dotted
+// decimal: one to four parts, each decimal, 0x hex or 0 octal ("2130706433",
+// "0x7f.1", "0177.0.0.1").
+func legacyIPv4(h string) (netip.Addr, bool) {
+	parts := strings.Split(h, ".")
+	if len(parts) > 4 || h == "" {
+		return netip.Addr{}, false
+	}
+	var nums []uint64
+	for _, p := range parts {
+		base, digits := 10, p
+		switch {
+		case strings.HasPrefix(p, "0x"):
+			base, digits = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, digits = 8, p[1:]
+		}
+		if digits == "" && base == 16 {
+			digits = "0"
+		}
+		n, err := strconv.ParseUint(digits, base, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		nums = append(nums, n)
+	}
+	var v uint64
+	for i, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+		v |= n << (24 - 8*i)
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	v |= last
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+// LookalikeHost reports whether a host name imitates another: a label that is not
+// valid punycode, one that mixes scripts (beyond the combinations UTS #39's
+// Highly Restrictive level allows: Latin with Han and Hiragana/Katakana, Hangul, or
+// Bopomofo), or a non-ASCII label whose skeleton is all ASCII ("аррӏе" in Cyrillic
+// is "apple"). Plain ASCII names and ordinary IDNs ("münchen.de", "пример.рф") are
+// not look-alikes.
+func LookalikeHost(host string) bool {
+	for _, label := range strings.Split(host, ".") {
+		if label == "" {
+			continue
+		}
+		if strings.HasPrefix(label, "xn--") {
+			u, err := idna.Punycode.ToUnicode(label)
+			if err != nil {
+				return true
+			}
+			label = u
+		}
+		if isASCII(label) {
+			continue
+		}
+		if mixedScript(label) {
+			return true
+		}
+		if skel := confusable.Skeleton(label); isASCII(skel) && skel != label {
+			return true
+		}
+	}
+	return false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+var scripts = map[string]*unicode.RangeTable{
+	"Latin": unicode.Latin, "Greek": unicode.Greek, "Cyrillic": unicode.Cyrillic, "Armenian": unicode.Armenian,
+	"Hebrew": unicode.Hebrew, "Arabic": unicode.Arabic, "Han": unicode.Han, "Hiragana": unicode.Hiragana,
+	"Katakana": unicode.Katakana, "Hangul": unicode.Hangul, "Bopomofo": unicode.Bopomofo, "Thai": unicode.Thai,
+	"Devanagari": unicode.Devanagari, "Georgian": unicode.Georgian, "Cherokee": unicode.Cherokee,
+}
+
+// allowedMixes are the script sets UTS #39 section 5.2 (Highly Restrictive) allows in
+// one identifier.
+var allowedMixes = []map[string]bool{
+	{"Latin": true, "Han": true, "Hiragana": true, "Katakana": true},
+	{"Latin": true, "Han": true, "Hangul": true},
+	{"Latin": true, "Han": true, "Bopomofo": true},
+}
+
+// mixedScript reports whether the letters of s come from more than one script, in a
+// combination Highly Restrictive does not allow. A letter of a script not in the
+// table counts as its own script.
+func mixedScript(s string) bool {
+	seen := map[string]bool{}
+	for _, r := range s {
+		if !unicode.IsLetter(r) {
+			continue
+		}
+		name := "other:" + strconv.Itoa(int(r)>>7)
+		for n, t := range scripts {
+			if unicode.Is(t, r) {
+				name = n
+				break
+			}
+		}
+		seen[name] = true
+	}
+	if len(seen) < 2 {
+		return false
+	}
+	for _, mix := range allowedMixes {
+		ok := true
+		for n := range seen {
+			ok = ok && mix[n]
+		}
+		if ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,60 @@
+package channelcheck
+
+import "github.com/mcpgate/mcpgate/engine"
+
+// Rule ids of this package, with their default severities (docs/decisions.md#channel-structure).
+const (
+	// RuleNameCharset: a tool or prompt name outside the MCP tool-name set
+	// ([A-Za-z0-9_.-], 1-128 characters). Medium: the entry is listed, sanitized.
+	RuleNameCharset = "name_outside_charset"
+	// RuleNameConfusable: a name whose UTS #39 skeleton equals another listed name's.
+	// High: the entry is removed and hidden.
+	RuleNameConfusable = "name_confusable"
+	// RuleNameInvisible: a name that begins or ends in characters a reader cannot see
+	// (default-ignorable, format, control, white space). High.
+	RuleNameInvisible = "name_invisible"
+	// RuleCrossServerReference: with several servers, a tool's text names another
+	// server's tool or tells the model to call one. Medium.
+	RuleCrossServerReference = "tool_cross_server_reference"
+	// RuleElicitationCredential: a form elicitation whose schema or message asks for a
+	// credential (password, token, API key, secret, card number, one-time code). High:
+	// refused.
+	RuleElicitationCredential = "elicitation_credential_request"
+	// RuleElicitationInsecureURL: a URL-mode elicitation whose URL is not https (or
+	// does not parse). High: refused.
+	RuleElicitationInsecureURL = "elicitation_url_insecure"
+	// RuleElicitationPrivateHost: a URL-mode elicitation to a loopback, private,
+	// link-local or internal-only host. High: refused.
+	RuleElicitationPrivateHost = "elicitation_url_private_host"
+	// RuleElicitationLookalikeHost: a URL-mode elicitation to a host that imitates
+	// another (a mixed-script or ASCII-confusable IDN label, bad punycode, or user
+	// info before the host). High: refused.
+	RuleElicitationLookalikeHost = "elicitation_url_lookalike_host"
+	// RuleSamplingContextNarrowed: a sampling request's includeContext other than
+	// "none" to a client that did not declare sampling.context; it is narrowed to
+	// "none". Low: recorded, nothing else changes.
+	RuleSamplingContextNarrowed = "sampling_context_narrowed"
+)
+
+// Rules lists this package's rules in the engine's shape, sorted by id, for
+// `mcpgate rules` and docs.
+func Rules() []engine.Rule {
+	return []engine.Rule{
+		{ID: RuleElicitationCredential, Family: Family, Severity: engine.SeverityHigh, Summary: "a form elicitation whose field or message asks for a credential: password, token, API key, secret, card number, one-time code"},
+		{ID: RuleElicitationInsecureURL, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation whose URL is not https"},
+		{ID: RuleElicitationLookalikeHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a look-alike host: a mixed-script or ASCII-confusable IDN label, bad punycode, or user info before the host"},
+		{ID: RuleElicitationPrivateHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a loopback, private, link-local or internal-only host"},
+		{ID: RuleNameConfusable, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool or prompt name confusable (UTS #39 skeleton) with another listed name"},
+		{ID: RuleNameInvisible, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool or prompt name that begins or ends in invisible characters"},
+		{ID: RuleNameCharset, Family: Family, Severity: engine.SeverityMedium, Summary: "a tool or prompt name outside [A-Za-z0-9_.-] or longer than 128 characters"},
+		{ID: RuleSamplingContextNarrowed, Family: Family, Severity: engine.SeverityLow, Summary: "a sampling request's includeContext, narrowed to none for a client that did not declare sampling.context"},
+		{ID: RuleCrossServerReference, Family: Family, Severity: engine.SeverityMedium, Summary: "with several servers, a tool whose text names another server's tool or tells the model to call one"},
+	}
+}
+
+// Family is the family of every rule here, as reported in engine.Rule.Family.
+const Family = "channel_structure"
+
+func finding(rule string, sev engine.Severity, pointer string) engine.Finding {
+	return engine.Finding{RuleID: rule, Severity: sev, Pointer: pointer}
+}

@@ -1,0 +1,241 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/channelcheck"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// This file holds the channel checks that read a message's structure
+// (internal/channelcheck) and the instructions channel (docs/channels.md#instructions):
+// small hooks the channel flows call.
+
+// addFindings merges findings of the structural rules into a report of the text
+// rules, raising its highest severity and verdict.
+func addFindings(rep *engine.Report, fs []engine.Finding) {
+	for _, f := range fs {
+		rep.Findings = append(rep.Findings, f)
+		if f.Severity > rep.Highest {
+			rep.Highest, rep.Verdict = f.Severity, engine.VerdictFor(f.Severity)
+		}
+	}
+}
+
+// listingFindings are the structural findings of a listing's entries: the names of
+// tools and prompts (channelcheck.Names) and, with several servers, a tool that
+// steers another server's tool (channelcheck.CrossServer).
+func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.Finding {
+	if c.Method != "tools/list" && c.Method != "prompts/list" {
+		return nil
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = entryName(c.Method, e)
+	}
+	out := channelcheck.Names(names, channelcheck.EntryPointer(key))
+	if c.Method == "tools/list" && c.SplitName != nil {
+		tools := make([]channelcheck.Tool, 0, len(entries))
+		for i, e := range entries {
+			server, bare, ok := c.SplitName(names[i])
+			if !ok {
+				continue
+			}
+			t := channelcheck.Tool{Server: server, Name: names[i], Bare: bare}
+			var v any
+			if json.Unmarshal(e, &v) == nil {
+				collectTexts(v, "/"+key+"/"+strconv.Itoa(i), true, &t.Texts)
+			}
+			tools = append(tools, t)
+		}
+		out = append(out, channelcheck.CrossServer(tools)...)
+	}
+	return out
+}
+
+// collectTexts lists the strings of a decoded JSON value with their pointers,
+// leaving out an entry's own name (top is the entry itself).
+func collectTexts(v any, at string, top bool, out *[]channelcheck.Text) {
+	switch x := v.(type) {
+	case string:
+		*out = append(*out, channelcheck.Text{Pointer: at, Value: x})
+	case []any:
+		for i, y := range x {
+			collectTexts(y, at+"/"+strconv.Itoa(i), false, out)
+		}
+	case map[string]any:
+		for k, y := range x {
+			if top && k == "name" {
+				continue
+			}
+			collectTexts(y, at+"/"+strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), false, out)
+		}
+	}
+}
+
+// wholeListing reports whether a listing response is the whole listing: the first
+// page (no cursor asked for) and the last (no nextCursor).
+func wholeListing(params, result json.RawMessage) bool {
+	var p, r map[string]json.RawMessage
+	_ = json.Unmarshal(params, &p)
+	_ = json.Unmarshal(result, &r)
+	var cursor, next string
+	_ = json.Unmarshal(p["cursor"], &cursor)
+	_ = json.Unmarshal(r["nextCursor"], &next)
+	return cursor == "" && next == ""
+}
+
+// requestFindings are the structural findings of a server-to-client request:
+// elicitation/create (channelcheck.Elicitation) and the names of a
+// sampling/createMessage request's own tools. For a sampling request whose
+// includeContext is not "none" to a client that did not declare sampling.context,
+// narrowed is params with includeContext "none" (and a sampling_context_narrowed
+// finding); otherwise nil.
+func requestFindings(c Channel, params json.RawMessage) (fs []engine.Finding, narrowed json.RawMessage) {
+	switch c.Method {
+	case "elicitation/create":
+		return channelcheck.Elicitation(params), nil
+	case "sampling/createMessage":
+		var m map[string]json.RawMessage
+		if json.Unmarshal(params, &m) != nil {
+			return nil, nil
+		}
+		var tools []json.RawMessage
+		if json.Unmarshal(m["tools"], &tools) == nil && len(tools) > 0 {
+			names := make([]string, len(tools))
+			for i, t := range tools {
+				names[i] = entryName("tools/list", t)
+			}
+			fs = channelcheck.Names(names, channelcheck.EntryPointer("tools"))
+		}
+		var ic string
+		if json.Unmarshal(m["includeContext"], &ic) == nil && ic != "" && ic != "none" && !c.SamplingContext {
+			if out, err := setPath(params, []string{"includeContext"}, json.RawMessage(`"none"`)); err == nil {
+				fs = append(fs, engine.Finding{RuleID: channelcheck.RuleSamplingContextNarrowed, Severity: engine.SeverityLow, Pointer: "/includeContext"})
+				narrowed = out
+			}
+		}
+	}
+	return fs, narrowed
+}
+
+// InstructionsMethod reports whether method's result carries the server's
+// instructions for the model: initialize (2025-11-25) and server/discover (2026-07-28).
+func InstructionsMethod(method string) bool {
+	return method == "initialize" || method == "server/discover"
+}
+
+// hasInstructions reports whether a result has a non-empty instructions member.
+func hasInstructions(result json.RawMessage) bool {
+	v := field(result, "instructions")
+	return len(v) > 0 && string(v) != "null" && string(v) != `""`
+}
+
+func instructionsBlockedText(eventID string) string {
+	return "[mcpgate: instructions blocked — see audit log entry " + eventID + "]"
+}
+
+// instructions filters the instructions of an initialize or server/discover result
+// (docs/channels.md#instructions), which clients put into the model's system prompt:
+// the output rules read them; a block replaces them with a placeholder; the
+// instructions phase may rewrite or reject them (ctx.params.instructions); a warn
+// sanitizes them in place, with no notice. The rest of the result is left as it is.
+func (r *run) instructions(c Channel, resp *jsonrpc.Message) Reply {
+	result := resp.Result
+	parts := []part{{path: []string{"instructions"}, raw: field(result, "instructions")}}
+	rep, verdict, err := r.channelRules(parts, nil)
+	if verdict == engine.Block {
+		return r.blockInstructions(result, instructionsBlockedText(r.rec.eventID()))
+	}
+	if err != nil {
+		return Reply{Original: resp.Raw}
+	}
+	var pol gate.Result
+	if r.set.Acts(ctxapi.PhaseInstructions) {
+		params, _ := jsonrpc.Marshal(map[string]json.RawMessage{"instructions": parts[0].raw})
+		pol = r.phase(vocab.StageInstructionsPolicies, &ctxapi.Call{Phase: ctxapi.PhaseInstructions, Params: params, Findings: rep.Findings})
+		if rej := pol.Reject; rej != nil {
+			r.rec.setReason(rej.Code)
+			r.rec.setPolicy(rej.Policy)
+			r.rec.guardrail(rej.Policy)
+			msg, _ := r.thrown(rej) // instructions carry no notice
+			return r.blockInstructions(result, rejectText(rej.Policy, msg, r.rec.eventID()))
+		}
+		if pol.Changed {
+			var ins string
+			v := field(pol.Params, "instructions")
+			if json.Unmarshal(v, &ins) != nil {
+				const msg = "ctx.params.instructions must be a string"
+				r.rec.setReason(vocab.ReasonBadCtxShape)
+				r.rec.setPolicy(lastOf(pol.Acted))
+				return r.blockInstructions(result, rejectText(lastOf(pol.Acted), msg, r.rec.eventID()))
+			}
+			r.rec.escalate(policyAction(pol.Action))
+			r.rec.outputChanged()
+			if result, err = setPath(result, []string{"instructions"}, v); err != nil {
+				return r.blockInstructions(resp.Result, instructionsBlockedText(r.rec.eventID()))
+			}
+			parts[0].raw = v
+			if verdict = r.channelRescanParts(parts, verdict); verdict == engine.Block {
+				return r.blockInstructions(resp.Result, instructionsBlockedText(r.rec.eventID()))
+			}
+		}
+	}
+	start := time.Now()
+	defer r.rec.stage(vocab.StageMerge, start)
+	if verdict == engine.Warn || len(pol.Warnings) > 0 {
+		clean, err := sanitizeParts(result, parts)
+		if err != nil {
+			r.rec.setReason(vocab.ReasonSanitizeFailed)
+			return r.blockInstructions(resp.Result, instructionsBlockedText(r.rec.eventID()))
+		}
+		r.rec.escalate(vocab.Warn)
+		r.rec.outputChanged()
+		return Reply{Result: clean}
+	}
+	if !pol.Changed {
+		return Reply{Original: resp.Raw}
+	}
+	return Reply{Result: result}
+}
+
+// blockInstructions replaces the instructions of a result with text.
+func (r *run) blockInstructions(result json.RawMessage, text string) Reply {
+	if r.rec.r.Reason == "" {
+		r.rec.setReason(vocab.ReasonFilterBlock)
+	}
+	r.rec.escalate(vocab.Block)
+	r.rec.outputChanged()
+	t, _ := jsonrpc.Marshal(text)
+	out, err := setPath(result, []string{"instructions"}, t)
+	if err != nil {
+		out, _ = jsonrpc.Marshal(map[string]json.RawMessage{"instructions": t})
+	}
+	return Reply{Result: out}
+}
+
+// channelRescanParts runs the output rules over parts a policy rewrote; it returns
+// the stronger verdict, as channelRescan does for a whole message.
+func (r *run) channelRescanParts(parts []part, verdict engine.Verdict) engine.Verdict {
+	if !r.filterOutput {
+		return verdict
+	}
+	again, err := analyzeParts(r.p.Analyzer, parts)
+	if err != nil || again.Verdict <= verdict {
+		return verdict
+	}
+	r.rec.addFindings(again)
+	r.rec.rulesActed(again)
+	r.rec.setFilter(vocab.FilterOn, again.Verdict)
+	if again.Verdict == engine.Block {
+		r.rec.setReason(vocab.ReasonFilterBlock)
+	}
+	return again.Verdict
+}
