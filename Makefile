@@ -10,6 +10,9 @@ RACE_PKGS ?= ./internal/relay/... ./internal/audit/... ./internal/admin/... ./in
 EVERYTHING_SERVER_VERSION ?= v1.8.0
 EVERYTHING_SERVER := github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$(EVERYTHING_SERVER_VERSION)
 TESTBED_BIN := testdata/e2e/bin
+# The OpenID provider of the OAuth tests (zitadel's example server; .ci/run starts it).
+OIDC_SERVER_VERSION ?= v3.52.0
+OIDC_SERVER := github.com/zitadel/oidc/v3/example/server@$(OIDC_SERVER_VERSION)
 
 # Packages with golden files under testdata/ (each defines -update).
 GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./internal/pipeline/ ./cmd/mcpgate/
@@ -28,7 +31,13 @@ demo: build
 
 ## deps: the end-to-end test bed — npm servers, clients and the conformance suite, and
 ## the go-sdk reference server, each at its pinned version.
-deps: testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION)
+deps: testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION)
+
+$(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION):
+	mkdir -p $(TESTBED_BIN)/.oidc && GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN)/.oidc $(GO) install $(OIDC_SERVER)
+	mv $(TESTBED_BIN)/.oidc/server $(TESTBED_BIN)/oidc-server && rmdir $(TESTBED_BIN)/.oidc
+	@rm -f $(TESTBED_BIN)/.oidc-server-*
+	@touch $@
 
 $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION):
 	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install $(EVERYTHING_SERVER)
@@ -61,6 +70,8 @@ test-race:
 console-notice:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  echo "NOTICE: chromium is not installed, so TestConsoleE2E (the audit console in a browser) was SKIPPED; apt-get install chromium to run it"
+	@test -n "$$MCPGATE_TEST_OIDC_ISSUER" || \
+	  echo "NOTICE: MCPGATE_TEST_OIDC_ISSUER is not set, so TestOAuthRealServer (the SDK clients against a real OpenID provider) was SKIPPED; .ci/run starts $(TESTBED_BIN)/oidc-server for it (internal/testsvc)"
 
 ## fuzz: run each fuzz target for FUZZTIME (retries Go 1.26's fuzztime-boundary flake once).
 fuzz:

@@ -1,10 +1,11 @@
 // Package testsvc gives tests the addresses of the shared services they need — a
-// Redis server and a PostgreSQL database — from the environment:
+// Redis server, a PostgreSQL database and an OpenID provider — from the environment:
 //
 //	MCPGATE_TEST_REDIS_URL     redis://127.0.0.1:6379/15
 //	MCPGATE_TEST_POSTGRES_URL  postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
+//	MCPGATE_TEST_OIDC_ISSUER   http://localhost:9412/  (an OpenID provider)
 //
-// .ci/run installs and starts both and sets these. Outside CI a test without them
+// .ci/run installs and starts them and sets these. Outside CI a test without them
 // skips with a notice saying how to run it; with CI set it fails instead, so a CI
 // machine that lost a service cannot pass by skipping.
 package testsvc
@@ -36,4 +37,12 @@ func need(t testing.TB, env, what string) string {
 	}
 	t.Skipf("SKIPPED: set %s to run this test; it needs %s", env, what)
 	return ""
+}
+
+// OIDCIssuer returns MCPGATE_TEST_OIDC_ISSUER, the issuer URL of zitadel's example
+// OpenID provider (github.com/zitadel/oidc/v3/example/server, installed by make deps
+// and started by .ci/run), or skips (fails under CI) without it.
+func OIDCIssuer(t testing.TB) string {
+	t.Helper()
+	return need(t, "MCPGATE_TEST_OIDC_ISSUER", "zitadel's example OpenID provider: make deps, then PORT=9412 REDIRECT_URI=http://localhost:9413/callback testdata/e2e/bin/server and MCPGATE_TEST_OIDC_ISSUER=http://localhost:9412/ (see .ci/run)")
 }

@@ -20,10 +20,14 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 )
 
-// Introspection client credentials the Issuer accepts.
+// Client credentials the Issuer accepts: the gateway's, at the introspection
+// endpoint, and an MCP client's, for the client credentials grant at /token.
 const (
 	ClientID     = "mcpgate"
 	ClientSecret = "introspection-secret"
+
+	CCClientID     = "cc-client"
+	CCClientSecret = "cc-secret"
 )
 
 // Issuer is a running test authorization server.
@@ -57,8 +61,10 @@ func New(t testing.TB) *Issuer {
 		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": is.URL, "jwks_uri": is.URL + "/jwks",
 			"introspection_endpoint": is.URL + "/introspect", "token_endpoint": is.URL + "/token",
 			"authorization_endpoint": is.URL + "/authorize", "response_types_supported": []string{"code"},
-			"code_challenge_methods_supported": []string{"S256"}})
+			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"client_credentials"},
+			"token_endpoint_auth_methods_supported": []string{"client_secret_basic"}})
 	})
+	mux.HandleFunc("/token", is.token)
 	mux.HandleFunc("/jwks", is.jwks)
 	mux.HandleFunc("/introspect", func(w http.ResponseWriter, r *http.Request) {
 		id, secret, ok := r.BasicAuth()
@@ -105,6 +111,22 @@ func (is *Issuer) jwks(w http.ResponseWriter, r *http.Request) {
 	set := jwk.NewSet()
 	_ = set.AddKey(pub)
 	_ = json.NewEncoder(w).Encode(set)
+}
+
+// token is the client credentials grant (RFC 6749 §4.4): a JWT for the resource the
+// client names (RFC 8707), with the scopes it asks for.
+func (is *Issuer) token(w http.ResponseWriter, r *http.Request) {
+	id, secret, ok := r.BasicAuth()
+	if !ok || id != CCClientID || secret != CCClientSecret || r.PostFormValue("grant_type") != "client_credentials" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+		return
+	}
+	scope := r.PostFormValue("scope")
+	tok := is.Token(is.Claims(CCClientID, r.PostFormValue("resource"), map[string]any{"client_id": CCClientID, "scope": scope}))
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 600, "scope": scope})
 }
 
 // SetJWKS makes the key set endpoint hang ("hang"), answer garbage ("garbage"), or
