@@ -17,13 +17,51 @@ OIDC_SERVER := github.com/zitadel/oidc/v3/example/server@$(OIDC_SERVER_VERSION)
 # Packages with golden files under testdata/ (each defines -update).
 GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./internal/pipeline/ ./cmd/mcpgate/
 
-.PHONY: all build demo deps test test-policies test-unit test-race console-notice fuzz bench golden load conformance vet clean
+# The version stamp of --version and serverInfo: git describe of the newest v* tag
+# ("v1.2.0", "v1.2.0-3-g0123abc-dirty"), or "dev" in a clone without tags or outside
+# git; COMMIT is the commit, "-dirty" with uncommitted changes, empty outside git.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; })
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+PREFIX  ?= /usr/local
+# helm for make deploy-check, built from the Go module proxy (no binary download).
+HELM_VERSION ?= v3.22.0
+HELM := $(CURDIR)/bin/tools/helm-$(HELM_VERSION)
+
+.PHONY: all build install release image deploy-check demo deps test test-policies test-unit test-race console-notice fuzz bench golden load conformance vet clean
 
 all: build
 
 build:
 	@test -x $(BIN) || echo "compiling $(BIN) (the first build fetches and compiles the dependencies: a few minutes)..."
-	$(GO) build -o $(BIN) ./cmd/mcpgate
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpgate
+
+## install: the binary to $(DESTDIR)$(PREFIX)/bin, the shipped policies and their
+## examples to $(PREFIX)/share/mcpgate/policies (copy them to /etc/mcpgate/policies).
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mcpgate/policies/examples
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/mcpgate
+	install -m 0644 policies/*.js $(DESTDIR)$(PREFIX)/share/mcpgate/policies/
+	install -m 0644 policies/examples/*.js $(DESTDIR)$(PREFIX)/share/mcpgate/policies/examples/
+	install -m 0644 LICENSE NOTICE $(DESTDIR)$(PREFIX)/share/mcpgate/
+
+## release: reproducible archives for RELEASE_PLATFORMS in dist/, with SHA256SUMS.
+release:
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' bash scripts/release.sh
+
+## image: the container image mcpgate:$(VERSION) from Containerfile (podman or buildah).
+image:
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' bash scripts/image.sh
+
+## deploy-check: a release archive built twice (same bytes), the image (podman or
+## buildah: apt-get install podman), the Helm chart (helm lint, helm template), the
+## service units and the licence files.
+deploy-check: $(HELM)
+	MCPGATE_DEPLOY_CHECK=1 HELM=$(HELM) $(GO) test -count=1 -run 'TestLicence|TestSystemd|TestLaunchd|TestContainerfile|TestChart|TestDeploy' -v ./cmd/mcpgate/
+
+$(HELM):
+	GOFLAGS= GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(CURDIR)/bin/tools/helm $@
 
 ## demo: build mcpgate and run every kind of decision on the built-in sample server.
 demo: build
@@ -97,4 +135,4 @@ conformance: build deps
 	bash scripts/conformance.sh
 
 clean:
-	rm -rf bin testdata/e2e/node_modules $(TESTBED_BIN)
+	rm -rf bin dist testdata/e2e/node_modules $(TESTBED_BIN)

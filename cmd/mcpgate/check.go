@@ -232,8 +232,8 @@ func (out *checkOutput) fill(rep engine.Report, read int64) {
 
 func writeCheckText(w io.Writer, out checkOutput) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "verdict: %s (highest %s, %d findings)\n", out.Verdict, out.Highest, len(out.Findings))
-	fmt.Fprintf(&b, "read: %d bytes, all scanned\n", out.BytesRead)
+	fmt.Fprintf(&b, "verdict: %s (highest %s, %s)\n", out.Verdict, out.Highest, plural(len(out.Findings), "finding", "findings"))
+	fmt.Fprintf(&b, "read: %s, all scanned\n", plural(int(out.BytesRead), "byte", "bytes"))
 	for _, f := range out.Findings {
 		ptr := f.Pointer
 		if ptr == "" {

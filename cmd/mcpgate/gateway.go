@@ -59,6 +59,8 @@ func newGatewayCmd() *cobra.Command {
 	run := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
 		Short: "Relay an MCP client on stdio to an MCP server started as CMD ARGS",
+		// "gateway start" and "gateway serve" are what people type first.
+		SuggestFor: []string{"start", "serve"},
 		Long: `Speak MCP to the client over stdio (or Streamable HTTP with --listen) and start
 CMD ARGS as the upstream MCP server (or the servers of --config's mcpServers).
 A tools/call's arguments go through the built-in input rules and the pre-phase
@@ -181,6 +183,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	return gateway.Config{
 		Kind:                audit.KindGateway,
 		File:                file,
+		Version:             buildVersion(),
 		PoliciesDir:         f.policies,
 		Evaluators:          os.Getenv("GATE_EVALUATORS"),
 		PolicyConsole:       f.debugConsole,

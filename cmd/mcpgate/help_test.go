@@ -113,3 +113,54 @@ func TestStartupLogHoldsNoPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownCommandExits2: an argument that names no command of a group exits 2
+// with "unknown command", a suggestion where one is close, and the group's short
+// help on stderr, nothing on stdout; a group alone prints its help and exits 0.
+func TestUnknownCommandExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		code       int
+		stderr     []string
+		stdoutHelp bool
+	}{
+		{[]string{"gateway", "start"}, exitUnknown, []string{`unknown command "start" for "mcpgate gateway"`, "did you mean run?", "Usage:\n  mcpgate gateway COMMAND", "  run ", "mcpgate gateway --help"}, false},
+		{[]string{"start"}, exitUnknown, []string{`unknown command "start" for "mcpgate"`, "  gateway ", "  audit "}, false},
+		{[]string{"gatewy", "run"}, exitUnknown, []string{`unknown command "gatewy"`, "did you mean gateway?"}, false},
+		{[]string{"pins", "show"}, exitUnknown, []string{`unknown command "show" for "mcpgate pins"`, "  approve "}, false},
+		{[]string{"gateway"}, exitOK, nil, true},
+		{[]string{"pins"}, exitOK, nil, true},
+	} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), tc.args, strings.NewReader(""), &out, &errb)
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d; stderr %q", tc.args, code, tc.code, errb.String())
+			continue
+		}
+		for _, w := range tc.stderr {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("%q: stderr lacks %q:\n%s", tc.args, w, errb.String())
+			}
+		}
+		if tc.stdoutHelp != strings.Contains(out.String(), "Usage:") {
+			t.Errorf("%q: stdout %q", tc.args, out.String())
+		}
+	}
+}
+
+// TestVersionStamp: the Makefile's -X main.version and -X main.commit both show in
+// --version; a version alone shows alone.
+func TestVersionStamp(t *testing.T) {
+	defer func(v, c string) { version, commit = v, c }(version, commit)
+	for _, tc := range []struct{ version, commit, want string }{
+		{"v1.2.0", "0123456789ab", "mcpgate version v1.2.0 (commit 0123456789ab)\n"},
+		{"dev", "0123456789ab", "mcpgate version dev (commit 0123456789ab)\n"},
+		{"v1.2.0", "", "mcpgate version v1.2.0\n"},
+	} {
+		version, commit = tc.version, tc.commit
+		var out bytes.Buffer
+		if code := run(context.Background(), []string{"--version"}, nil, &out, io.Discard); code != 0 || out.String() != tc.want {
+			t.Errorf("%q %q: exit %d, %q; want %q", tc.version, tc.commit, code, out.String(), tc.want)
+		}
+	}
+}

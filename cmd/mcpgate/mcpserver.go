@@ -165,7 +165,7 @@ var pureTool = func(t *mcp.Tool) {
 
 // newToolMCPServer builds the MCP server and its four tools.
 func newToolMCPServer(an *engine.Analyzer) *server.MCPServer {
-	s := server.NewMCPServer("mcpgate", version, server.WithToolCapabilities(false),
+	s := server.NewMCPServer("mcpgate", buildVersion(), server.WithToolCapabilities(false),
 		server.WithInstructions("mcpgate's analysis engine: scan, sanitize and redact text; explain rules."))
 	s.AddTool(mcp.NewTool("scan_text",
 		mcp.WithDescription("Run mcpgate's built-in rules (terminal escapes, hidden text, prompt injection, PII, secrets) over a text. Returns the verdict and the findings (rule, severity, byte range), never the matched values."),

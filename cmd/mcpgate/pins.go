@@ -134,7 +134,7 @@ Exit status: 0 on success, 1 on a usage or I/O error or when no pin matches.`,
 				}
 				return fmt.Errorf("pins reset: no pin matches %s (see mcpgate pins list)", what)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d pins removed\n", n)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s removed\n", plural(n, "pin", "pins"))
 			return nil
 		},
 	}

@@ -127,7 +127,7 @@ func runReplay(ctx context.Context, file, dir, format, cfgPath string, stdout io
 			fmt.Fprintf(tw, "%s\t%s\t%s\t-> %s\t%s\n", r.EventID, displayName(r.Tool), r.RecordedAction, r.ReplayedAction, mark)
 		}
 		tw.Flush()
-		fmt.Fprintf(stdout, "%d of %d calls differ\n", differ, len(rows))
+		fmt.Fprintf(stdout, "%d of %s %s\n", differ, plural(len(rows), "call", "calls"), map[bool]string{true: "differs", false: "differ"}[differ == 1])
 	}
 	if differ > 0 {
 		return exitStatus(exitDiffers)

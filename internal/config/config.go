@@ -114,8 +114,17 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse decodes and validates a configuration; unknown keys under "mcpgate" are errors.
-func Parse(b []byte) (*Config, error) {
+// Parse decodes and validates a configuration; unknown keys under "mcpgate" are
+// errors. ${NAME} and ${NAME:-default} in string values are expanded from the
+// process environment first (ParseEnv).
+func Parse(b []byte) (*Config, error) { return ParseEnv(b, os.LookupEnv) }
+
+// ParseEnv is Parse with the environment read through lookup.
+func ParseEnv(b []byte, lookup LookupFunc) (*Config, error) {
+	b, err := expandJSON(b, lookup)
+	if err != nil {
+		return nil, err
+	}
 	var top struct {
 		MCPServers map[string]Server `json:"mcpServers"`
 		Gate       json.RawMessage   `json:"mcpgate"`

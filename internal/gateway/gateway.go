@@ -46,6 +46,9 @@ type Config struct {
 	Kind string
 	// File is the parsed --config file; nil means config.Default().
 	File *config.Config
+	// Version is mcpgate's version, reported in serverInfo where the gateway answers
+	// initialize itself (several servers); "" reads "dev".
+	Version string
 	// PoliciesDir is a policies directory to load, watch and reload on SIGHUP. It
 	// must exist.
 	PoliciesDir string
@@ -456,7 +459,7 @@ func (g *Gateway) openUpstream() (upstream.Conn, error) {
 	if g.cfg.RelayUpstreamStderr {
 		upErr = g.cfg.Stderr
 	}
-	return openServers(g.cfg.Servers, append(slices.Clone(g.file.Gate.PassEnv), g.cfg.PassEnv...), upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames)
+	return openServers(g.cfg.Servers, append(slices.Clone(g.file.Gate.PassEnv), g.cfg.PassEnv...), upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames, g.cfg.Version)
 }
 
 // relayOptions are a relay session's options for the caller user.

@@ -83,7 +83,7 @@ func Servers(file *config.Config, argv []string) ([]Server, error) {
 // puts a multiplexer in front when there are several (or prefix is set). With
 // several, a server that cannot start is left out, logged with its name and retried
 // with backoff (docs/servers.md#restarts); with one, its start error is returned.
-func openServers(servers []Server, passEnv []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool) (upstream.Conn, error) {
+func openServers(servers []Server, passEnv []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool, version string) (upstream.Conn, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("no upstream configured")
 	}
@@ -118,7 +118,7 @@ func openServers(servers []Server, passEnv []string, upErr io.Writer, maxMessage
 	if len(conns) == 1 && !prefix {
 		return conns[0].Conn, nil
 	}
-	return multi.New(conns, multi.Options{Logger: log}), nil
+	return multi.New(conns, multi.Options{Logger: log, Version: version}), nil
 }
 
 // ServeHTTP serves MCP over Streamable HTTP at /mcp until ctx ends (SIGINT/SIGTERM).

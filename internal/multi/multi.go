@@ -30,6 +30,7 @@
 package multi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,6 +79,9 @@ type Options struct {
 	ListWait time.Duration
 	// CallTimeout bounds the mux's own requests (initialize, listings): 60 s when zero.
 	CallTimeout time.Duration
+	// Version is serverInfo.version in the initialize result the mux answers: the
+	// version of mcpgate ("dev" when empty), since no one server speaks for the rest.
+	Version string
 }
 
 // Mux multiplexes servers.
@@ -618,7 +622,7 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 	res := map[string]any{
 		"protocolVersion": version,
 		"capabilities":    caps,
-		"serverInfo":      map[string]string{"name": "mcpgate", "version": "multi"},
+		"serverInfo":      map[string]string{"name": "mcpgate", "version": cmp.Or(m.opts.Version, "dev")},
 	}
 	if len(instructions) > 0 {
 		slices.Sort(instructions)

@@ -357,3 +357,25 @@ func TestValidName(t *testing.T) {
 		}
 	}
 }
+
+// TestInitializeServerInfoVersion: the mux answers initialize for every server, so
+// serverInfo names mcpgate and its version ("dev" when the build has none), never a
+// placeholder of its own.
+func TestInitializeServerInfoVersion(t *testing.T) {
+	for _, tc := range []struct{ version, want string }{{"v1.4.0 (commit 0123456789ab)", "v1.4.0 (commit 0123456789ab)"}, {"", "dev"}} {
+		a := newFake(server(`{"tools":{}}`, nil))
+		b := newFake(server(`{"tools":{}}`, nil))
+		m := New([]Server{{Name: "a", Conn: a}, {Name: "b", Conn: b}}, Options{ListWait: -1, CallTimeout: 5 * time.Second, Version: tc.version})
+		r := ask(t, m, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`)
+		_ = m.Close(context.Background(), time.Second)
+		var res struct {
+			ServerInfo map[string]string `json:"serverInfo"`
+		}
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.ServerInfo["name"] != "mcpgate" || res.ServerInfo["version"] != tc.want {
+			t.Errorf("version %q: serverInfo %v, want version %q", tc.version, res.ServerInfo, tc.want)
+		}
+	}
+}
