@@ -58,7 +58,9 @@ func (e *AmbiguousError) Error() string {
 // structuredContent, schemas, data, metadata) are also checked for members named
 // like an MCP member only under folding.
 func checkReading(b []byte) vocab.Reason {
-	r := reader{b: b}
+	var fold [512]byte
+	var keys [64]keyRef
+	r := reader{b: b, fold: fold[:0], keys: keys[:0]}
 	i := jsonscan.Space(b, 0)
 	if i < len(b) {
 		r.value(i, levelProtocol, 0)
@@ -140,8 +142,20 @@ func (r *reader) object(i int, lv level, depth int) int {
 		r.why = vocab.ReasonDuplicateMember
 		return len(r.b)
 	}
+	end := r.members(i, lv, depth)
+	return end
+}
+
+// members reads the members of the object at b[i] == '{' and returns the offset
+// after it; the names it folded are dropped when it returns.
+func (r *reader) members(i int, lv level, depth int) int {
 	base, foldBase := len(r.keys), len(r.fold)
-	defer func() { r.keys, r.fold = r.keys[:base], r.fold[:foldBase] }()
+	i = r.memberList(i, lv, depth, base)
+	r.keys, r.fold = r.keys[:base], r.fold[:foldBase]
+	return i
+}
+
+func (r *reader) memberList(i int, lv level, depth, base int) int {
 	var seen map[string]struct{}
 	i = jsonscan.Space(r.b, i+1)
 	if r.b[i] == '}' {

@@ -1,6 +1,8 @@
 package jsonrpc
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -128,5 +130,50 @@ func TestFoldMatchesEqualFold(t *testing.T) {
 	}
 	if string(appendFolded(nil, []byte("paramſ"))) != "PARAMS" || string(appendFolded(nil, []byte("\u212aind"))) != "KIND" {
 		t.Fatal("ſ or K does not fold to ASCII")
+	}
+}
+
+// BenchmarkParse measures Parse beside the envelope decode it did before the
+// one-reading check, on a tools/call request and on a 4 KiB tools/call result (the
+// relay/stdio latency workload); each case checks its result first.
+func BenchmarkParse(b *testing.B) {
+	text := strings.Repeat("lorem ipsum dolor sit amet, ", 4096/28+1)[:4096]
+	cases := map[string]string{
+		"request":     `{"jsonrpc":"2.0","id":1001,"method":"tools/call","params":{"name":"big","arguments":{"bytes":4096},"_meta":{"progressToken":7}}}`,
+		"result-4KiB": `{"jsonrpc":"2.0","id":1001,"result":{"content":[{"type":"text","text":"` + text + `"}],"structuredContent":{"bytes":4096,"kind":"text"},"isError":false}}`,
+	}
+	for name, line := range cases {
+		b.Run(name+"/envelope-only", func(b *testing.B) {
+			var e envelope
+			if json.Unmarshal([]byte(line), &e) != nil || e.JSONRPC != "2.0" {
+				b.Fatal("bad case")
+			}
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var e envelope
+				_ = json.Unmarshal(bytes.Clone([]byte(line)), &e)
+			}
+		})
+		b.Run(name+"/parse", func(b *testing.B) {
+			if m, err := Parse([]byte(line)); err != nil || m.Kind == KindInvalid {
+				b.Fatalf("Parse: %v", err)
+			}
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = Parse([]byte(line))
+			}
+		})
+		b.Run(name+"/check-only", func(b *testing.B) {
+			if checkReading([]byte(line)) != "" {
+				b.Fatal("refused")
+			}
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = checkReading([]byte(line))
+			}
+		})
 	}
 }
