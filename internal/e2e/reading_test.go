@@ -116,6 +116,8 @@ func attacks(prefix string) []string {
 		call(106, `"method":"tools/call","params":{"name":"`+p+`act","Arguments":{"force":true}}`),
 		call(107, `"method":"tools/call","params":{"name":"`+p+`act","arguments":{},"Arguments":{"force":true}}`),
 		call(108, `"method":"tools/call","params":{"name":"`+p+`act","arguments":{"force":false,"FORCE":true}}`),
+		// One argument named like a schema property only under folding.
+		call(109, `"method":"tools/call","params":{"name":"`+p+`act","arguments":{"Force":true}}`),
 	}
 }
 
@@ -307,7 +309,9 @@ func TestOneReadingOverHTTP(t *testing.T) {
 				}
 				for _, a := range attacks(p) {
 					r := c.post(t, a)
-					if r.status != http.StatusBadRequest {
+					// Refused where it is parsed: HTTP 400; refused once the tool's
+					// schema is read (the lone "Force"): a JSON-RPC error like any call's.
+					if r.status != http.StatusBadRequest && !(strings.Contains(a, `"Force"`) && r.status == http.StatusOK) {
 						t.Errorf("%s: HTTP %d", a, r.status)
 					}
 					checkRefused(t, a, r.last())

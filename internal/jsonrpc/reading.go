@@ -444,3 +444,48 @@ func exactReading(line []byte) *AmbiguousError {
 	}
 	return a
 }
+
+// FoldName returns name folded as encoding/json folds member names to match struct
+// fields (simple case folding): two names fold alike exactly when a Go peer binds
+// them to the same field.
+func FoldName(name string) string { return string(appendFolded(nil, []byte(name))) }
+
+// Member is one member of a JSON object: its decoded name and its raw value.
+type Member struct {
+	Name  string
+	Value []byte
+}
+
+// Members returns the members of the JSON object obj, in order, names decoded and
+// values raw (not decoded, not validated); nil when obj is not an object.
+func Members(obj []byte) []Member {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	var r reader
+	var ms []Member
+	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] == '"'; {
+		end, escaped := jsonscan.String(obj, i)
+		if end < 0 {
+			return ms
+		}
+		name, ok := r.decodeName(obj[i+1:end-1], escaped)
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return ms
+		}
+		start := skipSpace(obj, i+1)
+		if i = skipValue(obj, start); i < 0 {
+			return ms
+		}
+		if ok {
+			ms = append(ms, Member{Name: string(name), Value: obj[start:i]})
+		}
+		if i = skipSpace(obj, i); i >= len(obj) || obj[i] != ',' {
+			return ms
+		}
+		i = skipSpace(obj, i+1)
+	}
+	return ms
+}

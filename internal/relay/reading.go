@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"encoding/json"
+
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -58,4 +60,29 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 	default:
 		s.recordRefusal(a.Method, server, a.Reason, true)
 	}
+}
+
+// caseVariantArgument refuses a tools/call, as it is about to go upstream, when an
+// argument is named like a property of the tool's inputSchema only under case
+// folding: the answer (a -32600 error response) is returned in place of the
+// server's, and the refusal is recorded; nil lets the call go.
+func (s *Session) caseVariantArgument(msg *jsonrpc.Message, params json.RawMessage, server string) *jsonrpc.Message {
+	var name string
+	var args []byte
+	for _, m := range jsonrpc.Members(params) {
+		switch m.Name {
+		case "name":
+			if json.Unmarshal(m.Value, &name) != nil {
+				return nil
+			}
+		case "arguments":
+			args = m.Value
+		}
+	}
+	if name == "" || len(args) == 0 || !s.tools.caseVariantArgument(name, args) {
+		return nil
+	}
+	a := &jsonrpc.AmbiguousError{Reason: vocab.ReasonCaseVariantMember, Kind: jsonrpc.KindRequest, ID: msg.ID, Method: msg.Method}
+	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", a.Method, "tool", name)
+	return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.CodeInvalidRequest, a.Refusal(s.recordRefusal(msg.Method, server, a.Reason, false)))
 }

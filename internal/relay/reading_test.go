@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +120,32 @@ func TestRelayRefusesAmbiguousToolResult(t *testing.T) {
 		t.Fatalf("client got %s", got)
 	}
 	h.recs.refusal(t)
+}
+
+// TestRelayRefusesCaseVariantArgument: an argument named like a property of the
+// tool's inputSchema only under case folding ("Force" for "force", "ſcope" for
+// "scope") is bound to that property by a Go server while a policy reading
+// ctx.params.force sees nothing: the call is refused before it goes upstream.
+func TestRelayRefusesCaseVariantArgument(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"act","inputSchema":{"type":"object","properties":{"force":{"type":"boolean"},"scope":{"type":"string"}}}}]}}`
+	h.clientGets()
+	<-h.recs.ch // the listing's record
+	for i, args := range []string{`{"Force":true}`, `{"ſcope":"all"}`, `{"FORCE":true,"other":1}`} {
+		h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"act","arguments":%s}}`, 10+i, args))
+		got := h.clientGets()
+		if errorCode(t, got) != -32600 || !strings.Contains(got, "case_variant_member") {
+			t.Fatalf("%s: client got %s", args, got)
+		}
+		if rec := h.recs.refusal(t); rec.Method != "tools/call" || rec.Reason != vocab.ReasonCaseVariantMember {
+			t.Fatalf("record %+v", rec)
+		}
+	}
+	// Spelled as the schema spells it, or not named by it at all, the call goes.
+	h.client(`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"act","arguments":{"force":false,"Other":1}}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"id":20`) {
+		t.Fatalf("upstream got %s", got)
+	}
 }

@@ -18,10 +18,15 @@ type toolIndex struct {
 	s       *Session
 	mu      sync.Mutex
 	access_ map[string]string
-	known   bool // a full tools/list has been seen since the last list_changed
+	// props holds, per tool, its inputSchema's property names by their folded form,
+	// for the arguments a Go server would bind to them (docs/decisions.md#one-reading).
+	props map[string]map[string]string
+	known bool // a full tools/list has been seen since the last list_changed
 }
 
-func newToolIndex(s *Session) *toolIndex { return &toolIndex{s: s, access_: map[string]string{}} }
+func newToolIndex(s *Session) *toolIndex {
+	return &toolIndex{s: s, access_: map[string]string{}, props: map[string]map[string]string{}}
+}
 
 type toolAnnotations struct {
 	ReadOnlyHint    *bool `json:"readOnlyHint"`
@@ -32,6 +37,9 @@ type toolsPage struct {
 	Tools []struct {
 		Name        string          `json:"name"`
 		Annotations toolAnnotations `json:"annotations"`
+		InputSchema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"inputSchema"`
 	} `json:"tools"`
 	NextCursor string `json:"nextCursor"`
 }
@@ -59,6 +67,13 @@ func (x *toolIndex) observe(result json.RawMessage) {
 	defer x.mu.Unlock()
 	for _, t := range page.Tools {
 		x.access_[t.Name] = AccessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
+		delete(x.props, t.Name)
+		for p := range t.InputSchema.Properties {
+			if x.props[t.Name] == nil {
+				x.props[t.Name] = map[string]string{}
+			}
+			x.props[t.Name][jsonrpc.FoldName(p)] = p
+		}
 	}
 	if page.NextCursor == "" {
 		x.known = true
@@ -142,4 +157,24 @@ func (x *toolIndex) fetch(ctx context.Context) {
 		}
 		cursor = p.NextCursor
 	}
+}
+
+// caseVariantArgument reports whether a tools/call passes an argument named like a
+// property of the tool's inputSchema only under case folding ("Force" for "force"):
+// a Go server binds it to that property while a policy reading ctx.params.force sees
+// nothing (docs/decisions.md#one-reading). It reads the listing the access tag
+// already needed (the pipeline resolves the tag before the call goes upstream).
+func (x *toolIndex) caseVariantArgument(tool string, args []byte) bool {
+	x.mu.Lock()
+	props := x.props[tool]
+	x.mu.Unlock()
+	if len(props) == 0 {
+		return false
+	}
+	for _, m := range jsonrpc.Members(args) {
+		if exact, ok := props[jsonrpc.FoldName(m.Name)]; ok && exact != m.Name {
+			return true
+		}
+	}
+	return false
 }
