@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/channelcheck"
 )
 
 func init() { subcommands = append(subcommands, newRulesCmd) }
@@ -33,7 +36,8 @@ are also what ctx.findings, rule_ids and the redaction helpers' kinds use.`,
 }
 
 func printRules(w io.Writer, format string) error {
-	rules := engine.Rules()
+	rules := append(engine.Rules(), channelcheck.Rules()...)
+	slices.SortFunc(rules, func(a, b engine.Rule) int { return strings.Compare(a.ID, b.ID) })
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)

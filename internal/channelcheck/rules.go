@@ -52,6 +52,16 @@ func Rules() []engine.Rule {
 	}
 }
 
+// Known reports whether id is one of this package's rule ids.
+func Known(id string) bool {
+	for _, r := range Rules() {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // Family is the family of every rule here, as reported in engine.Rule.Family.
 const Family = "channel_structure"
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/oauth"
 )
 
@@ -186,6 +187,9 @@ func (c *Config) validate() error {
 	for _, r := range engine.Rules() {
 		known[r.ID] = true
 	}
+	for _, r := range channelcheck.Rules() {
+		known[r.ID] = true
+	}
 	for _, id := range sortedKeys(c.Gate.Rules) {
 		if !known[id] {
 			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": no such rule id (mcpgate rules lists them)`, id))
@@ -240,13 +244,22 @@ func CheckPassEnv(p string) error {
 	return nil
 }
 
-// Severities returns the rule overrides as engine severities.
-func (c *Config) Severities() map[string]engine.Severity {
-	if len(c.Gate.Rules) == 0 {
-		return nil
-	}
-	m := make(map[string]engine.Severity, len(c.Gate.Rules))
+// Severities returns the overrides of the engine's rules (engine.Options.Severities).
+func (c *Config) Severities() map[string]engine.Severity { return c.severities(false) }
+
+// StructureSeverities returns the overrides of the channel-structure rules
+// (internal/channelcheck; pipeline.Pipeline.StructureSeverities).
+func (c *Config) StructureSeverities() map[string]engine.Severity { return c.severities(true) }
+
+func (c *Config) severities(structure bool) map[string]engine.Severity {
+	var m map[string]engine.Severity
 	for id, name := range c.Gate.Rules {
+		if channelcheck.Known(id) != structure {
+			continue
+		}
+		if m == nil {
+			m = map[string]engine.Severity{}
+		}
 		m[id], _ = engine.ParseSeverity(name)
 	}
 	return m

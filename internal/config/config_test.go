@@ -42,6 +42,14 @@ func TestParse(t *testing.T) {
 		}},
 		{name: "unknown mcpgate key", in: `{"mcpgate":{"usr":{}}}`, wantErr: `unknown field "usr"`},
 		{name: "bad class", in: `{"mcpgate":{"callers":{"x":"admin"}}}`, wantErr: `"mcpgate.callers.x": caller class "admin"`},
+		{name: "channel-structure rule severities", in: `{"mcpgate":{"rules":{"name_confusable":"medium","pii_email":"low"}}}`, check: func(t *testing.T, c *Config) {
+			if s := c.StructureSeverities(); len(s) != 1 || s["name_confusable"].String() != "MEDIUM" {
+				t.Errorf("structure severities: %v", s)
+			}
+			if s := c.Severities(); len(s) != 1 || s["pii_email"].String() != "LOW" {
+				t.Errorf("engine severities: %v", s) // engine.New refuses an id it does not know
+			}
+		}},
 		{name: "bad severity", in: `{"mcpgate":{"rules":{"pii_email":"severe"}}}`, wantErr: `"mcpgate.rules.pii_email": engine: unknown severity`},
 		{name: "unknown rule id", in: `{"mcpgate":{"rules":{"pii_emial":"high"}}}`, wantErr: `"mcpgate.rules.pii_emial": no such rule id`},
 		{name: "server without command or url", in: `{"mcpServers":{"x":{}}}`, wantErr: `needs "command" or "url"`},

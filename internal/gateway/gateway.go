@@ -256,18 +256,19 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		origin = &audit.Origin{Kind: "gateway"}
 	}
 	g.pipe = &pipeline.Pipeline{
-		Analyzer:     an,
-		Gate:         g.gate,
-		Limiter:      limiter,
-		Audit:        g.emitter,
-		Logger:       g.log,
-		FilterOutput: cfg.FilterOutput,
-		FailClosed:   cfg.FailClosed,
-		Kind:         cfg.Kind,
-		Origin:       origin,
-		AuditOutput:  !cfg.InputOnly,
-		Budget:       budget.New(budget.Options{MaxCalls: cfg.MaxInflightCalls, MaxBytes: cfg.MaxInflightBytes}),
-		Health:       &pipeline.Health{},
+		Analyzer:            an,
+		Gate:                g.gate,
+		Limiter:             limiter,
+		Audit:               g.emitter,
+		Logger:              g.log,
+		FilterOutput:        cfg.FilterOutput,
+		FailClosed:          cfg.FailClosed,
+		Kind:                cfg.Kind,
+		Origin:              origin,
+		AuditOutput:         !cfg.InputOnly,
+		StructureSeverities: g.file.StructureSeverities(),
+		Budget:              budget.New(budget.Options{MaxCalls: cfg.MaxInflightCalls, MaxBytes: cfg.MaxInflightBytes}),
+		Health:              &pipeline.Health{},
 	}
 	g.health = g.pipe.Health
 	if cfg.ShadowDir != "" {

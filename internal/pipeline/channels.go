@@ -142,7 +142,7 @@ func (r *run) channelRules(parts []part, err error, extra ...engine.Finding) (en
 	var rep engine.Report
 	if err == nil {
 		rep, err = analyzeParts(r.p.Analyzer, parts)
-		addFindings(&rep, extra)
+		addFindings(&rep, extra, r.p.StructureSeverities)
 	}
 	r.rec.stage(vocab.StageOutputRules, start)
 	r.rec.setFindings(rep)

@@ -70,7 +70,7 @@ func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
 		}
 	}
 	if err == nil {
-		addFindings(&rep, listingFindings(c, key, entries))
+		addFindings(&rep, listingFindings(c, key, entries), p.StructureSeverities)
 	}
 	r.rec.stage(vocab.StageOutputRules, stage)
 	r.rec.setFindings(rep)

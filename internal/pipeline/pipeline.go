@@ -95,6 +95,10 @@ type Pipeline struct {
 	Pins *pins.Store
 	// PinBlock hides a changed tool until it is approved; otherwise a change warns.
 	PinBlock bool
+	// StructureSeverities overrides the severities of the channel-structure rules
+	// (internal/channelcheck) by rule id, as engine.Options.Severities does for the
+	// engine's; SeverityNone turns a rule off.
+	StructureSeverities map[string]engine.Severity
 }
 
 // Capturer receives one entry per tools/call; it must not block.

@@ -19,9 +19,15 @@ import (
 // small hooks the channel flows call.
 
 // addFindings merges findings of the structural rules into a report of the text
-// rules, raising its highest severity and verdict.
-func addFindings(rep *engine.Report, fs []engine.Finding) {
+// rules, raising its highest severity and verdict; sev overrides their severities
+// (Pipeline.StructureSeverities), and a rule set to none is left out.
+func addFindings(rep *engine.Report, fs []engine.Finding, sev map[string]engine.Severity) {
 	for _, f := range fs {
+		if s, ok := sev[f.RuleID]; ok {
+			if f.Severity = s; s == engine.SeverityNone {
+				continue
+			}
+		}
 		rep.Findings = append(rep.Findings, f)
 		if f.Severity > rep.Highest {
 			rep.Highest, rep.Verdict = f.Severity, engine.VerdictFor(f.Severity)

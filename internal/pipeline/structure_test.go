@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -343,5 +344,19 @@ func TestRugPullByRenamePrecision(t *testing.T) {
 		if _, ids, _, _ := lastRec(t, rec); len(ids) != 0 {
 			t.Errorf("%s: %v", c.name, ids)
 		}
+	}
+}
+
+func TestStructureSeverities(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	p.StructureSeverities = map[string]engine.Severity{channelcheck.RuleNameConfusable: engine.SeverityMedium, channelcheck.RuleNameInvisible: engine.SeverityNone}
+	listed, hidden, ids := listingNames(t, p, rec, "tools/list", "log_search", "l\u03bfg_search", "run\u200b")
+	if len(listed) != 3 || hidden != nil || !slices.Equal(ids, []string{channelcheck.RuleNameConfusable}) {
+		t.Errorf("overrides: listed %q hidden %q ids %v", listed, hidden, ids)
+	}
+	p.StructureSeverities = map[string]engine.Severity{channelcheck.RuleElicitationCredential: engine.SeverityInfo}
+	r := p.ServerRequest(context.Background(), Channel{Method: "elicitation/create", Params: json.RawMessage(`{"message":"m","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}`)}, []byte("raw"))
+	if string(r.Original) != "raw" {
+		t.Errorf("credential form lowered to info still refused: %+v", r)
 	}
 }
