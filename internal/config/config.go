@@ -32,6 +32,18 @@ type Server struct {
 	Env     map[string]string `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth gets the url server its own access token (docs/http.md#upstream-tokens).
+	OAuth *UpstreamOAuth `json:"oauth,omitempty"`
+}
+
+// UpstreamOAuth is a url server's own OAuth client: the gateway gets it a token by
+// the client credentials grant (RFC 6749 §4.4) and sends it as its Authorization.
+type UpstreamOAuth struct {
+	TokenURL     string   `json:"tokenURL"`
+	ClientID     string   `json:"clientID"`
+	ClientSecret string   `json:"clientSecret"`
+	Scopes       []string `json:"scopes,omitempty"`
+	Resource     string   `json:"resource,omitempty"` // RFC 8707 resource indicator: the server's URL by default
 }
 
 // Gate is the "mcpgate" key.
@@ -229,6 +241,16 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf(`"mcpServers.%s": needs "command" or "url"`, name))
 		case s.Command != "" && s.URL != "":
 			errs = append(errs, fmt.Errorf(`"mcpServers.%s": give "command" or "url", not both`, name))
+		}
+		if o := s.OAuth; o != nil {
+			switch {
+			case s.URL == "":
+				errs = append(errs, fmt.Errorf(`"mcpServers.%s.oauth": only a "url" server takes a token`, name))
+			case !strings.HasPrefix(o.TokenURL, "https://") && !strings.HasPrefix(o.TokenURL, "http://"):
+				errs = append(errs, fmt.Errorf(`"mcpServers.%s.oauth.tokenURL": want the authorization server's http(s) token endpoint`, name))
+			case o.ClientID == "" || o.ClientSecret == "":
+				errs = append(errs, fmt.Errorf(`"mcpServers.%s.oauth": needs clientID and clientSecret`, name))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -35,6 +35,17 @@ func TestParse(t *testing.T) {
 					t.Fatalf("%+v", s)
 				}
 			}},
+		{name: "oauth block", in: `{"mcpgate":{"oauth":{"issuer":"https://i.example.org","scopes":["mcp"],"claims":{"roles":"realm_access.roles"}}}}`,
+			check: func(t *testing.T, c *Config) {
+				if o := c.Gate.OAuth; o == nil || o.Issuer != "https://i.example.org" || o.Claims.Roles != "realm_access.roles" {
+					t.Fatalf("%+v", o)
+				}
+			}},
+		{name: "oauth unknown key", in: `{"mcpgate":{"oauth":{"issuer":"https://i.example.org","scope":["mcp"]}}}`, wantErr: "unknown field"},
+		{name: "oauth HMAC", in: `{"mcpgate":{"oauth":{"algorithms":["HS256"]}}}`, wantErr: "HMAC"},
+		{name: "upstream oauth on a stdio server", in: `{"mcpServers":{"a":{"command":"x","oauth":{"tokenURL":"https://i/t","clientID":"c","clientSecret":"s"}}}}`, wantErr: "only a \"url\" server"},
+		{name: "upstream oauth without secret", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"tokenURL":"https://i/t","clientID":"c"}}}}`, wantErr: "needs clientID and clientSecret"},
+		{name: "upstream oauth without token URL", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"clientID":"c","clientSecret":"s"}}}}`, wantErr: "tokenURL"},
 		{name: "rule severities", in: `{"mcpgate":{"rules":{"pii_email":"Medium"}}}`, check: func(t *testing.T, c *Config) {
 			if c.Severities()["pii_email"].String() != "MEDIUM" {
 				t.Fatalf("%v", c.Severities())

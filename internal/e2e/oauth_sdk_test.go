@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -55,14 +56,14 @@ func oauthGateway(t *testing.T, issuer, extra string) (*httpGateway, *upstreamRe
 
 // assertNoTokenUpstream checks the upstream was sent its own credential only and
 // nothing of tok.
-func assertNoTokenUpstream(t *testing.T, up *upstreamRecorder, g *httpGateway, tok string) {
+func assertNoTokenUpstream(t *testing.T, up *upstreamRecorder, g *httpGateway, tok string, wantAuth func(string) bool) {
 	t.Helper()
 	seen, auths := up.all()
 	if len(seen) == 0 {
 		t.Fatal("the upstream saw nothing")
 	}
 	for _, a := range auths {
-		if a != "Bearer upstream-credential" {
+		if !wantAuth(a) {
 			t.Fatalf("the upstream got Authorization %q", a)
 		}
 	}
@@ -90,7 +91,7 @@ func TestOAuthSDKClientCredentials(t *testing.T) {
 		if r.Error != "" || sdkResultText(r.Call) != "fakeup: cc "+sdk || !r.GotToken {
 			t.Fatalf("%s: %+v", sdk, r)
 		}
-		assertNoTokenUpstream(t, up, g, r.Token)
+		assertNoTokenUpstream(t, up, g, r.Token, func(a string) bool { return a == "Bearer upstream-credential" })
 	}
 	rec := httpWaitRecord(t, g, "echo", "ok")
 	if c, _ := rec["caller"].(map[string]any); c["user_id"] != oauthtest.CCClientID || c["caller_id"] != oauthtest.CCClientID || fmt.Sprint(c["scopes"]) != "[mcp]" {
@@ -115,8 +116,9 @@ func TestOAuthRealServer(t *testing.T) {
 	first := startHTTPGateway(t, "--", fake)
 	up := newUpstreamRecorder(t, first.url)
 	cfg := filepath.Join(t.TempDir(), "config.json")
-	httpWriteFile(t, cfg, fmt.Sprintf(`{"mcpServers":{"up":{"url":%q,"headers":{"Authorization":"Bearer upstream-credential"}}},
- "mcpgate":{"oauth":{"scopes":["openid"],"introspection":{"clientID":"web","clientSecret":"secret"}}}}`, up.URL+"/mcp"))
+	httpWriteFile(t, cfg, fmt.Sprintf(`{"mcpServers":{"up":{"url":%q,"headers":{"Authorization":"Bearer upstream-credential"},
+   "oauth":{"tokenURL":%q,"clientID":"sid1","clientSecret":"verysecret","scopes":["openid"]}}},
+ "mcpgate":{"oauth":{"scopes":["openid"],"introspection":{"clientID":"web","clientSecret":"secret"}}}}`, up.URL+"/mcp", strings.TrimSuffix(issuer, "/")+"/oauth/token"))
 	g := startHTTPGateway(t, "--config", cfg, "--policies", pol, "--oauth-issuer", issuer)
 	for _, sdk := range []string{"v2", "v1"} {
 		t.Run(sdk, func(t *testing.T) {
@@ -129,7 +131,10 @@ func TestOAuthRealServer(t *testing.T) {
 			if who := sdkResultText(r.Call2); !strings.Contains(who, "user=id2 client=web scopes=openid") {
 				t.Fatalf("ctx.user: %q", who)
 			}
-			assertNoTokenUpstream(t, up, g, r.Token)
+			// The upstream has its own token from the provider (client credentials of its service user).
+			assertNoTokenUpstream(t, up, g, r.Token, func(a string) bool {
+				return strings.HasPrefix(a, "Bearer ") && len(strings.Split(a, ".")) == 5 && !strings.Contains(a, r.Token)
+			})
 		})
 	}
 	rec := httpWaitRecord(t, g, "echo", "ok")
@@ -145,3 +150,59 @@ func TestOAuthRealServer(t *testing.T) {
 
 // sdkResultText returns content[0].text of a CallToolResult.
 func sdkResultText(res map[string]any) string { return httpResultText(map[string]any{"result": res}) }
+
+// TestOAuthUpstreamToken: a url server with its own OAuth client gets a token from the
+// authorization server (client credentials, resource = its URL) in place of its
+// configured Authorization, fetched once for every session, and never the caller's.
+func TestOAuthUpstreamToken(t *testing.T) {
+	is := oauthtest.New(t)
+	_, fake := httpBinaries(t)
+	first := startHTTPGateway(t, "--", fake)
+	up := newUpstreamRecorder(t, first.url)
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	httpWriteFile(t, cfg, fmt.Sprintf(`{"mcpServers":{"up":{"url":%q,"headers":{"Authorization":"Bearer upstream-credential"},
+   "oauth":{"tokenURL":%q,"clientID":%q,"clientSecret":%q,"scopes":["upstream:read"]}}},
+ "mcpgate":{"oauth":{"scopes":["mcp"]}}}`, up.URL+"/mcp", is.URL+"/token", oauthtest.CCClientID, oauthtest.CCClientSecret))
+	g := startHTTPGateway(t, "--config", cfg, "--oauth-issuer", is.URL)
+	var clientTokens []string
+	for i := range 2 { // two sessions, two upstream sessions, one upstream token
+		c := newHTTPClient(g.url)
+		c.token = is.Token(is.Claims(fmt.Sprintf("user-%d", i), g.url, nil))
+		clientTokens = append(clientTokens, c.token)
+		c.initialize(t)
+		c.mustEcho(t, 1)
+	}
+	_, auths := up.all()
+	first0 := auths[0]
+	for _, a := range auths {
+		if a != first0 || !strings.HasPrefix(a, "Bearer ") {
+			t.Fatalf("the upstream got Authorization %q, then %q: want one token throughout", first0, a)
+		}
+	}
+	parts := strings.Split(strings.TrimPrefix(first0, "Bearer "), ".")
+	if len(parts) != 3 {
+		t.Fatalf("the upstream's token is not a JWT: %q", first0)
+	}
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims map[string]any
+	_ = json.Unmarshal(payload, &claims)
+	if claims["sub"] != oauthtest.CCClientID || claims["aud"] != up.URL+"/mcp" || claims["scope"] != "upstream:read" {
+		t.Fatalf("the upstream's token claims %v", claims)
+	}
+	for _, tok := range clientTokens {
+		assertNoTokenUpstreamAuth(t, up, tok)
+	}
+}
+
+// assertNoTokenUpstreamAuth checks nothing of tok reached the upstream.
+func assertNoTokenUpstreamAuth(t *testing.T, up *upstreamRecorder, tok string) {
+	t.Helper()
+	seen, _ := up.all()
+	for _, part := range tokenParts(tok) {
+		for _, s := range seen {
+			if strings.Contains(s, part) && !strings.HasPrefix(part, "eyJhbGciOiJFUzI1NiIsImtpZCI6InRlc3Qta2V5LTEi") { // the shared JOSE header
+				t.Fatal("the upstream was sent part of the client's token")
+			}
+		}
+	}
+}

@@ -1,15 +1,21 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/httpfront"
@@ -76,6 +82,33 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 		return nil, nil, fmt.Errorf("--listen %s is not a loopback address and no caller authentication is configured (mcpgate.tokens or --oauth-issuer): refusing to serve unauthenticated callers; listen on 127.0.0.1 or configure tokens", h.Listen)
 	}
 	return httpfront.LocalAuth(file.Gate.User), nil, nil
+}
+
+// upstreamTokens holds one token source per url server's OAuth client, shared by
+// every session, so a token is fetched once and reused until it nears expiry.
+var upstreamTokens sync.Map // key: server URL + client id + token URL → oauth2.TokenSource
+
+// upstreamClient is the HTTP client of a url server: nil (remote's default) unless it
+// has its own OAuth client, whose token then replaces any Authorization header. The
+// caller's token is never among them: MCP forbids passing it on.
+func upstreamClient(s config.Server) *http.Client {
+	o := s.OAuth
+	if o == nil {
+		return nil
+	}
+	key := s.URL + "\x00" + o.ClientID + "\x00" + o.TokenURL
+	ts, ok := upstreamTokens.Load(key)
+	if !ok {
+		resource := o.Resource
+		if resource == "" {
+			resource = s.URL
+		}
+		cc := &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL,
+			Scopes: o.Scopes, EndpointParams: url.Values{"resource": {resource}}, AuthStyle: oauth2.AuthStyleInHeader}
+		tctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: oauth.DefaultFetchTimeout})
+		ts, _ = upstreamTokens.LoadOrStore(key, oauth2.ReuseTokenSource(nil, cc.TokenSource(tctx)))
+	}
+	return &http.Client{Transport: &oauth2.Transport{Source: ts.(oauth2.TokenSource), Base: http.DefaultTransport}}
 }
 
 // tlsConfig builds the listener's TLS configuration, or nil without --tls-cert.

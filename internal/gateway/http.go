@@ -95,7 +95,8 @@ func openServers(servers []Server, passEnv []string, upErr io.Writer, maxMessage
 		}
 		startOne := func() (upstream.Conn, error) {
 			if sp.Server.URL != "" {
-				return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l})
+				return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l,
+					Client: upstreamClient(sp.Server)})
 			}
 			env := make([]string, 0, len(sp.Server.Env))
 			for _, k := range slices.Sorted(maps.Keys(sp.Server.Env)) {
