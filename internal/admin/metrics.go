@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -127,7 +128,11 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 func (m *Metrics) Observe(r *audit.Record) {
 	action := vocab.Strongest(r.ActionTaken, vocab.Pass) // "" reads as pass
 	if method := audit.RecordMethod(r); method != "tools/call" {
-		// the method is one of the gateway's own filtered channels: a bounded label set
+		// a method of the gateway's table is a bounded label set; any other (an error
+		// answering a method the gateway does not know) is "other"
+		if methods.Of(method) == nil {
+			method = "other"
+		}
 		m.channels.WithLabelValues(method, string(action)).Inc()
 	} else {
 		tool := OtherTool

@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
@@ -181,10 +182,11 @@ func (m *Mux) replyErr(id json.RawMessage, code int, msg string) {
 	m.emit(jsonrpc.NewErrorResponse(id, code, msg), nil)
 }
 
-// answered lists the requests the mux answers itself, after asking every server.
-var answered = map[string]bool{
-	"initialize": true, "ping": true, "logging/setLevel": true,
-	"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true,
+// answered reports whether the mux answers a request itself, after asking every
+// server (its row's Route, internal/methods).
+func answered(method string) bool {
+	m := methods.Of(method)
+	return m != nil && m.Route == methods.Answered
 }
 
 // Send routes one client message. A request the mux cannot route gets a
@@ -193,7 +195,7 @@ var answered = map[string]bool{
 func (m *Mux) Send(msg *jsonrpc.Message) error {
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
-		if msg.Upstream == "" && answered[msg.Method] {
+		if msg.Upstream == "" && answered(msg.Method) {
 			go m.request(msg)
 			return nil
 		}
@@ -255,7 +257,7 @@ func (m *Mux) sendTo(server string, msg *jsonrpc.Message) error {
 // come back unchanged with Upstream "". An unknown name or URI is a
 // *jsonrpc.RequestError.
 func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
-	if msg.Kind != jsonrpc.KindRequest || answered[msg.Method] {
+	if msg.Kind != jsonrpc.KindRequest || answered(msg.Method) {
 		return msg, nil
 	}
 	params := map[string]json.RawMessage{}
@@ -267,8 +269,13 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 		out.Upstream = server
 		return out, nil
 	}
-	switch msg.Method {
-	case "tools/call", "prompts/get":
+	row := methods.Of(msg.Method)
+	route := methods.Unrouted
+	if row != nil {
+		route = row.Route
+	}
+	switch route {
+	case methods.ByName:
 		var name string
 		_ = json.Unmarshal(params["name"], &name)
 		server, orig, ok := m.SplitName(name)
@@ -280,7 +287,7 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: unknown %s %q: with several servers, names are <server>_<name>", what, name), Unknown: true}
 		}
 		return routed(server, "name", orig)
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case methods.ByURI:
 		var uri string
 		_ = json.Unmarshal(params["uri"], &uri)
 		server, orig, ok := m.SplitURI(uri)
@@ -288,7 +295,7 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 			return nil, &jsonrpc.RequestError{Code: CodeResourceNotFound, Message: fmt.Sprintf("mcpgate: resource %q names no upstream server: with several servers, resource URIs are <server>+<uri>, as resources/list shows them", uri), Unknown: true}
 		}
 		return routed(server, "uri", orig)
-	case "completion/complete":
+	case methods.ByRef:
 		var ref map[string]json.RawMessage
 		_ = json.Unmarshal(params["ref"], &ref)
 		var typ, name, uri string
@@ -349,16 +356,15 @@ func (m *Mux) request(msg *jsonrpc.Message) {
 		m.initialize(msg)
 	case "ping":
 		m.reply(msg.ID, struct{}{})
-	case "tools/list":
-		m.list(msg, "tools", "tools", "name", "_")
-	case "prompts/list":
-		m.list(msg, "prompts", "prompts", "name", "_")
-	case "resources/list":
-		m.list(msg, "resources", "resources", "uri", "+")
-	case "resources/templates/list":
-		m.list(msg, "resources", "resourceTemplates", "uriTemplate", "+")
 	case "logging/setLevel":
 		m.broadcast(msg)
+	default:
+		if row := methods.Of(msg.Method); row != nil && row.List != nil {
+			l := row.List
+			m.list(msg, l.Capability, l.Key, l.Entry, l.Sep)
+			return
+		}
+		m.replyErr(msg.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("mcpgate: method %q is not supported with several upstream servers", msg.Method))
 	}
 }
 

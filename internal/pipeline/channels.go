@@ -11,7 +11,9 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -50,19 +52,6 @@ type Channel struct {
 	SamplingContext bool
 }
 
-// Filtered reports whether Response, ServerRequest or Notification filter messages of
-// method (docs/channels.md).
-func Filtered(method string) bool {
-	switch method {
-	case "resources/read", "prompts/get", "completion/complete", "tasks/result", "initialize", "server/discover",
-		"tools/list", "prompts/list", "resources/list", "resources/templates/list",
-		"sampling/createMessage", "elicitation/create",
-		"notifications/message", "notifications/progress":
-		return true
-	}
-	return false
-}
-
 // Hidden is a tool withheld from a caller's listing: by the output rules, a list
 // policy or tool pinning. A tools/call to it is rejected citing EventID, the record of
 // the listing that withheld it.
@@ -92,7 +81,11 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	call := Call{User: c.User, ClientInfo: c.ClientInfo, Params: c.Params, Server: c.Server}
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
-	r.rec.setMethod(c.Method)
+	method := c.Method
+	if methods.Of(method) == nil { // an error answering a method the gateway does not know
+		method = bound.Truncate(method, bound.ToolName)
+	}
+	r.rec.setMethod(method)
 	if c.Tool != "" {
 		r.tool = c.Tool
 		r.rec.setTool(c.Tool, c.ToolAccess, false)
@@ -151,11 +144,11 @@ func (r *run) channelRules(parts []part, err error, extra ...engine.Finding) (en
 
 // channelRescan runs the output rules over what a channel policy wrote, so that a
 // policy can never put escapes back; it returns the stronger verdict.
-func (r *run) channelRescan(method string, doc json.RawMessage, verdict engine.Verdict) engine.Verdict {
+func (r *run) channelRescan(m *methods.Method, doc json.RawMessage, verdict engine.Verdict) engine.Verdict {
 	if !r.filterOutput {
 		return verdict
 	}
-	parts, err := partsOf(method, doc)
+	parts, err := partsOf(m, doc)
 	if err != nil {
 		return verdict
 	}
@@ -172,20 +165,22 @@ func (r *run) channelRescan(method string, doc json.RawMessage, verdict engine.V
 	return again.Verdict
 }
 
-// Response filters the upstream's response to a client request of c.Method
-// (resources/read, prompts/get, completion/complete, tasks/result, and the listings)
-// and writes its one audit record. A clean response comes back as Original, byte for
-// byte.
+// Response filters the upstream's response to a client request of c.Method and
+// writes its one audit record: a JSON-RPC error whatever the method, otherwise as the
+// method's row says (tools/call's output stages for a CallToolResult, a listing's
+// entries, or the members it names). A clean response comes back as Original, byte
+// for byte.
 func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Message) (reply Reply) {
-	if InstructionsMethod(c.Method) && resp.Error == nil && !hasInstructions(resp.Result) {
-		return Reply{Original: resp.Raw} // no instructions: nothing to read, no record
+	m := methods.Of(c.Method)
+	if resp.Error == nil && m.Filtered() && m.Record == methods.WhenText && !holdsText(m, resp.Result) {
+		return Reply{Original: resp.Raw} // nothing to read, no record
 	}
 	r := p.arriveChannel(ctx, c)
 	defer func() {
 		if v := recover(); v != nil {
-			p.logger().Error("channel filter panicked; response blocked", "event_id", r.rec.eventID(), "method", c.Method, "panic", fmt.Sprint(v))
+			p.logger().Error("channel filter panicked; response blocked", "event_id", r.rec.eventID(), "method", r.rec.r.Method, "panic", fmt.Sprint(v))
 			r.rec.setReason(vocab.ReasonInternalError)
-			reply = r.blockChannel(c.Method, resp.Result)
+			reply = r.blockMessage(m, resp.Result, nil, blockTextOf(m, r.rec.eventID()), "")
 		}
 		if c.Internal && r.rec.r.ActionTaken == vocab.Pass {
 			return
@@ -195,75 +190,17 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)
 	}
-	switch c.Method {
-	case "tasks/result":
+	switch {
+	case m == nil || m.Shape == methods.NoText:
+		return Reply{Original: resp.Raw}
+	case m.Shape == methods.ToolResult:
 		return r.output(resp, nil, 0)
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
-		return r.listing(c, resp)
-	case "initialize", "server/discover":
+	case m.Shape == methods.Listing:
+		return r.listing(c, m, resp)
+	case m.Phase == ctxapi.PhaseInstructions:
 		return r.instructions(c, resp)
 	}
-	result := resp.Result
-	parts, err := partsOf(c.Method, result)
-	if errors.Is(err, errNoParts) {
-		parts, err = nil, nil
-	}
-	rep, verdict, err := r.channelRules(parts, err)
-	if verdict == engine.Block {
-		return r.blockChannel(c.Method, result)
-	}
-	if err != nil { // undecodable and fail-open
-		return Reply{Original: resp.Raw}
-	}
-
-	// The resource and prompt phases, for the policies that take part in them.
-	var phase ctxapi.Phase
-	var stage vocab.Stage
-	var key string
-	switch c.Method {
-	case "resources/read":
-		phase, stage, key = ctxapi.PhaseResource, vocab.StageResourcePolicies, "contents"
-	case "prompts/get":
-		phase, stage, key = ctxapi.PhasePrompt, vocab.StagePromptPolicies, "messages"
-	}
-	var pol gate.Result
-	if phase != "" && r.set.Acts(phase) {
-		pol = r.phase(stage, &ctxapi.Call{Phase: phase, Params: orObject(c.Params),
-			Response: &ctxapi.Response{Content: orArray(field(result, key))}, Findings: rep.Findings})
-		if ctx.Err() != nil {
-			return r.upstreamFailed(ErrCancelled)
-		}
-		if pol.Reject != nil {
-			return r.rejectChannel(c.Method, result, pol.Reject)
-		}
-		if pol.Changed {
-			r.rec.escalate(policyAction(pol.Action))
-			r.rec.outputChanged()
-			if result, err = setPath(result, []string{key}, pol.Content); err != nil {
-				return r.rejectChannel(c.Method, resp.Result, &gate.Rejection{Policy: lastOf(pol.Acted), Code: vocab.ReasonBadCtxShape, Message: err.Error()})
-			}
-			if verdict = r.channelRescan(c.Method, result, verdict); verdict == engine.Block {
-				return r.blockChannel(c.Method, resp.Result)
-			}
-		}
-	}
-	start := time.Now()
-	defer r.rec.stage(vocab.StageMerge, start)
-	warnings := len(pol.Warnings)
-	if verdict == engine.Warn || warnings > 0 {
-		warned, err := warnChannel(c.Method, result, r.rec.eventID(), r.rec.r.FindingsCount+warnings)
-		if err != nil {
-			r.rec.setReason(vocab.ReasonSanitizeFailed)
-			return r.blockChannel(c.Method, resp.Result)
-		}
-		r.rec.escalate(vocab.Warn)
-		r.rec.outputChanged()
-		return Reply{Result: warned}
-	}
-	if !pol.Changed {
-		return Reply{Original: resp.Raw}
-	}
-	return Reply{Result: result}
+	return r.flow(c, m, resp.Result, resp.Raw)
 }
 
 // ServerRequest filters a server-to-client request (sampling/createMessage,
@@ -271,112 +208,215 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 // request comes back as Error, to answer the server with; it never reaches the
 // client. Otherwise Original (forward raw as is) or Params (forward with these).
 func (p *Pipeline) ServerRequest(ctx context.Context, c Channel, raw []byte) (reply Reply) {
+	m := methods.Of(c.Method)
 	r := p.arriveChannel(ctx, c)
 	defer func() {
 		if v := recover(); v != nil {
-			p.logger().Error("server request filter panicked; request refused", "event_id", r.rec.eventID(), "method", c.Method, "panic", fmt.Sprint(v))
+			p.logger().Error("server request filter panicked; request refused", "event_id", r.rec.eventID(), "method", r.rec.r.Method, "panic", fmt.Sprint(v))
 			r.rec.setReason(vocab.ReasonInternalError)
 			reply = r.refuse(requestBlockedText(r.rec.eventID()))
 		}
 		r.rec.emit(p)
 	}()
-	params := orObject(c.Params)
-	parts, err := partsOf(c.Method, params)
-	if errors.Is(err, errNoParts) {
-		parts, err = nil, nil
-	}
-	extra, narrowed := requestFindings(c, params)
-	if narrowed != nil { // forwarded narrowed whatever the verdict (docs/channels.md#sampling)
-		params, raw = narrowed, nil
-		r.rec.outputChanged()
-	}
-	rep, verdict, err := r.channelRules(parts, err, extra...)
-	if verdict == engine.Block {
-		return r.refuse(requestBlockedText(r.rec.eventID()))
-	}
-	if err != nil && raw != nil {
-		return Reply{Original: raw}
-	} else if err != nil {
-		return Reply{Params: params}
-	}
-	var pol gate.Result
-	if r.set.Acts(ctxapi.PhaseServerRequest) {
-		pol = r.phase(vocab.StageServerRequestPolicies, &ctxapi.Call{Phase: ctxapi.PhaseServerRequest, Params: params, Findings: rep.Findings})
-		if rej := pol.Reject; rej != nil {
-			r.rec.setReason(rej.Code)
-			r.rec.setPolicy(rej.Policy)
-			r.rec.guardrail(rej.Policy)
-			msg, _ := r.thrown(rej) // a refused server request carries no notice
-			return r.refuse(rejectText(rej.Policy, msg, r.rec.eventID()))
-		}
-		if pol.Changed {
-			r.rec.escalate(policyAction(pol.Action))
-			r.rec.outputChanged()
-			params = pol.Params
-			if verdict = r.channelRescan(c.Method, params, verdict); verdict == engine.Block {
-				return r.refuse(requestBlockedText(r.rec.eventID()))
-			}
-		}
-	}
-	if verdict == engine.Warn || len(pol.Warnings) > 0 {
-		clean, err := sanitizeChannel(c.Method, params)
-		if err != nil {
-			r.rec.setReason(vocab.ReasonSanitizeFailed)
-			return r.refuse(requestBlockedText(r.rec.eventID()))
-		}
-		r.rec.escalate(vocab.Warn)
-		r.rec.outputChanged()
-		return Reply{Params: clean}
-	}
-	if !pol.Changed && raw != nil {
+	if !m.Filtered() {
 		return Reply{Original: raw}
 	}
-	return Reply{Params: params}
+	return r.flow(c, m, orObject(c.Params), raw)
 }
 
 // Notification filters a server notification (notifications/message,
-// notifications/progress). One with nothing to read (a progress notification without
-// a message) comes back as Original and leaves no record; a blocked one is dropped
-// (NoReply); a warned one comes back sanitized in Params.
+// notifications/progress, notifications/tasks/status, …). One with nothing to read (a
+// progress notification without a message) comes back as Original and leaves no
+// record; a blocked one is dropped (NoReply) or has its text replaced; a warned one
+// comes back sanitized in Params.
 func (p *Pipeline) Notification(c Channel, raw []byte) (reply Reply) {
-	params := orObject(c.Params)
-	parts, err := partsOf(c.Method, params)
-	if errors.Is(err, errNoParts) {
+	m := methods.Of(c.Method)
+	if !m.Filtered() {
+		return Reply{Original: raw}
+	}
+	if m.Record == methods.WhenText && !holdsText(m, orObject(c.Params)) {
 		return Reply{Original: raw}
 	}
 	r := p.arriveChannel(context.Background(), c)
 	defer func() {
 		if v := recover(); v != nil {
-			p.logger().Error("notification filter panicked; notification dropped", "event_id", r.rec.eventID(), "method", c.Method, "panic", fmt.Sprint(v))
+			p.logger().Error("notification filter panicked; notification dropped", "event_id", r.rec.eventID(), "method", r.rec.r.Method, "panic", fmt.Sprint(v))
 			r.rec.setReason(vocab.ReasonInternalError)
 			r.rec.escalate(vocab.Block)
 			reply = Reply{NoReply: true}
 		}
 		r.rec.emit(p)
 	}()
-	_, verdict, err := r.channelRules(parts, err)
-	switch {
-	case verdict == engine.Block:
-		r.rec.escalate(vocab.Block)
-		r.rec.outputChanged()
-		return Reply{NoReply: true}
-	case verdict == engine.Warn && err == nil:
-		clean, err := sanitizeParts(params, parts)
+	return r.flow(c, m, orObject(c.Params), raw)
+}
+
+// holdsText reports whether a message of m holds anything for the rules to read; an
+// undecodable one does (the fail modes decide).
+func holdsText(m *methods.Method, doc json.RawMessage) bool {
+	_, err := partsOf(m, doc)
+	return !errors.Is(err, errNoParts)
+}
+
+// flow is the one channel flow, for every row whose Shape is Fields: the rules over
+// the members the row names, the row's policy phase, then the merge. doc is what the
+// rules read (a response's result, a request's or notification's params), raw the
+// message as it came; c.Params is the client request's params for a response.
+//
+//	output rules → phase policies → rescan → merge (warn) → record
+func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte) Reply {
+	orig := doc
+	parts, err := partsOf(m, doc)
+	if errors.Is(err, errNoParts) {
+		parts, err = nil, nil
+	}
+	var extra []engine.Finding
+	if m.Direction == methods.ServerRequest {
+		var narrowed json.RawMessage
+		if extra, narrowed = requestFindings(c, doc); narrowed != nil {
+			// forwarded narrowed whatever the verdict (docs/channels.md#sampling)
+			doc, raw = narrowed, nil
+			r.rec.outputChanged()
+		}
+	}
+	rep, verdict, err := r.channelRules(parts, err, extra...)
+	if verdict == engine.Block {
+		return r.blockMessage(m, doc, parts, blockTextOf(m, r.rec.eventID()), "")
+	}
+	if err != nil { // undecodable and fail-open
+		return r.unchanged(m, raw, doc)
+	}
+
+	// The row's policy phase, for the policies that take part in it.
+	var pol gate.Result
+	if m.Phase != "" && r.set.Acts(m.Phase) {
+		call := &ctxapi.Call{Phase: m.Phase, Findings: rep.Findings}
+		if m.Direction == methods.ServerRequest { // the request itself, mutable
+			call.Params = doc
+		} else { // the request read-only, the result's member as ctx.response.content
+			call.Params = orObject(c.Params)
+			call.Response = &ctxapi.Response{Content: orArray(field(doc, m.PhaseKey))}
+		}
+		pol = r.phase(phaseStages[m.Phase], call)
+		if r.ctx.Err() != nil && m.Direction == methods.ClientRequest {
+			return r.upstreamFailed(ErrCancelled)
+		}
+		if rej := pol.Reject; rej != nil {
+			r.rec.setReason(rej.Code)
+			r.rec.setPolicy(rej.Policy)
+			r.rec.guardrail(rej.Policy)
+			msg, notice := r.thrown(rej)
+			return r.blockMessage(m, orig, parts, rejectText(rej.Policy, msg, r.rec.eventID()), notice)
+		}
+		if pol.Changed {
+			r.rec.escalate(policyAction(pol.Action))
+			r.rec.outputChanged()
+			if m.Direction == methods.ServerRequest {
+				doc = pol.Params
+			} else if doc, err = setPath(doc, []string{m.PhaseKey}, pol.Content); err != nil {
+				rej := &gate.Rejection{Policy: lastOf(pol.Acted), Code: vocab.ReasonBadCtxShape, Message: err.Error()}
+				r.rec.setReason(rej.Code)
+				r.rec.setPolicy(rej.Policy)
+				r.rec.guardrail(rej.Policy)
+				msg, notice := r.thrown(rej)
+				return r.blockMessage(m, orig, parts, rejectText(rej.Policy, msg, r.rec.eventID()), notice)
+			}
+			if verdict = r.channelRescan(m, doc, verdict); verdict == engine.Block {
+				return r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")
+			}
+		}
+	}
+
+	// The merge: the Warn sanitizer over what the rules read, the notice where the row
+	// has a list of content items.
+	start := time.Now()
+	defer r.rec.stage(vocab.StageMerge, start)
+	if warnings := len(pol.Warnings); verdict == engine.Warn || warnings > 0 {
+		warned, err := warnMessage(m, doc, r.rec.eventID(), r.rec.r.FindingsCount+warnings)
 		if err != nil {
 			r.rec.setReason(vocab.ReasonSanitizeFailed)
-			r.rec.escalate(vocab.Block)
-			return Reply{NoReply: true}
+			return r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")
 		}
 		r.rec.escalate(vocab.Warn)
 		r.rec.outputChanged()
-		return Reply{Params: clean}
+		return r.changed(m, warned)
 	}
-	return Reply{Original: raw}
+	if !pol.Changed {
+		return r.unchanged(m, raw, doc)
+	}
+	return r.changed(m, doc)
+}
+
+// unchanged is the reply for a message nothing in the flow changed: raw as it came,
+// or doc when a check before the flow rewrote it (raw is then nil).
+func (r *run) unchanged(m *methods.Method, raw []byte, doc json.RawMessage) Reply {
+	if raw != nil {
+		return Reply{Original: raw}
+	}
+	return r.changed(m, doc)
+}
+
+// phaseStages is the record's stage of each channel phase.
+var phaseStages = map[ctxapi.Phase]vocab.Stage{
+	ctxapi.PhaseResource:      vocab.StageResourcePolicies,
+	ctxapi.PhasePrompt:        vocab.StagePromptPolicies,
+	ctxapi.PhaseServerRequest: vocab.StageServerRequestPolicies,
+	ctxapi.PhaseList:          vocab.StageListPolicies,
+}
+
+// changed is a reply carrying doc: a response's result, or a request's or
+// notification's params.
+func (r *run) changed(m *methods.Method, doc json.RawMessage) Reply {
+	if m.Direction == methods.ClientRequest {
+		return Reply{Result: doc}
+	}
+	return Reply{Params: doc}
+}
+
+// blockMessage withholds a message as its row's Block says, with text (the block text,
+// or a rejection's): a placeholder result, a refused request, a dropped notification,
+// or the text members replaced. doc is the message as the rules read it, parts what
+// they read in it (nil when it could not be read). A notice other than "" (the Warn
+// notice of a thrown text) comes first in a placeholder result, as its own item.
+func (r *run) blockMessage(m *methods.Method, doc json.RawMessage, parts []part, text, notice string) Reply {
+	if r.rec.r.Reason == "" {
+		r.rec.setReason(vocab.ReasonFilterBlock)
+	}
+	r.rec.escalate(vocab.Block)
+	r.rec.outputChanged()
+	block := methods.ToolOutput
+	if m != nil {
+		block = m.Block
+	}
+	switch block {
+	case methods.Refuse:
+		b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: blockedRequestCode, Message: text})
+		return Reply{Error: b}
+	case methods.Drop:
+		return Reply{NoReply: true}
+	case methods.ReplaceText:
+		if len(parts) > 0 {
+			val, _ := jsonrpc.Marshal(text)
+			out := doc
+			var err error
+			for _, p := range parts {
+				if out, err = setPath(out, p.path, val); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				return r.changed(m, out)
+			}
+		}
+		if m.Direction != methods.ClientRequest {
+			return Reply{NoReply: true}
+		}
+	}
+	return Reply{Result: blockedResult(block, doc, text, notice)}
 }
 
 // sanitizeChannel runs the Warn sanitizer over what the rules read in a message.
-func sanitizeChannel(method string, doc json.RawMessage) (json.RawMessage, error) {
-	parts, err := partsOf(method, doc)
+func sanitizeChannel(m *methods.Method, doc json.RawMessage) (json.RawMessage, error) {
+	parts, err := partsOf(m, doc)
 	if errors.Is(err, errNoParts) {
 		return doc, nil
 	}
@@ -386,20 +426,20 @@ func sanitizeChannel(method string, doc json.RawMessage) (json.RawMessage, error
 	return sanitizeParts(doc, parts)
 }
 
-// warnChannel sanitizes a result in place and, where it holds a list of content
-// items, puts the notice first as its own item (docs/channels.md#warn).
-func warnChannel(method string, result json.RawMessage, eventID string, n int) (json.RawMessage, error) {
-	clean, err := sanitizeChannel(method, result)
+// warnMessage sanitizes a message in place and, where its row's block shape is a list
+// of content items, puts the notice first as its own item (docs/channels.md#warn).
+func warnMessage(m *methods.Method, doc json.RawMessage, eventID string, n int) (json.RawMessage, error) {
+	clean, err := sanitizeChannel(m, doc)
 	if err != nil {
 		return nil, err
 	}
 	var key string
 	var notice json.RawMessage
-	switch method {
-	case "resources/read":
+	switch m.Block {
+	case methods.ResourceContents:
 		key = "contents"
-		notice, _ = jsonrpc.Marshal(resourceText{URI: firstURI(result), MIMEType: "text/plain", Text: warnText(eventID, n)})
-	case "prompts/get":
+		notice, _ = jsonrpc.Marshal(resourceText{URI: firstURI(doc), MIMEType: "text/plain", Text: warnText(eventID, n)})
+	case methods.PromptMessages:
 		key = "messages"
 		notice = promptMessage(warnText(eventID, n))
 	default:
@@ -415,10 +455,23 @@ func warnChannel(method string, result json.RawMessage, eventID string, n int) (
 	return setPath(clean, []string{key}, all)
 }
 
-// Block texts of the channels (docs/channels.md#block; the dash is U+2014).
-var blockTexts = map[string]func(string) string{
-	"resources/read": func(id string) string { return "[mcpgate: resource blocked — see audit log entry " + id + "]" },
-	"prompts/get":    func(id string) string { return "[mcpgate: prompt blocked — see audit log entry " + id + "]" },
+// blockTextOf is the block text of a method's row (docs/channels.md#block; the dash is
+// U+2014).
+func blockTextOf(m *methods.Method, id string) string {
+	if m == nil {
+		return blockText(id)
+	}
+	switch m.Block {
+	case methods.ResourceContents:
+		return "[mcpgate: resource blocked — see audit log entry " + id + "]"
+	case methods.PromptMessages:
+		return "[mcpgate: prompt blocked — see audit log entry " + id + "]"
+	case methods.Refuse:
+		return requestBlockedText(id)
+	case methods.ReplaceText:
+		return "[mcpgate: text blocked — see audit log entry " + id + "]"
+	}
+	return blockText(id)
 }
 
 func requestBlockedText(eventID string) string {
@@ -440,57 +493,31 @@ func promptMessage(text string) json.RawMessage {
 	return b
 }
 
-// channelResult is the result a blocked or rejected response is replaced with: the
-// channel's own shape where it has one (resources/read, prompts/get), an empty
-// completion for completion/complete. A notice other than "" (the Warn notice of a
-// thrown text) comes first as its own item.
-func channelResult(method string, orig json.RawMessage, text, notice string) json.RawMessage {
+// blockedResult is the result a blocked or rejected response is replaced with, of
+// its row's shape: one contents item, one prompt message, an empty completion, or
+// the tools/call block shape. A notice other than "" (the Warn notice of a thrown
+// text) comes first as its own item.
+func blockedResult(block methods.Block, orig json.RawMessage, text, notice string) json.RawMessage {
 	var b []byte
-	switch method {
-	case "resources/read":
+	switch block {
+	case methods.ResourceContents:
 		items := []resourceText{{URI: firstURI(orig), MIMEType: "text/plain", Text: text}}
 		if notice != "" {
 			items = append([]resourceText{{URI: items[0].URI, MIMEType: "text/plain", Text: notice}}, items...)
 		}
 		b, _ = jsonrpc.Marshal(map[string]any{"contents": items})
-	case "prompts/get":
+	case methods.PromptMessages:
 		msgs := []json.RawMessage{promptMessage(text)}
 		if notice != "" {
 			msgs = append([]json.RawMessage{promptMessage(notice)}, msgs...)
 		}
 		b, _ = jsonrpc.Marshal(map[string]any{"messages": msgs})
-	case "completion/complete":
+	case methods.EmptyCompletion:
 		b, _ = jsonrpc.Marshal(map[string]any{"completion": map[string]any{"values": []string{}, "total": 0, "hasMore": false}})
 	default:
 		b = noticedErrorResult(notice, text)
 	}
 	return b
-}
-
-// blockChannel withholds a response behind its channel's placeholder.
-func (r *run) blockChannel(method string, orig json.RawMessage) Reply {
-	if r.rec.r.Reason == "" {
-		r.rec.setReason(vocab.ReasonFilterBlock)
-	}
-	r.rec.escalate(vocab.Block)
-	r.rec.outputChanged()
-	msg := blockText(r.rec.eventID())
-	if text := blockTexts[method]; text != nil {
-		msg = text(r.rec.eventID())
-	}
-	return Reply{Result: channelResult(method, orig, msg, "")}
-}
-
-// rejectChannel answers a policy rejection in the resource or prompt phase with the
-// channel's placeholder shape carrying the rejection text.
-func (r *run) rejectChannel(method string, orig json.RawMessage, rej *gate.Rejection) Reply {
-	r.rec.setReason(rej.Code)
-	r.rec.setPolicy(rej.Policy)
-	r.rec.guardrail(rej.Policy)
-	r.rec.escalate(vocab.Block)
-	r.rec.outputChanged()
-	msg, notice := r.thrown(rej)
-	return Reply{Result: channelResult(method, orig, rejectText(rej.Policy, msg, r.rec.eventID()), notice)}
 }
 
 // refuse answers a server-to-client request with a JSON-RPC error; the client never
@@ -547,12 +574,16 @@ func (p *Pipeline) HiddenEntry(ctx context.Context, c Channel, h *Hidden) (reply
 	r.rec.guardrail(h.Policy)
 	r.rec.escalate(vocab.Block)
 	var orig json.RawMessage
-	if c.Method == "resources/read" { // the placeholder names the uri asked for
+	if m := methods.Of(c.Method); m != nil && m.Block == methods.ResourceContents { // the placeholder names the uri asked for
 		var q struct {
 			URI string `json:"uri"`
 		}
 		_ = json.Unmarshal(c.Params, &q)
 		orig, _ = jsonrpc.Marshal(map[string]any{"contents": []map[string]string{{"uri": q.URI}}})
 	}
-	return Reply{Result: channelResult(c.Method, orig, rejectText(h.Policy, "it is not listed for this caller", h.EventID), "")}
+	block := methods.ToolOutput
+	if m := methods.Of(c.Method); m != nil {
+		block = m.Block
+	}
+	return Reply{Result: blockedResult(block, orig, rejectText(h.Policy, "it is not listed for this caller", h.EventID), "")}
 }

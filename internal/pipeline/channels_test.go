@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pins"
 )
 
@@ -329,8 +331,10 @@ func FuzzViewSanitize(f *testing.F) {
 	f.Add("resources/read", `{"contents":[{"uri":"u","text":"a\u001b[8mb"}]}`)
 	f.Add("sampling/createMessage", `{"messages":[{"role":"user","content":[{"type":"text","text":"\u001b]52;c;x\u0007"}]}],"systemPrompt":"s"}`)
 	f.Add("notifications/message", `{"data":["x",{"y":"\u202e"}]}`)
+	f.Add("tasks/list", `{"tasks":[{"taskId":"t","statusMessage":"a\u001b[8mb"},{"taskId":"u"}]}`)
 	f.Fuzz(func(t *testing.T, method, doc string) {
-		parts, err := partsOf(method, json.RawMessage(doc))
+		m := methods.Of(method)
+		parts, err := partsOf(m, json.RawMessage(doc))
 		if err != nil {
 			return
 		}
@@ -341,7 +345,7 @@ func FuzzViewSanitize(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("invalid JSON out of %q: %q", doc, out)
 		}
-		again, err := partsOf(method, out)
+		again, err := partsOf(m, out)
 		if err != nil {
 			t.Fatalf("sanitized %q no longer reads: %v", out, err)
 		}
@@ -488,4 +492,85 @@ func TestListingNotListShaped(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestUpstreamErrorAnyShape: an error whose message is missing or not a string, whose
+// data or other members carry the text, or that is not an object at all, is read;
+// the block keeps the code and gives the block text as message.
+func TestUpstreamErrorAnyShape(t *testing.T) {
+	p, _ := newPipeline(t, nil, true, false)
+	esc := js(blockPayload)
+	for _, e := range []string{
+		`{"code":-32000,"data":` + esc + `}`,
+		`{"code":-32000,"message":42,"data":{"detail":` + esc + `}}`,
+		`{"code":-32000,"message":{"text":` + esc + `}}`,
+		`{"code":-32000,"message":"m","details":` + esc + `}`,
+		esc,
+	} {
+		for _, method := range []string{"resources/read", "ping", "vendor/custom"} {
+			msg, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":7,"error":` + e + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply := p.Response(context.Background(), Channel{Method: method}, msg)
+			var got jsonrpc.ErrorObject
+			if err := json.Unmarshal(reply.Error, &got); err != nil || !strings.Contains(got.Message, "tool output blocked") ||
+				strings.Contains(string(reply.Error), "\\u001b") {
+				t.Errorf("%s %s: error %s", method, e, reply.Error)
+			}
+		}
+	}
+	// A warned error whose message is not a string gets a string message: notice first.
+	msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":{"t":` + js(warnPayload) + `}}}`))
+	reply := p.Response(context.Background(), Channel{Method: "ping"}, msg)
+	var got jsonrpc.ErrorObject
+	if err := json.Unmarshal(reply.Error, &got); err != nil || !strings.HasPrefix(got.Message, "[mcpgate: WARNING") || strings.Contains(got.Message, "\x1b") {
+		t.Errorf("warned error: %s", reply.Error)
+	}
+}
+
+// TestTaskStatusMessage: a task's statusMessage is read in tasks/get, tasks/list and
+// notifications/tasks/status; a block replaces the text and keeps the task, a warn
+// sanitizes it, a clean one passes byte for byte.
+func TestTaskStatusMessage(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	task := func(text string) string {
+		return `{"taskId":"t1","status":"working","statusMessage":` + js(text) + `,"createdAt":"2026-01-01T00:00:00Z","ttl":null}`
+	}
+	for _, c := range []struct{ method, result string }{
+		{"tasks/get", task(blockPayload)},
+		{"tasks/list", `{"tasks":[` + task(blockPayload) + `,{"taskId":"t2","status":"completed"}]}`},
+	} {
+		reply := p.Response(context.Background(), Channel{Method: c.method}, response(t, c.result))
+		if out := string(reply.Result); !strings.Contains(out, "[mcpgate: text blocked") || strings.Contains(out, "\\u001b") || !strings.Contains(out, `"taskId":"t1"`) {
+			t.Errorf("%s block: %+v", c.method, reply)
+		}
+		if r := rec.last(t); r.Method != c.method || r.ActionTaken != "block" {
+			t.Errorf("%s record: %+v", c.method, r)
+		}
+		clean := response(t, strings.ReplaceAll(c.result, js(blockPayload), js(cleanPayload)))
+		if reply := p.Response(context.Background(), Channel{Method: c.method}, clean); string(reply.Original) != string(clean.Raw) {
+			t.Errorf("%s clean: %+v", c.method, reply)
+		}
+		warned := p.Response(context.Background(), Channel{Method: c.method}, response(t, strings.ReplaceAll(c.result, js(blockPayload), js(warnPayload))))
+		if out := string(warned.Result); strings.Contains(out, "\\u001b") || !strings.Contains(out, "delete every workspace") {
+			t.Errorf("%s warn: %+v", c.method, warned)
+		}
+	}
+	raw := jsonrpc.Notification("notifications/tasks/status", json.RawMessage(task(blockPayload)))
+	reply := p.Notification(Channel{Method: "notifications/tasks/status", Params: json.RawMessage(task(blockPayload))}, raw)
+	if out := string(reply.Params); reply.NoReply || !strings.Contains(out, "[mcpgate: text blocked") || strings.Contains(out, "\\u001b") {
+		t.Errorf("notifications/tasks/status block: %+v", reply)
+	}
+}
+
+// last returns the newest record.
+func (r *recorder) last(t *testing.T) *audit.Record {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.recs) == 0 {
+		t.Fatal("no record")
+	}
+	return r.recs[len(r.recs)-1]
 }

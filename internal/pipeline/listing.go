@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -16,191 +17,227 @@ import (
 // its pin (docs/channels.md#pinning).
 const RuleToolDefinitionChanged = "tool_definition_changed"
 
-// listKeys names the array of each listing result.
-var listKeys = map[string]string{
-	"tools/list":               "tools",
-	"prompts/list":             "prompts",
-	"resources/list":           "resources",
-	"resources/templates/list": "resourceTemplates",
-}
-
-// listing filters one listing response: every string of every entry is read (names,
-// titles, descriptions, schemas, annotations); an entry that blocks is removed (and,
-// for tools, hidden), one that warns is sanitized in place, with no notice. For
-// tools/list, tool pins are checked and the list phase runs. One record per response.
-func (r *run) listing(c Channel, resp *jsonrpc.Message) Reply {
-	p := r.p
-	key := listKeys[c.Method]
-	result := resp.Result
+// listing filters one listing response (a row whose Shape is Listing): every string
+// of every entry is read (names, titles, descriptions, schemas, annotations); an
+// entry that blocks is removed (and hidden), one that warns is sanitized in place,
+// with no notice. Tool pins are checked for tools/list, and the row's list phase runs.
+// One record per response.
+//
+//	output rules (+ pins) → entries → list phase → merge → record
+func (r *run) listing(c Channel, m *methods.Method, resp *jsonrpc.Message) Reply {
+	l := &list{run: r, ch: c, m: m, key: m.List.Key}
 	stage := time.Now()
-	var m map[string]json.RawMessage
-	var entries []json.RawMessage
-	rep, err := p.Analyzer.AnalyzeArguments(result)
-	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && (p.Pins == nil || c.Method != "tools/list") &&
-		c.Method != "tools/list" && c.Method != "prompts/list" && // their names are checked below
-		(c.Method != "tools/list" || !r.set.Acts(ctxapi.PhaseList)) && listShaped(result, key) {
+	rep, err := r.p.Analyzer.AnalyzeArguments(resp.Result)
+	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && !l.pinned() && !l.hasPhase() && !l.namesChecked() && listShaped(resp.Result, l.key) {
 		// clean, and nothing else reads it: no need to decode the entries
 		r.rec.stage(vocab.StageOutputRules, stage)
 		r.rec.setFindings(rep)
 		r.outputVerdict(rep, nil)
 		return Reply{Original: resp.Raw}
 	}
-	if err == nil {
-		if json.Unmarshal(result, &m) != nil || m == nil || json.Unmarshal(orArray(m[key]), &entries) != nil {
-			rep, err = engine.Report{}, engine.ErrUndecodable
-		}
+	if err == nil && !l.decode(resp.Result) {
+		rep, err = engine.Report{}, engine.ErrUndecodable
 	}
-	pinned := map[int]bool{}
-	if err == nil && c.Method == "tools/list" && p.Pins != nil {
-		changes, perr := p.Pins.CheckListing(c.Server, entries, wholeListing(c.Params, result))
-		if perr != nil {
-			p.logger().Warn("tool pins could not be checked", "err", perr)
-		}
-		sev := engine.SeverityMedium
-		if p.PinBlock {
-			sev = engine.SeverityHigh
-		}
-		for _, ch := range changes {
-			rep.Findings = append(rep.Findings, engine.Finding{RuleID: RuleToolDefinitionChanged, Severity: sev,
-				Pointer: "/tools/" + strconv.Itoa(ch.Index)})
-			if sev > rep.Highest {
-				rep.Highest, rep.Verdict = sev, engine.VerdictFor(sev)
-			}
-			pinned[ch.Index] = p.PinBlock
-		}
-	}
+	pinned := l.checkPins(&rep, err, resp.Result)
 	if err == nil {
-		addFindings(&rep, listingFindings(c, key, entries), p.StructureSeverities)
+		addFindings(&rep, listingFindings(l.ch, l.key, l.entries), l.p.StructureSeverities)
 	}
 	r.rec.stage(vocab.StageOutputRules, stage)
 	r.rec.setFindings(rep)
 	verdict := r.outputVerdict(rep, err)
-	if err != nil {
-		if verdict == engine.Block { // fail-closed: an empty listing
-			r.rec.escalate(vocab.Block)
-			r.rec.outputChanged()
-			b, _ := jsonrpc.Marshal(map[string]any{key: []any{}})
-			return Reply{Result: b, HiddenAll: &Hidden{EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonUndecodableResult}}
-		}
+	switch {
+	case err != nil && verdict == engine.Block: // fail-closed: an empty listing
+		r.rec.escalate(vocab.Block)
+		r.rec.outputChanged()
+		b, _ := jsonrpc.Marshal(map[string]any{l.key: []any{}})
+		return Reply{Result: b, HiddenAll: &Hidden{EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonUndecodableResult}}
+	case err != nil:
 		return Reply{Original: resp.Raw}
-	}
-	if verdict == engine.Block && rep.Truncated && r.rec.r.FailModeTriggered {
+	case verdict == engine.Block && rep.Truncated && r.rec.r.FailModeTriggered:
 		// --fail-mode closed and entries past the scan cap went unread: none is listed
-		var hidden []Hidden
-		for _, e := range entries {
-			hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonScanTruncated})
+		for _, e := range l.entries {
+			l.hide(e, HiddenByFilter, vocab.ReasonScanTruncated)
 		}
 		r.rec.escalate(vocab.Block)
 		r.rec.outputChanged()
-		m[key] = json.RawMessage("[]")
-		b, _ := jsonrpc.Marshal(m)
-		return Reply{Result: b, Hidden: hidden}
+		l.out, l.changed = []json.RawMessage{}, true
+		return l.reply(resp)
 	}
+	l.filterEntries(rep, pinned)
+	l.listPhase(rep)
+	return l.reply(resp)
+}
 
-	// The verdict of each entry.
-	worst := make([]engine.Verdict, len(entries))
-	prefix := "/" + key + "/"
+// list is one listing on its way through the stages.
+type list struct {
+	*run
+	ch      Channel
+	m       *methods.Method
+	key     string                     // the entries' array member
+	doc     map[string]json.RawMessage // the result's members
+	entries []json.RawMessage          // as the server listed them
+	out     []json.RawMessage          // as the caller gets them
+	hidden  []Hidden
+	changed bool
+}
+
+// pinned reports whether tool pins read this listing.
+func (l *list) pinned() bool { return l.p.Pins != nil && l.m.Name == "tools/list" }
+
+// namesChecked reports whether the entries' names are checked (tools and prompts,
+// internal/channelcheck), so the listing is decoded even when the rules find nothing.
+func (l *list) namesChecked() bool { return l.m.Name == "tools/list" || l.m.Name == "prompts/list" }
+
+// hasPhase reports whether a policy takes part in the row's list phase.
+func (l *list) hasPhase() bool { return l.m.Phase != "" && l.set.Acts(l.m.Phase) }
+
+// decode reads the result's members and its entries.
+func (l *list) decode(result json.RawMessage) bool {
+	return json.Unmarshal(result, &l.doc) == nil && l.doc != nil && json.Unmarshal(orArray(l.doc[l.key]), &l.entries) == nil
+}
+
+// checkPins adds a tool_definition_changed finding per changed tool and returns the
+// entries it hides (--pins-mode block).
+func (l *list) checkPins(rep *engine.Report, err error, result json.RawMessage) map[int]bool {
+	pinned := map[int]bool{}
+	if err != nil || !l.pinned() {
+		return pinned
+	}
+	changes, perr := l.p.Pins.CheckListing(l.ch.Server, l.entries, wholeListing(l.ch.Params, result))
+	if perr != nil {
+		l.p.logger().Warn("tool pins could not be checked", "err", perr)
+	}
+	sev := engine.SeverityMedium
+	if l.p.PinBlock {
+		sev = engine.SeverityHigh
+	}
+	for _, ch := range changes {
+		rep.Findings = append(rep.Findings, engine.Finding{RuleID: RuleToolDefinitionChanged, Severity: sev,
+			Pointer: "/" + l.key + "/" + strconv.Itoa(ch.Index)})
+		if sev > rep.Highest {
+			rep.Highest, rep.Verdict = sev, engine.VerdictFor(sev)
+		}
+		pinned[ch.Index] = l.p.PinBlock
+	}
+	return pinned
+}
+
+// hide withholds one entry from the caller.
+func (l *list) hide(e json.RawMessage, by string, reason vocab.Reason) {
+	l.hidden = append(l.hidden, Hidden{Tool: entryName(l.m, e), EventID: l.rec.eventID(), Policy: by, Reason: reason})
+	l.changed = true
+}
+
+// filterEntries applies each entry's verdict: a pinned or blocking entry is hidden, a
+// warned one sanitized.
+func (l *list) filterEntries(rep engine.Report, pinned map[int]bool) {
+	worst := make([]engine.Verdict, len(l.entries))
+	prefix := "/" + l.key + "/"
 	for _, f := range rep.Findings {
 		rest, ok := strings.CutPrefix(f.Pointer, prefix)
 		if !ok {
 			continue
 		}
 		n, err := strconv.Atoi(strings.SplitN(rest, "/", 2)[0])
-		if err != nil || n < 0 || n >= len(entries) {
+		if err != nil || n < 0 || n >= len(l.entries) {
 			continue
 		}
 		worst[n] = max(worst[n], engine.VerdictFor(f.Severity))
 	}
-	var hidden []Hidden
-	changed := false
-	out := make([]json.RawMessage, 0, len(entries))
-	for i, e := range entries {
+	l.out = make([]json.RawMessage, 0, len(l.entries))
+	for i, e := range l.entries {
 		switch {
 		case pinned[i]:
-			hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByPin, Reason: vocab.ReasonToolDefinitionChanged})
-			r.rec.guardrail(HiddenByPin)
-			changed = true
+			l.hide(e, HiddenByPin, vocab.ReasonToolDefinitionChanged)
+			l.rec.guardrail(HiddenByPin)
 			continue
-		case r.filterOutput && worst[i] == engine.Block:
-			hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonFilterBlock})
-			changed = true
+		case l.filterOutput && worst[i] == engine.Block:
+			l.hide(e, HiddenByFilter, vocab.ReasonFilterBlock)
 			continue
-		case r.filterOutput && worst[i] == engine.Warn:
+		case l.filterOutput && worst[i] == engine.Warn:
 			clean, err := engine.SanitizeJSON(e)
 			if err != nil {
-				hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonSanitizeFailed})
-				changed = true
+				l.hide(e, HiddenByFilter, vocab.ReasonSanitizeFailed)
 				continue
 			}
 			if string(clean) != string(e) {
-				e, changed = clean, true
-				r.rec.escalate(vocab.Warn)
+				e, l.changed = clean, true
+				l.rec.escalate(vocab.Warn)
 			}
 		}
-		out = append(out, e)
+		l.out = append(l.out, e)
 	}
-	if len(hidden) > 0 {
-		r.rec.escalate(vocab.Block)
-		byFilter, byPin := false, false
-		for _, h := range hidden {
-			byFilter = byFilter || h.Policy == HiddenByFilter
-			byPin = byPin || h.Policy == HiddenByPin
-		}
-		if byPin && !byFilter { // pins block whatever --filter-output says
-			r.rec.setReason(vocab.ReasonToolDefinitionChanged)
-		}
+	if len(l.hidden) == 0 {
+		return
 	}
+	l.rec.escalate(vocab.Block)
+	byFilter, byPin := false, false
+	for _, h := range l.hidden {
+		byFilter = byFilter || h.Policy == HiddenByFilter
+		byPin = byPin || h.Policy == HiddenByPin
+	}
+	if byPin && !byFilter { // pins block whatever --filter-output says
+		l.rec.setReason(vocab.ReasonToolDefinitionChanged)
+	}
+}
 
-	// The list phase: ctx.tools, for the policies that take part in it.
-	if c.Method == "tools/list" && r.set.Acts(ctxapi.PhaseList) {
-		tools, _ := jsonrpc.Marshal(out)
-		pol := r.phase(vocab.StageListPolicies, &ctxapi.Call{Phase: ctxapi.PhaseList, Params: orObject(c.Params),
-			Tools: tools, Findings: rep.Findings})
-		r.rec.acted(pol.Acted)
-		var after []json.RawMessage
-		switch {
-		case pol.Reject != nil:
-			// fail closed: the caller sees no tool, and every call is rejected
-			rej := pol.Reject
-			r.rec.setReason(rej.Code)
-			r.rec.setPolicy(rej.Policy)
-			r.rec.guardrail(rej.Policy)
-			r.rec.escalate(vocab.Block)
-			for _, e := range out {
-				hidden = append(hidden, Hidden{Tool: entryName(c.Method, e), EventID: r.rec.eventID(), Policy: rej.Policy, Reason: rej.Code})
-			}
-			out, changed = []json.RawMessage{}, true
-		case pol.Changed && json.Unmarshal(pol.Content, &after) == nil:
-			kept := map[string]bool{}
-			for i, e := range after {
-				if r.filterOutput { // a policy cannot put escapes back
-					if clean, err := engine.SanitizeJSON(e); err == nil {
-						after[i] = clean
-					}
-				}
-				kept[entryName(c.Method, after[i])] = true
-			}
-			for _, e := range out {
-				if name := entryName(c.Method, e); !kept[name] {
-					hidden = append(hidden, Hidden{Tool: name, EventID: r.rec.eventID(), Policy: lastOf(pol.Acted), Reason: vocab.ReasonPolicyHidden})
-				}
-			}
-			r.rec.escalate(policyAction(pol.Action))
-			out, changed = after, true
+// listPhase runs the row's list phase over the entries the rules left (ctx.tools): a
+// throw hides every entry (fail closed), an edit replaces them, and an entry it
+// removes is hidden from this caller.
+func (l *list) listPhase(rep engine.Report) {
+	if !l.hasPhase() {
+		return
+	}
+	tools, _ := jsonrpc.Marshal(l.out)
+	pol := l.phase(phaseStages[l.m.Phase], &ctxapi.Call{Phase: l.m.Phase, Params: orObject(l.ch.Params),
+		Tools: tools, Findings: rep.Findings})
+	l.rec.acted(pol.Acted)
+	var after []json.RawMessage
+	switch {
+	case pol.Reject != nil:
+		rej := pol.Reject
+		l.rec.setReason(rej.Code)
+		l.rec.setPolicy(rej.Policy)
+		l.rec.guardrail(rej.Policy)
+		l.rec.escalate(vocab.Block)
+		for _, e := range l.out {
+			l.hide(e, rej.Policy, rej.Code)
 		}
+		l.out = []json.RawMessage{}
+	case pol.Changed && json.Unmarshal(pol.Content, &after) == nil:
+		kept := map[string]bool{}
+		for i, e := range after {
+			if l.filterOutput { // a policy cannot put escapes back
+				if clean, err := engine.SanitizeJSON(e); err == nil {
+					after[i] = clean
+				}
+			}
+			kept[entryName(l.m, after[i])] = true
+		}
+		for _, e := range l.out {
+			if !kept[entryName(l.m, e)] {
+				l.hide(e, lastOf(pol.Acted), vocab.ReasonPolicyHidden)
+			}
+		}
+		l.rec.escalate(policyAction(pol.Action))
+		l.out, l.changed = after, true
 	}
-	if len(hidden) > 0 || changed {
-		r.rec.outputChanged()
+}
+
+// reply is the listing the caller gets: the server's bytes when nothing changed.
+func (l *list) reply(resp *jsonrpc.Message) Reply {
+	if len(l.hidden) > 0 || l.changed {
+		l.rec.outputChanged()
 	}
-	if !changed {
+	if !l.changed {
 		return Reply{Original: resp.Raw}
 	}
-	m[key], _ = jsonrpc.Marshal(out)
-	b, err := jsonrpc.Marshal(m)
+	l.doc[l.key], _ = jsonrpc.Marshal(l.out)
+	b, err := jsonrpc.Marshal(l.doc)
 	if err != nil {
-		return r.blockChannel(c.Method, nil)
+		return l.blockMessage(nil, nil, nil, blockText(l.rec.eventID()), "")
 	}
-	return Reply{Result: b, Hidden: hidden}
+	return Reply{Result: b, Hidden: l.hidden}
 }
 
 // listShaped reports whether result is a JSON object whose key member is an array
@@ -215,21 +252,14 @@ func listShaped(result json.RawMessage, key string) bool {
 	return v == "" || v == "null" || v[0] == '['
 }
 
-// entryName is what an entry of a method's listing is asked for by: a tool's or
-// prompt's name, a resource's uri, a template's uriTemplate; "" when it has none.
-// It reads that key alone and exactly, as the client does: a tool that also carries
-// a "uri", or a "NAME" beside its "name", is still asked for by its "name".
-func entryName(method string, e json.RawMessage) string {
-	key := "name"
-	switch method {
-	case "resources/list":
-		key = "uri"
-	case "resources/templates/list":
-		key = "uriTemplate"
-	}
+// entryName is what an entry of a listing is asked for by (its row's List.Entry): a
+// tool's or prompt's name, a resource's uri, a template's uriTemplate; "" when it has
+// none. It reads that key alone and exactly, as the client does: a tool that also
+// carries a "uri", or a "NAME" beside its "name", is still asked for by its "name".
+func entryName(m *methods.Method, e json.RawMessage) string {
 	var v map[string]json.RawMessage
 	var name string
-	if json.Unmarshal(e, &v) != nil || json.Unmarshal(v[key], &name) != nil {
+	if m == nil || m.List == nil || json.Unmarshal(e, &v) != nil || json.Unmarshal(v[m.List.Entry], &name) != nil {
 		return ""
 	}
 	return name

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -679,52 +681,71 @@ func (r *run) upstreamFailed(err error) Reply {
 	return Reply{Error: b}
 }
 
-// filterUpstreamError filters a JSON-RPC error the upstream returned: its message and
-// its data are scanned like a result; a block withholds both, a warn sanitizes both
-// and puts the notice in front of the message.
+// filterUpstreamError filters a JSON-RPC error the upstream returned, whatever the
+// method: every member but code is scanned like a result, whatever its JSON type (a
+// message that is missing or not a string, data, members JSON-RPC does not name). A
+// block leaves code and the block text as message; a warn puts the notice in front
+// of the message (read as text) and sanitizes the rest. An error that is not an
+// object is read whole, and any finding replaces it with a -32603 carrying the block
+// text.
 func (r *run) filterUpstreamError(raw json.RawMessage) Reply {
 	r.rec.setOutcome(vocab.OutcomeUpstreamError)
 	var e map[string]json.RawMessage
-	var msg string
-	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e["message"], &msg) != nil {
-		return Reply{Error: raw}
-	}
-	scan, _ := jsonrpc.Marshal(map[string]json.RawMessage{"message": e["message"], "data": orNull(e["data"])})
-	rep, err := r.p.Analyzer.AnalyzeArguments(scan)
-	for i := range rep.Findings {
-		rep.Findings[i].Pointer = "/error" + rep.Findings[i].Pointer
-	}
-	r.rec.setFindings(rep)
-	switch r.outputVerdict(rep, err) {
-	case engine.Block:
-		msg = blockText(r.rec.eventID())
-		delete(e, "data")
-		r.rec.escalate(vocab.Block)
-		r.rec.outputChanged()
-	case engine.Warn:
-		msg = warnText(r.rec.eventID(), len(rep.Findings)) + " " + engine.Sanitize(msg)
-		if d, ok := e["data"]; ok {
-			if clean, err := engine.SanitizeJSON(d); err == nil {
-				e["data"] = clean
-			} else {
-				delete(e, "data")
+	object := json.Unmarshal(raw, &e) == nil && e != nil
+	scan := raw
+	if object {
+		rest := make(map[string]json.RawMessage, len(e))
+		for k, v := range e {
+			if k != "code" {
+				rest[k] = v
 			}
 		}
-		r.rec.escalate(vocab.Warn)
-		r.rec.outputChanged()
-	default:
+		scan, _ = jsonrpc.Marshal(rest)
+	} else {
+		scan, _ = jsonrpc.Marshal(map[string]json.RawMessage{"": raw})
+	}
+	rep, err := r.p.Analyzer.AnalyzeArguments(scan)
+	for i := range rep.Findings {
+		if object {
+			rep.Findings[i].Pointer = "/error" + rep.Findings[i].Pointer
+		} else {
+			rep.Findings[i].Pointer = "/error"
+		}
+	}
+	r.rec.setFindings(rep)
+	verdict := r.outputVerdict(rep, err)
+	if verdict == engine.Allow {
 		return Reply{Error: raw}
 	}
-	e["message"], _ = jsonrpc.Marshal(msg)
+	r.rec.outputChanged()
+	if verdict == engine.Block || !object {
+		r.rec.escalate(vocab.Block)
+		out := map[string]json.RawMessage{"code": json.RawMessage(strconv.Itoa(jsonrpc.CodeInternalError))}
+		if c, ok := e["code"]; object && ok {
+			out["code"] = c
+		}
+		out["message"], _ = jsonrpc.Marshal(blockText(r.rec.eventID()))
+		b, _ := jsonrpc.Marshal(out)
+		return Reply{Error: b}
+	}
+	r.rec.escalate(vocab.Warn)
+	var msg string
+	if m, ok := e["message"]; ok && json.Unmarshal(m, &msg) != nil {
+		msg = string(m) // not a string: its JSON text, so the client reads it as one
+	}
+	for k, v := range e {
+		if k == "code" || k == "message" {
+			continue
+		}
+		if clean, err := engine.SanitizeJSON(v); err == nil {
+			e[k] = clean
+		} else {
+			delete(e, k)
+		}
+	}
+	e["message"], _ = jsonrpc.Marshal(strings.TrimSuffix(warnText(r.rec.eventID(), len(rep.Findings))+" "+engine.Sanitize(msg), " "))
 	b, _ := jsonrpc.Marshal(e)
 	return Reply{Error: b}
-}
-
-func orNull(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 {
-		return json.RawMessage("null")
-	}
-	return v
 }
 
 // internalError fails the call closed after a panic inside the pipeline.

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -44,7 +45,7 @@ func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.
 	}
 	names := make([]string, len(entries))
 	for i, e := range entries {
-		names[i] = entryName(c.Method, e)
+		names[i] = entryName(methods.Of(c.Method), e)
 	}
 	out := channelcheck.Names(names, channelcheck.EntryPointer(key))
 	if c.Method == "tools/list" && c.SplitName != nil {
@@ -117,7 +118,7 @@ func requestFindings(c Channel, params json.RawMessage) (fs []engine.Finding, na
 		if json.Unmarshal(m["tools"], &tools) == nil && len(tools) > 0 {
 			names := make([]string, len(tools))
 			for i, t := range tools {
-				names[i] = entryName("tools/list", t)
+				names[i] = entryName(methods.Of("tools/list"), t)
 			}
 			fs = channelcheck.Names(names, channelcheck.EntryPointer("tools"))
 		}
@@ -130,18 +131,6 @@ func requestFindings(c Channel, params json.RawMessage) (fs []engine.Finding, na
 		}
 	}
 	return fs, narrowed
-}
-
-// InstructionsMethod reports whether method's result carries the server's
-// instructions for the model: initialize (2025-11-25) and server/discover (2026-07-28).
-func InstructionsMethod(method string) bool {
-	return method == "initialize" || method == "server/discover"
-}
-
-// hasInstructions reports whether a result has a non-empty instructions member.
-func hasInstructions(result json.RawMessage) bool {
-	v := field(result, "instructions")
-	return len(v) > 0 && string(v) != "null" && string(v) != `""`
 }
 
 func instructionsBlockedText(eventID string) string {

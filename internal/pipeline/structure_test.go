@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -124,7 +125,7 @@ func TestInstructionsPhase(t *testing.T) {
 // what is hidden and the record's rule ids.
 func listingNames(t *testing.T, p *Pipeline, rec *recorder, method string, names ...string) (listed, hidden, ids []string) {
 	t.Helper()
-	key := listKeys[method]
+	key := methods.Of(method).List.Key
 	var entries []string
 	for _, n := range names {
 		entries = append(entries, `{"name":`+js(n)+`,"description":"d","inputSchema":{"type":"object"}}`)

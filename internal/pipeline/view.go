@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // part is one piece of a server message that the rules read: a content block, read
@@ -26,140 +27,129 @@ type part struct {
 // errNoParts reports a message of a known method that holds nothing to read.
 var errNoParts = errors.New("nothing to filter")
 
-// channelDoc is the members partsOf reads, decoded in one pass: the arrays as their
-// items, the rest raw.
-type channelDoc struct {
-	Contents        []json.RawMessage `json:"contents"`
-	Messages        []json.RawMessage `json:"messages"`
-	Description     json.RawMessage   `json:"description"`
-	Completion      json.RawMessage   `json:"completion"`
-	SystemPrompt    json.RawMessage   `json:"systemPrompt"`
-	Message         json.RawMessage   `json:"message"`
-	RequestedSchema json.RawMessage   `json:"requestedSchema"`
-	URL             json.RawMessage   `json:"url"`
-	Logger          json.RawMessage   `json:"logger"`
-	Data            json.RawMessage   `json:"data"`
-	Tools           json.RawMessage   `json:"tools"`
-}
+// errShape reports a text member of an unexpected shape (messages that are not an
+// array): the whole message is then read, member by member.
+var errShape = errors.New("pipeline: unexpected member shape")
 
-// decode reads the members by their exact names, as the client does: encoding/json
-// would take "CONTENTS" or "Data" for them, and the last of two spellings would win,
-// leaving the one the client shows unread.
-func (d *channelDoc) decode(doc json.RawMessage) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &m); err != nil {
-		return err
-	}
-	for _, a := range []struct {
-		key string
-		to  *[]json.RawMessage
-	}{{"contents", &d.Contents}, {"messages", &d.Messages}} {
-		if v := m[a.key]; len(v) > 0 {
-			if err := json.Unmarshal(v, a.to); err != nil {
-				return err
-			}
-		}
-	}
-	d.Description, d.Completion, d.SystemPrompt = m["description"], m["completion"], m["systemPrompt"]
-	d.Message, d.RequestedSchema, d.URL = m["message"], m["requestedSchema"], m["url"]
-	d.Logger, d.Data, d.Tools = m["logger"], m["data"], m["tools"]
-	return nil
-}
-
-// partsOf lists what the rules read in a message of method (docs/channels.md):
-// doc is the result for responses and the params for server requests and
-// notifications. It errors (engine.ErrUndecodable) when doc is not an object, and
-// with errNoParts when it holds nothing to read.
-func partsOf(method string, doc json.RawMessage) ([]part, error) {
+// partsOf lists what the rules read in a message of method m (its row's Text,
+// docs/channels.md): doc is the result for responses and the params for server
+// requests and notifications. Members are read by their exact names, as the client
+// reads them: encoding/json would take "CONTENTS" or "Data" for them. It errors
+// (engine.ErrUndecodable) when doc is not an object, and with errNoParts when it holds
+// nothing to read. A text member of an unexpected shape makes every member of doc a
+// part, read whole.
+func partsOf(m *methods.Method, doc json.RawMessage) ([]part, error) {
 	t := bytes.TrimSpace(doc)
-	if len(t) == 0 || t[0] != '{' {
-		return nil, fmt.Errorf("%w: %s is not a JSON object", engine.ErrUndecodable, method)
+	name := "the message"
+	if m != nil {
+		name = m.Name
 	}
-	var d channelDoc
-	if err := d.decode(t); err != nil {
-		// not JSON, or contents/messages that are not arrays: read every member whole
-		var m map[string]json.RawMessage
-		if json.Unmarshal(t, &m) != nil {
-			return nil, fmt.Errorf("%w: %s is not a JSON object", engine.ErrUndecodable, method)
-		}
-		var parts []part
-		for k, v := range m {
-			parts = append(parts, part{path: []string{k}, raw: v})
-		}
-		if len(parts) == 0 {
-			return nil, errNoParts
-		}
-		return parts, nil
+	var top map[string]json.RawMessage
+	if len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &top) != nil {
+		return nil, fmt.Errorf("%w: %s is not a JSON object", engine.ErrUndecodable, name)
+	}
+	if m == nil || m.Shape != methods.Fields {
+		return nil, fmt.Errorf("pipeline: no channel filter for %s", name)
 	}
 	var parts []part
-	free := func(key string, v json.RawMessage) {
-		if len(v) > 0 && string(v) != "null" {
-			parts = append(parts, part{path: []string{key}, raw: v})
-		}
-	}
-	// blocks adds a content block, or each block of an array of them (sampling).
-	blocks := func(path []string, v json.RawMessage) {
-		if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '[' {
-			var a []json.RawMessage
-			if json.Unmarshal(t, &a) == nil {
-				for i, b := range a {
-					parts = append(parts, part{path: append(path[:len(path):len(path)], strconv.Itoa(i)), raw: b, block: true})
-				}
-				return
+	for _, fl := range m.Text {
+		if err := collect(&parts, t, nil, fl.Path, fl.Kind); err != nil {
+			parts = parts[:0]
+			for k, v := range top {
+				parts = append(parts, part{path: []string{k}, raw: v})
 			}
+			break
 		}
-		if len(v) > 0 && string(v) != "null" {
-			parts = append(parts, part{path: path, raw: v, block: true})
-		}
-	}
-	// messages adds each message's content as blocks and the rest of it as free JSON.
-	messages := func() {
-		for i, msg := range d.Messages {
-			var mm map[string]json.RawMessage
-			if json.Unmarshal(msg, &mm) != nil || mm == nil {
-				parts = append(parts, part{path: []string{"messages", strconv.Itoa(i)}, raw: msg})
-				continue
-			}
-			for k, v := range mm {
-				p := []string{"messages", strconv.Itoa(i), k}
-				if k == "content" {
-					blocks(p, v)
-				} else if k != "role" {
-					parts = append(parts, part{path: p, raw: v})
-				}
-			}
-		}
-	}
-	switch method {
-	case "resources/read":
-		for i, c := range d.Contents {
-			parts = append(parts, part{path: []string{"contents", strconv.Itoa(i)}, raw: c, block: true, resource: true})
-		}
-	case "prompts/get":
-		free("description", d.Description)
-		messages()
-	case "completion/complete":
-		free("completion", d.Completion)
-	case "sampling/createMessage":
-		free("systemPrompt", d.SystemPrompt)
-		messages()
-		free("tools", d.Tools) // the request's own tools, read like a listing's entries
-	case "elicitation/create":
-		free("message", d.Message)
-		free("requestedSchema", d.RequestedSchema)
-		free("url", d.URL) // URL-mode elicitation shows the user a link
-	case "notifications/message":
-		free("logger", d.Logger)
-		free("data", d.Data)
-	case "notifications/progress":
-		free("message", d.Message)
-	default:
-		return nil, fmt.Errorf("pipeline: no channel filter for %s", method)
 	}
 	if len(parts) == 0 {
 		return nil, errNoParts
 	}
 	return parts, nil
+}
+
+// collect walks rest from v (found at path at) and adds the parts of what it reaches.
+// An absent or null member adds nothing; a "*" token walks every item of an array.
+func collect(parts *[]part, v json.RawMessage, at, rest []string, kind methods.FieldKind) error {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	if len(rest) == 0 {
+		return addParts(parts, v, at, kind)
+	}
+	here := at[:len(at):len(at)]
+	if rest[0] == "*" {
+		var items []json.RawMessage
+		if v[0] != '[' || json.Unmarshal(v, &items) != nil {
+			return errShape
+		}
+		for i, it := range items {
+			if err := collect(parts, it, append(here, strconv.Itoa(i)), rest[1:], kind); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if v[0] != '{' || json.Unmarshal(v, &obj) != nil {
+		return errShape
+	}
+	return collect(parts, obj[rest[0]], append(here, rest[0]), rest[1:], kind)
+}
+
+// addParts adds the parts of one text member of its kind.
+func addParts(parts *[]part, v json.RawMessage, at []string, kind methods.FieldKind) error {
+	path := func(more ...string) []string { return append(at[:len(at):len(at)], more...) }
+	var items []json.RawMessage
+	if kind == methods.Messages || kind == methods.Resources {
+		if v[0] != '[' || json.Unmarshal(v, &items) != nil {
+			return errShape
+		}
+	}
+	switch kind {
+	case methods.Free:
+		*parts = append(*parts, part{path: at, raw: v})
+	case methods.Blocks:
+		addBlocks(parts, at, v)
+	case methods.Resources:
+		for i, c := range items {
+			*parts = append(*parts, part{path: path(strconv.Itoa(i)), raw: c, block: true, resource: true})
+		}
+	case methods.Messages:
+		// each message's content as blocks, the rest of it (but its role) as free JSON
+		for i, msg := range items {
+			var mm map[string]json.RawMessage
+			if json.Unmarshal(msg, &mm) != nil || mm == nil {
+				*parts = append(*parts, part{path: path(strconv.Itoa(i)), raw: msg})
+				continue
+			}
+			for k, v := range mm {
+				p := path(strconv.Itoa(i), k)
+				if k == "content" {
+					addBlocks(parts, p, v)
+				} else if k != "role" {
+					*parts = append(*parts, part{path: p, raw: v})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// addBlocks adds a content block, or each block of an array of them (sampling).
+func addBlocks(parts *[]part, at []string, v json.RawMessage) {
+	if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '[' {
+		var a []json.RawMessage
+		if json.Unmarshal(t, &a) == nil {
+			for i, b := range a {
+				*parts = append(*parts, part{path: append(at[:len(at):len(at)], strconv.Itoa(i)), raw: b, block: true})
+			}
+			return
+		}
+	}
+	if len(v) > 0 && string(v) != "null" {
+		*parts = append(*parts, part{path: at, raw: v, block: true})
+	}
 }
 
 // viewDoc builds the CallToolResult-shaped document the analyzer and the sanitizer

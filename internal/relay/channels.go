@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -127,16 +128,11 @@ func (s *Session) unreadListingRejects() bool {
 // hiddenEntry answers a prompts/get or resources/read of a prompt or resource this
 // caller's listing withheld, and reports whether it did; the server is never asked.
 func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
-	var v *visibility
-	field := "name"
-	switch msg.Method {
-	case "prompts/get":
-		v = &s.visP
-	case "resources/read":
-		v, field = &s.visR, "uri"
-	default:
+	m := methods.Of(msg.Method)
+	if m == nil || m.Withholds == "" {
 		return false
 	}
+	v, field := s.views[m.Withholds], m.Asks
 	// Keys are read exactly as the server reads them: encoding/json would match "NAME"
 	// or "Uri" to a struct field, and the last of them would win.
 	var params map[string]json.RawMessage
@@ -163,10 +159,11 @@ func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
 // server-to-client request the gateway answered itself).
 func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 	p := s.opts.Pipeline
-	if p == nil || !pipeline.Filtered(x.Method) {
+	msg := x.Msg
+	// A JSON-RPC error is read whatever the method; otherwise the method's row says.
+	if p == nil || !(methods.Of(x.Method).Filtered() || msg.Kind == jsonrpc.KindResponse && msg.Error != nil) {
 		return x.Msg
 	}
-	msg := x.Msg
 	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: s.clientInfo(), Server: x.Server,
 		SamplingContext: s.samplingContext.Load()}
 	if sp, ok := s.up.(nameSplitter); ok {
@@ -186,27 +183,16 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 			ch.ToolAccess = s.tools.cached(c.tool) // never list here: this is the upstream's reader
 		}
 		reply := p.Response(s.ctx, ch, msg)
-		if msg.Error == nil {
-			var v *visibility
-			switch x.Method {
-			case "tools/list":
-				v = &s.vis
-			case "prompts/list":
-				v = &s.visP
-			case "resources/list":
-				v = &s.visR
-			}
-			if v != nil {
-				hidden := reply.Hidden
-				if v == &s.visR {
-					hidden = make([]pipeline.Hidden, len(reply.Hidden))
-					for i, h := range reply.Hidden {
-						h.Tool = resourceKey(h.Tool)
-						hidden[i] = h
-					}
+		if v := s.views[x.Method]; v != nil && msg.Error == nil {
+			hidden := reply.Hidden
+			if methods.Of(x.Method).List.Entry == "uri" {
+				hidden = make([]pipeline.Hidden, len(reply.Hidden))
+				for i, h := range reply.Hidden {
+					h.Tool = resourceKey(h.Tool)
+					hidden[i] = h
 				}
-				v.listed(firstPage(ch.Params), lastPage(msg.Result), hidden, reply.HiddenAll)
 			}
+			v.listed(firstPage(ch.Params), lastPage(msg.Result), hidden, reply.HiddenAll)
 		}
 		return responseMessage(msg, reply)
 	case jsonrpc.KindRequest:

@@ -39,6 +39,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
@@ -117,9 +118,8 @@ type Session struct {
 	closing  atomic.Bool // Run has returned; the caller closes the upstream
 
 	tools   *toolIndex
-	vis     visibility // tools
-	visP    visibility // prompts
-	visR    visibility // resources
+	views   map[string]*visibility // what this caller may see, by listing method
+	vis     *visibility            // views["tools/list"]
 	tasks   taskIndex
 	ownSeq  atomic.Uint64
 	calls   sync.WaitGroup
@@ -152,6 +152,11 @@ func New(opts Options, up Upstream) *Session {
 		pending:  map[string]*pending{},
 		inflight: map[string]context.CancelFunc{},
 	}
+	s.views = map[string]*visibility{}
+	for _, m := range methods.Listings() {
+		s.views[m.Name] = &visibility{}
+	}
+	s.vis = s.views["tools/list"]
 	s.tools = newToolIndex(s)
 	s.router, _ = up.(Router)
 	return s
@@ -322,7 +327,7 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 	s.pending[key] = p
 	s.mu.Unlock()
 	err = s.up.Send(routed)
-	if errors.Is(err, jsonrpc.ErrNotDelivered) && listings[msg.Method] {
+	if errors.Is(err, jsonrpc.ErrNotDelivered) && methods.Of(msg.Method) != nil && methods.Of(msg.Method).WaitsForRestart {
 		if u, ok := s.up.(interface{ Up() <-chan struct{} }); ok {
 			// A listing while the server restarts waits briefly rather than failing
 			// (docs/servers.md#what-a-client-sees-during-a-restart).
@@ -332,9 +337,6 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 	}
 	s.sent(key, p, err)
 }
-
-// listings are the requests a restart makes wait briefly instead of failing.
-var listings = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true}
 
 // listWait is how long a listing waits for a restarting server.
 const listWait = time.Second
@@ -633,14 +635,11 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			s.tools.observe(msg.Result)
 		}
 	case jsonrpc.KindNotification:
-		switch msg.Method {
-		case "notifications/tools/list_changed":
-			s.tools.invalidate()
-			s.vis.invalidate()
-		case "notifications/prompts/list_changed":
-			s.visP.invalidate()
-		case "notifications/resources/list_changed":
-			s.visR.invalidate()
+		if m := methods.Of(msg.Method); m != nil && m.Invalidates != "" {
+			if m.Invalidates == "tools/list" {
+				s.tools.invalidate()
+			}
+			s.views[m.Invalidates].invalidate()
 		}
 	case jsonrpc.KindBatch:
 		s.log.Warn("upstream sent a JSON-RPC batch; dropped")

@@ -1,0 +1,311 @@
+// Package methods is mcpgate's one table of MCP methods: per method and revision, its
+// direction, the policy phase it runs, which members carry text the rules read, how
+// a blocked message is replaced, whether its result is cacheable, what record it
+// gets, and how several servers route it. The relay, the pipeline and the
+// multiplexer read it; none of them keeps its own list of method names.
+//
+// Sources: the MCP specification, revisions 2025-11-25 and 2026-07-28 (schema.ts of
+// each), and docs/channels.md, which says what each row means for the user.
+package methods
+
+import "github.com/mcpgate/mcpgate/ctxapi"
+
+// Revision is a set of MCP protocol revisions.
+type Revision uint8
+
+// The revisions mcpgate speaks.
+const (
+	Rev20251125 Revision = 1 << iota // "2025-11-25": initialize and sessions
+	Rev20260728                      // "2026-07-28": server/discover, per-request _meta, no sessions
+	Both        = Rev20251125 | Rev20260728
+)
+
+// Version strings of the revisions, as protocolVersion carries them.
+const (
+	Version20251125 = "2025-11-25"
+	Version20260728 = "2026-07-28"
+)
+
+// RevisionOf maps a protocolVersion to its revision. Versions before 2025-11-25 read
+// as it (the gateway relays them as it always did); an unknown later one reads as
+// 2026-07-28 only when it sorts after it.
+func RevisionOf(version string) Revision {
+	if version >= Version20260728 {
+		return Rev20260728
+	}
+	return Rev20251125
+}
+
+// Direction is who sends a method's message.
+type Direction uint8
+
+const (
+	// ClientRequest is a client → server request; its response comes back server →
+	// client and is what the rules read.
+	ClientRequest Direction = iota + 1
+	// ServerRequest is a server → client request (sampling, elicitation, roots).
+	ServerRequest
+	// ServerNotification is a server → client notification.
+	ServerNotification
+	// ClientNotification is a client → server notification.
+	ClientNotification
+)
+
+// Shape is how the rules read a message.
+type Shape uint8
+
+const (
+	// NoText: the message carries no text from the server for the agent or the user
+	// (its JSON-RPC error still does, and is always read).
+	NoText Shape = iota
+	// ToolResult: a CallToolResult (content blocks, structuredContent), run through the
+	// tools/call output stages.
+	ToolResult
+	// Listing: an array of entries (Method.List), every string of every entry read.
+	Listing
+	// Fields: the members Method.Text names.
+	Fields
+)
+
+// FieldKind is how the rules read one member.
+type FieldKind uint8
+
+const (
+	// Free: every string and member name of the value, whatever its JSON type.
+	Free FieldKind = iota
+	// Blocks: a content block or an array of them, read like a CallToolResult's content.
+	Blocks
+	// Messages: an array of {role, content} messages, content as blocks, the rest free.
+	Messages
+	// Resources: an array of resource contents, each read as an embedded resource.
+	Resources
+)
+
+// Field is one text-bearing member. Path is its JSON Pointer tokens from the result
+// (responses) or the params (requests, notifications); "*" stands for every item of
+// an array.
+type Field struct {
+	Path []string
+	Kind FieldKind
+}
+
+// Block is what replaces a blocked message (docs/channels.md#block), and where a
+// warned response puts its notice.
+type Block uint8
+
+const (
+	// ToolOutput: a CallToolResult with isError and the block text; a warned result
+	// gets the notice as its first content item.
+	ToolOutput Block = iota
+	// ResourceContents: one contents item (the first item's uri, text/plain) with the
+	// block text; a warned result gets the notice as its first contents item.
+	ResourceContents
+	// PromptMessages: one user message with the block text; a warned result gets the
+	// notice as its first message.
+	PromptMessages
+	// EmptyCompletion: a completion with no values.
+	EmptyCompletion
+	// Refuse: a server request answered with a JSON-RPC error; the client never sees it.
+	Refuse
+	// Drop: a notification dropped.
+	Drop
+	// ReplaceText: each string the rules read is replaced by the block text, so the
+	// message keeps its shape (a task's statusMessage, a cancellation's reason).
+	ReplaceText
+)
+
+// Route is how several servers route a client request (internal/multi).
+type Route uint8
+
+const (
+	// Unrouted: not supported with several servers (-32601).
+	Unrouted Route = iota
+	// Answered: the multiplexer answers it itself, after asking every server.
+	Answered
+	// ByName: params.name is "<server>_<name>".
+	ByName
+	// ByURI: params.uri is "<server>+<uri>".
+	ByURI
+	// ByRef: params.ref names a prompt (by name) or a resource (by uri).
+	ByRef
+)
+
+// Record is what record a filtered message gets.
+type Record uint8
+
+const (
+	// EachMessage: one record per message.
+	EachMessage Record = iota
+	// WhenText: one record when the message holds something to read; none otherwise
+	// (a progress notification without a message).
+	WhenText
+)
+
+// List describes a listing result.
+type List struct {
+	Key        string // the array's member: "tools"
+	Entry      string // what an entry is asked for by: "name", "uri", "uriTemplate"
+	Capability string // the server capability that offers it: "tools"
+	Sep        string // with several servers, "<server>" Sep "<entry>": "_" or "+"
+}
+
+// Method is one row of the table.
+type Method struct {
+	Name      string
+	Revisions Revision
+	Direction Direction
+	Shape     Shape
+	// Text lists the members the rules read when Shape is Fields.
+	Text []Field
+	// List describes the result when Shape is Listing.
+	List *List
+	// Phase is the policy phase the message runs, "" for none; PhaseKey is the result
+	// member the phase sees as ctx.response.<PhaseKey> (responses). For a server
+	// request the phase sees its params.
+	Phase    ctxapi.Phase
+	PhaseKey string
+	// Block is what replaces the message when the rules block it.
+	Block Block
+	// Cacheable: in 2026-07-28 its result carries ttlMs and cacheScope.
+	Cacheable bool
+	// Record says which messages get a record.
+	Record Record
+	// Route is how several servers route it.
+	Route Route
+	// WaitsForRestart: while its server restarts the request waits briefly
+	// (docs/servers.md#what-a-client-sees-during-a-restart).
+	WaitsForRestart bool
+	// Withholds names the listing whose withheld entries this request may not ask for
+	// (prompts/get of a prompt prompts/list withheld); Asks is the params member it
+	// asks by.
+	Withholds, Asks string
+	// Invalidates names the listing a list_changed notification makes stale.
+	Invalidates string
+}
+
+// Filtered reports whether the rules read the message (its result, params).
+func (m *Method) Filtered() bool { return m != nil && m.Shape != NoText }
+
+var (
+	statusMessage = []Field{{Path: []string{"statusMessage"}}}
+	instructions  = []Field{{Path: []string{"instructions"}}}
+	byName        = map[string]*Method{}
+)
+
+func f(kind FieldKind, path ...string) Field { return Field{Path: path, Kind: kind} }
+
+// table is every method the gateway knows. A method not in it is relayed untouched,
+// except that a JSON-RPC error answering it is always read.
+var table = []Method{
+	// Lifecycle.
+	// The instructions of initialize and server/discover go into the model's system
+	// prompt; their own flow (docs/channels.md#instructions) replaces a blocked text.
+	{Name: "initialize", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields, Text: instructions,
+		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Route: Answered},
+	{Name: "server/discover", Revisions: Rev20260728, Direction: ClientRequest, Shape: Fields, Text: instructions,
+		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Cacheable: true},
+	{Name: "ping", Revisions: Both, Direction: ClientRequest, Route: Answered},
+	{Name: "logging/setLevel", Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
+
+	// Tools.
+	{Name: "tools/list", Revisions: Both, Direction: ClientRequest, Shape: Listing, Phase: ctxapi.PhaseList,
+		List: &List{Key: "tools", Entry: "name", Capability: "tools", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
+	{Name: "tools/call", Revisions: Both, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByName},
+
+	// Prompts.
+	{Name: "prompts/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
+		List: &List{Key: "prompts", Entry: "name", Capability: "prompts", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
+	{Name: "prompts/get", Revisions: Both, Direction: ClientRequest, Shape: Fields,
+		Text: []Field{f(Free, "description"), f(Messages, "messages")}, Phase: ctxapi.PhasePrompt, PhaseKey: "messages",
+		Block: PromptMessages, Cacheable: true, Route: ByName, Withholds: "prompts/list", Asks: "name"},
+
+	// Resources.
+	{Name: "resources/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
+		List: &List{Key: "resources", Entry: "uri", Capability: "resources", Sep: "+"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
+	{Name: "resources/templates/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
+		List: &List{Key: "resourceTemplates", Entry: "uriTemplate", Capability: "resources", Sep: "+"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
+	{Name: "resources/read", Revisions: Both, Direction: ClientRequest, Shape: Fields,
+		Text: []Field{f(Resources, "contents")}, Phase: ctxapi.PhaseResource, PhaseKey: "contents",
+		Block: ResourceContents, Cacheable: true, Route: ByURI, Withholds: "resources/list", Asks: "uri"},
+	{Name: "resources/subscribe", Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
+	{Name: "resources/unsubscribe", Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
+	{Name: "subscriptions/listen", Revisions: Rev20260728, Direction: ClientRequest},
+
+	// Completion.
+	{Name: "completion/complete", Revisions: Both, Direction: ClientRequest, Shape: Fields,
+		Text: []Field{f(Free, "completion")}, Block: EmptyCompletion, Route: ByRef},
+
+	// Tasks: the 2025-11-25 methods and the 2026-07-28 extension
+	// (io.modelcontextprotocol/tasks). A task's statusMessage is shown to the user.
+	{Name: "tasks/result", Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost},
+	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText},
+	{Name: "tasks/cancel", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText},
+	{Name: "tasks/list", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields,
+		Text: []Field{f(Free, "tasks", "*", "statusMessage")}, Block: ReplaceText},
+	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest},
+	{Name: "notifications/tasks/status", Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: statusMessage,
+		Block: ReplaceText},
+
+	// Server → client requests.
+	{Name: "sampling/createMessage", Revisions: Both, Direction: ServerRequest, Shape: Fields,
+		Text: []Field{f(Free, "systemPrompt"), f(Messages, "messages"), f(Free, "tools")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
+	{Name: "elicitation/create", Revisions: Both, Direction: ServerRequest, Shape: Fields,
+		Text: []Field{f(Free, "message"), f(Free, "requestedSchema"), f(Free, "url")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
+	{Name: "roots/list", Revisions: Both, Direction: ServerRequest},
+
+	// Server notifications.
+	{Name: "notifications/message", Revisions: Both, Direction: ServerNotification, Shape: Fields,
+		Text: []Field{f(Free, "logger"), f(Free, "data")}, Block: Drop},
+	{Name: "notifications/progress", Revisions: Both, Direction: ServerNotification, Shape: Fields,
+		Text: []Field{f(Free, "message")}, Block: Drop, Record: WhenText},
+	{Name: "notifications/cancelled", Revisions: Both, Direction: ServerNotification, Shape: Fields,
+		Text: []Field{f(Free, "reason")}, Block: ReplaceText, Record: WhenText},
+	{Name: "notifications/tools/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "tools/list"},
+	{Name: "notifications/prompts/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "prompts/list"},
+	{Name: "notifications/resources/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "resources/list"},
+	{Name: "notifications/resources/updated", Revisions: Both, Direction: ServerNotification},
+	{Name: "notifications/elicitation/complete", Revisions: Rev20251125, Direction: ServerNotification},
+
+	// Client notifications.
+	{Name: "notifications/initialized", Revisions: Rev20251125, Direction: ClientNotification},
+	{Name: "notifications/roots/list_changed", Revisions: Both, Direction: ClientNotification},
+}
+
+func init() {
+	for i := range table {
+		byName[table[i].Name] = &table[i]
+	}
+}
+
+// Of returns the row of a method, or nil for a method the gateway does not know.
+func Of(name string) *Method { return byName[name] }
+
+// In returns the row of a method as revision rev has it, or nil when rev has no such
+// method.
+func In(name string, rev Revision) *Method {
+	m := byName[name]
+	if m == nil || m.Revisions&rev == 0 {
+		return nil
+	}
+	return m
+}
+
+// All returns every row, in the table's order.
+func All() []*Method {
+	out := make([]*Method, len(table))
+	for i := range table {
+		out[i] = &table[i]
+	}
+	return out
+}
+
+// Listings returns the rows of the listing methods.
+func Listings() []*Method {
+	var out []*Method
+	for i := range table {
+		if table[i].Shape == Listing {
+			out = append(out, &table[i])
+		}
+	}
+	return out
+}

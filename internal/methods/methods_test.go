@@ -1,0 +1,76 @@
+package methods
+
+import (
+	"testing"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+)
+
+// TestTableConsistent: every row is whole: a listing names its array and entry key, a
+// Fields row names its members, a row that withholds or invalidates names a listing
+// row, a phase is one the gate knows and sits on a direction that has it, and no
+// method is listed twice.
+func TestTableConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	phases := map[ctxapi.Phase]bool{ctxapi.PhasePost: true, ctxapi.PhaseList: true, ctxapi.PhaseResource: true,
+		ctxapi.PhasePrompt: true, ctxapi.PhaseServerRequest: true, ctxapi.PhaseInstructions: true}
+	for _, m := range All() {
+		if seen[m.Name] {
+			t.Errorf("%s: listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		if m.Revisions == 0 || m.Direction == 0 {
+			t.Errorf("%s: no revision or direction", m.Name)
+		}
+		switch m.Shape {
+		case Listing:
+			if m.List == nil || m.List.Key == "" || m.List.Entry == "" || m.List.Capability == "" || m.List.Sep == "" {
+				t.Errorf("%s: a listing without its List", m.Name)
+			}
+		case Fields:
+			if len(m.Text) == 0 {
+				t.Errorf("%s: Fields without Text", m.Name)
+			}
+		}
+		if m.Phase != "" && !phases[m.Phase] {
+			t.Errorf("%s: unknown phase %q", m.Name, m.Phase)
+		}
+		if m.Phase == ctxapi.PhaseServerRequest && m.Direction != ServerRequest {
+			t.Errorf("%s: server_request phase on a %v", m.Name, m.Direction)
+		}
+		if (m.Phase == ctxapi.PhaseResource || m.Phase == ctxapi.PhasePrompt) && m.PhaseKey == "" {
+			t.Errorf("%s: a response phase without PhaseKey", m.Name)
+		}
+		if (m.Block == Refuse) != (m.Direction == ServerRequest && m.Shape != NoText) {
+			t.Errorf("%s: Refuse is for server requests, and every filtered one", m.Name)
+		}
+		for _, ref := range []string{m.Withholds, m.Invalidates} {
+			if ref != "" && (Of(ref) == nil || Of(ref).Shape != Listing) {
+				t.Errorf("%s: %q is not a listing row", m.Name, ref)
+			}
+		}
+		if m.Withholds != "" && m.Asks == "" {
+			t.Errorf("%s: withholds without Asks", m.Name)
+		}
+		if m.Route != Unrouted && m.Direction != ClientRequest {
+			t.Errorf("%s: a route on a %v", m.Name, m.Direction)
+		}
+	}
+	for _, name := range []string{"tools/call", "tools/list", "resources/read", "prompts/get", "tasks/get", "notifications/message"} {
+		if In(name, Rev20251125) == nil {
+			t.Errorf("%s missing from 2025-11-25", name)
+		}
+	}
+	if In("initialize", Rev20260728) != nil || In("server/discover", Rev20251125) != nil {
+		t.Error("initialize is 2025-11-25 only, server/discover 2026-07-28 only")
+	}
+}
+
+func TestRevisionOf(t *testing.T) {
+	for v, want := range map[string]Revision{"2024-11-05": Rev20251125, "2025-06-18": Rev20251125, "2025-11-25": Rev20251125,
+		"2026-07-28": Rev20260728, "": Rev20251125} {
+		if got := RevisionOf(v); got != want {
+			t.Errorf("RevisionOf(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
