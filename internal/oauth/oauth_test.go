@@ -30,7 +30,7 @@ const testAudience = "https://mcp.example.org/mcp"
 // testIssuer is an authorization server on loopback: RFC 8414 metadata, a JWKS whose
 // keys and behaviour a test changes, and an introspection endpoint.
 type testIssuer struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -42,7 +42,7 @@ type testIssuer struct {
 	release                       chan struct{}
 }
 
-func newTestIssuer(t *testing.T) *testIssuer {
+func newTestIssuer(t testing.TB) *testIssuer {
 	ti := &testIssuer{t: t, active: map[string]map[string]any{}, release: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +104,7 @@ type signer struct {
 	kid string
 }
 
-func newEC(t *testing.T, kid string) (signer, jwk.Key) {
+func newEC(t testing.TB, kid string) (signer, jwk.Key) {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -118,7 +118,7 @@ func newEC(t *testing.T, kid string) (signer, jwk.Key) {
 	return signer{jwa.ES256(), k, kid}, pub
 }
 
-func (s signer) sign(t *testing.T, claims map[string]any) string {
+func (s signer) sign(t testing.TB, claims map[string]any) string {
 	t.Helper()
 	payload, _ := json.Marshal(claims)
 	hdr := jws.NewHeaders()
@@ -141,7 +141,7 @@ type clock struct {
 func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-func newValidator(t *testing.T, ti *testIssuer, clk *clock, mod func(*Config)) *Validator {
+func newValidator(t testing.TB, ti *testIssuer, clk *clock, mod func(*Config)) *Validator {
 	t.Helper()
 	cfg := Config{Issuer: ti.srv.URL, Audience: testAudience, Scopes: []string{"mcp"},
 		Introspection: &Introspection{ClientID: "gw", ClientSecret: "s3cret"}}
