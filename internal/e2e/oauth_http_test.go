@@ -169,7 +169,7 @@ func TestOAuthHTTP(t *testing.T) {
 				secrets = append(secrets, tc.token)
 				bc := newHTTPClient(g.url)
 				bc.token = tc.token
-				r, err := bc.do(context.Background(), http.MethodPost, initBody, map[string]string{"MCP-Protocol-Version": rev})
+				r, err := bc.do(context.Background(), http.MethodPost, firstRequest(rev), map[string]string{"MCP-Protocol-Version": rev})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -231,7 +231,7 @@ func TestOAuthBadKeySet(t *testing.T) {
 					c := newHTTPClient(g.url)
 					c.token = tok
 					start := time.Now()
-					r, err := c.do(context.Background(), http.MethodPost, initBody, map[string]string{"MCP-Protocol-Version": rev})
+					r, err := c.do(context.Background(), http.MethodPost, firstRequest(rev), map[string]string{"MCP-Protocol-Version": rev})
 					if err != nil {
 						t.Error(err)
 						return
@@ -255,6 +255,15 @@ func TestOAuthBadKeySet(t *testing.T) {
 }
 
 const initBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+
+// firstRequest is a client's first request in a protocol revision: initialize in
+// 2025-11-25, the sessionless server/discover in 2026-07-28.
+func firstRequest(rev string) string {
+	if rev == "2026-07-28" {
+		return `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	}
+	return initBody
+}
 
 // tokenParts are the pieces of a token worth looking for: the whole of a short one,
 // each base64url part of a JWT, or a 32-byte window of a long one.
