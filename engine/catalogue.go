@@ -108,7 +108,8 @@ type compiledAllow struct {
 }
 
 var (
-	catalogue     []*catActive // by ruleIndex - numRules
+	catGeneric    ruleIndex = ^ruleIndex(0) // generic-api-key's index
+	catalogue     []*catActive              // by ruleIndex - numRules
 	catKeywords   acMachine    // keyword → rules
 	catGlobal     []compiledAllow
 	catGlobalOnce sync.Once
@@ -133,6 +134,9 @@ func catalogueRuleTable() []Rule {
 		for _, k := range r.keywords {
 			kws = append(kws, k)
 			kwRule = append(kwRule, len(catalogue))
+		}
+		if a.generic {
+			catGeneric = a.idx
 		}
 		catalogue = append(catalogue, a)
 		out = append(out, Rule{ID: "secret_" + entity, Family: FamilySecret, Severity: SeverityInfo,
@@ -433,8 +437,8 @@ func (t *textScan) claim(a *catActive, start, end int) bool {
 }
 
 // positional reports rules that name a credential by where it stands, not by what
-// it is.
-func positional(r ruleIndex) bool { return r == rAuthorization || r == rCookie }
+// it is (generic-api-key included: it names a value by the word before it).
+func positional(r ruleIndex) bool { return r == rAuthorization || r == rCookie || r == catGeneric }
 
 // ---- Aho–Corasick over lower-case ASCII keywords ----
 

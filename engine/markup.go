@@ -522,25 +522,36 @@ var injectedOrders = []string{
 	"do not mention this to the user", "don't mention this to the user", "hide this from the user",
 }
 
-// orderHint looks, around the 8 bytes at s[i] that hold a hint pair, for
-// "instruct" (any case) and, when it is there, for an injected order in the
-// sentence around it.
+// instructWord is "instruct" as a little-endian uint64, for an 8-byte compare.
+var instructWord = load64("instruct", 0)
+
+// orderHint looks at the 8 bytes at s[i], one of whose aligned pairs is "ru" or
+// "uc" (any case): when "instruct" (any case) holds that pair, it looks for an
+// injected order in the sentence around it.
 func (t *textScan) orderHint(i int) {
-	if t.orders || i < t.hintDone {
+	if t.orders {
 		return
 	}
 	s := t.s
-	a, b := max(0, i-7), min(len(s), i+16)
-	k := indexFold(s[a:b], "instruct")
-	if k < 0 {
-		return
-	}
-	k += a
-	t.hintDone = k + 8
-	ws, we := max(0, k-64), min(len(s), k+24)
-	if os, oe, ok := ordersIn(s[ws:we]); ok {
-		t.orders = true
-		t.k.add(rInjectedOrders, "injected_orders", ws+os, ws+oe)
+	for q := 0; q < 8; q += 2 {
+		a, b := s[i+q]|0x20, s[i+q+1]|0x20
+		k := -1
+		switch {
+		case a == 'r' && b == 'u':
+			k = i + q - 4
+		case a == 'u' && b == 'c':
+			k = i + q - 5
+		}
+		if k < 0 || k+8 > len(s) || k < t.hintDone || load64(s, k)|0x2020202020202020 != instructWord {
+			continue
+		}
+		t.hintDone = k + 8
+		ws, we := max(0, k-64), min(len(s), k+24)
+		if os, oe, ok := ordersIn(s[ws:we]); ok {
+			t.orders = true
+			t.k.add(rInjectedOrders, "injected_orders", ws+os, ws+oe)
+			return
+		}
 	}
 }
 
@@ -555,4 +566,82 @@ func (t *textScan) shortOrders() {
 		t.orders = true
 		t.k.add(rInjectedOrders, "injected_orders", os, oe)
 	}
+}
+
+// ---- the sanitizer's side ----
+
+// exfilURLs appends to dst the spans of the URLs in s that output_exfil_url reports.
+func exfilURLs(s string, dst [][2]int) [][2]int {
+	if !strings.Contains(s, "](") && !strings.Contains(s, "]:") && indexFold(s, "<img") < 0 {
+		return dst
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			l, ok := mdLinkAt(s, i)
+			if !ok {
+				continue
+			}
+			us, ue := l.us, l.ue
+			if l.ref != "" {
+				if us, ue, ok = refDefinition(s, l.ref); !ok {
+					continue
+				}
+			}
+			if urlCarriesData(s[us:ue], l.image) {
+				dst = append(dst, [2]int{us, ue})
+			}
+		case '<':
+			if g, ok := imgTagAt(s, i); ok && (g.beacon && webURL(s[g.us:g.ue]) || urlCarriesData(s[g.us:g.ue], true)) {
+				dst = append(dst, [2]int{g.us, g.ue})
+			}
+		}
+	}
+	return dst
+}
+
+// webURL reports an http(s) or scheme-relative URL (one a renderer fetches).
+func webURL(u string) bool {
+	l := strings.ToLower(u[:min(len(u), 8)])
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(u, "//")
+}
+
+// defang rewrites the exfiltration URLs of s so that no client fetches or opens
+// them: the scheme becomes hxxp/hxxps and each dot of the host "[.]".
+func defang(s string) string {
+	var buf [8][2]int
+	spans := exfilURLs(s, buf[:0])
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	last := 0
+	for _, sp := range spans {
+		if sp[0] < last {
+			continue // the same URL reached twice (a reference used by two images)
+		}
+		b.WriteString(s[last:sp[0]])
+		u := s[sp[0]:sp[1]]
+		k := strings.Index(u, "//")
+		switch {
+		case strings.HasPrefix(strings.ToLower(u), "https:"):
+			b.WriteString("hxxps:")
+		case strings.HasPrefix(strings.ToLower(u), "http:"):
+			b.WriteString("hxxp:")
+		default:
+			b.WriteString("hxxps:")
+		}
+		host := u[k+2:]
+		rest := ""
+		if e := strings.IndexAny(host, "/?#"); e >= 0 {
+			host, rest = host[:e], host[e:]
+		}
+		b.WriteString("//")
+		b.WriteString(strings.ReplaceAll(host, ".", "[.]"))
+		b.WriteString(rest)
+		last = sp[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }

@@ -22,8 +22,8 @@ const (
 	StrategyHash   Strategy = "hash"   // "[HASH:EMAIL:1a2b3c4d]"
 )
 
-// Redact replaces every PII or secret value in s whose entity kind or rule id is in
-// kinds (all PII and secret kinds when kinds is empty), and returns the new text and
+// Redact replaces every PII or secret value in s whose entity kind, rule id or rule
+// family ("secret", "pii") is in kinds (all PII and secret kinds when kinds is empty), and returns the new text and
 // the number of replacements. The whole string is searched (no scan cap), severity
 // overrides do not apply, and an unknown strategy counts as StrategyRedact. Redact:
 // "[REDACTED:EMAIL]"; mask: every character but the last 4 becomes '*'; hash:
@@ -106,9 +106,9 @@ func wanted(m match, kinds []string) bool {
 	if len(kinds) == 0 {
 		return true
 	}
-	id := ruleTable[m.rule].ID
+	r := &ruleTable[m.rule]
 	for _, k := range kinds {
-		if k == m.entity || k == id || strings.EqualFold(k, m.entity) {
+		if k == m.entity || k == r.ID || k == r.Family || strings.EqualFold(k, m.entity) {
 			return true
 		}
 	}

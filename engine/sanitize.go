@@ -26,18 +26,23 @@ var needsSanitize = func() (t [256]bool) {
 // controls but tab and LF; DEL; zero-width characters (U+200B–U+200D, U+2060–U+2064,
 // U+FEFF, U+180E); bidi controls (U+202A–U+202E, U+2066–U+2069); Tags outside an emoji
 // flag tag sequence; and variation selectors that follow no base or another selector.
+// The URL of a Markdown image or link, or of an HTML <img>, that carries data out
+// (output_exfil_url) is defanged: "https://a.b/p?d=…" becomes "hxxps://a[.]b/p?d=…".
 // Invalid UTF-8 becomes U+FFFD. It is idempotent and returns s itself when nothing
 // changes.
 func Sanitize(s string) string {
 	i := firstDirty(s)
 	if i == len(s) {
-		return s
+		return defang(s)
 	}
 	out := make([]byte, 0, len(s))
 	out = append(out, s[:i]...)
 	out = sanitizeAppend(out, s, i)
-	return unsafe.String(unsafe.SliceData(out), len(out))
+	return defang(unsafe.String(unsafe.SliceData(out), len(out)))
 }
+
+// isClean reports whether Sanitize would return s unchanged.
+func isClean(s string) bool { return firstDirty(s) == len(s) && len(exfilURLs(s, nil)) == 0 }
 
 // firstDirty returns the offset of the first byte Sanitize would change, or len(s).
 func firstDirty(s string) int {
@@ -263,7 +268,7 @@ func (v *sanitizeVisitor) visitString(w *jsonWalker, raw []byte, start int, esc,
 		text = v.buf
 	}
 	s := unsafe.String(unsafe.SliceData(text), len(text))
-	if firstDirty(s) == len(s) {
+	if isClean(s) {
 		return
 	}
 	off := len(v.arena)
@@ -280,7 +285,7 @@ func (v *sanitizeVisitor) sanitizeBlob(pb pendingBlob) {
 		return
 	}
 	s := unsafe.String(unsafe.SliceData(dec), len(dec))
-	if firstDirty(s) == len(s) {
+	if isClean(s) {
 		return
 	}
 	clean := Sanitize(s)

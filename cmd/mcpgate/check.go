@@ -46,8 +46,9 @@ func newCheckCmd() *cobra.Command {
 		Use:   "check [--format text|json] [--config FILE] [FILE|-]",
 		Short: "Analyse a text or a CallToolResult with the built-in rules",
 		Long: `check runs mcpgate's built-in rules (terminal escapes, hidden text, prompt-injection
-markers, PII, secrets) over one input and prints the verdict, the findings and the
-sanitized form the Warn path would forward.
+markers and orders aimed at the model, hidden orders in markup, exfiltration URLs,
+targets an agent must not fetch, PII, secrets) over one input and prints the verdict,
+the findings and the sanitized form the Warn path would forward.
 
 The input is FILE, or standard input when FILE is "-" or absent. If it parses as a JSON
 object with a "content" member (and is at most 64 MiB) it is analysed as an MCP
