@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,6 +46,7 @@ type gatewayFlags struct {
 	pins           string         // tool pins file (docs/channels.md#pinning)
 	pinsMode       string         // what a changed tool does: warn, block or off
 	passEnv        []string       // more of our environment for the upstreams (--pass-env)
+	pinsName       string         // the pin identity of the server after -- (--pins-name)
 	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
 	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
 	shared         sharedFlags    // state several replicas share (shared.go)
@@ -126,7 +128,8 @@ Environment:
 	fl.StringVar(&f.capture, "capture", "", "write each tools/call with its arguments and the upstream's result to this JSONL file (mode 0600) for mcpgate replay; it holds values")
 	fl.IntVar(&f.captureRotate, "capture-rotate-mb", 0, "rotate --capture when it passes N megabytes (0: never)")
 	fl.IntVar(&f.captureKeep, "capture-keep", 5, "rotated capture files to keep with --capture-rotate-mb (0: keep all)")
-	fl.StringVar(&f.pins, "pins", "", "tool pins file: the first definition of every tool, to catch a changed one (default: "+pins.FileName+" next to --audit-db or --audit-file; none without them)")
+	fl.StringVar(&f.pins, "pins", "", "tool pins file: the first definition of every tool, to catch a changed one (default: "+pins.FileName+" next to --audit-db or --audit-file; without them the pins are kept in memory for this process)")
+	fl.StringVar(&f.pinsName, "pins-name", "", "the name the pins of the server after -- are kept under, as mcpgate pins approve NAME TOOL takes it (default: its command line)")
 	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until mcpgate pins approve) or off")
 	fl.StringSliceVar(&f.passEnv, "pass-env", nil, "hand this variable of the gateway's environment to the upstream too (NAME, PREFIX* or *; repeatable, or comma-separated). Upstreams get only PATH, HOME, USER, LOGNAME, SHELL, TERM, TMPDIR, TZ, the locale and their configured env otherwise")
 	f.telemetry.register(fl)
@@ -175,6 +178,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	if err != nil {
 		return gateway.Config{}, err
 	}
+	if f.pinsName != "" && (len(servers) != 1 || servers[0].Name != "") {
+		return gateway.Config{}, errors.New("--pins-name names the server after --; the servers of --config keep their pins under their configured names")
+	}
 	for _, p := range f.passEnv {
 		if err := config.CheckPassEnv(p); err != nil {
 			return gateway.Config{}, fmt.Errorf("--pass-env: %w", err)
@@ -205,7 +211,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		MaxInflightBytes:    f.inflightBytes,
 		ShadowDir:           f.shadow,
 		Capture:             gateway.Capture{File: f.capture, RotateMB: f.captureRotate, Keep: f.captureKeep},
-		Pins:                gateway.Pins{File: f.pins, Block: f.pinsMode == "block", Off: f.pinsMode == "off"},
+		Pins:                gateway.Pins{File: f.pins, Block: f.pinsMode == "block", Off: f.pinsMode == "off", Name: f.pinsName},
 	}, nil
 }
 

@@ -47,13 +47,14 @@ pin to the new one.
 
 The pin file is --file, or ` + pins.FileName + ` next to the gateway's --audit-db or
 --audit-file. A running gateway re-reads it at every listing, so an approval takes
-effect at the client's next tools/list. SERVER is the server's configured name, or
-"" for the one upstream given after --.
+effect at the client's next tools/list. SERVER is the server's configured name; for
+the one upstream given after --, its gateway run --pins-name, else its command line
+as one word (quote it); "" with several servers, whose TOOL is <server>_<tool>.
 
 Exit status: 0 on success, 1 on a usage or I/O error or when no pin matches.`,
 		Example: `  mcpgate pins list --audit-db /var/lib/mcpgate/audit.db
   mcpgate pins approve --file pins.json github create_issue
-  mcpgate pins approve --file pins.json "" read_file     # the single upstream
+  mcpgate pins approve --file pins.json "npx -y @modelcontextprotocol/server-filesystem /srv" read_file
   mcpgate pins reset --file pins.json github            # re-pin every github tool`,
 	}
 	cmd.PersistentFlags().StringVar(&f.file, "file", "", "the pin file (gateway run --pins)")

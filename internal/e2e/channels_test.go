@@ -331,14 +331,18 @@ func TestChannelsPoisonedListing(t *testing.T) {
 }
 
 // TestChannelsRugPull: a tool that changes its description after the first listing
-// gives tool_definition_changed on the second; with --pins-mode block it is hidden
-// (and its calls rejected) until `mcpgate pins approve`.
+// gives tool_definition_changed on the second, with no pin file too (the pins are
+// kept in memory); with --pins-mode block it is hidden (and its calls rejected) until
+// `mcpgate pins approve` under the --pins-name given.
 func TestChannelsRugPull(t *testing.T) {
 	server := hostileServer(t)
-	for _, mode := range []string{"warn", "block"} {
+	for _, mode := range []string{"warn", "block", "memory"} {
 		pins := filepath.Join(t.TempDir(), "pins.json")
-		c, log := mcpClient(t, []string{"RUG_PULL=1"}, binary,
-			gatewayArgs([]string{"--policies", emptyPolicies(t), "--pins", pins, "--pins-mode", mode, "--pass-env", "RUG_PULL"}, server)...)
+		flags := []string{"--policies", emptyPolicies(t), "--pins", pins, "--pins-mode", mode, "--pins-name", "hostile", "--pass-env", "RUG_PULL"}
+		if mode == "memory" {
+			flags = []string{"--policies", emptyPolicies(t), "--pass-env", "RUG_PULL"}
+		}
+		c, log := mcpClient(t, []string{"RUG_PULL=1"}, binary, gatewayArgs(flags, server)...)
 		listings := func() []map[string]any {
 			var out []map[string]any
 			for _, r := range log.allRecords() {
@@ -376,10 +380,10 @@ func TestChannelsRugPull(t *testing.T) {
 		if ids, _ := second["rule_ids"].([]any); len(ids) != 1 || ids[0] != "tool_definition_changed" {
 			t.Errorf("%s: second listing record: %v", mode, second)
 		}
-		if ok != (mode == "warn") {
+		if ok != (mode != "block") {
 			t.Errorf("%s: adder listed %v on the second listing", mode, ok)
 		}
-		if mode == "warn" {
+		if mode != "block" {
 			continue
 		}
 		res := callTool(t, c, "adder", map[string]any{"a": 1, "b": 2})
@@ -390,7 +394,7 @@ func TestChannelsRugPull(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "CHANGED") {
 			t.Errorf("pins list: %v\n%s", err, out)
 		}
-		if out, err := exec.Command(binary, "pins", "approve", "--file", pins, "", "adder").CombinedOutput(); err != nil {
+		if out, err := exec.Command(binary, "pins", "approve", "--file", pins, "hostile", "adder").CombinedOutput(); err != nil {
 			t.Fatalf("pins approve: %v\n%s", err, out)
 		}
 		if ok, _ := listed(); !ok {

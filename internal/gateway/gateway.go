@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -142,9 +144,35 @@ type Pins struct {
 	File  string // --pins
 	Block bool   // --pins-mode block: a changed tool is hidden until approved
 	Off   bool   // --pins-mode off
+	// Name is --pins-name: the pin identity of the command after -- ("" means its
+	// command line).
+	Name string
 }
 
-// PinsPath is the pin file cfg uses, or "" when pinning is off.
+// PinServer is the name the pins of the one server after -- are kept under: name
+// when given, else its command line, each word quoted when it needs to be
+// ("npx -y @modelcontextprotocol/server-filesystem /srv"). Servers of --config keep
+// their configured names.
+func PinServer(name string, servers []Server) string {
+	if len(servers) != 1 || servers[0].Name != "" {
+		return "" // no server is named ""
+	}
+	if name != "" {
+		return name
+	}
+	s := servers[0].Server
+	words := make([]string, 0, 1+len(s.Args))
+	for _, w := range append([]string{s.Command}, s.Args...) {
+		if w == "" || strings.ContainsFunc(w, func(r rune) bool { return r <= ' ' || strings.ContainsRune("\"'\\$`", r) }) {
+			w = strconv.Quote(w)
+		}
+		words = append(words, w)
+	}
+	return strings.Join(words, " ")
+}
+
+// PinsPath is the pin file cfg uses, or "" when there is none: pinning is off, or
+// kept in memory.
 func PinsPath(p Pins, a config.Audit) string {
 	switch {
 	case p.Off:
@@ -289,12 +317,16 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		g.pipe.Capture = g.capture
 		g.log.Warn("capturing tools/call arguments and results: the capture file holds values", "path", c.File)
 	}
-	if path := PinsPath(cfg.Pins, cfg.Audit); path != "" {
-		if g.pipe.Pins, err = pins.Open(path); err != nil {
-			return nil, fmt.Errorf("--pins: %w", err)
+	if !cfg.Pins.Off {
+		g.pipe.Pins, g.pipe.PinBlock = pins.Memory(), cfg.Pins.Block
+		path := PinsPath(cfg.Pins, cfg.Audit)
+		if path != "" {
+			if g.pipe.Pins, err = pins.Open(path); err != nil {
+				return nil, fmt.Errorf("--pins: %w", err)
+			}
 		}
-		g.pipe.PinBlock = cfg.Pins.Block
-		g.log.Info("tool pins", "path", path, "on_change", map[bool]string{true: "block", false: "warn"}[cfg.Pins.Block])
+		g.pipe.PinServer = PinServer(cfg.Pins.Name, cfg.Servers)
+		g.log.Info("tool pins", "path", cmp.Or(path, "(in memory, for this process)"), "on_change", map[bool]string{true: "block", false: "warn"}[cfg.Pins.Block])
 	}
 	if metrics != nil {
 		if err := g.serveAdmin(store, metrics); err != nil {

@@ -4,7 +4,10 @@
 //
 // The store is one JSON file, re-read before every check so that `mcpgate pins
 // approve` in another process takes effect at the next listing, and replaced
-// atomically (write to a temporary file, then rename) on every change.
+// atomically (write to a temporary file, then rename) on every change. Every
+// read-modify-write holds an exclusive lock on FILE.lock (flock), so two gateways
+// sharing the file never lose each other's pins. Without a file, Memory keeps the
+// pins for the life of the process.
 package pins
 
 import (
@@ -52,12 +55,18 @@ type file struct {
 	Pins    []Pin `json:"pins"`
 }
 
-// Store is the pin file. Safe for concurrent use within one process.
+// Store is the pin file, or the process's memory. Safe for concurrent use, within
+// one process and, for a file, across processes.
 type Store struct {
 	path string
+	mem  *file // the pins of a Memory store
 	mu   sync.Mutex
 	now  func() time.Time
 }
+
+// Memory returns a store that keeps its pins in memory for the life of the process:
+// a rug pull within one run is caught without a pin file.
+func Memory() *Store { return &Store{mem: &file{Version: 1}, now: time.Now} }
 
 // Open returns the store at path; the file is created at the first pin. It errors
 // when the directory does not exist or the file is not a pin file.
@@ -72,10 +81,28 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
-// Path is the store's file.
+// Path is the store's file; "" for a Memory store.
 func (s *Store) Path() string { return s.path }
 
+// lock takes the cross-process lock for a read-modify-write (s.mu held) and returns
+// its release; a Memory store needs none.
+func (s *Store) lock() (func(), error) {
+	if s.mem != nil {
+		return func() {}, nil
+	}
+	unlock, err := lockFile(s.path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("pins: lock %s.lock: %w", s.path, err)
+	}
+	return unlock, nil
+}
+
 func (s *Store) load() (*file, error) {
+	if s.mem != nil {
+		c := *s.mem
+		c.Pins = slices.Clone(s.mem.Pins)
+		return &c, nil
+	}
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &file{Version: 1}, nil
@@ -94,6 +121,10 @@ func (s *Store) save(f *file) error {
 	slices.SortFunc(f.Pins, func(a, b Pin) int {
 		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Tool, b.Tool))
 	})
+	if s.mem != nil {
+		s.mem = f
+		return nil
+	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
@@ -151,6 +182,11 @@ func (s *Store) Check(server string, tools []json.RawMessage) ([]Change, error) 
 func (s *Store) CheckListing(server string, tools []json.RawMessage, whole bool) ([]Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	f, err := s.load()
 	if err != nil {
 		return nil, err
@@ -233,6 +269,11 @@ var ErrNothingPending = errors.New("pins: no changed definition to approve")
 func (s *Store) Approve(server, tool string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	f, err := s.load()
 	if err != nil {
 		return err
@@ -268,6 +309,11 @@ func (s *Store) ResetAll() (int, error) {
 func (s *Store) remove(match func(Pin) bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	f, err := s.load()
 	if err != nil {
 		return 0, err

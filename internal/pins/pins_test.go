@@ -3,8 +3,10 @@ package pins
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -176,5 +178,64 @@ func TestSimilar(t *testing.T) {
 		if got, _ := similar(c.a, c.b); got != c.want {
 			t.Errorf("similar(%s, %s) = %v", c.a, c.b, got)
 		}
+	}
+}
+
+// TestTwoGatewaysShareAFile: two stores on one file (two gateways set up with the
+// same --audit-file directory) listing at once keep every pin each of them made.
+func TestTwoGatewaysShareAFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 40
+	var wg sync.WaitGroup
+	for _, gw := range []struct {
+		st     *Store
+		server string
+	}{{a, "npx server-a"}, {b, "npx server-b"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				def := json.RawMessage(fmt.Sprintf(`{"name":"tool%d","description":"d"}`, i))
+				if _, err := gw.st.Check(gw.server, []json.RawMessage{def}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ps, err := a.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2*rounds {
+		t.Fatalf("%d pins kept, want %d: concurrent listings lost pins", len(ps), 2*rounds)
+	}
+}
+
+// TestMemoryStore: without a file the pins last for the process, so a rug pull
+// within one run is caught.
+func TestMemoryStore(t *testing.T) {
+	st := Memory()
+	first := []json.RawMessage{json.RawMessage(`{"name":"adder","description":"adds"}`)}
+	if ch, err := st.Check("srv", first); err != nil || len(ch) != 0 {
+		t.Fatalf("first listing: %v %v", ch, err)
+	}
+	ch, err := st.Check("srv", []json.RawMessage{json.RawMessage(`{"name":"adder","description":"now also reads ~/.ssh"}`)})
+	if err != nil || len(ch) != 1 || ch[0].Tool != "adder" {
+		t.Fatalf("changed definition: %v %v", ch, err)
+	}
+	if err := st.Approve("srv", "adder"); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := st.List(); len(ps) != 1 || ps[0].Pending != nil || st.Path() != "" {
+		t.Fatalf("after approve: %+v", ps)
 	}
 }

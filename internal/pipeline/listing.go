@@ -103,7 +103,11 @@ func (l *list) checkPins(rep *engine.Report, err error, result json.RawMessage) 
 	if err != nil || !l.pinned() {
 		return pinned
 	}
-	changes, perr := l.p.Pins.CheckListing(l.ch.Server, l.entries, wholeListing(l.ch.Params, result))
+	server := l.ch.Server
+	if server == "" {
+		server = l.p.PinServer // the command after --: its command line or --pins-name
+	}
+	changes, perr := l.p.Pins.CheckListing(server, l.entries, wholeListing(l.ch.Params, result))
 	if perr != nil {
 		l.p.logger().Warn("tool pins could not be checked", "err", perr)
 	}

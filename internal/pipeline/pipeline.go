@@ -101,6 +101,10 @@ type Pipeline struct {
 	// (internal/channelcheck) by rule id, as engine.Options.Severities does for the
 	// engine's; SeverityNone turns a rule off.
 	StructureSeverities map[string]engine.Severity
+	// PinServer is the pin identity of the server named "" (the command after --):
+	// its command line or a name the user gave, so that two gateways sharing a pin
+	// file keep their servers' pins apart (docs/channels.md#pinning).
+	PinServer string
 }
 
 // Capturer receives one entry per tools/call; it must not block.
