@@ -59,7 +59,7 @@ type httpGateway struct {
 	done   chan struct{}
 }
 
-var servingRE = regexp.MustCompile(`"url":"(http://[^"]+)"`)
+var servingRE = regexp.MustCompile(`"url":"(https?://[^"]+)"`)
 
 // startHTTPGateway runs `mcpgate gateway run --listen 127.0.0.1:0 ARGS...`.
 func startHTTPGateway(t testing.TB, args ...string) *httpGateway {

@@ -79,6 +79,10 @@ func TestOAuthHTTP(t *testing.T) {
   throw "user=" + ctx.user.userID + " client=" + ctx.user.callerId + " class=" + ctx.user.callerClass + " roles=" + ctx.user.roles.join(",") + " scopes=" + ctx.user.scopes.join(",");
 }
 `)
+	httpWriteFile(t, filepath.Join(pol, "limit.js"), `if (ctx.phase === "pre" && ctx.tool === "echo" && ctx.params.text === "limited" && ctx.rateLimitExceeded(1)) {
+  throw "rate limited " + ctx.user.userID;
+}
+`)
 	const static = "static-token-for-a-small-setup"
 	cfg := filepath.Join(dir, "config.json")
 	httpWriteFile(t, cfg, fmt.Sprintf(`{"mcpServers":{"up":{"url":%q,"headers":{"Authorization":"Bearer upstream-credential"}}},
@@ -146,6 +150,24 @@ func TestOAuthHTTP(t *testing.T) {
 	st.initialize(t)
 	if got := httpResultText(st.call(t, 1, "whoami", nil)); !strings.Contains(got, "user=static-user") {
 		t.Fatalf("static ctx.user: %q", got)
+	}
+
+	// Rate limits count per subject: carol's second call in the hour is over 1, dave's first is not.
+	limited := func(sub string) string {
+		lc := newHTTPClient(g.url)
+		lc.token = is.Token(is.Claims(sub, resource, nil))
+		lc.initialize(t)
+		httpResultText(lc.call(t, 1, "echo", map[string]any{"text": "limited"}))
+		return httpResultText(lc.call(t, 2, "echo", map[string]any{"text": "limited"}))
+	}
+	if got := limited("carol"); !strings.Contains(got, "rate limited carol") {
+		t.Fatalf("carol's second call: %q", got)
+	}
+	dc := newHTTPClient(g.url)
+	dc.token = is.Token(is.Claims("dave", resource, nil))
+	dc.initialize(t)
+	if got := httpResultText(dc.call(t, 1, "echo", map[string]any{"text": "limited"})); got != "fakeup: limited" {
+		t.Fatalf("dave's first call: %q", got)
 	}
 
 	// Every bad token, over both protocol revisions.
