@@ -57,6 +57,18 @@ func FuzzOneReading(f *testing.F) {
 				t.Fatalf("method: the gateway read %q, an exact reader %s in %q", m.Method, want, line)
 			}
 		}
+		// Members (the relay's reading of tools/call params) against the exact reading.
+		if len(m.Params) > 0 && m.Params[0] == '{' {
+			got, want := Members(m.Params), exactMembers(t, m.Params)
+			if len(got) != len(want) {
+				t.Fatalf("Members read %d members, an exact reader %d in %q", len(got), len(want), line)
+			}
+			for i := range got {
+				if got[i].Name != want[i].name || !bytes.Equal(got[i].Value, bytes.TrimSpace(want[i].value)) {
+					t.Fatalf("Members read %q=%q, an exact reader %q=%q in %q", got[i].Name, got[i].Value, want[i].name, want[i].value, line)
+				}
+			}
+		}
 		// encoding/json's struct reading of every object against the exact reading.
 		checkStructReading(t, line, line, true)
 		// mcp-go's structs for a tools/call.

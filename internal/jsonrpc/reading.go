@@ -26,6 +26,9 @@ type AmbiguousError struct {
 	Kind   Kind
 	ID     []byte
 	Method string
+	// Answers is set when the message also carries a result or an error: read as a
+	// response, it would settle the request under ID.
+	Answers bool
 }
 
 // Refusal is the error message a refused message is answered with, citing the
@@ -432,6 +435,7 @@ func exactReading(line []byte) *AmbiguousError {
 	if v, ok := one("METHOD", "method"); ok {
 		_ = json.Unmarshal(v, &a.Method)
 	}
+	a.Answers = has("RESULT") || has("ERROR")
 	switch {
 	case has("METHOD") && a.ID != nil:
 		a.Kind = KindRequest

@@ -648,7 +648,7 @@ func (m *Mux) read(s *Server) {
 			case errors.As(err, &drop):
 				id, ok := jsonrpc.PeekID(drop.Head)
 				if a := drop.Ambiguous; a != nil { // one reading: the id as read exactly, and only of a response
-					id, ok = a.ID, a.ID != nil && a.Kind == jsonrpc.KindResponse
+					id, ok = a.ID, a.ID != nil && (a.Kind == jsonrpc.KindResponse || a.Answers)
 				}
 				if ok && m.deliverOwn(jsonrpc.ResponseErrorMessage(id, drop.Reason)) && drop.Ambiguous == nil {
 					continue // a refusal goes on to the relay, which records it

@@ -38,13 +38,16 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 		server = s.opts.Server
 	}
 	s.log.Warn("upstream message refused: it has more than one reading", "upstream", server, "reason", a.Reason, "method", a.Method)
-	switch a.Kind {
-	case jsonrpc.KindRequest:
+	switch {
+	case a.Kind == jsonrpc.KindRequest:
 		id := s.recordRefusal(a.Method, server, a.Reason, true)
 		answer := jsonrpc.NewErrorResponse(a.ID, jsonrpc.CodeInvalidRequest, a.Refusal(id))
 		answer.Upstream = d.Upstream
 		s.send(answer)
-	case jsonrpc.KindResponse:
+		if a.Answers && a.ID != nil { // read as a response, it answers this request too
+			s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
+		}
+	case a.Kind == jsonrpc.KindResponse:
 		method := ""
 		if a.ID != nil {
 			s.mu.Lock()
@@ -55,7 +58,7 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 		}
 		id := s.recordRefusal(method, server, a.Reason, true)
 		if a.ID != nil {
-			s.fromUpstream(jsonrpc.ResponseErrorMessage(a.ID, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")"))
+			s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
 		}
 	default:
 		s.recordRefusal(a.Method, server, a.Reason, true)
@@ -85,4 +88,15 @@ func (s *Session) caseVariantArgument(msg *jsonrpc.Message, params json.RawMessa
 	a := &jsonrpc.AmbiguousError{Reason: vocab.ReasonCaseVariantMember, Kind: jsonrpc.KindRequest, ID: msg.ID, Method: msg.Method}
 	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", a.Method, "tool", name)
 	return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.CodeInvalidRequest, a.Refusal(s.recordRefusal(msg.Method, server, a.Reason, false)))
+}
+
+// failPending fails the request in flight under id to server ("" with one server), if
+// there is one: a server cannot fail another server's request.
+func (s *Session) failPending(id []byte, server, why string) {
+	s.mu.Lock()
+	p := s.pending[jsonrpc.IDKey(id)]
+	s.mu.Unlock()
+	if p != nil && p.route == server {
+		s.fromUpstream(jsonrpc.ResponseErrorMessage(id, why))
+	}
 }

@@ -98,6 +98,19 @@ func TestRelayRefusesAmbiguousServerMessages(t *testing.T) {
 	h.up.lines <- `{"jsonrpc":"2.0","method":"notifications/progress","METHOD":"notifications/message","params":{"level":"info","data":"evil"}}`
 	h.recs.refusal(t)
 
+	// A response that is also a request: the server is answered, and so is the
+	// client's request it would settle.
+	h.client(`{"jsonrpc":"2.0","id":"r2","method":"resources/read","params":{"uri":"file:///b"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":"r2","result":{"contents":[{"uri":"file:///b","text":"evil"}]},"Method":"sampling/createMessage"}`
+	if got := h.upstreamGets(); errorCode(t, got) != -32600 || !strings.Contains(got, `"id":"r2"`) {
+		t.Fatalf("upstream got %s", got)
+	}
+	if got := h.clientGets(); errorCode(t, got) != -32603 || !strings.Contains(got, `"id":"r2"`) || strings.Contains(got, "evil") {
+		t.Fatalf("client got %s", got)
+	}
+	h.recs.refusal(t)
+
 	// The next clean message is the first thing the client sees after the response.
 	clean := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"fine"}}`
 	h.up.lines <- clean
