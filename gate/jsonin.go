@@ -54,6 +54,7 @@ type jsonReader struct {
 	canon   []byte   // JSON.stringify of what was read so far
 	canonOK bool     // canon is exact
 	keys    []string // keys of the objects being read, innermost last
+	values  int      // values read so far
 }
 
 func (r *jsonReader) space() {
@@ -68,6 +69,9 @@ func (r *jsonReader) space() {
 }
 
 func (r *jsonReader) value(depth int) (goja.Value, bool) {
+	if r.values++; r.values%pollEvery == 0 && r.v.poll != nil {
+		callJS(r.v.poll, goja.Undefined()) // a pending interrupt (the deadline) stops a long read
+	}
 	r.space()
 	if r.i >= len(r.s) {
 		return nil, false

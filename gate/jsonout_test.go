@@ -66,7 +66,7 @@ func FuzzJSONWriter(f *testing.F) {
 	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
 	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
 	f.Fuzz(func(t *testing.T, text string) {
-		if jsonDepth(text) > 100 {
+		if d, _, _ := jsonShape(text); d > 100 {
 			return
 		}
 		val, err := parse(goja.Undefined(), rt.ToValue(text))
@@ -97,7 +97,7 @@ func FuzzJSONReader(f *testing.F) {
 	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
 	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
 	f.Fuzz(func(t *testing.T, text string) {
-		if jsonDepth(text) > 100 {
+		if d, _, _ := jsonShape(text); d > 100 {
 			return
 		}
 		want, perr := parse(goja.Undefined(), rt.ToValue(text))

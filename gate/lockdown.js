@@ -8,7 +8,7 @@
   var G = globalThis;
   var nativeErrors = [TypeError, ReferenceError, RangeError, SyntaxError, URIError, EvalError];
   var MAXS = host.maxString, MAXA = host.maxArray, MAXN = host.maxNodes, MAXB = host.maxBytes, MAXD = host.maxDepth;
-  var oom = host.oom, tooDeep = host.deep, jsonDepth = host.jsonDepth;
+  var oom = host.oom, tooDeep = host.deep, hostParse = host.parse;
   var apply = Reflect.apply, construct = Reflect.construct;
   var defProp = Object.defineProperty, getDesc = Object.getOwnPropertyDescriptor;
   var getProto = Object.getPrototypeOf, ownKeys = Reflect.ownKeys, freeze = Object.freeze;
@@ -19,12 +19,49 @@
   var setHas = Set.prototype.has, setAdd = Set.prototype.add;
   var num = Number, str = String, floor = Math.floor;
   var MAXARGS = 65536; // arguments one call may spread or apply
+  var MAXKEYS = 65536; // index keys of a string or typed array one step may list or copy
+  var MAXSORT = 4096; // elements a sort without a comparator sorts in one native step
+  var iterSym = Symbol.iterator;
+  var TypedArray = getProto(Uint8Array), taProto = TypedArray.prototype;
+  var taLength = getDesc(taProto, 'length').get, strValueOf = String.prototype.valueOf;
   var MAXSHIFT = 4294967296; // receiver length times items inserted by splice/unshift
 
   function lenOf(o) {
     if (o === null || o === undefined) return 0;
     var n = num(Object(o).length);
     return n > 0 ? n : 0;
+  }
+  // bounded returns an iterable that yields what x yields, refusing the step once it
+  // has yielded more than max values: arrays, strings, Maps and Sets are measured
+  // before; any other iterable (a native iterator above all: one spread, Array.from
+  // or constructor would drain it in one native step) is drained by a generator, one
+  // JS step per value, which the deadline can stop. A non-iterable is returned as it
+  // is (the caller's TypeError, or an array-like measured by the caller).
+  function bounded(x, max) {
+    if (x === null || x === undefined) return x;
+    if (typeof x === 'string') { if (x.length > max) oom(); return x; }
+    if (typeof x !== 'object' && typeof x !== 'function') return x;
+    if (isArray(x)) { if (x.length > max) oom(); return x; }
+    if (x instanceof OrigMap || x instanceof OrigSet) { if (x.size > max) oom(); return x; }
+    if (typeof x[iterSym] !== 'function') return x;
+    var n = 0, src = x, out = {};
+    out[iterSym] = function* () {
+      for (var v of src) {
+        if (++n > max) oom();
+        yield v;
+      }
+    };
+    return out;
+  }
+  // indexKeys is how many index keys listing o's own keys makes: a string's length (a
+  // String object's too), a typed array's, else 0 (an object's keys were each made by
+  // a step of their own).
+  function indexKeys(o) {
+    if (typeof o === 'string') return o.length;
+    if (typeof o !== 'object' || o === null) return 0;
+    try { return apply(taLength, o, []); } catch (e) { /* not a typed array */ }
+    try { return apply(strValueOf, o, []).length; } catch (e) { /* not a String object */ }
+    return 0;
   }
   function method(obj, name, make) {
     var orig = obj[name];
@@ -149,6 +186,17 @@
       });
       return;
     }
+    if (k === 'sort' || k === 'toSorted') {
+      method(Array.prototype, k, function (orig) {
+        return function (cmp) {
+          var len = lenOf(this);
+          if (len > MAXA) oom();
+          if (cmp === undefined && len > MAXSORT) return apply(orig, this, [defaultCompare]);
+          return apply(orig, this, arguments);
+        };
+      });
+      return;
+    }
     if (k === 'concat') {
       method(Array.prototype, k, function (orig) {
         return function concat() {
@@ -173,9 +221,102 @@
   });
   method(Array, 'from', function (orig) {
     return function from(items) {
-      if (lenOf(items) > MAXA) oom();
+      var args = [];
+      for (var i = 0; i < arguments.length; i++) args[i] = arguments[i];
+      if (items !== null && items !== undefined && typeof Object(items)[iterSym] === 'function') args[0] = bounded(items, MAXA);
+      else if (lenOf(items) > MAXA) oom();
+      return apply(orig, this, args);
+    };
+  });
+  method(TypedArray, 'from', function (orig) {
+    return function from(items) {
+      var args = [];
+      for (var i = 0; i < arguments.length; i++) args[i] = arguments[i];
+      if (items !== null && items !== undefined && typeof Object(items)[iterSym] === 'function') args[0] = bounded(items, MAXA);
+      return apply(orig, this, args); // an array-like: the constructor's own bound
+    };
+  });
+  // iterables drained in one native step
+  method(Object, 'fromEntries', function (orig) {
+    return function fromEntries(it) { return apply(orig, Object, [bounded(it, MAXA)]); };
+  });
+  ['all', 'allSettled', 'any', 'race'].forEach(function (k) {
+    if (typeof Promise[k] !== 'function') return;
+    method(Promise, k, function (orig) {
+      return function (it) { return apply(orig, this, [bounded(it, MAXA)]); };
+    });
+  });
+  // listing or copying the index keys of a string or typed array is one native step
+  // per call, with a key (and a value, an entry, a descriptor) made per index
+  ['keys', 'values', 'entries', 'getOwnPropertyNames', 'getOwnPropertyDescriptors'].forEach(function (k) {
+    method(Object, k, function (orig) {
+      return function (o) {
+        if (indexKeys(o) > MAXKEYS) oom();
+        return apply(orig, Object, arguments);
+      };
+    });
+  });
+  method(Reflect, 'ownKeys', function (orig) {
+    return function ownKeys_(o) {
+      if (indexKeys(o) > MAXKEYS) oom();
+      return apply(orig, Reflect, arguments);
+    };
+  });
+  method(Object, 'assign', function (orig) {
+    return function assign() {
+      for (var i = 1; i < arguments.length; i++) if (indexKeys(arguments[i]) > MAXKEYS) oom();
+      return apply(orig, Object, arguments);
+    };
+  });
+  // a typed array's join writes up to its length times (the widest element + the
+  // separator): checked before the step where that could pass MAXS, and where it
+  // could, the text is measured first one element at a time (interruptible)
+  function taJoinBound(o, sep, each) {
+    var len = apply(taLength, o, []);
+    var widest = o instanceof G.Float32Array || o instanceof G.Float64Array ? 24 : 11;
+    if (len > 0 && len + (len - 1) * sep.length > MAXS) oom();
+    if (len * (widest + sep.length) <= MAXS) return;
+    var total = len > 0 ? (len - 1) * sep.length : 0;
+    for (var i = 0; i < len; i++) {
+      total += str(each(o[i])).length;
+      if (total > MAXS) oom();
+    }
+  }
+  method(taProto, 'join', function (orig) {
+    return function join(sep) {
+      taJoinBound(this, sep === undefined ? ',' : str(sep), function (e) { return e; });
       return apply(orig, this, arguments);
     };
+  });
+  method(taProto, 'toLocaleString', function (orig) {
+    return function toLocaleString() {
+      taJoinBound(this, ',', function (e) { return e.toLocaleString(); });
+      return apply(orig, this, arguments);
+    };
+  });
+  // a sort without a comparator is one native step (about 20 s for 2^20 elements
+  // here): past MAXSORT elements it runs with a comparator of the same order, one JS
+  // step per comparison, which the deadline can stop
+  function defaultCompare(x, y) {
+    var a = str(x), b = str(y);
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+  function numericCompare(x, y) {
+    if (x !== x) return y !== y ? 0 : 1;
+    if (y !== y) return -1;
+    if (x < y) return -1;
+    if (x > y) return 1;
+    if (x === 0 && y === 0) return 1 / x < 0 ? (1 / y < 0 ? 0 : -1) : (1 / y < 0 ? 1 : 0);
+    return 0;
+  }
+  ['sort', 'toSorted'].forEach(function (k) {
+    if (typeof taProto[k] !== 'function') return;
+    method(taProto, k, function (orig) {
+      return function (cmp) {
+        if (cmp === undefined && apply(taLength, this, []) > MAXSORT) return apply(orig, this, [numericCompare]);
+        return apply(orig, this, arguments);
+      };
+    });
   });
   function checkArgs(args) {
     if (args !== null && args !== undefined && lenOf(args) > MAXARGS) oom();
@@ -197,9 +338,9 @@
   function guardCtor(name, check) {
     var C = G[name];
     var W = function () {
-      check(arguments);
-      if (new.target === undefined) return apply(C, undefined, arguments);
-      return construct(C, arguments, new.target === W ? C : new.target);
+      var args = check(arguments) || arguments; // a check may hand on bounded arguments
+      if (new.target === undefined) return apply(C, undefined, args);
+      return construct(C, args, new.target === W ? C : new.target);
     };
     ownKeys(C).forEach(function (k) {
       if (k === 'prototype') return;
@@ -213,6 +354,16 @@
   guardCtor('Array', function (args) {
     if (args.length === 1 && typeof args[0] === 'number' && args[0] > MAXA) oom();
   });
+  ['Set', 'Map', 'WeakSet', 'WeakMap'].forEach(function (name) {
+    if (typeof G[name] !== 'function') return;
+    guardCtor(name, function (args) {
+      if (args.length === 0 || args[0] === undefined || args[0] === null) return;
+      var a = [];
+      for (var i = 0; i < args.length; i++) a[i] = args[i];
+      a[0] = bounded(args[0], MAXA);
+      return a;
+    });
+  });
   guardCtor('ArrayBuffer', function (args) {
     if (num(args[0]) > MAXB) oom();
   });
@@ -225,6 +376,12 @@
       if (typeof a === 'object' && a !== null) {
         if (lenOf(a) > MAXA) oom();
         if (args.length > 2 && num(args[2]) * size > MAXB) oom();
+        if (!(a instanceof G.ArrayBuffer) && typeof a[iterSym] === 'function') {
+          var b = [];
+          for (var i = 0; i < args.length; i++) b[i] = args[i];
+          b[0] = bounded(a, MAXA);
+          return b;
+        }
       } else if (num(a) * size > MAXB) oom();
     });
   });
@@ -266,19 +423,14 @@
     if (a.length > MAXA) oom();
     return a;
   }
-  // spreading is one native step: its source is measured first (arrays, strings, Maps
-  // and Sets; other iterables run JS per element and can be interrupted)
-  function spreadLen(x) {
-    if (typeof x === 'string' || isArray(x)) return x.length;
-    if (x instanceof OrigMap || x instanceof OrigSet) return x.size;
-    return 0;
-  }
-  function spr(x) {
-    if (spreadLen(x) > MAXA) oom();
-    return x;
-  }
-  function sprArgs(x) {
-    if (spreadLen(x) > MAXARGS) oom();
+  // spreading is one native step: its source is bounded (bounded: arrays, strings,
+  // Maps and Sets measured first, any other iterable drained one JS step per value)
+  function spr(x) { return bounded(x, MAXA); }
+  function sprArgs(x) { return bounded(x, MAXARGS); }
+  // an object spread copies every own key in one native step: a string's or typed
+  // array's index keys are measured first
+  function ospr(x) {
+    if (indexKeys(x) > MAXKEYS) oom();
     return x;
   }
 
@@ -350,10 +502,13 @@
     };
     return apply(origStringify, JSON, [value, tracker, space]);
   }
+  // JSON.parse is measured and, where it can be, built in Go before the native step
+  // (lockdown.go boundedParse); undefined from the host means the original, bounded
   function safeParse(text, reviver) {
-    var s = str(text);
-    if (jsonDepth(s) > MAXD) tooDeep();
-    return apply(origParse, JSON, arguments);
+    var s = str(text), hasReviver = typeof reviver === 'function';
+    var r = hostParse(s, hasReviver);
+    if (r !== undefined) return r;
+    return apply(origParse, JSON, hasReviver ? [s, reviver] : [s]);
   }
   defProp(JSON, 'stringify', { value: function stringify(v, r, s) { return safeStringify(v, r, s); }, writable: true, configurable: true });
   defProp(JSON, 'parse', { value: function parse(t, r) { return apply(safeParse, undefined, arguments); }, writable: true, configurable: true });
@@ -476,7 +631,7 @@
   // bind runs a compiled wrapper once and returns the policy function it closes over
   // ctx and the growth guards; the host calls that function for each run.
   var bind = function (wrapper, ctx) {
-    return wrapper(ctx, add, addAt, tpl, arr, spr, sprArgs);
+    return wrapper(ctx, add, addAt, tpl, arr, spr, sprArgs, ospr);
   };
   // runner binds a wrapper and runs its function once: undefined, or explain's array.
   var runner = function (wrapper, ctx) {

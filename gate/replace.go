@@ -72,6 +72,7 @@ func (v *vm) guardReplace() error {
 		return err
 	}
 	g.poll, _ = goja.AssertFunction(poll)
+	v.poll = g.poll
 
 	replace := g.native("replace", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, false) })
 	replaceAll := g.native("replaceAll", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, true) })
@@ -87,6 +88,9 @@ func (v *vm) guardReplace() error {
 		}
 		guard := g.native(m.name, func(c goja.FunctionCall) goja.Value {
 			g.requirePlain(c.This, m.name)
+			if m.sym == goja.SymMatch {
+				return g.regexpMatch(c.This, c.Argument(0), orig)
+			}
 			return callJS(orig, c.This, c.Arguments...)
 		})
 		_ = guard.DefineDataProperty("length", g.rt.ToValue(m.length), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
@@ -398,4 +402,61 @@ func nilUndefined(v goja.Value) goja.Value {
 		return goja.Undefined()
 	}
 	return v
+}
+
+// regexpMatch is RegExp.prototype[Symbol.match] on a plain RegExp (ECMA-262
+// RegExp.prototype[@@match]): without the g flag the original's one match; with it,
+// the spec's loop run here, one exec per match, refused past maxArrayLen matches and
+// checked for a pending interrupt every pollEvery, so that neither the count nor the
+// time of a global match is one native step.
+func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) goja.Value {
+	o, ok := this.(*goja.Object)
+	if !ok {
+		return callJS(orig, this, arg) // the original's TypeError
+	}
+	s := g.str(arg)
+	if !nilUndefined(o.Get("global")).ToBoolean() {
+		return callJS(g.exec, o, s)
+	}
+	unicode := nilUndefined(o.Get("unicode")).ToBoolean() || nilUndefined(o.Get("unicodeSets")).ToBoolean()
+	if err := o.Set("lastIndex", 0); err != nil {
+		rethrow(err)
+	}
+	var out []any
+	for {
+		m := callJS(g.exec, o, s)
+		if goja.IsNull(m) {
+			if len(out) == 0 {
+				return goja.Null()
+			}
+			return g.rt.NewArray(out...)
+		}
+		ms := g.str(nilUndefined(m.ToObject(g.rt).Get("0")))
+		if out = append(out, ms); len(out) > maxArrayLen {
+			g.oom()
+		}
+		if ms.Length() == 0 {
+			at := o.Get("lastIndex").ToInteger()
+			if err := o.Set("lastIndex", advanceIndex(s, at, unicode)); err != nil {
+				rethrow(err)
+			}
+		}
+		if len(out)%pollEvery == 0 {
+			g.check()
+		}
+	}
+}
+
+// advanceIndex is ECMA-262 AdvanceStringIndex: past the code point at i when unicode,
+// else the unit.
+func advanceIndex(s goja.String, i int64, unicode bool) int64 {
+	if !unicode || i+1 >= int64(s.Length()) {
+		return i + 1
+	}
+	if c := s.CharAt(int(i)); c >= 0xD800 && c <= 0xDBFF {
+		if d := s.CharAt(int(i + 1)); d >= 0xDC00 && d <= 0xDFFF {
+			return i + 2
+		}
+	}
+	return i + 1
 }

@@ -16,6 +16,9 @@ const reasonMemoryOrTimeout vocab.Reason = "memory_or_timeout"
 // Each runaway must end in a clean rejection with its code, within about the deadline,
 // and the next call on the same gate must work.
 func TestRunaways(t *testing.T) {
+	if raceSlowdown > 1 {
+		t.Skip("runs without the race detector: `make test` runs it once (test-gate-slow)")
+	}
 	cases := []struct {
 		name, src string
 		code      vocab.Reason

@@ -48,6 +48,8 @@ type vm struct {
 	scratch  []byte // readText's reusable output buffer (at most maxScratch bytes kept)
 	canonBuf []byte // fromJSON's reusable canonical-text buffer (likewise)
 
+	poll goja.Callable // an empty JS function: calling it from Go raises a pending interrupt
+
 	protoNames map[string]bool // the frozen Object.prototype's own names and "__proto__" (plainKey); nil: not locked down
 }
 
@@ -85,9 +87,7 @@ func newVM(p *pool) (*vm, error) {
 		v.broken.Store(true)
 		return goja.Undefined()
 	})
-	_ = host.Set("jsonDepth", func(c goja.FunctionCall) goja.Value {
-		return rt.ToValue(jsonDepth(c.Argument(0).String()))
-	})
+	_ = host.Set("parse", func(c goja.FunctionCall) goja.Value { return v.boundedParse(c.Argument(0), c.Argument(1).ToBoolean()) })
 	if p.console {
 		con := rt.NewObject()
 		logf := func(c goja.FunctionCall) goja.Value {

@@ -45,3 +45,26 @@ func TestMakeNotices(t *testing.T) {
 		t.Errorf("a cold build is silent: %q", out)
 	}
 }
+
+// TestMakeSkipNotices: `make test` names each end-to-end test it skipped for want of a
+// service (HAProxy, Redis, PostgreSQL, the load test), and is silent when all are there.
+func TestMakeSkipNotices(t *testing.T) {
+	none := []string{"PATH=" + t.TempDir(), "MCPGATE_TEST_REDIS_URL=", "MCPGATE_TEST_POSTGRES_URL=", "MCPGATE_LOAD="}
+	out := makeTarget(t, "skip-notices", none...)
+	for _, want := range []string{"TestHAProxyReplicas", "MCPGATE_TEST_REDIS_URL", "MCPGATE_TEST_POSTGRES_URL", "TestLoadHTTP"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no notice naming %s: %q", want, out)
+		}
+	}
+	if n := strings.Count(out, "NOTICE:"); n != 4 {
+		t.Errorf("%d notices, want 4: %q", n, out)
+	}
+	withHAProxy := t.TempDir()
+	if err := os.WriteFile(filepath.Join(withHAProxy, "haproxy"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"PATH=" + withHAProxy, "MCPGATE_TEST_REDIS_URL=redis://x", "MCPGATE_TEST_POSTGRES_URL=postgres://x", "MCPGATE_LOAD=1"}
+	if out := makeTarget(t, "skip-notices", all...); out != "" {
+		t.Errorf("notices although every service is there: %q", out)
+	}
+}

@@ -44,7 +44,7 @@ func (e *Error) Error() string {
 // cannot use (reserved). compilePolicy checks that the inner body spans the whole file,
 // so a file cannot close the wrapper and run at top level.
 const (
-	wrapPrefix = "(function (ctx$gate, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const ctx = ctx$gate; return function () {"
+	wrapPrefix = "(function (ctx$gate, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate, ospr$gate) { const ctx = ctx$gate; return function () {"
 	wrapSuffix = "\n}; })"
 )
 

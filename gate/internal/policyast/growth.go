@@ -26,6 +26,7 @@ const (
 	guardArr   = "arr$gate"   // arr$gate([...]) checks an array literal's length
 	guardSpr   = "spr$gate"   // [...spr$gate(x)]: x has at most maxArrayLen elements
 	guardArgs  = "args$gate"  // f(...args$gate(x)): x has at most maxSpreadArgs elements
+	guardOSpr  = "ospr$gate"  // {...ospr$gate(x)}: x's index keys are bounded
 	reserved   = "$gate"      // suffix of the names above; refused in policies
 )
 
@@ -74,6 +75,9 @@ func rewrite(v reflect.Value, depth int) {
 	case reflect.Pointer:
 		if !v.IsNil() {
 			rewrite(v.Elem(), depth+1)
+			if b, ok := v.Interface().(*ast.Binding); ok {
+				guardBinding(b)
+			}
 		}
 	case reflect.Interface:
 		if v.IsNil() {
@@ -126,6 +130,10 @@ func guardNode(e ast.Expression) ast.Expression {
 			return call(guardAdd, x.Idx0(), x.Left, x.Right)
 		}
 	case *ast.AssignExpression:
+		if p, ok := x.Left.(*ast.ArrayPattern); ok && x.Operator == token.ASSIGN && p.Rest != nil {
+			x.Right = call(guardSpr, x.Right.Idx0(), x.Right) // [a, ...rest] = x drains x
+			return nil
+		}
 		if x.Operator != token.PLUS { // the parser stores += as PLUS
 			return nil
 		}
@@ -168,12 +176,26 @@ func guardNode(e ast.Expression) ast.Expression {
 		if spread {
 			return call(guardArr, x.Idx0(), x)
 		}
+	case *ast.ObjectLiteral:
+		for _, p := range x.Value {
+			if sp, ok := p.(*ast.SpreadElement); ok {
+				sp.Expression = call(guardOSpr, sp.Idx0(), sp.Expression)
+			}
+		}
 	case *ast.CallExpression:
 		guardArgList(x.ArgumentList)
 	case *ast.NewExpression:
 		guardArgList(x.ArgumentList)
 	}
 	return nil
+}
+
+// guardBinding bounds the source of a declaration with a rest element
+// (`var [a, ...rest] = x` drains x in one native step).
+func guardBinding(b *ast.Binding) {
+	if p, ok := b.Target.(*ast.ArrayPattern); ok && p.Rest != nil && b.Initializer != nil {
+		b.Initializer = call(guardSpr, b.Initializer.Idx0(), b.Initializer)
+	}
 }
 
 // guardArgList bounds each spread in an argument list before it is spread (spreading

@@ -11,7 +11,7 @@ import (
 
 // testWrapPrefix has the shape of wrapPrefix (same checks, same line numbers, the same
 // growth guards) but binds the global-looking `mcpgate` instead of ctx.
-const testWrapPrefix = "(function (mcpgate$test, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate) { const mcpgate = mcpgate$test; return function () {"
+const testWrapPrefix = "(function (mcpgate$test, add$gate, addAt$gate, tpl$gate, arr$gate, spr$gate, args$gate, ospr$gate) { const mcpgate = mcpgate$test; return function () {"
 
 // TestPrefixLen is PrefixLen for a test file.
 const TestPrefixLen = len(testWrapPrefix)
