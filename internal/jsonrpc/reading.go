@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -61,15 +62,24 @@ func (e *AmbiguousError) Error() string {
 // structuredContent, schemas, data, metadata) are also checked for members named
 // like an MCP member only under folding.
 func checkReading(b []byte) vocab.Reason {
-	var fold [512]byte
-	var keys [64]keyRef
-	r := reader{b: b, fold: fold[:0], keys: keys[:0]}
+	r := readers.Get().(*reader)
+	r.b, r.why = b, ""
 	i := jsonscan.Space(b, 0)
 	if i < len(b) {
 		r.value(i, levelProtocol, 0)
 	}
-	return r.why
+	why := r.why
+	r.b, r.fold, r.keys, r.name = nil, r.fold[:0], r.keys[:0], r.name[:0]
+	if cap(r.fold) <= 64<<10 && cap(r.keys) <= 4<<10 { // keep the scratch of ordinary messages only
+		readers.Put(r)
+	}
+	return why
 }
+
+// readers holds the scratch of checkReading, so a message costs no allocation.
+var readers = sync.Pool{New: func() any {
+	return &reader{fold: make([]byte, 0, 512), keys: make([]keyRef, 0, 64)}
+}}
 
 // level says which checks an object gets.
 type level uint8
