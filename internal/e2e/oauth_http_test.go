@@ -276,6 +276,31 @@ func TestOAuthBadKeySet(t *testing.T) {
 	}
 }
 
+// TestOAuthResourceHost: with --oauth-audience naming a public host, requests for that
+// host pass the DNS rebinding check (and get the OAuth challenge); other hosts do not.
+func TestOAuthResourceHost(t *testing.T) {
+	_, fake := httpBinaries(t)
+	is := oauthtest.New(t)
+	g := startHTTPGateway(t, "--oauth-issuer", is.URL, "--oauth-audience", "https://mcp.example.org/mcp", "--", fake)
+	for host, want := range map[string]int{"mcp.example.org": http.StatusUnauthorized, "evil.example.org": http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(initBody))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+		if want == http.StatusUnauthorized && !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="https://mcp.example.org/.well-known/oauth-protected-resource/mcp"`) {
+			t.Errorf("challenge %q", resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+}
+
 const initBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
 
 // firstRequest is a client's first request in a protocol revision: initialize in

@@ -111,6 +111,16 @@ func upstreamClient(s config.Server) *http.Client {
 	return &http.Client{Transport: &oauth2.Transport{Source: ts.(oauth2.TokenSource), Base: http.DefaultTransport}}
 }
 
+// allowHosts are the names the front accepts in Host and Origin besides loopback and
+// the listen host: --allow-host, and with OAuth the resource URI's host, which is the
+// name clients use by definition.
+func allowHosts(h HTTP, v *oauth.Validator) []string {
+	if v == nil || v.ResourceHost() == "" {
+		return h.AllowHosts
+	}
+	return append(append([]string(nil), h.AllowHosts...), v.ResourceHost())
+}
+
 // tlsConfig builds the listener's TLS configuration, or nil without --tls-cert.
 func tlsConfig(t TLS, log *slog.Logger) (*tls.Config, error) {
 	if t.Cert == "" && t.Key == "" {

@@ -170,7 +170,7 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 			return &relayBackend{up: up, opts: g.relayOptions(user)}, nil
 		},
 		Auth:                 auth,
-		Hosts:                httpfront.NewHostAllowlist(h.Listen, h.AllowHosts...),
+		Hosts:                httpfront.NewHostAllowlist(h.Listen, allowHosts(h, validator)...),
 		Logger:               g.log,
 		MaxMessageBytes:      g.cfg.MaxMessageBytes,
 		MaxDepth:             h.MaxDepth,

@@ -23,6 +23,16 @@ func MetadataURL(resource string) string {
 	return u.String()
 }
 
+// ResourceHost is the host name of the resource URI: the name clients use, so the
+// front's DNS rebinding check accepts it.
+func (v *Validator) ResourceHost() string {
+	u, err := url.Parse(v.cfg.Audience)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
 // MetadataPaths are the paths the metadata is served at: the path-suffix form and the
 // bare well-known path (which MCP clients try next).
 func (v *Validator) MetadataPaths() []string {
