@@ -402,5 +402,57 @@ func TestPrecisionRecall(t *testing.T) {
 			t.Errorf("family %s has no positive sample", f)
 		}
 	}
+	// per rule, for the rules added for the 2026 reports: the corpora and the public
+	// cases above, plus TestClasses2026's positives and look-alikes
+	type rc struct{ tp, fp, fn int }
+	perRule := map[string]*rc{}
+	newRules := []string{RuleExfilURL, RuleHiddenInstruction, RuleInjectedOrders, RuleSSRFTarget, RuleShellIntegration, RuleHyperlinkScheme,
+		RuleUSSSN, RulePaymentCard, RuleGitHubToken, RuleGoogleOAuth, RuleTelegramBot, RuleSupabaseKey, RuleStripeWebhook}
+	for _, id := range newRules {
+		perRule[id] = &rc{}
+	}
+	scoreRule := func(expected, fired []string) {
+		for id, c := range perRule {
+			e, f := slices.Contains(expected, id), slices.Contains(fired, id)
+			switch {
+			case e && f:
+				c.tp++
+			case f:
+				c.fp++
+			case e:
+				c.fn++
+			}
+		}
+	}
+	for _, s := range loadBenign(t) {
+		scoreRule(nil, s.analyze(t, a).RuleIDs())
+	}
+	for _, s := range loadHostile(t) {
+		scoreRule(s.Rules, s.analyze(t, a).RuleIDs())
+	}
+	for _, c := range loadPublicCases(t) {
+		r, _ := a.AnalyzeResult(c.Result)
+		var want []string
+		if id, ok := publicCaseRules[c.file]; ok {
+			want = strings.Split(id, ",")
+		} else if c.Expect.Rule != "" {
+			want = []string{c.Expect.Rule}
+		}
+		scoreRule(want, r.RuleIDs())
+	}
+	nc := 0
+	for _, c := range classes2026Cases() {
+		scoreRule(c.want, a.AnalyzeText(c.text).RuleIDs())
+		nc++
+	}
+	fmt.Fprintf(&b, "\nPer rule, the rules added for the 2026 reports (the corpora above and %d table cases, positives and look-alikes):\n\n", nc)
+	fmt.Fprintf(&b, "| rule | TP | FP | FN | precision | recall |\n|---|---|---|---|---|---|\n")
+	for _, id := range newRules {
+		c := perRule[id]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s | %s |\n", id, c.tp, c.fp, c.fn, ratio(c.tp, c.tp+c.fp), ratio(c.tp, c.tp+c.fn))
+		if c.fp != 0 || c.fn != 0 {
+			t.Logf("rule %s: %d false positives, %d false negatives", id, c.fp, c.fn)
+		}
+	}
 	checkGolden(t, "metrics.golden", b.Bytes())
 }
