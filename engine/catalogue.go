@@ -87,7 +87,6 @@ var handPorted = map[string]ruleIndex{
 	"npm-access-token":                   rNPM,
 	"pypi-upload-token":                  rPyPI,
 	"microsoft-teams-webhook":            rWebhook,
-	"discord-webhook":                    rWebhook,
 }
 
 // catActive is one catalogue rule that runs: its gitleaks rule, its index in
