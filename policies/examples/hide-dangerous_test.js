@@ -25,3 +25,13 @@ function test_tool_calls_are_not_this_policys_business() {
     user: { userID: "u", callerId: "c", callerClass: "untrusted", roles: [] } });
   mcpgate.assertEqual(r.action, "pass");
 }
+
+function test_an_untrusted_caller_cannot_call_a_hidden_tool() {
+  var untrusted = { userID: "u", callerId: "c", callerClass: "untrusted", roles: [] };
+  var r = mcpgate.call({ tool: "delete_repo", params: {}, policies: only, tools: listing.tools, user: untrusted });
+  mcpgate.assertEqual(r.outcome, "rejected");
+  mcpgate.assertEqual(r.reason, "tool_hidden");
+  mcpgate.assertEqual(r.sent, null);
+  var ok = mcpgate.call({ tool: "read_file", params: {}, policies: only, tools: listing.tools, user: untrusted });
+  mcpgate.assertEqual(ok.outcome, "ok");
+}
