@@ -506,6 +506,7 @@ func (g *Gateway) relayOptions(user ctxapi.User) relay.Options {
 		CallTimeout:      g.cfg.CallTimeout,
 		RecordClientInfo: g.cfg.Kind == audit.KindMCPServer,
 		Server:           g.soleServer(),
+		Version:          g.cfg.Version,
 	}
 }
 

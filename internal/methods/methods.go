@@ -204,7 +204,7 @@ var table = []Method{
 		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Route: Answered},
 	{Name: "server/discover", Revisions: Rev20260728, Direction: ClientRequest, Shape: Fields, Text: instructions,
 		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Cacheable: true},
-	{Name: "ping", Revisions: Both, Direction: ClientRequest, Route: Answered},
+	{Name: "ping", Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
 	{Name: "logging/setLevel", Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
 
 	// Tools.
@@ -217,7 +217,7 @@ var table = []Method{
 		List: &List{Key: "prompts", Entry: "name", Capability: "prompts", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
 	{Name: "prompts/get", Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "description"), f(Messages, "messages")}, Phase: ctxapi.PhasePrompt, PhaseKey: "messages",
-		Block: PromptMessages, Cacheable: true, Route: ByName, Withholds: "prompts/list", Asks: "name"},
+		Block: PromptMessages, Route: ByName, Withholds: "prompts/list", Asks: "name"},
 
 	// Resources.
 	{Name: "resources/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
@@ -247,11 +247,13 @@ var table = []Method{
 		Block: ReplaceText},
 
 	// Server → client requests.
-	{Name: "sampling/createMessage", Revisions: Both, Direction: ServerRequest, Shape: Fields,
+	// In 2026-07-28 these are not wire requests: a result of resultType
+	// input_required carries them as inputRequests.
+	{Name: "sampling/createMessage", Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
 		Text: []Field{f(Free, "systemPrompt"), f(Messages, "messages"), f(Free, "tools")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
-	{Name: "elicitation/create", Revisions: Both, Direction: ServerRequest, Shape: Fields,
+	{Name: "elicitation/create", Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
 		Text: []Field{f(Free, "message"), f(Free, "requestedSchema"), f(Free, "url")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
-	{Name: "roots/list", Revisions: Both, Direction: ServerRequest},
+	{Name: "roots/list", Revisions: Rev20251125, Direction: ServerRequest},
 
 	// Server notifications.
 	{Name: "notifications/message", Revisions: Both, Direction: ServerNotification, Shape: Fields,
@@ -260,6 +262,7 @@ var table = []Method{
 		Text: []Field{f(Free, "message")}, Block: Drop, Record: WhenText},
 	{Name: "notifications/cancelled", Revisions: Both, Direction: ServerNotification, Shape: Fields,
 		Text: []Field{f(Free, "reason")}, Block: ReplaceText, Record: WhenText},
+	{Name: "notifications/subscriptions/acknowledged", Revisions: Rev20260728, Direction: ServerNotification},
 	{Name: "notifications/tools/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "tools/list"},
 	{Name: "notifications/prompts/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "prompts/list"},
 	{Name: "notifications/resources/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "resources/list"},

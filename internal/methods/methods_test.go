@@ -74,3 +74,40 @@ func TestRevisionOf(t *testing.T) {
 		}
 	}
 }
+
+// TestConform: what a 2026-07-28 result must carry is added, what is valid is kept,
+// and a 2025-11-25 result is left alone.
+func TestConform(t *testing.T) {
+	for _, c := range []struct {
+		method, version, in string
+		private             bool
+		want                string
+	}{
+		{"tools/call", "2026-07-28", `{"content":[]}`, false, `{"content":[],"resultType":"complete"}`},
+		{"tools/call", "2025-11-25", `{"content":[]}`, false, `{"content":[]}`},
+		{"tools/call", "2026-07-28", `{"content":[],"resultType":"complete"}`, false, `{"content":[],"resultType":"complete"}`},
+		{"resources/read", "2026-07-28", `{"contents":[]}`, false, `{"cacheScope":"private","contents":[],"resultType":"complete","ttlMs":0}`},
+		{"tools/list", "2026-07-28", `{"tools":[],"resultType":"complete","ttlMs":5000,"cacheScope":"public"}`, false, `{"tools":[],"resultType":"complete","ttlMs":5000,"cacheScope":"public"}`},
+		{"tools/list", "2026-07-28", `{"tools":[],"resultType":"complete","ttlMs":5000,"cacheScope":"public"}`, true, `{"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":5000}`},
+		{"tools/list", "2026-07-28", `{"tools":[],"ttlMs":-1,"cacheScope":"shared"}`, false, `{"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":0}`},
+		{"tools/call", "2026-07-28", `{"resultType":"input_required","inputRequests":{}}`, false, `{"resultType":"input_required","inputRequests":{}}`},
+		{"tools/call", "2026-07-28", `[1]`, false, `[1]`},
+	} {
+		if got := string(Conform(Of(c.method), c.version, []byte(c.in), c.private)); got != c.want {
+			t.Errorf("%s %s %s private=%v: got %s, want %s", c.method, c.version, c.in, c.private, got, c.want)
+		}
+	}
+}
+
+// TestEnvelopeOf reads the per-request _meta by its exact member names.
+func TestEnvelopeOf(t *testing.T) {
+	e, ok := EnvelopeOf([]byte(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}`))
+	if !ok || e.ProtocolVersion != "2026-07-28" || string(e.ClientInfo) != `{"name":"c","version":"1"}` {
+		t.Errorf("got %+v %v", e, ok)
+	}
+	for _, p := range []string{`{}`, `{"_meta":{"io.modelcontextprotocol/protocolversion":"2026-07-28"}}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}`, `null`, `{"x":"io.modelcontextprotocol/protocolVersion"}`} {
+		if _, ok := EnvelopeOf([]byte(p)); ok {
+			t.Errorf("%s read as 2026-07-28", p)
+		}
+	}
+}

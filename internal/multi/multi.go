@@ -173,9 +173,14 @@ func (m *Mux) emit(msg *jsonrpc.Message, err error) {
 	}
 }
 
-func (m *Mux) reply(id json.RawMessage, result any) {
+// reply answers req with result, valid in the revision req is of
+// (methods.Conform).
+func (m *Mux) reply(req *jsonrpc.Message, result any) {
 	b, _ := jsonrpc.Marshal(result)
-	m.emit(jsonrpc.NewResponse(id, b), nil)
+	if e, ok := methods.EnvelopeOf(req.Params); ok {
+		b = methods.Conform(methods.Of(req.Method), e.ProtocolVersion, b, false)
+	}
+	m.emit(jsonrpc.NewResponse(req.ID, b), nil)
 }
 
 func (m *Mux) replyErr(id json.RawMessage, code int, msg string) {
@@ -355,7 +360,7 @@ func (m *Mux) request(msg *jsonrpc.Message) {
 	case "initialize":
 		m.initialize(msg)
 	case "ping":
-		m.reply(msg.ID, struct{}{})
+		m.reply(msg, struct{}{})
 	case "logging/setLevel":
 		m.broadcast(msg)
 	default:
@@ -522,7 +527,7 @@ func (m *Mux) list(msg *jsonrpc.Message, capability, field, key, sep string) {
 			merged = append(merged, it)
 		}
 	}
-	m.reply(msg.ID, map[string]any{field: merged})
+	m.reply(msg, map[string]any{field: merged})
 }
 
 // broadcast sends a request to every server and answers with the first success.
@@ -540,7 +545,7 @@ func (m *Mux) broadcast(msg *jsonrpc.Message) {
 		m.replyErr(msg.ID, jsonrpc.CodeInternalError, "mcpgate: "+firstErr.Error())
 		return
 	}
-	m.reply(msg.ID, struct{}{})
+	m.reply(msg, struct{}{})
 }
 
 // initialize sends the client's initialize to every server and merges the answers. A
@@ -634,7 +639,7 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		slices.Sort(instructions)
 		res["instructions"] = strings.Join(instructions, "\n")
 	}
-	m.reply(msg.ID, res)
+	m.reply(msg, res)
 }
 
 // read relays one server's messages, each marked with the server's name.

@@ -116,6 +116,13 @@ func (s *Session) hiddenTool(ctx context.Context, tool string) *pipeline.Hidden 
 	return h
 }
 
+// listingPerCaller reports whether a listing can differ between callers: a list
+// policy takes part (it sees ctx.user). Such a listing is cacheScope "private".
+func (s *Session) listingPerCaller() bool {
+	p := s.opts.Pipeline
+	return p != nil && p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList)
+}
+
 // unreadListingRejects reports whether a call is rejected when no tools listing could
 // be read to tell whether the tool is withheld (docs/channels.md#hidden): always when
 // a list policy or blocking pins would decide (a policy that cannot run rejects), and
@@ -149,7 +156,7 @@ func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
 	}
 	reply := s.opts.Pipeline.HiddenEntry(ctx, pipeline.Channel{Method: msg.Method, Params: msg.Params,
 		User: s.opts.User, ClientInfo: s.clientInfo(), Server: s.opts.Server}, h)
-	s.write(jsonrpc.NewResponse(msg.ID, reply.Result))
+	s.write(jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false)))
 	return true
 }
 
@@ -193,6 +200,14 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 				}
 			}
 			v.listed(firstPage(ch.Params), lastPage(msg.Result), hidden, reply.HiddenAll)
+		}
+		if reply.Result != nil {
+			reply.Result = conform(x.Request, reply.Result, s.views[x.Method] != nil)
+		} else if v := s.views[x.Method]; v != nil && reply.Original != nil && msg.Error == nil && s.listingPerCaller() {
+			// unchanged for this caller, but a list policy could change it for another
+			if out := conform(x.Request, msg.Result, true); string(out) != string(msg.Result) {
+				reply.Original, reply.Result = nil, out
+			}
 		}
 		return responseMessage(msg, reply)
 	case jsonrpc.KindRequest:

@@ -24,6 +24,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,6 +100,9 @@ type Options struct {
 	// Intercept, when set, sees every server→client message except tools/call
 	// responses (see the package doc).
 	Intercept Interceptor
+	// Version is mcpgate's version, the clientInfo.version of the gateway's own
+	// requests to a 2026-07-28 server; "dev" when empty.
+	Version string
 }
 
 // Session relays one MCP session between a client and an upstream.
@@ -125,6 +129,10 @@ type Session struct {
 	calls   sync.WaitGroup
 	clientM sync.Mutex
 	client_ map[string]string // clientInfo from initialize
+	// envelope is the per-request _meta of the client's last 2026-07-28 request; nil
+	// while it has sent none (docs/http.md#revisions). The gateway's own requests carry
+	// it, so they never change the revision a server serves the client in.
+	envelope atomic.Pointer[methods.Envelope]
 	// samplingContext is whether the client's initialize declared
 	// capabilities.sampling.context (docs/channels.md#sampling).
 	samplingContext atomic.Bool
@@ -256,6 +264,9 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if s.draining.Load() {
 			s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
 			return
+		}
+		if e, ok := methods.EnvelopeOf(msg.Params); ok {
+			s.envelope.Store(&e)
 		}
 		if msg.Method == "tools/call" {
 			s.toolCall(ctx, msg)
@@ -426,7 +437,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 		case reply.Error != nil:
 			s.write(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse, ID: msg.ID, Error: reply.Error})
 		default:
-			s.write(jsonrpc.NewResponse(msg.ID, reply.Result))
+			s.write(jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false)))
 		}
 	}()
 }
@@ -454,7 +465,14 @@ var errIDInUse = errors.New("request id already in use by a request in flight")
 
 // ownRoundTrip sends a request of the gateway's own (method, params) with an id of the
 // "mcpgate-" namespace that no request in flight uses: a client may pick such ids too.
-func (s *Session) ownRoundTrip(ctx context.Context, method string, params any) (*jsonrpc.Message, error) {
+func (s *Session) ownRoundTrip(ctx context.Context, method string, params map[string]any) (*jsonrpc.Message, error) {
+	if e := s.envelope.Load(); e != nil { // the revision the client speaks, with the gateway's identity
+		with := map[string]any{"_meta": e.Meta(map[string]string{"name": "mcpgate", "version": cmp.Or(s.opts.Version, "dev")})}
+		for k, v := range params {
+			with[k] = v
+		}
+		params = with
+	}
 	for try := 0; ; try++ {
 		id, _ := jsonrpc.Marshal("mcpgate-" + strconv.FormatUint(s.ownSeq.Add(1), 10))
 		resp, err := s.roundTripID(ctx, jsonrpc.NewRequest(id, method, params), true)
@@ -696,6 +714,19 @@ func (s *Session) reset(e *jsonrpc.ResetError) {
 		}
 		s.replyError(p.req.ID, jsonrpc.CodeUpstreamUnavailable, why)
 	}
+}
+
+// conform makes a result the gateway wrote for the client request req valid in
+// req's revision (methods.Conform); private marks one changed for this caller.
+func conform(req *jsonrpc.Message, result json.RawMessage, private bool) json.RawMessage {
+	if req == nil {
+		return result
+	}
+	e, ok := methods.EnvelopeOf(req.Params)
+	if !ok {
+		return result
+	}
+	return methods.Conform(methods.Of(req.Method), e.ProtocolVersion, result, private)
 }
 
 func (s *Session) write(msg *jsonrpc.Message) {

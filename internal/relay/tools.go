@@ -134,9 +134,9 @@ func (x *toolIndex) fetch(ctx context.Context) {
 	defer cancel()
 	cursor := ""
 	for page := 0; page < 100; page++ {
-		var params any
+		var params map[string]any
 		if cursor != "" {
-			params = map[string]string{"cursor": cursor}
+			params = map[string]any{"cursor": cursor}
 		}
 		resp, err := x.s.ownRoundTrip(ctx, "tools/list", params)
 		if err != nil || resp.Result == nil {

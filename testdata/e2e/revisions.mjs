@@ -1,0 +1,33 @@
+// A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) for the revision
+// tests. argv[2] is JSON: {cmd: [argv of the stdio server or gateway], mode:
+// "legacy" | "auto" | "pin" (pin: 2026-07-28), list: whether to list tools first}.
+// It prints one JSON object: the negotiated version and, per step, the result or the
+// error text.
+const { Client } = await import("@modelcontextprotocol/client");
+const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+const cfg = JSON.parse(process.argv[2]);
+const [command, ...args] = cfg.cmd;
+const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "ignore" });
+const mode = cfg.mode === "pin" ? { pin: "2026-07-28" } : cfg.mode;
+const client = new Client({ name: "revisions", version: "2.4.0" }, { versionNegotiation: { mode } });
+const out = {};
+const step = async (name, f) => {
+  try {
+    out[name] = await f();
+  } catch (e) {
+    out[name] = { error: String(e) };
+  }
+};
+try {
+  await client.connect(transport);
+  out.version = client.getNegotiatedProtocolVersion?.() ?? null;
+  if (cfg.list) await step("tools", async () => (await client.listTools()).tools.map((t) => t.name));
+  await step("echo", () => client.callTool({ name: cfg.prefix + "echo", arguments: { text: "hi" } }));
+  await step("evil", () => client.callTool({ name: cfg.prefix + "evil", arguments: {} }));
+  await step("prompt", () => client.getPrompt({ name: cfg.prefix + "p" }));
+  await step("read", () => client.readResource({ uri: cfg.uri ?? "res:///a" }));
+} catch (e) {
+  out.connect = String(e);
+}
+console.log(JSON.stringify(out));
+await client.close();
