@@ -181,6 +181,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	if f.pinsName != "" && (len(servers) != 1 || servers[0].Name != "") {
 		return gateway.Config{}, errors.New("--pins-name names the server after --; the servers of --config keep their pins under their configured names")
 	}
+	if err := f.http.check(); err != nil {
+		return gateway.Config{}, err
+	}
 	for _, p := range f.passEnv {
 		if err := config.CheckPassEnv(p); err != nil {
 			return gateway.Config{}, fmt.Errorf("--pass-env: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -37,6 +38,18 @@ func (h *httpFlags) register(fl *pflag.FlagSet, session string, sessions int) {
 	fl.StringVar(&h.tls.Cert, "tls-cert", "", "with --listen: serve HTTPS with this PEM certificate chain (reloaded when the file changes)")
 	fl.StringVar(&h.tls.Key, "tls-key", "", "with --tls-cert: its PEM private key (reloaded when the file changes)")
 	fl.StringVar(&h.tls.ClientCA, "tls-client-ca", "", "with --tls-cert: accept client certificates signed by these PEM CAs; a verified one names the caller (mTLS)")
+}
+
+// check refuses the HTTP front's security flags without --listen: on stdio they would
+// be silently ignored.
+func (h *httpFlags) check() error {
+	for _, f := range []struct{ name, v string }{{"--oauth-issuer", h.oauth.Issuer}, {"--oauth-audience", h.oauth.Audience},
+		{"--tls-cert", h.tls.Cert}, {"--tls-key", h.tls.Key}, {"--tls-client-ca", h.tls.ClientCA}} {
+		if f.v != "" && !h.enabled() {
+			return fmt.Errorf("%s needs --listen: OAuth and TLS are for the Streamable HTTP front (stdio has one local caller)", f.name)
+		}
+	}
+	return nil
 }
 
 // enabled reports whether gateway run serves HTTP instead of stdio.

@@ -78,6 +78,9 @@ func runMCPServer(ctx context.Context, f mcpServerFlags, stdin io.Reader, stdout
 	if err != nil {
 		return err
 	}
+	if err := f.http.check(); err != nil {
+		return err
+	}
 	file := config.Default()
 	if f.config != "" {
 		if file, err = config.Load(f.config); err != nil {
