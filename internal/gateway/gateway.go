@@ -551,6 +551,7 @@ func (g *Gateway) Close() error {
 		_ = g.admin.Close(actx)
 		acancel()
 	}
+	g.pipe.Wait() // records still completing a --shadow run
 	if g.emitter != nil {
 		if err := g.emitter.Close(ctx); err != nil {
 			g.log.Error("audit flush incomplete", "err", err)

@@ -99,6 +99,7 @@ func TestShadowNeverChangesTheCall(t *testing.T) {
 			var sent, plainSent json.RawMessage
 			reply := p.Handle(context.Background(), call(tc.args), upstreamReturning(tc.result, &sent))
 			want := plain.Handle(context.Background(), call(tc.args), upstreamReturning(tc.result, &plainSent))
+			p.Wait() // the record waits for the shadow; the reply did not
 			if string(sent) != string(plainSent) {
 				t.Errorf("the shadow changed what went upstream: %s, want %s", sent, plainSent)
 			}
@@ -191,6 +192,7 @@ func BenchmarkShadow(b *testing.B) {
 			}
 			up := upstreamReturning(result, nil)
 			reply := p.Handle(context.Background(), call(`{"path":"x"}`), up)
+			p.Wait()
 			if strings.Contains(string(reply.Result), "ada@example.com") || rec.recs[0].ActionTaken != vocab.Redact ||
 				(withShadow && (rec.recs[0].Shadow == nil || rec.recs[0].Shadow.Differs)) {
 				b.Fatalf("wrong answer: %s %+v", reply.Result, rec.recs[0])
@@ -200,6 +202,33 @@ func BenchmarkShadow(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				p.Handle(context.Background(), call(`{"path":"x"}`), up)
+			}
+			p.Wait()
+		})
+	}
+}
+
+// TestShadowNeverDelaysTheLiveReply: a candidate that loops in either phase (up to
+// its 1 s limit here) delays no live reply; the live reply goes out first, and only
+// the record waits for the shadow's part.
+func TestShadowNeverDelaysTheLiveReply(t *testing.T) {
+	for _, phase := range []string{"pre", "post"} {
+		t.Run(phase, func(t *testing.T) {
+			p, rec := newPipeline(t, nil, true, false)
+			p.Shadow = loadGate(t, map[string]string{"loop.js": `if (ctx.phase === "` + phase + `") { while (true) {} }`})
+			start := time.Now()
+			reply := p.Handle(context.Background(), call(`{}`), upstreamReturning(cleanResult, nil))
+			if took := time.Since(start); took > 500*time.Millisecond {
+				t.Fatalf("the live reply took %v behind a looping shadow", took)
+			}
+			if string(reply.Original) == "" {
+				t.Fatalf("the live reply changed: %+v", reply)
+			}
+			p.Wait()
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.recs) != 1 || rec.recs[0].Shadow == nil || rec.recs[0].Shadow.Reason != vocab.ReasonPolicyTimeout || rec.recs[0].ActionTaken != vocab.Pass {
+				t.Fatalf("records %+v", rec.recs)
 			}
 		})
 	}

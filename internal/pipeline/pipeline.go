@@ -92,6 +92,8 @@ type Pipeline struct {
 	Health *Health
 	// ShadowHealth, when set, counts the Shadow set's policy errors per file.
 	ShadowHealth *Health
+	// shadows counts the records still waiting on a shadow run (Wait).
+	shadows sync.WaitGroup
 	// Pins, when set, remembers the first definition of each tool and reports a
 	// change as tool_definition_changed (docs/channels.md#pinning).
 	Pins *pins.Store
@@ -178,6 +180,7 @@ type run struct {
 	filterAction vocab.Action   // what the output rules alone did: "", warn or block
 	shadow       *shadow        // the --shadow set's run; nil without one
 	capture      *capture.Entry // the --capture entry; nil without capture
+	recording    bool           // the record is being completed off the call's goroutine (finish)
 }
 
 // Handle runs one tools/call through the whole pipeline and writes its audit record.
@@ -286,7 +289,7 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 			return Reply{Original: resp.Raw}
 		}
 		postCall := r.policyCall(ctxapi.PhasePost, &ctxapi.Response{Content: content, StructuredContent: structured}, out.Findings)
-		sh.runPost(r.ctx, postCall)
+		sh.deferPost(postCall) // run once the live reply is out
 		if r.set.Acts(ctxapi.PhasePost) {
 			post = r.policies(postCall, vocab.StagePostPolicies)
 		}

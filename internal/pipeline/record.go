@@ -18,6 +18,7 @@ type record struct {
 	start   time.Time
 	r       audit.Record
 	emitted bool
+	end     time.Time // when the live reply was ready; zero: when emitted
 }
 
 func newRecord(p *Pipeline, c Call) *record {
@@ -154,7 +155,11 @@ func (t *record) emit(p *Pipeline) {
 	snap.GuardrailsTriggered = append([]string{}, t.r.GuardrailsTriggered...)
 	snap.Policies = slices.Clone(t.r.Policies)
 	snap.TS = time.Now().UTC().Format(audit.TSLayout)
-	snap.ElapsedMS = ms(time.Since(t.start))
+	end := t.end // the live reply's time, when the record waited for a shadow after it
+	if end.IsZero() {
+		end = time.Now()
+	}
+	snap.ElapsedMS = ms(end.Sub(t.start))
 	if up, ok := snap.StageMS[vocab.StageUpstream]; ok {
 		snap.StageMS[vocab.StageGateway] = roundMS(snap.ElapsedMS - up)
 	}

@@ -21,6 +21,7 @@ type shadow struct {
 	set       *gate.Set
 	pre, post gate.Result
 	postRan   bool
+	postCall  *ctxapi.Call // the post phase to run once the live reply is out; nil for none
 
 	preDone chan struct{} // closed when the pre phase, run beside the live call, ends
 	preTook time.Duration
@@ -46,6 +47,7 @@ func (s *shadow) startPre(ctx context.Context, call *ctxapi.Call) {
 		return
 	}
 	c := *call
+	ctx = context.WithoutCancel(ctx) // the live call ending must not cut the shadow short
 	s.preDone = make(chan struct{})
 	go func() {
 		defer close(s.preDone)
@@ -53,6 +55,20 @@ func (s *shadow) startPre(ctx context.Context, call *ctxapi.Call) {
 		s.pre = s.runSet(ctx, &c)
 		s.preTook = time.Since(start)
 	}()
+}
+
+// deferPost notes the candidate's post phase, run on a copy of the live inputs once
+// the live reply is out (finish): a slow candidate never delays the client.
+func (s *shadow) deferPost(call *ctxapi.Call) {
+	if s == nil {
+		return
+	}
+	c := *call
+	if call.Response != nil {
+		resp := *call.Response
+		c.Response = &resp
+	}
+	s.postCall = &c
 }
 
 // join waits for the pre phase and records it: its time as stage_ms.shadow_pre, a
@@ -76,6 +92,7 @@ func (s *shadow) runPost(ctx context.Context, call *ctxapi.Call) {
 		return
 	}
 	s.join()
+	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
 	s.post, s.postRan = s.runSet(ctx, call), true
 	s.r.rec.stage(vocab.StageShadowPost, start)
@@ -156,9 +173,34 @@ func (r *run) captureResult(result json.RawMessage) {
 // hands the capture entry over, with the upstream's result and the recorded action
 // (MCPGATE_AUDIT_OUTPUT=off emits the record before the upstream call).
 func (r *run) finish(final bool) {
-	if !r.rec.emitted {
-		r.shadow.join()
-		r.rec.setShadow(r.shadow.decide(&r.rec.r, r.filterAction))
+	switch sh := r.shadow; {
+	case r.rec.emitted || r.recording:
+	case sh != nil && final:
+		// The live reply goes out first: the shadow's part of the record (its pre
+		// phase still running, its post phase) is completed after it, off the call's
+		// goroutine; nothing on the live path touches the record past this point.
+		r.recording, r.rec.end = true, time.Now()
+		r.p.shadows.Add(1)
+		go func() {
+			defer r.p.shadows.Done()
+			sh.join()
+			if sh.postCall != nil {
+				sh.runPost(r.ctx, sh.postCall)
+			}
+			r.rec.setShadow(sh.decide(&r.rec.r, r.filterAction))
+			r.rec.emit(r.p)
+		}()
+	case sh != nil:
+		// An early record (audit output off) is written before the upstream call,
+		// which must not wait: it gets the shadow's pre phase only if that is done.
+		select {
+		case <-sh.preDone:
+			sh.join()
+			r.rec.setShadow(sh.decide(&r.rec.r, r.filterAction))
+		default:
+		}
+		r.rec.emit(r.p)
+	default:
 		r.rec.emit(r.p)
 	}
 	if final && r.capture != nil {
@@ -166,6 +208,14 @@ func (r *run) finish(final bool) {
 		c.EventID, c.TS = r.rec.r.EventID, time.Now().UTC().Format(audit.TSLayout)
 		c.ActionTaken, c.Outcome = r.rec.r.ActionTaken, r.rec.r.Outcome
 		r.p.Capture.Capture(c)
+	}
+}
+
+// Wait blocks until every record still waiting on a --shadow run is written; call it
+// before closing the audit sinks.
+func (p *Pipeline) Wait() {
+	if p != nil {
+		p.shadows.Wait()
 	}
 }
 
