@@ -255,7 +255,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	msg, status, code, text, a := f.checkMessage(body)
 	if a != nil {
-		f.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", a.Method)
+		f.log.Warn("client message refused: it has more than one reading", "reason", a.Reason)
 		var eventID string
 		if f.opts.Refused != nil {
 			eventID = f.opts.Refused(id.User, a)

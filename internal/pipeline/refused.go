@@ -3,16 +3,19 @@ package pipeline
 import (
 	"context"
 
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Refused writes the one record of a message refused whole before any stage ran,
 // because peers could read it differently (docs/decisions.md#one-reading), and
 // returns its event id. c.Method is the message's method, or for a server's response
-// the method of the request it answers ("" when ambiguous); fromServer says which
-// side sent it (outcome upstream_error, else rejected). The record names the reason
-// code only: the message's members and values stay out of it.
+// the method of the request it answers ("" when ambiguous, and for a method MCP
+// does not define, whose name the sender chose); fromServer says which side sent it
+// (outcome upstream_error, else rejected). The record names the reason code only:
+// the message's members and values stay out of it.
 func (p *Pipeline) Refused(c Channel, reason vocab.Reason, fromServer bool) string {
+	c.Method = KnownMethod(c.Method)
 	r := p.arriveChannel(context.Background(), c)
 	r.rec.setMethod(c.Method)
 	r.rec.setReason(reason)
@@ -23,4 +26,13 @@ func (p *Pipeline) Refused(c Channel, reason vocab.Reason, fromServer bool) stri
 	r.rec.escalate(vocab.Block)
 	r.rec.emit(p)
 	return r.rec.eventID()
+}
+
+// KnownMethod returns method when MCP defines it, else "": a name the sender made up
+// may carry values, and stays out of records and log lines.
+func KnownMethod(method string) string {
+	if methods.Of(method) == nil {
+		return ""
+	}
+	return method
 }

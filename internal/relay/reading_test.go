@@ -43,6 +43,7 @@ func TestRelayRefusesAmbiguousClientMessages(t *testing.T) {
 		{"Arguments", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"safe","arguments":{},"Arguments":{"force":true}}}`, "11", vocab.ReasonDuplicateMember, "tools/call"},
 		{"Arguments alone", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"safe","Arguments":{"force":true}}}`, "12", vocab.ReasonCaseVariantMember, "tools/call"},
 		{"ambiguous id", `{"jsonrpc":"2.0","id":13,"ID":14,"method":"ping"}`, "null", vocab.ReasonDuplicateMember, "ping"},
+		{"made-up method", `{"jsonrpc":"2.0","id":15,"method":"x-wipe-secret","params":{"a":1,"A":2}}`, "15", vocab.ReasonDuplicateMember, ""},
 	}
 	h := newHarness(t, 0)
 	for _, tc := range tests {
