@@ -8,47 +8,31 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 )
 
-// Introspection cache bounds.
-const (
-	maxIntrospectCache = 10000            // answers kept; past it expired ones go, then any
-	inactiveTTL        = 10 * time.Second // an inactive answer is reused this long at most
-)
+// inactiveTTL is how long an inactive answer is reused at most.
+const inactiveTTL = 10 * time.Second
 
 // introspector asks the issuer about tokens that are not JWTs (RFC 7662) and keeps
 // each answer under the token's SHA-256 (never the token) for at most ttl, and never
 // past the token's exp.
 type introspector struct {
-	v   *Validator
-	ttl time.Duration
-	sf  singleflight.Group
-
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]introEntry
-}
-
-type introEntry struct {
-	claims map[string]any
-	err    *Error
-	until  time.Time
+	v     *Validator
+	ttl   time.Duration
+	sf    singleflight.Group
+	cache *tokenCache
 }
 
 func newIntrospector(v *Validator, ttl time.Duration) *introspector {
-	return &introspector{v: v, ttl: ttl, cache: map[[sha256.Size]byte]introEntry{}}
+	return &introspector{v: v, ttl: ttl, cache: newTokenCache(v.now)}
 }
 
 func (in *introspector) check(ctx context.Context, token string) (map[string]any, error) {
 	key := sha256.Sum256([]byte(token))
-	now := in.v.now()
-	in.mu.Lock()
-	e, ok := in.cache[key]
-	in.mu.Unlock()
-	if ok && now.Before(e.until) {
+	if e, ok := in.cache.get(key); ok {
 		if e.err != nil {
 			return nil, e.err
 		}
@@ -61,7 +45,7 @@ func (in *introspector) check(ctx context.Context, token string) (map[string]any
 		if err != nil {
 			return nil, err
 		}
-		in.store(key, e)
+		in.cache.put(key, e)
 		return e, nil
 	})
 	select {
@@ -78,26 +62,6 @@ func (in *introspector) check(ctx context.Context, token string) (map[string]any
 	case <-ctx.Done():
 		return nil, invalid("introspection_unavailable", "the token could not be checked with the issuer; try again later")
 	}
-}
-
-func (in *introspector) store(key [sha256.Size]byte, e introEntry) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if len(in.cache) >= maxIntrospectCache {
-		now := in.v.now()
-		for k, old := range in.cache {
-			if !now.Before(old.until) {
-				delete(in.cache, k)
-			}
-		}
-		for k := range in.cache {
-			if len(in.cache) < maxIntrospectCache {
-				break
-			}
-			delete(in.cache, k)
-		}
-	}
-	in.cache[key] = e
 }
 
 // ask posts the token to the introspection endpoint and judges the answer. A

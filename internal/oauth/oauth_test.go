@@ -361,7 +361,7 @@ func TestIntrospection(t *testing.T) {
 	if ti.introHits.Load() != hits {
 		t.Fatal("a cached answer was asked again")
 	}
-	for k := range v.intro.cache {
+	for k := range v.intro.cache.m {
 		if strings.Contains(string(k[:]), "opaque") {
 			t.Fatal("the cache keys hold the token")
 		}
@@ -477,5 +477,37 @@ func TestMetadataURLs(t *testing.T) {
 	got = metadataURLs("http://localhost:9998/")
 	if got[0] != "http://localhost:9998/.well-known/oauth-authorization-server" || got[1] != "http://localhost:9998/.well-known/openid-configuration" {
 		t.Errorf("%v", got)
+	}
+}
+
+// TestJWTCache: a verified JWT is taken on its hash for at most jwtCacheTTL; after it,
+// the token is verified again (here against a key set that no longer has its key).
+func TestJWTCache(t *testing.T) {
+	ti := newTestIssuer(t)
+	clk := &clock{t: time.Now()}
+	k1, pub1 := newEC(t, "k1")
+	_, pub2 := newEC(t, "k2")
+	ti.setKeys(pub1)
+	v, err := New(Options{Config: Config{Issuer: ti.srv.URL, Audience: testAudience, Scopes: []string{"mcp"}}, Now: clk.now,
+		KeysMaxAge: 30 * time.Second, KeysMinRefresh: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := k1.sign(t, claims(clk, map[string]any{"iss": ti.srv.URL}))
+	if _, err := v.Validate(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	ti.setKeys(pub2) // k1 withdrawn
+	clk.add(40 * time.Second) // the key set is stale: a verification would fetch it again
+	hits := ti.jwksHits.Load()
+	if _, err := v.Validate(context.Background(), tok); err != nil {
+		t.Fatalf("within the cache TTL: %v", err)
+	}
+	if ti.jwksHits.Load() != hits {
+		t.Fatal("a cached token was verified again")
+	}
+	clk.add(jwtCacheTTL - 30*time.Second)
+	if _, err := v.Validate(context.Background(), tok); err == nil || err.(*Error).Reason != "unknown_key" {
+		t.Fatalf("past the cache TTL, with its key withdrawn: %v", err)
 	}
 }

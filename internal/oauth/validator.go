@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,11 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 )
+
+// jwtCacheTTL bounds how long a verified JWT is taken on its hash without verifying
+// it again: a client sends the same token with every request, and an ES256 or RS256
+// verification costs far more than the rest of the gateway's work on a call.
+const jwtCacheTTL = time.Minute
 
 // Options configure a Validator. Zero durations take the defaults.
 type Options struct {
@@ -51,6 +57,7 @@ type Validator struct {
 	now    func() time.Time
 	keys   *keyCache
 	intro  *introspector // nil without an introspection client
+	jwts   *tokenCache   // verified JWTs' claims, for at most jwtCacheTTL and never past exp
 
 	metaMu    sync.Mutex
 	meta      *serverMetadata
@@ -98,6 +105,7 @@ func New(o Options) (*Validator, error) {
 	if maxAge <= 0 {
 		maxAge = DefaultKeysMaxAge
 	}
+	v.jwts = newTokenCache(v.now)
 	v.keys = &keyCache{fetch: v.fetchKeys, minRefresh: v.minFetch, maxAge: maxAge, timeout: v.timeout, now: v.now}
 	if c.Introspection != nil {
 		ttl, _ := c.Introspection.ttl()
@@ -161,11 +169,21 @@ func (v *Validator) Validate(ctx context.Context, token string) (Principal, erro
 	}
 	var claims map[string]any
 	if hdr, payload, ok := splitJWT(token); ok {
-		c, err := v.checkJWT(ctx, token, hdr, payload)
-		if err != nil {
-			return Principal{}, err
+		key := sha256.Sum256([]byte(token))
+		if e, ok := v.jwts.get(key); ok {
+			claims = e.claims
+		} else {
+			c, err := v.checkJWT(ctx, token, hdr, payload)
+			if err != nil {
+				return Principal{}, err
+			}
+			claims = c
+			until := v.now().Add(jwtCacheTTL)
+			if exp, ok := numericDate(c["exp"]); ok && exp.Before(until) {
+				until = exp
+			}
+			v.jwts.put(key, introEntry{claims: c, until: until})
 		}
-		claims = c
 	} else if v.intro != nil {
 		c, err := v.intro.check(ctx, token)
 		if err != nil {
