@@ -497,7 +497,7 @@ func TestJWTCache(t *testing.T) {
 	if _, err := v.Validate(context.Background(), tok); err != nil {
 		t.Fatal(err)
 	}
-	ti.setKeys(pub2) // k1 withdrawn
+	ti.setKeys(pub2)          // k1 withdrawn
 	clk.add(40 * time.Second) // the key set is stale: a verification would fetch it again
 	hits := ti.jwksHits.Load()
 	if _, err := v.Validate(context.Background(), tok); err != nil {
