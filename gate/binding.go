@@ -15,23 +15,11 @@ import (
 // binding holds the native functions behind ctx, built once per runtime and frozen;
 // they read the call being run from vm.cur.
 type binding struct {
-	paramsGet, paramsSet     goja.Value
-	contentGet, contentSet   goja.Value
-	toolsGet, toolsSet       goja.Value // list phase
-	contentsGet, contentsSet goja.Value // resource phase
-	messagesGet, messagesSet goja.Value // prompt phase
-	scGet, scSet             goja.Value
-	findingsGet              goja.Value
-	responseSet              goja.Value
-	warn, rate               goja.Value
-	redact, mask, hash       goja.Value
-	redactAll                goja.Value
-	removeLines              goja.Value
-
 	ctx      *goja.Object // the global ctx: a proxy (delete trap) over one non-extensible object per runtime
 	response *goja.Object // ctx.response in the post phase: a proxy like ctx
 
-	members []ctxMember // the ctx surface (exports)
+	members     []ctxMember // the ctx surface: one name to function(s) per field (bind)
+	respMembers []ctxMember // ctx.response's fields
 
 	lastUser    ctxapi.User // cache: a frozen ctx.user is reused while the user is the same
 	lastUserVal goja.Value
@@ -65,47 +53,60 @@ func (v *vm) bind(p *pool) error {
 		}
 		return v.cur
 	}
-	v.b.paramsGet = fn(func(goja.FunctionCall) goja.Value { c := st(); return v.getSlot(c, &c.params) })
-	v.b.paramsSet = fn(func(a goja.FunctionCall) goja.Value {
+	paramsGet := fn(func(goja.FunctionCall) goja.Value { c := st(); return v.getSlot(c, &c.params) })
+	paramsSet := fn(func(a goja.FunctionCall) goja.Value {
 		c := st()
 		v.setSlot(c, &c.params, a.Argument(0))
 		return goja.Undefined()
 	})
-	// The content slot holds the phase's one array: ctx.response.content (post),
-	// ctx.tools (list), ctx.response.contents (resource), ctx.response.messages
-	// (prompt). Each accessor reads it only in its own phase; elsewhere it is
-	// undefined, and assigning it is a bad shape.
-	inPhase := func(phase ctxapi.Phase, name string, s func(*callState) *slot) (get, set goja.Value) {
-		get = fn(func(goja.FunctionCall) goja.Value {
-			c := st()
-			if c.phase != phase {
-				return goja.Undefined()
+	// The content slot holds the phase's one array (phaseSpecs: ctx.response.content,
+	// ctx.tools, ctx.response.contents, ctx.response.messages). Each accessor reads it
+	// only in the phase whose array it names; elsewhere it is undefined, and assigning
+	// it is a bad shape. ctx.response.structuredContent goes with the post phase's.
+	inPhase := func(name string, in func(phaseSpec) bool, s func(*callState) *slot) accessor {
+		var phase ctxapi.Phase // the phase the bad-shape message names
+		for p, spec := range phaseSpecs {
+			if in(spec) {
+				phase = p
 			}
-			return v.getSlot(c, s(c))
-		})
-		set = fn(func(a goja.FunctionCall) goja.Value {
-			c := st()
-			if c.phase != phase {
-				c.badShape("ctx." + name + " can only be assigned in the " + string(phase) + " phase")
+		}
+		return accessor{
+			get: fn(func(goja.FunctionCall) goja.Value {
+				c := st()
+				if !in(phaseSpecs[c.phase]) {
+					return goja.Undefined()
+				}
+				return v.getSlot(c, s(c))
+			}),
+			set: fn(func(a goja.FunctionCall) goja.Value {
+				c := st()
+				if !in(phaseSpecs[c.phase]) {
+					c.badShape("ctx." + name + " can only be assigned in the " + string(phase) + " phase")
+					return goja.Undefined()
+				}
+				v.setSlot(c, s(c), a.Argument(0))
 				return goja.Undefined()
-			}
-			v.setSlot(c, s(c), a.Argument(0))
-			return goja.Undefined()
-		})
-		return get, set
+			}),
+		}
 	}
 	content := func(c *callState) *slot { return &c.content }
-	v.b.contentGet, v.b.contentSet = inPhase(ctxapi.PhasePost, "response.content", content)
-	v.b.scGet, v.b.scSet = inPhase(ctxapi.PhasePost, "response.structuredContent", func(c *callState) *slot { return &c.sc })
-	v.b.toolsGet, v.b.toolsSet = inPhase(ctxapi.PhaseList, "tools", content)
-	v.b.contentsGet, v.b.contentsSet = inPhase(ctxapi.PhaseResource, "response.contents", content)
-	v.b.messagesGet, v.b.messagesSet = inPhase(ctxapi.PhasePrompt, "response.messages", content)
+	array := func(name string) accessor {
+		return inPhase(name, func(s phaseSpec) bool { return s.array == name }, content)
+	}
+	tools := array("tools")
+	v.b.respMembers = []ctxMember{
+		{name: "content", accessor: array("response.content")},
+		{name: "structuredContent", accessor: inPhase("response.structuredContent", func(s phaseSpec) bool { return s.structured },
+			func(c *callState) *slot { return &c.sc })},
+		{name: "contents", accessor: array("response.contents")},
+		{name: "messages", accessor: array("response.messages")},
+	}
 	// ctx.response = {content, structuredContent} replaces both (post only); anything
 	// else is a bad shape, recorded so that a policy cannot catch it and go on.
-	v.b.responseSet = fn(func(a goja.FunctionCall) goja.Value {
+	responseSet := fn(func(a goja.FunctionCall) goja.Value {
 		c := st()
 		val := a.Argument(0)
-		if c.phase != ctxapi.PhasePost {
+		if !phaseSpecs[c.phase].structured {
 			c.badShape("ctx.response can only be assigned in the post phase")
 			return goja.Undefined()
 		}
@@ -122,14 +123,14 @@ func (v *vm) bind(p *pool) error {
 		v.setSlot(c, &c.sc, orUndefined(sc))
 		return goja.Undefined()
 	})
-	v.b.findingsGet = fn(func(goja.FunctionCall) goja.Value {
+	findingsGet := fn(func(goja.FunctionCall) goja.Value {
 		c := st()
 		if c.findings == nil {
 			c.findings = v.findingsValue(c.call.Findings)
 		}
 		return c.findings
 	})
-	v.b.warn = fn(func(a goja.FunctionCall) goja.Value {
+	warn := fn(func(a goja.FunctionCall) goja.Value {
 		c := st()
 		reason := "warning"
 		if s, ok := a.Argument(0).Export().(string); ok && s != "" {
@@ -139,7 +140,7 @@ func (v *vm) bind(p *pool) error {
 		c.warnings = append(c.warnings, Warning{Policy: c.policy, Reason: clientText(reason)})
 		return goja.Undefined()
 	})
-	v.b.rate = fn(func(a goja.FunctionCall) goja.Value {
+	rate := fn(func(a goja.FunctionCall) goja.Value {
 		c := st()
 		arg := a.Argument(0)
 		if k := arg.ExportType(); k == nil || (k.Kind() != reflect.Int64 && k.Kind() != reflect.Float64) {
@@ -170,17 +171,14 @@ func (v *vm) bind(p *pool) error {
 			return out
 		}
 	}
-	v.b.redact = fn(helper(""))
-	v.b.mask = fn(helper(engine.StrategyMask))
-	v.b.hash = fn(helper(engine.StrategyHash))
-	v.b.redactAll = fn(func(a goja.FunctionCall) goja.Value {
+	redactAll := fn(func(a goja.FunctionCall) goja.Value {
 		c := st()
 		strategy, kinds := v.redactOptions(a.Argument(0), "")
 		total := 0
-		switch c.phase {
-		case ctxapi.PhasePre, ctxapi.PhaseServerRequest, ctxapi.PhaseInstructions:
+		switch spec := phaseSpecs[c.phase]; {
+		case spec.writesParams:
 			total += v.redactSlot(c, &c.params, nil, strategy, kinds)
-		case ctxapi.PhaseList, ctxapi.PhaseResource, ctxapi.PhasePrompt:
+		case !spec.structured:
 			total += v.redactSlot(c, &c.content, ctxapi.ContentSkipKeys, strategy, kinds)
 		default:
 			total += v.redactSlot(c, &c.content, ctxapi.ContentSkipKeys, strategy, kinds)
@@ -191,7 +189,7 @@ func (v *vm) bind(p *pool) error {
 		}
 		return rt.ToValue(total)
 	})
-	v.b.removeLines = fn(func(a goja.FunctionCall) goja.Value {
+	removeLines := fn(func(a goja.FunctionCall) goja.Value {
 		st()
 		prefixes := v.linePrefixes(a.Argument(1))
 		text, ok := a.Argument(0).(goja.String)
@@ -205,6 +203,35 @@ func (v *vm) bind(p *pool) error {
 		out, _ := removeLines(v.rt, text, prefixes)
 		return out
 	})
+	str := func(f func(c *callState) string) goja.Value {
+		return fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(f(st())) })
+	}
+	// the whole ctx surface, one name to function(s) per field, in the order ctx lists
+	// them; buildCtx defines exactly these and the self-test checks each is frozen
+	v.b.members = []ctxMember{
+		{name: "phase", accessor: accessor{get: str(func(c *callState) string { return string(c.phase) })}},
+		{name: "tool", accessor: accessor{get: str(func(c *callState) string { return c.call.Tool })}},
+		{name: "server", accessor: accessor{get: str(func(c *callState) string { return c.call.Server })}},
+		{name: "toolAccess", accessor: accessor{get: str(func(c *callState) string { return c.call.ToolAccess })}},
+		{name: "user", accessor: accessor{get: fn(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) })}},
+		{name: "params", accessor: accessor{get: paramsGet, set: paramsSet}},
+		{name: "response", accessor: accessor{get: fn(func(goja.FunctionCall) goja.Value {
+			if phaseSpecs[st().phase].response {
+				return v.b.response
+			}
+			return goja.Undefined()
+		}), set: responseSet}},
+		{name: "tools", accessor: tools},
+		{name: "method", accessor: accessor{get: str(func(c *callState) string { return c.call.Method })}},
+		{name: "findings", accessor: accessor{get: findingsGet}},
+		{name: "rateLimitExceeded", method: rate},
+		{name: "warn", method: warn},
+		{name: "redact", method: fn(helper(""))},
+		{name: "mask", method: fn(helper(engine.StrategyMask))},
+		{name: "hash", method: fn(helper(engine.StrategyHash))},
+		{name: "redactAll", method: redactAll},
+		{name: "removeLines", method: removeLines},
+	}
 	return v.buildCtx(st)
 }
 
@@ -226,10 +253,9 @@ func (v *vm) buildCtx(st func() *callState) error {
 		}
 	}
 	respTarget := rt.NewObject()
-	get(respTarget, "content", v.b.contentGet, v.b.contentSet)
-	get(respTarget, "structuredContent", v.b.scGet, v.b.scSet)
-	get(respTarget, "contents", v.b.contentsGet, v.b.contentsSet)
-	get(respTarget, "messages", v.b.messagesGet, v.b.messagesSet)
+	for _, m := range v.b.respMembers {
+		get(respTarget, m.name, m.get, m.set)
+	}
 	if _, err := v.preventExt(goja.Undefined(), respTarget); err != nil {
 		return err
 	}
@@ -253,7 +279,7 @@ func (v *vm) buildCtx(st func() *callState) error {
 		},
 	})).(*goja.Object)
 	v.b.response = resp
-	for _, m := range v.exports(st) {
+	for _, m := range v.b.members {
 		if m.method != nil {
 			ro(m.name, m.method)
 		} else {
@@ -277,7 +303,7 @@ func (v *vm) buildCtx(st func() *callState) error {
 				st().badShape("ctx.response cannot be deleted")
 			case "tools":
 				c := st()
-				if c.phase == ctxapi.PhaseList {
+				if phaseSpecs[c.phase].array == "tools" {
 					v.setSlot(c, &c.content, goja.Undefined())
 				}
 			}
@@ -295,51 +321,15 @@ func (v *vm) buildCtx(st func() *callState) error {
 	return v.global.DefineAccessorProperty("ctx", getter, nil, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 
-// ctxMember is one field of ctx: an accessor (get, and set when a policy may assign
-// it) or a method. Every function is frozen and reads the running call from vm.cur.
-type ctxMember struct {
-	name     string
-	get, set goja.Value
-	method   goja.Value
-}
+// accessor is a ctx field's getter, and setter when a policy may assign it.
+type accessor struct{ get, set goja.Value }
 
-// exports is the whole ctx surface, one name to function(s) per field, in the order
-// ctx lists them; buildCtx defines exactly these and the self-test checks each is frozen.
-func (v *vm) exports(st func() *callState) []ctxMember {
-	if v.b.members != nil {
-		return v.b.members
-	}
-	rt := v.rt
-	str := func(f func(c *callState) string) goja.Value {
-		return v.frozenFunc(func(goja.FunctionCall) goja.Value { return rt.ToValue(f(st())) })
-	}
-	resp := v.b.response
-	v.b.members = []ctxMember{
-		{name: "phase", get: str(func(c *callState) string { return string(c.phase) })},
-		{name: "tool", get: str(func(c *callState) string { return c.call.Tool })},
-		{name: "server", get: str(func(c *callState) string { return c.call.Server })},
-		{name: "toolAccess", get: str(func(c *callState) string { return c.call.ToolAccess })},
-		{name: "user", get: v.frozenFunc(func(goja.FunctionCall) goja.Value { return v.userValue(st().call.User) })},
-		{name: "params", get: v.b.paramsGet, set: v.b.paramsSet},
-		{name: "response", get: v.frozenFunc(func(goja.FunctionCall) goja.Value {
-			switch st().phase {
-			case ctxapi.PhasePost, ctxapi.PhaseResource, ctxapi.PhasePrompt:
-				return resp
-			}
-			return goja.Undefined()
-		}), set: v.b.responseSet},
-		{name: "tools", get: v.b.toolsGet, set: v.b.toolsSet},
-		{name: "method", get: str(func(c *callState) string { return c.call.Method })},
-		{name: "findings", get: v.b.findingsGet},
-		{name: "rateLimitExceeded", method: v.b.rate},
-		{name: "warn", method: v.b.warn},
-		{name: "redact", method: v.b.redact},
-		{name: "mask", method: v.b.mask},
-		{name: "hash", method: v.b.hash},
-		{name: "redactAll", method: v.b.redactAll},
-		{name: "removeLines", method: v.b.removeLines},
-	}
-	return v.b.members
+// ctxMember is one field of ctx: an accessor or a method. Every function is frozen and
+// reads the running call from vm.cur.
+type ctxMember struct {
+	name string
+	accessor
+	method goja.Value
 }
 
 // findingsValue builds ctx.findings: a frozen array of frozen

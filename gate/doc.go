@@ -28,7 +28,7 @@
 // Every intrinsic reachable from globalThis is frozen, functions, accessors and
 // prototypes included, and globalThis is non-extensible, so nothing one call writes
 // (Object.prototype.x, a global) is seen by another. ctx is one frozen object per
-// runtime built from one name-to-function table (exports); every function behind it is
+// runtime built from one name-to-function table (binding.go); every function behind it is
 // frozen, and the self-test at Load proves it for each. Sloppy implicit globals are
 // declared as the policy's own locals at compile time. Values are materialised lazily
 // with JSON.parse inside the runtime (push, splice and delete behave as JavaScript),

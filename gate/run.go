@@ -73,11 +73,12 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	if !s.Acts(call.Phase) {
 		return res // no policy acts in this phase: no runtime, no decoding
 	}
-	if (call.Phase == ctxapi.PhasePost || call.Phase == ctxapi.PhaseResource || call.Phase == ctxapi.PhasePrompt) && call.Response == nil {
+	spec := phaseSpecs[call.Phase]
+	if spec.response && call.Response == nil {
 		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "post phase without a response"}
 		return res
 	}
-	v, release, err := s.pool.acquire(call.Phase == ctxapi.PhasePre, ctx.Done())
+	v, release, err := s.pool.acquire(spec.reserved, ctx.Done())
 	if err != nil {
 		res.Reject = &Rejection{Code: vocab.ReasonPolicyError, Message: "no policy runtime available"}
 		if errors.Is(err, errCancelled) {
@@ -94,17 +95,11 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte("{}")
 	}
-	c.params = newSlot("params", params, !paramsWritable(call.Phase))
-	switch call.Phase {
-	case ctxapi.PhaseList:
-		c.content = newSlot("tools", orEmptyArray(call.Tools), false)
-	case ctxapi.PhaseResource:
-		c.content = newSlot("response.contents", orEmptyArray(call.Response.Content), false)
-	case ctxapi.PhasePrompt:
-		c.content = newSlot("response.messages", orEmptyArray(call.Response.Content), false)
+	c.params = newSlot("params", params, !spec.writesParams)
+	if spec.array != "" {
+		c.content = newSlot(spec.array, spec.arrayOf(call), false)
 	}
-	if call.Phase == ctxapi.PhasePost {
-		c.content = newSlot("response.content", call.Response.Content, false)
+	if spec.structured {
 		c.sc = newSlot("response.structuredContent", call.Response.StructuredContent, false)
 	}
 	v.cur = c
@@ -145,7 +140,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		if changed {
 			anyChange = true
 			a := c.helperRung
-			if a == vocab.Pass && call.Phase != ctxapi.PhasePre {
+			if a == vocab.Pass && spec.toClient {
 				a = vocab.Redact // a plain-JS edit of what the client receives
 			}
 			action = vocab.Strongest(action, a)
@@ -156,12 +151,12 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	if !anyChange {
 		return res
 	}
-	if paramsWritable(call.Phase) {
+	if spec.writesParams {
 		res.Params = c.params.raw
 		res.Changed = c.params.differs()
 		return res
 	}
-	if call.Phase != ctxapi.PhasePost { // list, resource, prompt: the one array
+	if !spec.structured { // list, resource, prompt: the one array
 		res.Content = c.content.raw
 		res.Changed = c.content.differs()
 		return res
@@ -173,30 +168,6 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	}
 	res.Changed = c.content.differs() || c.sc.differs()
 	return res
-}
-
-// knownPhase reports whether Run knows how to build ctx for phase
-// (docs/policies.md#phases).
-func knownPhase(p ctxapi.Phase) bool {
-	switch p {
-	case ctxapi.PhasePre, ctxapi.PhasePost, ctxapi.PhaseList, ctxapi.PhaseResource,
-		ctxapi.PhasePrompt, ctxapi.PhaseServerRequest, ctxapi.PhaseInstructions:
-		return true
-	}
-	return false
-}
-
-// paramsWritable reports whether ctx.params may change in phase: the arguments in
-// pre, the server's request params in server_request, {instructions} in instructions.
-func paramsWritable(p ctxapi.Phase) bool {
-	return p == ctxapi.PhasePre || p == ctxapi.PhaseServerRequest || p == ctxapi.PhaseInstructions
-}
-
-func orEmptyArray(v []byte) []byte {
-	if len(v) == 0 || string(v) == "null" {
-		return []byte("[]")
-	}
-	return v
 }
 
 // Acts reports whether any policy of the set runs in phase (decided at load time;

@@ -50,7 +50,7 @@ func selfTest(p *pool) error {
 	if len(v.b.members) == 0 || !frozen(v.b.ctx) || !frozen(v.b.response) {
 		return fmt.Errorf("%w: ctx is not frozen", ErrLockdownFailed)
 	}
-	for _, m := range v.b.members {
+	for _, m := range append(append([]ctxMember(nil), v.b.members...), v.b.respMembers...) {
 		for _, f := range []goja.Value{m.get, m.set, m.method} {
 			if f != nil && !frozen(f) {
 				return fmt.Errorf("%w: a function behind ctx.%s is not frozen", ErrLockdownFailed, m.name)

@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/dop251/goja"
-	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -245,15 +244,8 @@ func checkShape(c *callState, s *slot, text string, ok bool) string {
 	case &c.content:
 		// the phase's one array: content blocks each with a string type, tools each
 		// with a name, resource contents each with a uri, prompt messages each with a role
-		name, member := "response.content", "type"
-		switch c.phase {
-		case ctxapi.PhaseList:
-			name, member = "tools", "name"
-		case ctxapi.PhaseResource:
-			name, member = "response.contents", "uri"
-		case ctxapi.PhasePrompt:
-			name, member = "response.messages", "role"
-		}
+		spec := phaseSpecs[c.phase]
+		name, member := spec.array, spec.member
 		if !ok || !validContent(text, member) {
 			return "ctx." + name + " must be an array of objects, each with a string " + member
 		}
