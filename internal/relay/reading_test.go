@@ -144,10 +144,12 @@ func TestRelayRefusesCaseVariantArgument(t *testing.T) {
 	h := newHarness(t, 0)
 	h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	h.upstreamGets()
-	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"act","inputSchema":{"type":"object","properties":{"force":{"type":"boolean"},"scope":{"type":"string"}}}}]}}`
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"act","inputSchema":{"type":"object","properties":{"force":{"type":"boolean"},"scope":{"type":"string"},` +
+		`"opts":{"type":"object","properties":{"recursive":{"type":"boolean"}}},"targets":{"type":"array","items":{"type":"object","properties":{"path":{"type":"string"}}}}}}}]}}`
 	h.clientGets()
 	<-h.recs.ch // the listing's record
-	for i, args := range []string{`{"Force":true}`, `{"ſcope":"all"}`, `{"FORCE":true,"other":1}`} {
+	for i, args := range []string{`{"Force":true}`, `{"ſcope":"all"}`, `{"FORCE":true,"other":1}`,
+		`{"opts":{"Recursive":true}}`, `{"targets":[{"path":"a"},{"Path":"/"}]}`} {
 		h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"act","arguments":%s}}`, 10+i, args))
 		got := h.clientGets()
 		if errorCode(t, got) != -32600 || !strings.Contains(got, "case_variant_member") {
@@ -158,7 +160,7 @@ func TestRelayRefusesCaseVariantArgument(t *testing.T) {
 		}
 	}
 	// Spelled as the schema spells it, or not named by it at all, the call goes.
-	h.client(`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"act","arguments":{"force":false,"Other":1}}}`)
+	h.client(`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"act","arguments":{"force":false,"Other":1,"opts":{"recursive":true,"Depth":2},"targets":[{"path":"a"}]}}}`)
 	if got := h.upstreamGets(); !strings.Contains(got, `"id":20`) {
 		t.Fatalf("upstream got %s", got)
 	}

@@ -20,12 +20,12 @@ type toolIndex struct {
 	access_ map[string]string
 	// props holds, per tool, its inputSchema's property names by their folded form,
 	// for the arguments a Go server would bind to them (docs/decisions.md#one-reading).
-	props map[string]map[string]string
+	props map[string]schemaNames
 	known bool // a full tools/list has been seen since the last list_changed
 }
 
 func newToolIndex(s *Session) *toolIndex {
-	return &toolIndex{s: s, access_: map[string]string{}, props: map[string]map[string]string{}}
+	return &toolIndex{s: s, access_: map[string]string{}, props: map[string]schemaNames{}}
 }
 
 type toolAnnotations struct {
@@ -37,9 +37,7 @@ type toolsPage struct {
 	Tools []struct {
 		Name        string          `json:"name"`
 		Annotations toolAnnotations `json:"annotations"`
-		InputSchema struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"inputSchema"`
+		InputSchema json.RawMessage `json:"inputSchema"`
 	} `json:"tools"`
 	NextCursor string `json:"nextCursor"`
 }
@@ -67,12 +65,10 @@ func (x *toolIndex) observe(result json.RawMessage) {
 	defer x.mu.Unlock()
 	for _, t := range page.Tools {
 		x.access_[t.Name] = AccessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
-		delete(x.props, t.Name)
-		for p := range t.InputSchema.Properties {
-			if x.props[t.Name] == nil {
-				x.props[t.Name] = map[string]string{}
-			}
-			x.props[t.Name][jsonrpc.FoldName(p)] = p
+		if names := namesOf(t.InputSchema, 0); names != nil {
+			x.props[t.Name] = names
+		} else {
+			delete(x.props, t.Name)
 		}
 	}
 	if page.NextCursor == "" {
@@ -168,11 +164,72 @@ func (x *toolIndex) caseVariantArgument(tool string, args []byte) bool {
 	x.mu.Lock()
 	props := x.props[tool]
 	x.mu.Unlock()
-	if len(props) == 0 {
+	return props.caseVariant(args, 0)
+}
+
+// schemaNames are the property names of an object schema by their folded form, each
+// with the names of its own object (or array-of-object) schema.
+type schemaNames map[string]schemaName
+
+type schemaName struct {
+	exact string
+	sub   schemaNames
+}
+
+// maxSchemaDepth bounds how deep property names are followed, in schemas and
+// arguments alike.
+const maxSchemaDepth = 32
+
+// namesOf reads the property names of an object schema: its "properties", and for
+// each property those of its own "properties" or "items"; nil when there are none.
+func namesOf(schema json.RawMessage, depth int) schemaNames {
+	if depth > maxSchemaDepth {
+		return nil
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Items      json.RawMessage            `json:"items"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	if len(s.Properties) == 0 && len(s.Items) > 0 {
+		return namesOf(s.Items, depth+1)
+	}
+	var names schemaNames
+	for p, sub := range s.Properties {
+		if names == nil {
+			names = schemaNames{}
+		}
+		names[jsonrpc.FoldName(p)] = schemaName{exact: p, sub: namesOf(sub, depth+1)}
+	}
+	return names
+}
+
+// caseVariant reports whether value, an object (or an array of them) of arguments,
+// names a property only under folding, at any depth the schema describes.
+func (n schemaNames) caseVariant(value []byte, depth int) bool {
+	if len(n) == 0 || depth > maxSchemaDepth || len(value) == 0 {
 		return false
 	}
-	for _, m := range jsonrpc.Members(args) {
-		if exact, ok := props[jsonrpc.FoldName(m.Name)]; ok && exact != m.Name {
+	if value[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(value, &items) != nil {
+			return false
+		}
+		for _, it := range items {
+			if n.caseVariant(it, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, m := range jsonrpc.Members(value) {
+		p, ok := n[jsonrpc.FoldName(m.Name)]
+		if !ok {
+			continue
+		}
+		if p.exact != m.Name || p.sub.caseVariant(m.Value, depth+1) {
 			return true
 		}
 	}
