@@ -61,7 +61,7 @@ var statePool = sync.Pool{New: func() any { return new(state) }}
 
 func (a *Analyzer) getState() *state {
 	st := statePool.Get().(*state)
-	st.k = sink{sev: a.sev, matches: st.k.matches[:0], cat: st.k.cat, catLower: st.k.catLower, catHits: st.k.catHits} // matches hold offsets and static entity names only
+	st.k = sink{sev: a.sev, matches: st.k.matches[:0], cat: st.k.cat, catHits: st.k.catHits} // matches hold offsets and static entity names only
 	return st
 }
 

@@ -107,9 +107,9 @@ type compiledAllow struct {
 }
 
 var (
-	catGeneric    ruleIndex = ^ruleIndex(0) // generic-api-key's index
-	catalogue     []*catActive              // by ruleIndex - numRules
-	catKeywords   acMachine    // keyword → rules
+	catGeneric    ruleIndex    = ^ruleIndex(0) // generic-api-key's index
+	catalogue     []*catActive                 // by ruleIndex - numRules
+	catKeywords   acMachine                    // keyword → rules
 	catGlobal     []compiledAllow
 	catGlobalOnce sync.Once
 )
@@ -251,6 +251,9 @@ func (t *textScan) noteToken(ws, we int) {
 	if !(letter && (digit || sep && n >= 20) || !letter && !sep && n >= 16) {
 		return
 	}
+	if w := t.s[ws:we]; n >= 10 && isDigit(w[0]) && isDigit(w[3]) && w[4] == '-' && isDigit(w[5]) && w[7] == '-' {
+		return // an ISO 8601 date ("2026-11-29T19"): no rule's secret
+	}
 	if k := len(t.cat); k > 0 && ws <= t.cat[k-1].end+catBefore {
 		t.cat[k-1].end = max(t.cat[k-1].end, we) // the same window
 		return
@@ -262,9 +265,10 @@ func (t *textScan) noteToken(ws, we int) {
 	t.cat = append(t.cat, catToken{ws, we})
 }
 
-// catBefore is how far before a token the window reaches: an identifier (50), an
-// assignment and quotes (about 30), and slack.
-const catBefore = 96
+// catBefore is how far before a token the window reaches: the keyword of a
+// "keyword … = secret" rule starts at most about 50 bytes before the secret (20 of
+// identifier after it, 3 of quotes, the operator, 5 of quotes and spaces), and slack.
+const catBefore = 64
 
 // secretByte reports bytes a secret may hold past its first word.
 func secretByte(c byte) bool {
@@ -275,13 +279,11 @@ func secretByte(c byte) bool {
 func (t *textScan) catalogueScan() {
 	catGlobalOnce.Do(func() { catGlobal = compileAllow(gitleaksGlobalAllow[:]) })
 	s := t.s
-	lower := t.k.catLower[:0]
 	hits := t.k.catHits // rule bitset
 	if len(hits) != (len(catalogue)+31)/32 {
 		hits = make([]uint32, (len(catalogue)+31)/32)
 		t.k.catHits = hits
 	}
-	defer func() { t.k.catLower = lower[:0] }()
 	for i := 0; i < len(t.cat); {
 		ws := max(0, t.cat[i].start-catBefore)
 		we := t.cat[i].end
@@ -298,9 +300,8 @@ func (t *textScan) catalogueScan() {
 		}
 		i++
 		we = min(len(s), we+4) // a closing quote or ';' the regexes' suffix wants
-		lower = appendLowerASCII(lower[:0], s[ws:we])
 		clear(hits)
-		if !catKeywords.match(lower, hits) {
+		if !catKeywords.match(s[ws:we], hits) {
 			continue
 		}
 		for w, bits := range hits {
@@ -320,17 +321,6 @@ func trailingZeros32(x uint32) int {
 		n++
 	}
 	return n
-}
-
-func appendLowerASCII(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
 }
 
 // catalogueRule runs one rule's regex over s[ws:we] and reports what passes its
@@ -441,62 +431,106 @@ func positional(r ruleIndex) bool { return r == rAuthorization || r == rCookie |
 
 // ---- Aho–Corasick over lower-case ASCII keywords ----
 
-// acMachine is a dense Aho–Corasick automaton over bytes; out[state] lists the rule
-// numbers whose keyword ends at that state (suffix outputs merged).
+// acMachine is a dense Aho–Corasick automaton over byte classes: class folds case
+// and maps every byte no keyword holds to class 0, so the table is states × classes
+// uint16s (a few hundred KiB at most, not 256 int32s per state). out[state] lists
+// the rule numbers whose keyword ends at that state (suffix outputs merged); a
+// transition into such a state carries acOut, so the inner loop makes two loads
+// per input byte.
 type acMachine struct {
-	next [][256]int32
-	out  [][]int32
+	class   [256]uint8
+	classes int
+	next    []uint16 // state*classes + class → state | acOut
+	out     [][]int32
 }
 
 func buildAC(words []string, rule []int) acMachine {
-	m := acMachine{next: make([][256]int32, 1), out: make([][]int32, 1)}
+	var m acMachine
+	m.classes = 1
+	for _, w := range words {
+		for j := 0; j < len(w); j++ {
+			c := w[j]
+			if m.class[c] == 0 {
+				m.class[c] = uint8(m.classes)
+				if c >= 'a' && c <= 'z' {
+					m.class[c-'a'+'A'] = uint8(m.classes)
+				}
+				m.classes++
+			}
+		}
+	}
+	nc := m.classes
+	type node struct{ next []int32 }
+	trie := []node{{make([]int32, nc)}}
+	outs := [][]int32{nil}
 	for i, w := range words {
 		st := int32(0)
 		for j := 0; j < len(w); j++ {
-			c := w[j]
-			if m.next[st][c] == 0 {
-				m.next = append(m.next, [256]int32{})
-				m.out = append(m.out, nil)
-				m.next[st][c] = int32(len(m.next) - 1)
+			c := m.class[w[j]]
+			if trie[st].next[c] == 0 {
+				trie = append(trie, node{make([]int32, nc)})
+				outs = append(outs, nil)
+				trie[st].next[c] = int32(len(trie) - 1)
 			}
-			st = m.next[st][c]
+			st = trie[st].next[c]
 		}
-		m.out[st] = append(m.out[st], int32(rule[i]))
+		outs[st] = append(outs[st], int32(rule[i]))
 	}
 	// breadth-first failure links, folded into the transition table
-	fail := make([]int32, len(m.next))
-	queue := make([]int32, 0, len(m.next))
-	for c := 0; c < 256; c++ {
-		if s := m.next[0][c]; s != 0 {
+	fail := make([]int32, len(trie))
+	queue := make([]int32, 0, len(trie))
+	for c := 0; c < nc; c++ {
+		if s := trie[0].next[c]; s != 0 {
 			queue = append(queue, s)
 		}
 	}
 	for len(queue) > 0 {
 		st := queue[0]
 		queue = queue[1:]
-		m.out[st] = append(m.out[st], m.out[fail[st]]...)
-		for c := 0; c < 256; c++ {
-			s := m.next[st][c]
+		outs[st] = append(outs[st], outs[fail[st]]...)
+		for c := 0; c < nc; c++ {
+			s := trie[st].next[c]
 			if s == 0 {
-				m.next[st][c] = m.next[fail[st]][c]
+				trie[st].next[c] = trie[fail[st]].next[c]
 				continue
 			}
-			fail[s] = m.next[fail[st]][c]
+			fail[s] = trie[fail[st]].next[c]
 			queue = append(queue, s)
 		}
 	}
+	if len(trie) >= acOut {
+		panic("engine: catalogue keywords exceed 32768 automaton states")
+	}
+	m.next = make([]uint16, len(trie)*nc)
+	for st, n := range trie {
+		for c, to := range n.next {
+			v := uint16(to)
+			if len(outs[to]) > 0 {
+				v |= acOut
+			}
+			m.next[st*nc+c] = v
+		}
+	}
+	m.out = outs
 	return m
 }
 
-// match runs the automaton over b and sets the bit of every rule a keyword of which
-// occurs; it reports whether any did.
-func (m *acMachine) match(b []byte, hits []uint32) bool {
+// acOut marks, in a transition, a target state where a keyword ends.
+const acOut = 1 << 15
+
+// match runs the automaton over s (any case) and sets the bit of every rule a
+// keyword of which occurs; it reports whether any did.
+func (m *acMachine) match(s string, hits []uint32) bool {
 	any := false
-	st := int32(0)
-	for _, c := range b {
-		st = m.next[st][c]
-		for _, r := range m.out[st] {
-			hits[r>>5] |= 1 << (r & 31)
+	st := 0
+	nc := m.classes
+	for i := 0; i < len(s); i++ {
+		v := m.next[st*nc+int(m.class[s[i]])]
+		st = int(v &^ acOut)
+		if v&acOut != 0 {
+			for _, r := range m.out[st] {
+				hits[r>>5] |= 1 << (r & 31)
+			}
 			any = true
 		}
 	}

@@ -572,7 +572,7 @@ func (t *textScan) shortOrders() {
 
 // exfilURLs appends to dst the spans of the URLs in s that output_exfil_url reports.
 func exfilURLs(s string, dst [][2]int) [][2]int {
-	if !strings.Contains(s, "](") && !strings.Contains(s, "]:") && indexFold(s, "<img") < 0 {
+	if !strings.Contains(s, "](") && !strings.Contains(s, "]:") && !hasImgTag(s) {
 		return dst
 	}
 	for i := 0; i < len(s); i++ {
@@ -598,6 +598,22 @@ func exfilURLs(s string, dst [][2]int) [][2]int {
 		}
 	}
 	return dst
+}
+
+// hasImgTag reports whether s may hold an HTML <img> tag ("<img", any case).
+func hasImgTag(s string) bool {
+	for i := 0; i+4 <= len(s); {
+		k := strings.IndexByte(s[i:], '<')
+		if k < 0 || i+k+4 > len(s) {
+			return false
+		}
+		i += k
+		if s[i+1]|0x20 == 'i' && s[i+2]|0x20 == 'm' && s[i+3]|0x20 == 'g' {
+			return true
+		}
+		i++
+	}
+	return false
 }
 
 // webURL reports an http(s) or scheme-relative URL (one a renderer fetches).

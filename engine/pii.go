@@ -95,7 +95,7 @@ func (t *textScan) word(i int) int {
 	default:
 		end = max(end, t.secret(ws, we))
 	}
-	if t.k.count() == before {
+	if we-ws >= 10 && t.k.count() == before {
 		t.noteToken(ws, we)
 	}
 	t.done = end

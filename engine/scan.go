@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"strings"
 	"encoding/binary"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"

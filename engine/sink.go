@@ -41,9 +41,8 @@ type sink struct {
 	lowCursor    int
 
 	// scratch of the catalogue pass, reused across strings
-	cat      []catToken
-	catLower []byte
-	catHits  []uint32
+	cat     []catToken
+	catHits []uint32
 }
 
 func (k *sink) beginString(inKey bool) {

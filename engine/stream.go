@@ -68,7 +68,7 @@ func (a *Analyzer) analyzeReader(r io.Reader, window, overlap int) (StreamReport
 			next = windowStart(text, n-2*overlap, overlap/2)
 			keepTo = next + overlap
 		}
-		st.k = sink{sev: a.sev, findings: st.k.findings[:0], preferSevere: true, lowCursor: maxFindings, cat: st.k.cat, catLower: st.k.catLower, catHits: st.k.catHits}
+		st.k = sink{sev: a.sev, findings: st.k.findings[:0], preferSevere: true, lowCursor: maxFindings, cat: st.k.cat, catHits: st.k.catHits}
 		st.k.beginString(false)
 		scanText(&st.k, text, false, !eof)
 		overflow := len(st.k.findings) >= maxFindings
