@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,9 @@ func auditStores(t *testing.T) (db, file string) {
 		if a != "pass" {
 			r.GuardrailsTriggered = []string{"tool_output_sanitization"}
 		}
+		if i%2 == 1 {
+			r.Caller = &audit.Caller{UserID: "alice", CallerID: "claude-code", CallerClass: "trusted"}
+		}
 		st.Write(r)
 		js.Write(r)
 	}
@@ -72,6 +76,9 @@ func TestAuditCommand(t *testing.T) {
 		{"redact", []string{"--status", "redact"}, "audit-redact.golden", 0, ""},
 		{"redacted label", []string{"--status", "redacted"}, "audit-redact.golden", 0, ""},
 		{"tool json", []string{"--tool", "customer_profile_get", "--status", "block", "--format", "json"}, "audit-tool.json.golden", 0, ""},
+		{"caller", []string{"--caller", "claude-code"}, "audit-caller.golden", 0, ""},
+		{"caller by user", []string{"--caller", "alice"}, "audit-caller.golden", 0, ""},
+		{"caller too long", []string{"--caller", strings.Repeat("a", 300)}, "", 1, "caller is 300 bytes long"},
 		{"bad status", []string{"--status", "allow"}, "", 1, "status \"allow\""},
 		{"bad format", []string{"--format", "yaml"}, "", 1, "--format"},
 		{"bad since", []string{"--since", "tomorrow"}, "", 1, "since"},
@@ -181,5 +188,46 @@ func TestTelemetrySinks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAuditShow: audit show finds the record a notice cites in either store, with
+// the store flags before or after "show", as text (golden) or JSON; an id with no
+// record, or no id, is exit 1 with a message saying which.
+func TestAuditShow(t *testing.T) {
+	db, file := auditStores(t)
+	const id = "00000000-0000-4000-8000-000000000003"
+	for _, argv := range [][]string{
+		{"audit", "show", "--db", db, id}, {"audit", "--db", db, "show", id},
+		{"audit", "show", "--file", file, id}, {"audit", "--audit-file", file, "show", id},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), argv, nil, &out, &errb); code != 0 {
+			t.Fatalf("%q: exit %d: %s", argv, code, errb.String())
+		}
+		auditGolden(t, "audit-show.golden", out.Bytes())
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"audit", "show", "--db", db, "--format", "json", id}, nil, &out, &errb); code != 0 {
+		t.Fatalf("json: exit %d: %s", code, errb.String())
+	}
+	var r audit.Record
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.EventID != id || r.Caller == nil || r.Caller.UserID != "alice" {
+		t.Fatalf("json: %v %+v", err, r)
+	}
+	for _, tc := range []struct {
+		argv   []string
+		errHas string
+	}{
+		{[]string{"audit", "show", "--db", db, "00000000-0000-4000-8000-000000000099"}, `no record "00000000-0000-4000-8000-000000000099" in ` + db},
+		{[]string{"audit", "show", "--file", file, "nope"}, `no record "nope"`},
+		{[]string{"audit", "show", "--db", db}, "want one EVENT_ID"},
+		{[]string{"audit", "show", id}, "--db PATH or --file PATH"},
+	} {
+		out.Reset()
+		errb.Reset()
+		if code := run(context.Background(), tc.argv, nil, &out, &errb); code != exitError || !strings.Contains(errb.String(), tc.errHas) {
+			t.Errorf("%q: exit %d, stderr %q; want 1 with %q", tc.argv, code, errb.String(), tc.errHas)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/fixture"
@@ -24,15 +25,16 @@ func init() { subcommands = append(subcommands, newReplayCmd) }
 
 // replayRow is one call of mcpgate replay --format json.
 type replayRow struct {
-	EventID        string       `json:"event_id"`
-	Tool           string       `json:"tool"`
+	EventID        string        `json:"event_id"`
+	Tool           string        `json:"tool"`
+	Caller         *audit.Caller `json:"caller,omitempty"`
 	RecordedAction vocab.Action `json:"recorded_action"`
 	ReplayedAction vocab.Action `json:"replayed_action"`
 	Differs        bool         `json:"differs"`
 }
 
 func newReplayCmd() *cobra.Command {
-	var file, dir, format, cfgPath string
+	var file, dir, format, cfgPath, caller string
 	cmd := &cobra.Command{
 		Use:   "replay --capture FILE --policies DIR [--format text|json]",
 		Short: "Re-run captured tools/calls with another policy set and show what changes",
@@ -40,7 +42,8 @@ func newReplayCmd() *cobra.Command {
 captured tools/call again through the pipeline (built-in rules, DIR's policies, the
 call's own --filter-output setting) against its captured upstream result. It prints
 per call the recorded action, the replayed action and whether they differ, then a
-summary. Nothing is sent to any server.
+summary. Nothing is sent to any server. --caller NAME replays only the calls of one
+caller (its user id or caller id, exactly, as mcpgate audit --caller).
 
 A call the live set rejected before the upstream ran has no captured result; if DIR
 lets it through, it is replayed against an empty result.
@@ -51,20 +54,21 @@ capture file or the policies cannot be read.`,
   mcpgate replay --capture /var/log/mcpgate/calls.jsonl --policies ./candidate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runReplay(cmd.Context(), file, dir, format, cfgPath, cmd.OutOrStdout())
+			return runReplay(cmd.Context(), file, dir, format, cfgPath, caller, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&file, "capture", "", "capture file written by gateway run --capture (required)")
 	fl.StringVar(&dir, "policies", "", "policies directory to replay with (required)")
 	fl.StringVar(&format, "format", "text", "output format: text or json")
+	fl.StringVar(&caller, "caller", "", "only the calls of this caller: its user id or its caller id, exactly")
 	fl.StringVar(&cfgPath, "config", "", "configuration file whose rule severities to use, as the gateway did")
 	_ = cmd.MarkFlagRequired("capture")
 	_ = cmd.MarkFlagRequired("policies")
 	return cmd
 }
 
-func runReplay(ctx context.Context, file, dir, format, cfgPath string, stdout io.Writer) error {
+func runReplay(ctx context.Context, file, dir, format, cfgPath, caller string, stdout io.Writer) error {
 	if format != "text" && format != "json" {
 		return fmt.Errorf("--format must be text or json, not %q", format)
 	}
@@ -99,6 +103,9 @@ func runReplay(ctx context.Context, file, dir, format, cfgPath string, stdout io
 	rows := []replayRow{}
 	differ := 0
 	for _, e := range entries {
+		if caller != "" && e.User.UserID != caller && e.User.CallerID != caller {
+			continue
+		}
 		filter := e.FilterOutput
 		out, err := runner.Call(ctx, fixture.Call{
 			Tool: e.Tool, Params: e.Arguments, ToolAccess: e.ToolAccess, User: e.User,
@@ -108,6 +115,9 @@ func runReplay(ctx context.Context, file, dir, format, cfgPath string, stdout io
 			return fmt.Errorf("replay %s: %w", e.EventID, err)
 		}
 		row := replayRow{EventID: e.EventID, Tool: e.Tool, RecordedAction: e.ActionTaken, ReplayedAction: out.Action}
+		if e.User.UserID != "" || e.User.CallerID != "" {
+			row.Caller = &audit.Caller{UserID: e.User.UserID, CallerID: e.User.CallerID, CallerClass: e.User.CallerClass}
+		}
 		row.Differs = row.RecordedAction != row.ReplayedAction
 		if row.Differs {
 			differ++
@@ -124,7 +134,7 @@ func runReplay(ctx context.Context, file, dir, format, cfgPath string, stdout io
 			if r.Differs {
 				mark = "differs"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-> %s\t%s\n", r.EventID, displayName(r.Tool), r.RecordedAction, r.ReplayedAction, mark)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-> %s\t%s\n", r.EventID, displayName(r.Tool), displayName(audit.CallerLabel(r.Caller)), r.RecordedAction, r.ReplayedAction, mark)
 		}
 		tw.Flush()
 		fmt.Fprintf(stdout, "%d of %s %s\n", differ, plural(len(rows), "call", "calls"), map[bool]string{true: "differs", false: "differ"}[differ == 1])

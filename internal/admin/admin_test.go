@@ -44,6 +44,9 @@ func fixture() (*audit.Ring, *Metrics) {
 		if i >= 4 { // a --shadow run: ev-e differs, ev-f agrees
 			r.Shadow = &audit.Shadow{ActionTaken: "pass", PolicySetHash: "h", Differs: i == 4}
 		}
+		if i%3 == 0 { // ev-a and ev-d: ci-bot's calls
+			r.Caller = &audit.Caller{UserID: "ci", CallerID: "ci-bot"}
+		}
 		ring.Add(r)
 		m.Observe(r)
 	}
@@ -150,6 +153,10 @@ func TestTelemetryAPI(t *testing.T) {
 		{"?status=block&tool=read_file", []string{"ev-e"}, audit.Counts{Total: 3, Pass: 1, Redact: 1, Block: 1}},
 		{"?since=3m&limit=2", []string{"ev-f", "ev-e"}, audit.Counts{Total: 3, Mask: 1, Block: 1, Redact: 1}},
 		{"?shadow=differs", []string{"ev-e"}, audit.Counts{Total: 6, Pass: 1, Warn: 1, Redact: 2, Mask: 1, Block: 1}},
+		{"?caller=ci-bot", []string{"ev-d", "ev-a"}, audit.Counts{Total: 2, Pass: 1, Mask: 1}},
+		{"?caller=ci", []string{"ev-d", "ev-a"}, audit.Counts{Total: 2, Pass: 1, Mask: 1}},
+		{"?event_id=ev-c", []string{"ev-c"}, audit.Counts{Total: 1, Redact: 1}},
+		{"?event_id=ev-z", nil, audit.Counts{}},
 	} {
 		w := do(h, "/api/audit"+tc.query, "localhost", nil)
 		var got AuditResponse
@@ -164,7 +171,7 @@ func TestTelemetryAPI(t *testing.T) {
 			t.Errorf("%s: events %v counts %+v; want %v %+v", tc.query, ev, got.Counts, tc.events, tc.counts)
 		}
 	}
-	for _, q := range []string{"?status=allow", "?since=soon", "?limit=0", "?shadow=yes"} {
+	for _, q := range []string{"?status=allow", "?since=soon", "?limit=0", "?shadow=yes", "?caller=" + strings.Repeat("x", 300), "?event_id=" + strings.Repeat("x", 300)} {
 		if w := do(h, "/api/audit"+q, "localhost", nil); w.Code != 400 || !strings.Contains(w.Body.String(), "error") {
 			t.Errorf("%s: %d %s, want 400", q, w.Code, w.Body)
 		}

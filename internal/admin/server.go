@@ -150,6 +150,9 @@ func auditHandler(st audit.Store, now func() time.Time, log *slog.Logger) http.H
 		q := r.URL.Query()
 		f, err := audit.ParseFilter(q.Get("status"), q.Get("tool"), q.Get("since"), q.Get("limit"), now())
 		f.Method = q.Get("method")
+		if err == nil {
+			err = f.SetCaller(q.Get("caller"), q.Get("event_id"))
+		}
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": strings.TrimPrefix(err.Error(), "bad filter: ")})
 			return

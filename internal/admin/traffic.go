@@ -105,6 +105,9 @@ func trafficHandler(st audit.Store, now func() time.Time, log *slog.Logger) http
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		f, err := audit.ParseFilter(q.Get("status"), q.Get("tool"), q.Get("since"), "", now())
+		if err == nil {
+			err = f.SetCaller(q.Get("caller"), "")
+		}
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": strings.TrimPrefix(err.Error(), "bad filter: ")})
 			return

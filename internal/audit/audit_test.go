@@ -54,6 +54,14 @@ func corpus() []*Record {
 		if i%3 == 0 { // a --shadow run: records 3 and 9 differ, 0 and 6 agree
 			r.Shadow = &Shadow{ActionTaken: r.ActionTaken, PolicySetHash: "h", Differs: i%2 == 1}
 		}
+		switch i % 4 { // callers: alice by claude-code, bob by ci-bot, the local user, none
+		case 0:
+			r.Caller = &Caller{UserID: "alice", CallerID: "claude-code", CallerClass: "trusted"}
+		case 1:
+			r.Caller = &Caller{UserID: "bob", CallerID: "ci-bot", CallerClass: "standard"}
+		case 2:
+			r.Caller = &Caller{UserID: "local", CallerID: "stdio"}
+		}
 		out = append(out, r)
 	}
 	return out
@@ -190,6 +198,14 @@ func TestAuditStoresAgree(t *testing.T) {
 		{"shadow differs", Filter{ShadowDiffers: true}, []int{9, 3}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
 		{"shadow differs+status", Filter{ShadowDiffers: true, Status: vocab.Mask}, []int{9, 3}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
 		{"shadow differs+tool", Filter{ShadowDiffers: true, Tool: "read_file"}, []int{9, 3}, Counts{Total: 4, Pass: 2, Mask: 2}},
+		{"caller by user_id", Filter{Caller: "alice"}, []int{8, 4, 0}, Counts{Total: 3, Pass: 1, Redact: 1, Block: 1}},
+		{"caller by caller_id", Filter{Caller: "ci-bot"}, []int{9, 5, 1}, Counts{Total: 3, Pass: 1, Warn: 1, Mask: 1}},
+		{"caller+status", Filter{Caller: "alice", Status: vocab.Block}, []int{4}, Counts{Total: 3, Pass: 1, Redact: 1, Block: 1}},
+		{"caller none", Filter{Caller: "claude"}, nil, Counts{}},
+		{"event id", Filter{EventID: "00000000-0000-4000-8000-000000000007"}, []int{7}, Counts{Total: 1, Warn: 1}},
+		// PostgreSQL reads the record's JSON in its own dialect (json_extract is SQLite's).
+		{"method", Filter{Method: "tools/call", Limit: 2}, []int{11, 10}, Counts{Total: 12, Pass: 4, Warn: 2, Redact: 2, Mask: 2, Block: 2}},
+		{"event id unknown", Filter{EventID: "00000000-0000-4000-8000-000000000099"}, nil, Counts{}},
 	} {
 		for name, q := range ss {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
@@ -641,4 +657,39 @@ func TestControlsInNamesEscaped(t *testing.T) {
 	if err := json.Unmarshal(jsonl.Bytes(), &back); err != nil || back.Tool != name {
 		t.Fatalf("decoded %q, %v", back.Tool, err)
 	}
+}
+
+// TestCallerCellBoundedAndEscaped: a caller's ids reach the table cut at CallerCell
+// bytes each and with controls shown as \uXXXX, like a tool name; the record view
+// escapes them the same way.
+func TestCallerCellBoundedAndEscaped(t *testing.T) {
+	r := rec(0, vocab.Pass, "read_file")
+	r.Caller = &Caller{UserID: "mallory\u202e" + strings.Repeat("x", 100), CallerID: "bot\x1b[2J"}
+	var b bytes.Buffer
+	if err := WriteTable(&b, []Record{*r}); err != nil {
+		t.Fatal(err)
+	}
+	row := strings.Split(b.String(), "\n")[1]
+	if strings.ContainsAny(row, "\u202e\x1b") || !strings.Contains(row, `mallory\u202e`) || strings.Contains(row, strings.Repeat("x", 40)) || !strings.Contains(row, "…") {
+		t.Errorf("row %q", row)
+	}
+	b.Reset()
+	if err := WriteRecord(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\u202e\x1b") || !strings.Contains(b.String(), `caller.user_id:      mallory\u202e`) {
+		t.Errorf("record view:\n%s", b.String())
+	}
+}
+
+// TestWriteRecord pins mcpgate audit show's view of one record.
+func TestWriteRecord(t *testing.T) {
+	r := corpus()[4] // blocked, alice by claude-code
+	r.Server, r.ToolAccess, r.PolicyGen, r.PolicySetHash, r.ElapsedMS = "crm", "read", 3, "9f2c", 1.25
+	r.InputRuleIDs, r.Policies = []string{"pii_email"}, []string{"redact-email.js"}
+	var b bytes.Buffer
+	if err := WriteRecord(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "record.golden", b.Bytes())
 }

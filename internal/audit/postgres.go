@@ -37,6 +37,8 @@ var pgMigrations = []string{
 	CREATE INDEX IF NOT EXISTS mcpgate_records_ts     ON mcpgate_records (ts, id);
 	CREATE INDEX IF NOT EXISTS mcpgate_records_action ON mcpgate_records (action_taken, ts, id);
 	CREATE INDEX IF NOT EXISTS mcpgate_records_tool   ON mcpgate_records (tool, ts, id);`,
+	// 2: the look-up by event_id (mcpgate audit show, the console's record view).
+	`CREATE INDEX IF NOT EXISTS mcpgate_records_event ON mcpgate_records (event_id);`,
 }
 
 // pgLockID is the advisory lock the migration holds ("mcpgate" in ASCII).
@@ -187,10 +189,20 @@ func numbered(q string) string {
 // pgShadowDiffers is Filter.ShadowDiffers on PostgreSQL's text column.
 const pgShadowDiffers = "(record::jsonb -> 'shadow' ->> 'differs') = 'true'"
 
+// pgField is a record JSON field (a dotted path) as PostgreSQL reads the text column.
+func pgField(path string) string {
+	return "(record::jsonb #>> '{" + strings.ReplaceAll(path, ".", ",") + "}')"
+}
+
+// pgWhere is where in PostgreSQL's dialect.
+func pgWhere(f Filter, withStatus bool) (string, []any) {
+	w, args := whereIn(f, withStatus, pgField)
+	return strings.Replace(w, sqliteShadowDiffers, pgShadowDiffers, 1), args
+}
+
 // pgQuerySQL is the statement Query runs: SQLite's, on mcpgate_records.
 func pgQuerySQL(f Filter) (string, []any) {
-	w, args := where(f, true)
-	w = strings.Replace(w, sqliteShadowDiffers, pgShadowDiffers, 1)
+	w, args := pgWhere(f, true)
 	return numbered(`SELECT record FROM mcpgate_records` + w + ` ORDER BY ts DESC, id DESC LIMIT ?`), append(args, f.limit())
 }
 
@@ -222,7 +234,7 @@ func (s *Postgres) Query(ctx context.Context, f Filter) ([]Record, error) {
 
 // Count returns the tiles over f's tool and since, as SQLite's Count does.
 func (s *Postgres) Count(ctx context.Context, f Filter) (Counts, error) {
-	c, err := countTiles(ctx, s.db, f, func(w string) string { return numbered(`SELECT count(*) FROM mcpgate_records` + w) })
+	c, err := countTiles(ctx, s.db, f, pgWhere, func(w string) string { return numbered(`SELECT count(*) FROM mcpgate_records` + w) })
 	if err != nil {
 		return Counts{}, fmt.Errorf("audit: count: %w", err)
 	}

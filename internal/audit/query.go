@@ -28,7 +28,12 @@ type Filter struct {
 	// Method is the exact JSON-RPC method (tools/call, resources/read, …), or "" for
 	// any; a record written before records named their method is a tools/call.
 	Method string
-	Since  time.Time // records with ts at or after Since; zero for any
+	// Caller is a caller's user_id or caller_id, exactly, or "" for any.
+	Caller string
+	// EventID is one record's event_id, exactly, or "" for any: the look-up behind
+	// "see audit log entry <event_id>".
+	EventID string
+	Since   time.Time // records with ts at or after Since; zero for any
 	Limit  int       // newest N records; 1..MaxLimit
 	// ShadowDiffers keeps only records whose shadow field says differs: true (gateway
 	// run --shadow; docs/policies.md#shadow).
@@ -37,6 +42,23 @@ type Filter struct {
 
 // ErrBadFilter is wrapped by every ParseFilter error.
 var ErrBadFilter = errors.New("bad filter")
+
+// MaxFilterText bounds a caller or event id given to a filter, in bytes; ids and
+// callers are shorter (bound.ClientInfo).
+const MaxFilterText = 256
+
+// SetCaller sets the caller and event id tests of f from a reader's text (a CLI flag
+// or a query parameter), each checked against MaxFilterText.
+func (f *Filter) SetCaller(caller, eventID string) error {
+	if len(caller) > MaxFilterText {
+		return fmt.Errorf("%w: caller is %d bytes long; want at most %d", ErrBadFilter, len(caller), MaxFilterText)
+	}
+	if len(eventID) > MaxFilterText {
+		return fmt.Errorf("%w: event_id is %d bytes long; want at most %d", ErrBadFilter, len(eventID), MaxFilterText)
+	}
+	f.Caller, f.EventID = caller, eventID
+	return nil
+}
 
 // ParseFilter builds a Filter from the reader's textual inputs (CLI flags or query
 // parameters). since is a Go duration ("1h", "90m") or a whole number of days
@@ -132,6 +154,12 @@ func (f Filter) matchScope(r *Record) bool {
 		return false
 	}
 	if f.Method != "" && RecordMethod(r) != f.Method {
+		return false
+	}
+	if f.EventID != "" && r.EventID != f.EventID {
+		return false
+	}
+	if f.Caller != "" && (r.Caller == nil || r.Caller.UserID != f.Caller && r.Caller.CallerID != f.Caller) {
 		return false
 	}
 	if s := f.since(); s != "" && r.TS < s {

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_ts     ON records (ts);
 CREATE INDEX IF NOT EXISTS records_action ON records (action_taken, ts);
 CREATE INDEX IF NOT EXISTS records_tool   ON records (tool, ts);
+CREATE INDEX IF NOT EXISTS records_event  ON records (event_id);
 `
 
 // DefaultBatch is how many records one insert transaction holds at most.
@@ -130,9 +131,15 @@ func (s *SQLite) Close() error {
 // sqliteShadowDiffers is Filter.ShadowDiffers in SQLite; Postgres swaps in its own.
 const sqliteShadowDiffers = "json_extract(record, '$.shadow.differs') = 1"
 
-// where builds the WHERE clause of f; withStatus false leaves the status and the
-// shadow test out.
-func where(f Filter, withStatus bool) (string, []any) {
+// sqliteField is a record JSON field (a dotted path) as SQLite reads it.
+func sqliteField(path string) string { return "json_extract(record, '$." + path + "')" }
+
+// where builds the WHERE clause of f in SQLite's dialect; withStatus false leaves
+// the status and the shadow test out.
+func where(f Filter, withStatus bool) (string, []any) { return whereIn(f, withStatus, sqliteField) }
+
+// whereIn is where with the record's JSON fields read by field (the store's dialect).
+func whereIn(f Filter, withStatus bool, field func(path string) string) (string, []any) {
 	var conds []string
 	var args []any
 	if withStatus && f.Status != "" {
@@ -145,7 +152,13 @@ func where(f Filter, withStatus bool) (string, []any) {
 		conds, args = append(conds, "tool = ?"), append(args, f.Tool)
 	}
 	if f.Method != "" { // the record's JSON: no column, so stores from before keep working
-		conds, args = append(conds, "coalesce(nullif(json_extract(record, '$.method'), ''), 'tools/call') = ?"), append(args, f.Method)
+		conds, args = append(conds, "coalesce(nullif("+field("method")+", ''), 'tools/call') = ?"), append(args, f.Method)
+	}
+	if f.EventID != "" {
+		conds, args = append(conds, "event_id = ?"), append(args, f.EventID)
+	}
+	if f.Caller != "" {
+		conds, args = append(conds, "("+field("caller.user_id")+" = ? OR "+field("caller.caller_id")+" = ?)"), append(args, f.Caller, f.Caller)
 	}
 	if s := f.since(); s != "" {
 		conds, args = append(conds, "ts >= ?"), append(args, s)
@@ -192,7 +205,7 @@ func (s *SQLite) Query(ctx context.Context, f Filter) ([]Record, error) {
 // over records_action (index-only unless a tool is given), and the total; records
 // with an action off the ladder count as pass, as Counts does elsewhere.
 func (s *SQLite) Count(ctx context.Context, f Filter) (Counts, error) {
-	c, err := countTiles(ctx, s.db, f, func(w string) string { return `SELECT count(*) FROM records` + w })
+	c, err := countTiles(ctx, s.db, f, where, func(w string) string { return `SELECT count(*) FROM records` + w })
 	if err != nil {
 		return Counts{}, fmt.Errorf("audit: count %s: %w", s.path, err)
 	}
@@ -201,7 +214,7 @@ func (s *SQLite) Count(ctx context.Context, f Filter) (Counts, error) {
 
 // countTiles runs Count's queries, each built by stmt from a WHERE clause: the total
 // over f, then one count per action over f's tool and since; pass is the rest.
-func countTiles(ctx context.Context, db *sql.DB, f Filter, stmt func(where string) string) (Counts, error) {
+func countTiles(ctx context.Context, db *sql.DB, f Filter, where func(Filter, bool) (string, []any), stmt func(where string) string) (Counts, error) {
 	var c Counts
 	w, args := where(f, false)
 	if err := db.QueryRowContext(ctx, stmt(w), args...).Scan(&c.Total); err != nil {

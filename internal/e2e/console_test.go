@@ -133,10 +133,11 @@ func chromiumPath(t *testing.T) string {
 }
 
 type consoleRow struct {
-	Event string `json:"event"`
-	Chip  string `json:"chip"`
-	Tool  string `json:"tool"`
-	BG    string `json:"bg"`
+	Event  string `json:"event"`
+	Chip   string `json:"chip"`
+	Tool   string `json:"tool"`
+	Caller string `json:"caller"`
+	BG     string `json:"bg"`
 }
 
 type consoleView struct {
@@ -152,7 +153,7 @@ const readConsole = `(() => ({
   rows: [...document.querySelectorAll('#records tbody tr')].map(tr => {
     const c = tr.querySelector('.chip');
     return {event: tr.dataset.event, chip: c.textContent, tool: tr.querySelector('.tool').textContent,
-            bg: getComputedStyle(c).backgroundColor};
+            caller: tr.querySelector('.caller').textContent, bg: getComputedStyle(c).backgroundColor};
   }),
   tiles: Object.fromEntries(['total','blocked','redacted','warnings'].map(k =>
     [k, document.querySelector('#tile-' + k + ' .n').textContent])),
@@ -253,6 +254,9 @@ func TestConsoleE2E(t *testing.T) {
 		if want[row.Event] != row.Chip {
 			t.Errorf("row %s (%s): chip %q, want %q", row.Event, row.Tool, row.Chip, want[row.Event])
 		}
+		if row.Caller != "local (stdio)" { // the configured local user on stdio
+			t.Errorf("row %s: caller %q, want local (stdio)", row.Event, row.Caller)
+		}
 		bg[row.Chip] = row.BG
 	}
 	if bg["REDACTED"] == bg["PASS"] || bg["REDACTED"] == bg["BLOCKED"] || bg["WARN"] == bg["PASS"] {
@@ -276,8 +280,42 @@ func TestConsoleE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(filtered.Rows) != 1 || filtered.Rows[0].Chip != "REDACTED" || filtered.Rows[0].Tool != "lookup_customer" {
-		t.Errorf("status filter: %+v", filtered.Rows)
+		t.Fatalf("status filter: %+v", filtered.Rows)
 	}
+
+	// One record: a click on the row opens #event=ID with every field of the record.
+	rv := checkRecordView(t, ctx, filtered.Rows[0].Event)
+
+	// Filter by caller: a caller with no calls empties the table; the local one's
+	// user id keeps its calls.
+	for _, tc := range []struct {
+		caller string
+		rows   int
+	}{{"nobody", 0}, {"local", 1}} {
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.body.removeAttribute('data-loaded');
+		document.getElementById('f-caller').value = `+fmt.Sprintf("%q", tc.caller)+`;
+		document.getElementById('f-caller').dispatchEvent(new Event('input')); true`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`body[data-loaded]`))); err != nil {
+			t.Fatal(err)
+		}
+		byCaller, err := chromedp.Run(ctx, chromedp.Evaluate[consoleView](readConsole))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(byCaller.Rows) != tc.rows {
+			t.Errorf("caller filter %q: %d rows, want %d", tc.caller, len(byCaller.Rows), tc.rows)
+		}
+	}
+	var one struct {
+		Records []map[string]any `json:"records"`
+	}
+	json.Unmarshal([]byte(httpGet(t, "http://"+addr+"/api/audit?event_id="+filtered.Rows[0].Event)), &one)
+	if len(one.Records) != 1 || one.Records[0]["event_id"] != filtered.Rows[0].Event {
+		t.Errorf("/api/audit?event_id=: %v", one.Records)
+	}
+	assertNoCanary(t, "the console's record view", rv)
 
 	assertNoCanary(t, "the gateway's stderr (records and log lines)", log.String())
 	assertNoCanary(t, "/api/audit", httpGet(t, "http://"+addr+"/api/audit?limit=1000"))
@@ -439,4 +477,45 @@ func TestConsoleSIGTERMFlush(t *testing.T) {
 		assertNoCanary(t, f, string(b))
 	}
 	assertNoCanary(t, "the gateway's stderr", c.stderr.String())
+}
+
+// checkRecordView clicks the row of event in the console and checks the record view
+// it opens: the event id, the status chip, the caller and the reason as fields, the
+// table hidden; then goes back. It returns the view's text.
+func checkRecordView(t *testing.T, ctx context.Context, event string) string {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#records tbody tr[data-event="`+event+`"] td').click(); true`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`body[data-record="`+event+`"] #rec-fields dd`))); err != nil {
+		t.Fatal(err)
+	}
+	var view struct {
+		Fields map[string]string `json:"fields"`
+		Chip   string            `json:"chip"`
+		Table  bool              `json:"table"`
+		Hash   string            `json:"hash"`
+		Text   string            `json:"text"`
+	}
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(() => ({
+	  fields: Object.fromEntries([...document.querySelectorAll('#rec-fields dd[data-field]')].map(d => [d.dataset.field, d.textContent])),
+	  chip: document.querySelector('#rec-fields .chip').textContent,
+	  table: getComputedStyle(document.getElementById('records')).display !== 'none',
+	  hash: location.hash, text: document.getElementById('record').innerText}))()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	json.Unmarshal(b, &view)
+	if view.Fields["event_id"] != event || view.Chip != "REDACTED" || view.Fields["caller.user_id"] != "local" ||
+		view.Fields["caller.caller_id"] != "stdio" || view.Fields["tool"] != "lookup_customer" || view.Table || view.Hash != "#event="+event {
+		t.Errorf("record view: %+v", view)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('rec-close').click(); true`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#records tbody tr`))); err != nil {
+		t.Fatal(err)
+	}
+	return view.Text
 }

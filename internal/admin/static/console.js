@@ -7,7 +7,7 @@
     pass: ["PASS", "chip-pass"], warn: ["WARN", "chip-warn"], redact: ["REDACTED", "chip-redact"],
     mask: ["MASKED", "chip-mask"], block: ["BLOCKED", "chip-block"],
   };
-  const tools = new Set();
+  const tools = new Set(), callers = new Set();
   let timer = null, inflight = false;
 
   // The token comes from the URL fragment (never sent to a server) or the form, and
@@ -15,7 +15,8 @@
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
   if (m) {
     sessionStorage.setItem("mcpgate-token", decodeURIComponent(m[1]));
-    history.replaceState(null, "", location.pathname + location.search);
+    const rest = location.hash.slice(1).split("&").filter((p) => !p.startsWith("token=")).join("&");
+    history.replaceState(null, "", location.pathname + location.search + (rest ? "#" + rest : ""));
   }
 
   // C0, C1 and bidi controls in a shown text (a hostile tool name) are shown as
@@ -44,6 +45,15 @@
     return td;
   }
 
+  // The Caller column: "user_id (caller_id)", each part cut at 32 characters, as
+  // mcpgate audit's CALLER column; the cell's title holds the whole of both.
+  const cut = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
+  function callerLabel(c) {
+    if (!c || (!c.user_id && !c.caller_id)) return "";
+    const u = cut(String(c.user_id || ""), 32), id = cut(String(c.caller_id || ""), 32);
+    return id ? (u ? `${u} (${id})` : `(${id})`) : u;
+  }
+
   function setTile(id, n) { $(id).querySelector(".n").textContent = String(n); }
 
   function render(data) {
@@ -64,6 +74,12 @@
       // tools/call rows show the tool; other channels their method (and tool, if any)
       const m = r.method && r.method !== "tools/call" ? r.method + (r.tool ? " " + r.tool : "") : "";
       tr.appendChild(el("td", "mono tool", m || r.tool || "–"));
+      const cl = callerLabel(r.caller);
+      const ct = tr.appendChild(el("td", "mono caller", cl || "–"));
+      if (cl) ct.title = visible([r.caller.user_id, r.caller.caller_id, r.caller.caller_class].filter(Boolean).join(" · "));
+      for (const who of [r.caller && r.caller.user_id, r.caller && r.caller.caller_id]) {
+        if (who && !callers.has(who) && callers.size < 200) { callers.add(who); $("callers").appendChild(el("option", "", who)).value = who; }
+      }
       const oc = el("td", "", r.outcome + (r.reason ? " · " + r.reason : "") + (r.phase ? " · " + r.phase : ""));
       if (r.shadow) {
         const sh = el("span", "tag" + (r.shadow.differs ? " shadow-differs" : ""),
@@ -186,7 +202,7 @@
     if (inflight) return;
     inflight = true;
     const q = new URLSearchParams();
-    for (const k of ["status", "tool", "method", "since", "limit"]) {
+    for (const k of ["status", "tool", "caller", "method", "since", "limit"]) {
       const v = $("f-" + k).value.trim();
       if (v) q.set(k, v);
     }
@@ -216,6 +232,60 @@
     } finally { inflight = false; }
   }
 
+  // One record, from #event=ID (a row's click, or a link built from a notice's
+  // "see audit log entry ID"): GET /api/audit?event_id=ID, every field one line,
+  // nested fields dotted, each value shown with textContent and cut at 1024 characters.
+  function flatten(prefix, v, out) {
+    if (v && typeof v === "object" && !Array.isArray(v)) {
+      for (const k of Object.keys(v).sort()) flatten(prefix ? prefix + "." + k : k, v[k], out);
+    } else if (Array.isArray(v) && v.some((x) => x && typeof x === "object")) {
+      v.forEach((x, i) => flatten(`${prefix}[${i}]`, x, out));
+    } else {
+      const s = Array.isArray(v) ? v.join(", ") : String(v);
+      if (s !== "") out.push([prefix, cut(s, 1024)]);
+    }
+    return out;
+  }
+
+  async function showRecord() {
+    const e = /(?:^#|&)event=([^&]+)/.exec(location.hash);
+    document.body.classList.toggle("one-record", !!e);
+    $("record").hidden = !e;
+    if (!e) return;
+    const id = decodeURIComponent(e[1]);
+    $("rec-id").textContent = visible(id);
+    $("rec-fields").replaceChildren();
+    const st = $("rec-state");
+    st.classList.remove("err");
+    st.textContent = "loading…";
+    const headers = {};
+    const tok = sessionStorage.getItem("mcpgate-token");
+    if (tok) headers.Authorization = "Bearer " + tok;
+    try {
+      const res = await fetch("/api/audit?" + new URLSearchParams({ event_id: id, limit: "1" }), { headers, cache: "no-store" });
+      if (res.status === 401) { $("token-form").hidden = false; st.textContent = "token required"; st.classList.add("err"); return; }
+      const data = await res.json();
+      if (!res.ok) { st.textContent = data.error || res.statusText; st.classList.add("err"); return; }
+      const r = data.records[0];
+      if (!r) { st.textContent = "No record with this id in the store."; st.classList.add("err"); return; }
+      st.textContent = "";
+      const items = [];
+      const top = el("dd");
+      top.appendChild(chip(r.action_taken || "pass"));
+      items.push(el("dt", "", "status"), top);
+      for (const [k, v] of flatten("", r, [])) {
+        const dd = el("dd", "", v);
+        dd.dataset.field = k;
+        items.push(el("dt", "", k), dd);
+      }
+      $("rec-fields").replaceChildren(...items);
+      document.body.dataset.record = r.event_id;
+    } catch (err) {
+      st.textContent = "gateway unreachable: " + err.message;
+      st.classList.add("err");
+    }
+  }
+
   function schedule() {
     clearInterval(timer);
     if ($("f-auto").checked) timer = setInterval(load, 3000);
@@ -223,6 +293,13 @@
 
   for (const id of ["f-status", "f-method", "f-since", "f-limit", "f-shadow"]) $(id).addEventListener("change", load);
   $("f-tool").addEventListener("input", () => { clearTimeout(load.t); load.t = setTimeout(load, 250); });
+  $("f-caller").addEventListener("input", () => { clearTimeout(load.t); load.t = setTimeout(load, 250); });
+  $("records").tBodies[0].addEventListener("click", (e) => {
+    const tr = e.target.closest("tr");
+    if (tr && tr.dataset.event) location.hash = "event=" + encodeURIComponent(tr.dataset.event);
+  });
+  $("rec-close").addEventListener("click", (e) => { e.preventDefault(); history.pushState(null, "", location.pathname + location.search); showRecord(); });
+  window.addEventListener("hashchange", showRecord);
   $("f-auto").addEventListener("change", schedule);
   $("refresh").addEventListener("click", load);
   $("filters").addEventListener("submit", (e) => { e.preventDefault(); load(); });
@@ -231,7 +308,9 @@
     sessionStorage.setItem("mcpgate-token", $("token").value);
     $("token").value = "";
     load();
+    showRecord();
   });
   load();
+  showRecord();
   schedule();
 })();
