@@ -28,9 +28,9 @@ type replayRow struct {
 	EventID        string        `json:"event_id"`
 	Tool           string        `json:"tool"`
 	Caller         *audit.Caller `json:"caller,omitempty"`
-	RecordedAction vocab.Action `json:"recorded_action"`
-	ReplayedAction vocab.Action `json:"replayed_action"`
-	Differs        bool         `json:"differs"`
+	RecordedAction vocab.Action  `json:"recorded_action"`
+	ReplayedAction vocab.Action  `json:"replayed_action"`
+	Differs        bool          `json:"differs"`
 }
 
 func newReplayCmd() *cobra.Command {

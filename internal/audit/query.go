@@ -34,7 +34,7 @@ type Filter struct {
 	// "see audit log entry <event_id>".
 	EventID string
 	Since   time.Time // records with ts at or after Since; zero for any
-	Limit  int       // newest N records; 1..MaxLimit
+	Limit   int       // newest N records; 1..MaxLimit
 	// ShadowDiffers keeps only records whose shadow field says differs: true (gateway
 	// run --shadow; docs/policies.md#shadow).
 	ShadowDiffers bool
