@@ -165,6 +165,8 @@ func TestRelayHiddenEntryOtherSpellings(t *testing.T) {
 		`"method":"resources/read","params":{"uri":"file:///srv/%2E/evil"}`,
 		`"method":"resources/read","params":{"uri":" file:///srv/ev\til\n"}`,
 		`"method":"resources/read","params":{"uri":"file://LOCALHOST/srv/evil"}`,
+		`"method":"resources/read","params":{"uri":"file://%6cocalhost/srv/evil"}`,
+		`"method":"resources/read","params":{"uri":"file://localhost\u00ad/srv/evil"}`,
 	} {
 		h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, 10+i, params))
 		if got := h.clientGets(); !strings.Contains(got, "it is not listed for this caller") {
