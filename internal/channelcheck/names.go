@@ -57,16 +57,28 @@ func invisibleEdge(name string) bool {
 // Identical names are not confusable with each other.
 func Names(names []string, pointer func(i int) string) []engine.Finding {
 	var out []engine.Finding
-	bySkel := make(map[string][]int, len(names))
+	first := make(map[string]int, len(names)) // skeleton → first entry with it
+	var groups map[string][]int               // skeletons shared by two or more entries
 	for i, n := range names {
 		if n == "" {
 			continue
 		}
-		s := confusable.Skeleton(n)
-		bySkel[s] = append(bySkel[s], i)
+		s := skeleton(n)
+		j, ok := first[s]
+		if !ok {
+			first[s] = i
+			continue
+		}
+		if groups == nil {
+			groups = map[string][]int{}
+		}
+		if groups[s] == nil {
+			groups[s] = []int{j}
+		}
+		groups[s] = append(groups[s], i)
 	}
 	confused := make([]bool, len(names))
-	for _, group := range bySkel {
+	for _, group := range groups {
 		distinct := map[string]bool{}
 		for _, i := range group {
 			distinct[names[i]] = true
@@ -105,6 +117,43 @@ func Names(names []string, pointer func(i int) string) []engine.Finding {
 		}
 	}
 	return out
+}
+
+// skeleton is confusable.Skeleton, with a short cut for an ASCII name: NFD leaves
+// ASCII and the prototypes of ASCII characters ("rn" for m, "l" for 1 and I, "O"
+// for 0) as they are, so the skeleton is the characters' prototypes, controls
+// dropped (they are not graphic).
+func skeleton(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return confusable.Skeleton(s)
+		}
+	}
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f {
+			if b == nil {
+				b = append(make([]byte, 0, len(s)), s[:i]...)
+			}
+			continue
+		}
+		r := confusable.GetReplacement(rune(c))
+		if r == "" {
+			if b != nil {
+				b = append(b, c)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(s)+4), s[:i]...)
+		}
+		b = append(b, r...)
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
 }
 
 // EntryPointer is the pointer function of a listing under key: /key/i/name.

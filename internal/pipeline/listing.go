@@ -28,7 +28,7 @@ func (r *run) listing(c Channel, m *methods.Method, resp *jsonrpc.Message) Reply
 	l := &list{run: r, ch: c, m: m, key: m.List.Key}
 	stage := time.Now()
 	rep, err := r.p.Analyzer.AnalyzeArguments(resp.Result)
-	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && !l.pinned() && !l.hasPhase() && !l.namesChecked() && listShaped(resp.Result, l.key) {
+	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && !l.pinned() && !l.hasPhase() && namesClean(l.ch, l.key, resp.Result) && listShaped(resp.Result, l.key) {
 		// clean, and nothing else reads it: no need to decode the entries
 		r.rec.stage(vocab.StageOutputRules, stage)
 		r.rec.setFindings(rep)
@@ -83,10 +83,6 @@ type list struct {
 
 // pinned reports whether tool pins read this listing.
 func (l *list) pinned() bool { return l.p.Pins != nil && l.m.Name == "tools/list" }
-
-// namesChecked reports whether the entries' names are checked (tools and prompts,
-// internal/channelcheck), so the listing is decoded even when the rules find nothing.
-func (l *list) namesChecked() bool { return l.m.Name == "tools/list" || l.m.Name == "prompts/list" }
 
 // hasPhase reports whether a policy takes part in the row's list phase.
 func (l *list) hasPhase() bool { return l.m.Phase != "" && l.set.Acts(l.m.Phase) }

@@ -1,17 +1,19 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
-	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -45,7 +47,7 @@ func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.
 	}
 	names := make([]string, len(entries))
 	for i, e := range entries {
-		names[i] = entryName(methods.Of(c.Method), e)
+		names[i] = nameMember(e)
 	}
 	out := channelcheck.Names(names, channelcheck.EntryPointer(key))
 	if c.Method == "tools/list" && c.SplitName != nil {
@@ -118,7 +120,7 @@ func requestFindings(c Channel, params json.RawMessage) (fs []engine.Finding, na
 		if json.Unmarshal(m["tools"], &tools) == nil && len(tools) > 0 {
 			names := make([]string, len(tools))
 			for i, t := range tools {
-				names[i] = entryName(methods.Of("tools/list"), t)
+				names[i] = nameMember(t)
 			}
 			fs = channelcheck.Names(names, channelcheck.EntryPointer("tools"))
 		}
@@ -233,4 +235,160 @@ func (r *run) channelRescanParts(parts []part, verdict engine.Verdict) engine.Ve
 		r.rec.setReason(vocab.ReasonFilterBlock)
 	}
 	return again.Verdict
+}
+
+// nameMember returns the string of an entry's "name" member, read by that key
+// exactly (as entryName reads it; of two, the last) but without decoding the entry:
+// only the name is decoded. "" when the entry is not an object or has no string name.
+func nameMember(e json.RawMessage) string {
+	v := memberRaw(e, "name")
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+		return string(v[1 : len(v)-1]) // no escape: the bytes are the string
+	}
+	var name string
+	if v != nil && json.Unmarshal(v, &name) == nil {
+		return name
+	}
+	return ""
+}
+
+// memberRaw returns the bytes of the member key (matched exactly after unescaping;
+// of two, the last) of the JSON object b, or nil. The message was validated when it
+// was parsed; malformed bytes give nil.
+func memberRaw(b []byte, key string) []byte {
+	i := jsonscan.Space(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil
+	}
+	var found []byte
+	i++
+	if j := jsonscan.Space(b, i); j < len(b) && b[j] == '}' {
+		return nil
+	}
+	for {
+		i = jsonscan.Space(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return nil
+		}
+		end, escaped := jsonscan.String(b, i)
+		if end < 0 {
+			return nil
+		}
+		k := b[i:end]
+		i = jsonscan.Space(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil
+		}
+		start := jsonscan.Space(b, i+1)
+		if i = skipValue(b, start); i < 0 {
+			return nil
+		}
+		match := len(k) == len(key)+2 && string(k[1:len(k)-1]) == key
+		if !match && escaped {
+			var u string
+			match = json.Unmarshal(k, &u) == nil && u == key
+		}
+		if match {
+			found = b[start:i]
+		}
+		i = jsonscan.Space(b, i)
+		if i < len(b) && b[i] == '}' {
+			return found
+		}
+		if i >= len(b) || b[i] != ',' {
+			return nil
+		}
+		i++
+	}
+}
+
+// arrayItems returns the items of the JSON array b, as bytes; ok is false when b is
+// not an array.
+func arrayItems(b []byte) (items [][]byte, ok bool) {
+	i := jsonscan.Space(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return nil, false
+	}
+	i = jsonscan.Space(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return nil, true
+	}
+	for i < len(b) {
+		end := skipValue(b, i)
+		if end < 0 {
+			return nil, false
+		}
+		items = append(items, b[i:end])
+		i = jsonscan.Space(b, end)
+		if i < len(b) && b[i] == ']' {
+			return items, true
+		}
+		if i >= len(b) || b[i] != ',' {
+			return nil, false
+		}
+		i = jsonscan.Space(b, i+1)
+	}
+	return nil, false
+}
+
+// namesClean reports, without decoding the listing, whether its names give no
+// structural finding, so that a clean listing may still pass undecoded. A listing
+// of several servers is always decoded (the steering check reads every string).
+func namesClean(c Channel, key string, result json.RawMessage) bool {
+	if c.Method != "tools/list" && c.Method != "prompts/list" {
+		return true
+	}
+	if c.SplitName != nil {
+		return false
+	}
+	v := memberRaw(result, key)
+	if v == nil {
+		return true // no entries
+	}
+	items, ok := arrayItems(v)
+	if !ok {
+		return false
+	}
+	names := make([]string, len(items))
+	for i, e := range items {
+		names[i] = nameMember(e)
+	}
+	return len(channelcheck.Names(names, func(int) string { return "" })) == 0
+}
+
+// skipValue returns the offset just past the JSON value at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := jsonscan.String(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, _ := jsonscan.String(b, i)
+				if end < 0 {
+					return -1
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -360,4 +361,43 @@ func TestStructureSeverities(t *testing.T) {
 	if string(r.Original) != "raw" {
 		t.Errorf("credential form lowered to info still refused: %+v", r)
 	}
+}
+
+// FuzzNameMember: nameMember reads the name entryName reads, for any JSON object.
+func FuzzNameMember(f *testing.F) {
+	for _, s := range []string{`{"name":"a"}`, `{"x":{"name":"no"},"name":"yes"}`, `{"n\u0061me":"esc"}`, `{"NAME":"x","name":"y"}`,
+		`{"a":[1,{"b":"}"}],"name":"z"}`, `{"name":1}`, `[]`, ` { "name" : "sp" } `, `{"a":"\"name\":\"q\"","name":"r"}`, `{"name":"a","name":"b"}`, `{"name":"a","name":2}`, `{}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !json.Valid([]byte(s)) {
+			return
+		}
+		if got, want := nameMember(json.RawMessage(s)), entryName(methods.Of("tools/list"), json.RawMessage(s)); got != want {
+			t.Fatalf("nameMember(%s) = %q, entryName %q", s, got, want)
+		}
+	})
+}
+
+// FuzzArrayItems: arrayItems splits a JSON array into the items encoding/json sees.
+func FuzzArrayItems(f *testing.F) {
+	for _, s := range []string{`[]`, `[1, "a", {"b":[2]}, [3,"]"], null]`, ` [ {"name":"x"} ] `, `{}`, `[true,false]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !json.Valid([]byte(s)) {
+			return
+		}
+		items, ok := arrayItems([]byte(s))
+		var want []json.RawMessage
+		isArray := json.Unmarshal([]byte(s), &want) == nil
+		if ok != isArray || len(items) != len(want) {
+			t.Fatalf("arrayItems(%s) = %d items %v; encoding/json %d items %v", s, len(items), ok, len(want), isArray)
+		}
+		for i := range items {
+			if !bytes.Equal(bytes.TrimSpace(items[i]), bytes.TrimSpace(want[i])) {
+				t.Fatalf("item %d: %s vs %s", i, items[i], want[i])
+			}
+		}
+	})
 }

@@ -1,0 +1,81 @@
+package channelcheck
+
+import (
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.mau.fi/util/confusable"
+
+	"github.com/mcpgate/mcpgate/engine"
+)
+
+// FuzzElicitation: any params give findings only of the elicitation rules, all High,
+// pointing at /url, /message or a requestedSchema property; a URL-mode url that
+// passes is an https URL with a host and no user info.
+func FuzzElicitation(f *testing.F) {
+	f.Add(`{"mode":"form","message":"Paste a token","requestedSchema":{"type":"object","properties":{"github_token":{"type":"string"}}}}`)
+	f.Add(`{"mode":"url","elicitationId":"1","message":"m","url":"http://10.0.0.8:8080/x"}`)
+	f.Add(`{"mode":"url","url":"https://xn--gthub-n4a.com/"}`)
+	f.Add(`{"mode":"url","url":"https://0x7f.1/"}`)
+	f.Add(`{"requestedSchema":{"properties":{"a~/b":{"title":"API key"}}}}`)
+	f.Fuzz(func(t *testing.T, params string) {
+		for _, fd := range Elicitation(json.RawMessage(params)) {
+			if fd.Severity != engine.SeverityHigh || !strings.HasPrefix(fd.RuleID, "elicitation_") {
+				t.Fatalf("finding %+v", fd)
+			}
+			if fd.Pointer != "/url" && fd.Pointer != "/message" && !strings.HasPrefix(fd.Pointer, "/requestedSchema/properties/") {
+				t.Fatalf("pointer %q", fd.Pointer)
+			}
+		}
+		var p struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal([]byte(params), &p) == nil && URLRule(p.URL) == "" {
+			u, err := url.Parse(strings.TrimSpace(p.URL))
+			if err != nil || !strings.EqualFold(u.Scheme, "https") || u.Host == "" || u.User != nil {
+				t.Fatalf("URLRule passed %q", p.URL)
+			}
+		}
+	})
+}
+
+// FuzzNames: names separated by newlines give at most two findings each (invisible
+// and confusable), pointing at their own entry; a name in the tool-name set whose
+// skeleton no other name shares gets none.
+func FuzzNames(f *testing.F) {
+	f.Add("log_search\nl\u03bfg_search\nexec\u200b")
+	f.Add("rn\nm\nturn_on\ntum_on")
+	f.Add("a\na\n\n\u00ad")
+	f.Fuzz(func(t *testing.T, joined string) {
+		names := strings.Split(joined, "\n")
+		per := make([]int, len(names))
+		for _, fd := range Names(names, EntryPointer("tools")) {
+			rest := strings.TrimSuffix(strings.TrimPrefix(fd.Pointer, "/tools/"), "/name")
+			i, err := strconv.Atoi(rest)
+			if err != nil || i < 0 || i >= len(names) {
+				t.Fatalf("pointer %q for %d names", fd.Pointer, len(names))
+			}
+			if per[i]++; per[i] > 2 {
+				t.Fatalf("entry %d %q: more than two findings", i, names[i])
+			}
+			if ValidName(names[i]) && fd.RuleID != RuleNameConfusable {
+				t.Fatalf("valid name %q: %s", names[i], fd.RuleID)
+			}
+		}
+	})
+}
+
+// FuzzSkeleton: the ASCII short cut gives confusable.Skeleton's answer.
+func FuzzSkeleton(f *testing.F) {
+	for _, s := range []string{"log_search", "rn", "m", "I1l|", "0O", "a\x01b", "%\"`", "café"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := skeleton(s), confusable.Skeleton(s); got != want {
+			t.Fatalf("skeleton(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
