@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
@@ -69,7 +70,7 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 // argument is named like a property of the tool's inputSchema only under case
 // folding: the answer (a -32600 error response) is returned in place of the
 // server's, and the refusal is recorded; nil lets the call go.
-func (s *Session) caseVariantArgument(msg *jsonrpc.Message, params json.RawMessage, server string) *jsonrpc.Message {
+func (s *Session) caseVariantArgument(ctx context.Context, msg *jsonrpc.Message, params json.RawMessage, server string) *jsonrpc.Message {
 	var name string
 	var args []byte
 	for _, m := range jsonrpc.Members(params) {
@@ -82,7 +83,7 @@ func (s *Session) caseVariantArgument(msg *jsonrpc.Message, params json.RawMessa
 			args = m.Value
 		}
 	}
-	if name == "" || len(args) == 0 || !s.tools.caseVariantArgument(name, args) {
+	if name == "" || len(args) == 0 || !s.tools.caseVariantArgument(ctx, name, args) {
 		return nil
 	}
 	a := &jsonrpc.AmbiguousError{Reason: vocab.ReasonCaseVariantMember, Kind: jsonrpc.KindRequest, ID: msg.ID, Method: msg.Method}

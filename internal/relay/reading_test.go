@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -163,5 +164,33 @@ func TestRelayRefusesCaseVariantArgument(t *testing.T) {
 	h.client(`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"act","arguments":{"force":false,"Other":1,"opts":{"recursive":true,"Depth":2},"targets":[{"path":"a"}]}}}`)
 	if got := h.upstreamGets(); !strings.Contains(got, `"id":20`) {
 		t.Fatalf("upstream got %s", got)
+	}
+}
+
+// TestRelayCaseVariantArgumentConfiguredTag: a tool whose access tag is configured is
+// never listed for the tag; the argument check lists the tools itself.
+func TestRelayCaseVariantArgumentConfiguredTag(t *testing.T) {
+	h := newHarness(t, 0, func(o *Options) {
+		o.Access = map[string]string{"act": "write"}
+		o.Pipeline.FilterOutput = false // no listing filter that would list the tools anyway
+	})
+	go func() {
+		for range h.recs.ch {
+		}
+	}()
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"act","arguments":{"Force":true}}}`)
+	for {
+		got := h.upstreamGets()
+		if strings.Contains(got, `"tools/call"`) {
+			t.Fatalf("the call went upstream: %s", got)
+		}
+		m, _ := jsonrpc.Parse([]byte(got))
+		h.up.lines <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"act","inputSchema":{"type":"object","properties":{"force":{"type":"boolean"}}}}]}}`, m.ID)
+		if m.Method == "tools/list" {
+			break
+		}
+	}
+	if got := h.clientGets(); errorCode(t, got) != -32600 || !strings.Contains(got, "case_variant_member") {
+		t.Fatalf("client got %s", got)
 	}
 }

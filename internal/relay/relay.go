@@ -421,7 +421,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			ClientInfo: s.clientInfo(),
 			Server:     server,
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
-			if refused := s.caseVariantArgument(msg, params, server); refused != nil {
+			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
 			}
 			resp, err := s.callUpstream(ctx, msg, params)

@@ -159,11 +159,22 @@ func (x *toolIndex) fetch(ctx context.Context) {
 // property of the tool's inputSchema only under case folding ("Force" for "force"):
 // a Go server binds it to that property while a policy reading ctx.params.force sees
 // nothing (docs/decisions.md#one-reading). It reads the listing the access tag
-// already needed (the pipeline resolves the tag before the call goes upstream).
-func (x *toolIndex) caseVariantArgument(tool string, args []byte) bool {
+// already needed (the pipeline resolves the tag before the call goes upstream); for a
+// tool whose tag is configured, and so was never listed for it, it lists the tools.
+func (x *toolIndex) caseVariantArgument(ctx context.Context, tool string, args []byte) bool {
 	x.mu.Lock()
-	props := x.props[tool]
+	props, seen := x.props[tool]
+	_, listed := x.access_[tool]
+	known := x.known
 	x.mu.Unlock()
+	if !seen && !listed && !known {
+		if _, configured := x.s.opts.Access[tool]; configured {
+			x.fetch(ctx)
+			x.mu.Lock()
+			props = x.props[tool]
+			x.mu.Unlock()
+		}
+	}
 	return props.caseVariant(args, 0)
 }
 
