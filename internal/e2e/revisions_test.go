@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,8 +26,13 @@ func modernServer(t *testing.T, legacy string) []string {
 // against cmd and returns what it printed.
 func revisionClient(t *testing.T, mode string, list bool, cmd []string) map[string]json.RawMessage {
 	t.Helper()
+	return revisionClientCfg(t, map[string]any{"cmd": cmd, "mode": mode, "list": list, "prefix": ""})
+}
+
+func revisionClientCfg(t *testing.T, conf map[string]any) map[string]json.RawMessage {
+	t.Helper()
 	nodeModule(t, "@modelcontextprotocol/client/package.json")
-	cfg, _ := json.Marshal(map[string]any{"cmd": cmd, "mode": mode, "list": list, "prefix": ""})
+	cfg, _ := json.Marshal(conf)
 	c := exec.Command(node22(t), filepath.Join(root, "testdata", "e2e", "revisions.mjs"), string(cfg))
 	c.Dir = filepath.Join(root, "testdata", "e2e")
 	b, err := c.Output()
@@ -58,6 +66,17 @@ func TestRevisionsStdioGatewayAnswers(t *testing.T) {
 			if !list {
 				name += ",no-list"
 			}
+			checkGatewayAnswers(t, name, out)
+		}
+	}
+}
+
+// checkGatewayAnswers checks what revisions.mjs printed through a gateway with
+// --filter-output in front of modern.mjs with HOSTILE set.
+func checkGatewayAnswers(t *testing.T, name string, out map[string]json.RawMessage) {
+	t.Helper()
+	{
+		{
 			if string(out["version"]) != `"2026-07-28"` {
 				t.Fatalf("%s: negotiated %s (%v)", name, out["version"], out)
 			}
@@ -74,6 +93,62 @@ func TestRevisionsStdioGatewayAnswers(t *testing.T) {
 			if got := string(out["read"]); !strings.Contains(got, `"cacheScope":"private"`) {
 				t.Errorf("%s read: no cacheScope: %s", name, got)
 			}
+		}
+	}
+}
+
+// TestRevisionsHTTPModern: the HTTP front serves 2026-07-28 requests with no
+// Mcp-Session-Id: a v2 client pinned to 2026-07-28 connects (server/discover), lists
+// and calls, and sees the gateway's own answers as on stdio; Mcp-Method and Mcp-Name
+// that differ from the body get 400 with -32020 (HeaderMismatch); a 2025-11-25 client
+// still gets its session.
+func TestRevisionsHTTPModern(t *testing.T) {
+	up := modernServer(t, "serve")
+	t.Setenv("HOSTILE", "1")
+	g := startHTTPGateway(t, append([]string{"--filter-output", "--pass-env", "HOSTILE", "--"}, up...)...)
+	for _, list := range []bool{true, false} {
+		out := revisionClientCfg(t, map[string]any{"url": g.url, "mode": "pin", "list": list, "prefix": ""})
+		checkGatewayAnswers(t, fmt.Sprintf("http list=%v", list), out)
+	}
+	legacy := revisionClientCfg(t, map[string]any{"url": g.url, "mode": "legacy", "list": true, "prefix": ""})
+	if string(legacy["version"]) != `"2025-11-25"` || !strings.Contains(string(legacy["evil"]), "[mcpgate: tool output blocked") {
+		t.Errorf("legacy client: %v", legacy)
+	}
+
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, c := range []struct {
+		method, name, body string
+		code               int
+	}{
+		{"tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + meta + `}}`, -32020},
+		{"tools/call", "evil", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + meta + `}}`, -32020},
+		{"tools/call", "echo", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + meta + `}}`, 0},
+	} {
+		req, _ := http.NewRequest("POST", g.url, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", c.method)
+		if c.name != "" {
+			req.Header.Set("Mcp-Name", c.name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: a modern request got a session: %s", c.body, resp.Header.Get("Mcp-Session-Id"))
+		}
+		if c.code != 0 {
+			if resp.StatusCode != 400 || !strings.Contains(string(b), fmt.Sprintf(`"code":%d`, c.code)) {
+				t.Errorf("Mcp-Method %s Mcp-Name %s: %d %s", c.method, c.name, resp.StatusCode, b)
+			}
+			continue
+		}
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"id":7`) || !strings.Contains(string(b), `"resultType":"complete"`) {
+			t.Errorf("modern tools/call: %d %s", resp.StatusCode, b)
 		}
 	}
 }

@@ -88,9 +88,10 @@ type Front struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	starting int            // sessions whose backend is starting: they count toward MaxSessions
-	byCaller map[string]int // open and starting sessions per Identity.Key
-	wg       sync.WaitGroup // running backends
+	starting int                    // sessions whose backend is starting: they count toward MaxSessions
+	byCaller map[string]int         // open and starting sessions per Identity.Key
+	modernBy map[string]*modernSlot // each caller's backend of 2026-07-28 requests
+	wg       sync.WaitGroup         // running backends
 }
 
 // New returns a Front.
@@ -274,6 +275,10 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 
 	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" && isModern(r, msg) { // 2026-07-28: no session
+		f.modern(w, r, id, msg, sse)
+		return
+	}
 	var s *session
 	if sid == "" {
 		if msg.Kind != jsonrpc.KindRequest || msg.Method != "initialize" {
@@ -432,8 +437,16 @@ var (
 // newSession reserves a place under MaxSessions and the caller's
 // MaxSessionsPerCaller before the backend starts, so concurrent initialize requests
 // never open more sessions than either cap.
-func (f *Front) newSession(id Identity) (*session, error) {
+func (f *Front) newSession(id Identity) (*session, error) { return f.startSession(id, false) }
+
+// startSession starts a session's backend. A modern one (a caller's 2026-07-28
+// backend) is never named to the client and counts toward no cap.
+func (f *Front) startSession(id Identity, modern bool) (*session, error) {
 	f.mu.Lock()
+	if modern {
+		f.mu.Unlock()
+		return f.runSession(id, true)
+	}
 	if len(f.sessions)+f.starting >= f.opts.MaxSessions {
 		f.mu.Unlock()
 		f.log.Warn("initialize refused: the session cap is reached (503)", "max_sessions", f.opts.MaxSessions)
@@ -448,18 +461,29 @@ func (f *Front) newSession(id Identity) (*session, error) {
 	f.starting++
 	f.byCaller[id.Key]++
 	f.mu.Unlock()
+	return f.runSession(id, false)
+}
+
+// runSession starts the backend of a session whose places are taken (none for a
+// modern one) and runs it until it ends.
+func (f *Front) runSession(id Identity, modern bool) (*session, error) {
 	be, err := f.opts.Start(f.ctx, id.User)
 	if err != nil {
 		f.mu.Lock()
-		f.starting--
-		f.release(id.Key)
+		if !modern {
+			f.starting--
+			f.release(id.Key)
+		}
 		f.mu.Unlock()
 		f.log.Error("could not start the session's upstream", "err", err)
 		return nil, fmt.Errorf("could not start the upstream MCP server: %w", err)
 	}
 	s := newSession(f, randomID(), id)
+	s.modern = modern
 	f.mu.Lock()
-	f.starting--
+	if !modern {
+		f.starting--
+	}
 	f.sessions[s.id] = s
 	f.mu.Unlock()
 	f.wg.Add(1)
@@ -492,7 +516,7 @@ func (f *Front) lookup(sid string) *session {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended { // ending: its backend is shutting down
+	if s.ended || s.modern { // ending: its backend is shutting down; modern: never named
 		return nil
 	}
 	return s
@@ -502,7 +526,9 @@ func (f *Front) remove(s *session) {
 	f.mu.Lock()
 	if f.sessions[s.id] == s {
 		delete(f.sessions, s.id)
-		f.release(s.key)
+		if !s.modern {
+			f.release(s.key)
+		}
 	}
 	f.mu.Unlock()
 	s.end("backend ended")

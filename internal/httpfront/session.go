@@ -25,6 +25,8 @@ type session struct {
 	f   *Front
 	id  string
 	key string // the caller identity key it is bound to
+	// modern: a caller's backend of 2026-07-28 requests, never named to the client
+	modern bool
 
 	in chan *jsonrpc.Message // client messages for the backend
 
@@ -44,17 +46,20 @@ type session struct {
 
 // stream is one SSE stream: a request's response stream or the standalone GET stream.
 type stream struct {
-	id      string
-	json    bool // the POST asked for application/json: intermediate messages go to GET
-	events  []event
-	bytes   int    // sum of len(data) over events
-	next    uint64 // seq of the next event; seqs start at 1
-	final   bool   // the response is in events: the stream ends once it is sent
-	notify  chan struct{}
-	owner   uint64 // generation of the connection serving it; 0 when none
-	reqID   string // the request id key, for request streams
-	method  string // the request's method, for request streams
-	created time.Time
+	id     string
+	json   bool // the POST asked for application/json: intermediate messages go to GET
+	events []event
+	bytes  int    // sum of len(data) over events
+	next   uint64 // seq of the next event; seqs start at 1
+	final  bool   // the response is in events: the stream ends once it is sent
+	notify chan struct{}
+	owner  uint64 // generation of the connection serving it; 0 when none
+	reqID  string // the request id key, for request streams
+	// clientID, when set, is the id the client gave the request (a 2026-07-28 one,
+	// forwarded under the front's own id); its response gets it back
+	clientID json.RawMessage
+	method   string // the request's method, for request streams
+	created  time.Time
 }
 
 type event struct {
@@ -240,7 +245,11 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 			s.f.log.Debug("response for no waiting request dropped", "session", s.id, "id", msg.IDKey())
 			return
 		}
-		s.appendLocked(st, msg.Raw)
+		raw := msg.Raw
+		if st.clientID != nil {
+			raw = msg.WithID(st.clientID).Raw
+		}
+		s.appendLocked(st, raw)
 		st.final = true
 		s.finishLocked(st)
 		return

@@ -181,6 +181,9 @@ type Method struct {
 	Withholds, Asks string
 	// Invalidates names the listing a list_changed notification makes stale.
 	Invalidates string
+	// NameParam is the params member the 2026-07-28 Mcp-Name header mirrors ("name",
+	// "uri", "taskId"); "" when the request has no Mcp-Name.
+	NameParam string
 }
 
 // Filtered reports whether the rules read the message (its result, params).
@@ -210,14 +213,14 @@ var table = []Method{
 	// Tools.
 	{Name: "tools/list", Revisions: Both, Direction: ClientRequest, Shape: Listing, Phase: ctxapi.PhaseList,
 		List: &List{Key: "tools", Entry: "name", Capability: "tools", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
-	{Name: "tools/call", Revisions: Both, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByName},
+	{Name: "tools/call", Revisions: Both, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByName, NameParam: "name"},
 
 	// Prompts.
 	{Name: "prompts/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
 		List: &List{Key: "prompts", Entry: "name", Capability: "prompts", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
 	{Name: "prompts/get", Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "description"), f(Messages, "messages")}, Phase: ctxapi.PhasePrompt, PhaseKey: "messages",
-		Block: PromptMessages, Route: ByName, Withholds: "prompts/list", Asks: "name"},
+		Block: PromptMessages, Route: ByName, Withholds: "prompts/list", Asks: "name", NameParam: "name"},
 
 	// Resources.
 	{Name: "resources/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
@@ -226,7 +229,7 @@ var table = []Method{
 		List: &List{Key: "resourceTemplates", Entry: "uriTemplate", Capability: "resources", Sep: "+"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
 	{Name: "resources/read", Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Resources, "contents")}, Phase: ctxapi.PhaseResource, PhaseKey: "contents",
-		Block: ResourceContents, Cacheable: true, Route: ByURI, Withholds: "resources/list", Asks: "uri"},
+		Block: ResourceContents, Cacheable: true, Route: ByURI, Withholds: "resources/list", Asks: "uri", NameParam: "uri"},
 	{Name: "resources/subscribe", Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
 	{Name: "resources/unsubscribe", Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
 	{Name: "subscriptions/listen", Revisions: Rev20260728, Direction: ClientRequest},
@@ -238,11 +241,11 @@ var table = []Method{
 	// Tasks: the 2025-11-25 methods and the 2026-07-28 extension
 	// (io.modelcontextprotocol/tasks). A task's statusMessage is shown to the user.
 	{Name: "tasks/result", Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost},
-	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText},
-	{Name: "tasks/cancel", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText},
+	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId"},
+	{Name: "tasks/cancel", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId"},
 	{Name: "tasks/list", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "tasks", "*", "statusMessage")}, Block: ReplaceText},
-	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest},
+	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest, NameParam: "taskId"},
 	{Name: "notifications/tasks/status", Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: statusMessage,
 		Block: ReplaceText},
 

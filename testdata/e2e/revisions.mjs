@@ -1,13 +1,19 @@
 // A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) for the revision
-// tests. argv[2] is JSON: {cmd: [argv of the stdio server or gateway], mode:
+// tests. argv[2] is JSON: {cmd: [argv of the stdio server or gateway] or url, mode:
 // "legacy" | "auto" | "pin" (pin: 2026-07-28), list: whether to list tools first}.
 // It prints one JSON object: the negotiated version and, per step, the result or the
 // error text.
 const { Client } = await import("@modelcontextprotocol/client");
-const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
 const cfg = JSON.parse(process.argv[2]);
-const [command, ...args] = cfg.cmd;
-const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "ignore" });
+let transport;
+if (cfg.url) {
+  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
+  transport = new StreamableHTTPClientTransport(new URL(cfg.url));
+} else {
+  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+  const [command, ...args] = cfg.cmd;
+  transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "ignore" });
+}
 const mode = cfg.mode === "pin" ? { pin: "2026-07-28" } : cfg.mode;
 const client = new Client({ name: "revisions", version: "2.4.0" }, { versionNegotiation: { mode } });
 const out = {};

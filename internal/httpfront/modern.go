@@ -1,0 +1,178 @@
+package httpfront
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcpgate/mcpgate/internal/bound"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
+)
+
+// JSON-RPC error codes of MCP 2026-07-28 (schema.ts).
+const (
+	// CodeHeaderMismatch: Mcp-Method or Mcp-Name does not match the body.
+	CodeHeaderMismatch = -32020
+	// CodeMissingClientCapability: the request needs a capability the client's
+	// _meta does not declare.
+	CodeMissingClientCapability = -32021
+	// CodeUnsupportedProtocolVersion: the request's revision is not served.
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// modernVersions are the 2026-era revisions the front serves without a session.
+var modernVersions = []string{methods.Version20260728}
+
+// isModern reports whether a POST without Mcp-Session-Id is a 2026-07-28 message:
+// its body carries the per-request _meta envelope, it is server/discover, or its
+// MCP-Protocol-Version header names a 2026-era revision (docs/http.md#modern).
+func isModern(r *http.Request, msg *jsonrpc.Message) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		return methods.RevisionOf(v) == methods.Rev20260728
+	}
+	if msg.Method == "server/discover" {
+		return true
+	}
+	e, ok := methods.EnvelopeOf(msg.Params)
+	return ok && methods.RevisionOf(e.ProtocolVersion) == methods.Rev20260728
+}
+
+// modernSlot is the backend that serves one caller's 2026-07-28 requests: a session
+// the front never names to the client (no Mcp-Session-Id), started on the caller's
+// first modern request and ended when idle like any other.
+type modernSlot struct {
+	once sync.Once
+	s    *session
+	err  error
+}
+
+var modernSeq atomic.Uint64
+
+// modern serves one 2026-07-28 POST: no session, the headers checked against the
+// body, the request answered on its own SSE or JSON response. Its id is the front's
+// own while it is in flight, so requests of different clients of one caller never
+// collide; the client gets its own id back.
+func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg *jsonrpc.Message, sse bool) {
+	if msg.Kind != jsonrpc.KindRequest {
+		// notifications (a cancellation) and responses: nothing waits for them; a
+		// 2026-07-28 server sends no requests to answer
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if code, text := checkHeaders(r, msg); code != 0 {
+		httpError(w, http.StatusBadRequest, msg.ID, code, "mcpgate: "+text)
+		return
+	}
+	if e, ok := methods.EnvelopeOf(msg.Params); ok && methods.RevisionOf(e.ProtocolVersion) == methods.Rev20260728 && e.ProtocolVersion != methods.Version20260728 {
+		b, _ := json.Marshal(map[string]any{"supported": modernVersions, "requested": bound.Truncate(e.ProtocolVersion, bound.Header)})
+		writeErrorData(w, http.StatusBadRequest, msg.ID, CodeUnsupportedProtocolVersion, "mcpgate: unsupported protocol version", b)
+		return
+	}
+	s, err := f.modernSession(id)
+	if err != nil {
+		httpError(w, http.StatusBadGateway, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
+		return
+	}
+	s.touch()
+	inner, _ := json.Marshal("m" + strconv.FormatUint(modernSeq.Add(1), 10))
+	fwd := msg.WithID(inner)
+	st, err := s.openRequest(fwd, !sse)
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
+		return
+	}
+	st.clientID = msg.ID
+	if err := s.send(fwd); err != nil {
+		s.dropRequest(st, fwd)
+		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the upstream is gone; retry")
+		return
+	}
+	if sse {
+		s.serveSSE(w, r, st, 0)
+		return
+	}
+	s.serveJSON(w, r, st)
+}
+
+// modernSession returns the caller's 2026-07-28 backend, starting it once. It counts
+// toward neither session cap: it is one per caller, whatever its clients do.
+func (f *Front) modernSession(id Identity) (*session, error) {
+	f.mu.Lock()
+	if f.modernBy == nil {
+		f.modernBy = map[string]*modernSlot{}
+	}
+	slot := f.modernBy[id.Key]
+	if slot != nil && slot.s != nil {
+		slot.s.mu.Lock()
+		ended := slot.s.ended
+		slot.s.mu.Unlock()
+		if ended {
+			slot = nil
+		}
+	}
+	if slot == nil {
+		slot = &modernSlot{}
+		f.modernBy[id.Key] = slot
+	}
+	f.mu.Unlock()
+	slot.once.Do(func() { slot.s, slot.err = f.startSession(id, true) })
+	if slot.err != nil {
+		f.mu.Lock()
+		if f.modernBy[id.Key] == slot {
+			delete(f.modernBy, id.Key)
+		}
+		f.mu.Unlock()
+	}
+	return slot.s, slot.err
+}
+
+// checkHeaders checks Mcp-Method and Mcp-Name against the body (SEP-2243 "Standard
+// Request Headers"): each, when sent, must equal the body's method and the member
+// its row names (params.name, params.uri or params.taskId). A value of the form
+// "=?base64?…?=" is decoded first.
+func checkHeaders(r *http.Request, msg *jsonrpc.Message) (int, string) {
+	if h, ok := r.Header["Mcp-Method"]; ok && (len(h) != 1 || decodeHeader(h[0]) != msg.Method) {
+		return CodeHeaderMismatch, "the Mcp-Method header does not match the request's method"
+	}
+	m := methods.Of(msg.Method)
+	if m == nil || m.NameParam == "" {
+		return 0, ""
+	}
+	var p map[string]json.RawMessage
+	var name string
+	_ = json.Unmarshal(msg.Params, &p)
+	named := json.Unmarshal(p[m.NameParam], &name) == nil
+	h, sent := r.Header["Mcp-Name"]
+	if sent && (len(h) != 1 || !named || decodeHeader(h[0]) != name) {
+		return CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header does not match params.%s", m.NameParam)
+	}
+	return 0, ""
+}
+
+// decodeHeader decodes a header value sent as "=?base64?<base64>?=" (a value that is
+// not visible ASCII); any other value comes back trimmed.
+func decodeHeader(v string) string {
+	v = strings.Trim(v, " \t")
+	if inner, ok := strings.CutPrefix(v, "=?base64?"); ok {
+		if inner, ok = strings.CutSuffix(inner, "?="); ok {
+			if b, err := base64.StdEncoding.DecodeString(inner); err == nil {
+				return string(b)
+			}
+		}
+	}
+	return v
+}
+
+// writeErrorData writes a JSON-RPC error with data.
+func writeErrorData(w http.ResponseWriter, status int, id json.RawMessage, code int, message string, data json.RawMessage) {
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: code, Message: message, Data: data})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonrpc.ErrorResponseObjectRaw(id, b))
+}
