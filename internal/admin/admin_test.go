@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -57,7 +58,7 @@ func handler(tok string) http.Handler {
 	ring, m := fixture()
 	o := Options{Store: ring, Metrics: m, Now: func() time.Time { return time.Date(2026, 11, 29, 10, 6, 0, 0, time.UTC) },
 		Status: func() any { return map[string]any{"policies": map[string]any{"generation": 7}} }}
-	return Handler(o, NewGuard([]string{"gw.internal"}, tok))
+	return Handler(o, tokenGuard([]string{"gw.internal"}, tok))
 }
 
 func do(h http.Handler, path, host string, hdr map[string]string) *httptest.ResponseRecorder {
@@ -274,4 +275,13 @@ func TestTelemetryStatus(t *testing.T) {
 	if w.Code != 200 || !strings.Contains(w.Body.String(), `"generation":7`) {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
+}
+
+// tokenGuard is newGuard with the token itself ("" for none).
+func tokenGuard(hosts []string, token string) *Guard {
+	if token == "" {
+		return newGuard(hosts, nil)
+	}
+	d := sha256.Sum256([]byte(token))
+	return newGuard(hosts, d[:])
 }

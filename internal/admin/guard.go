@@ -16,17 +16,9 @@ type Guard struct {
 	need  bool     // a token is required
 }
 
-// NewGuard allows localhost and the loopback IPs plus hosts (host names or IPs, no
-// port). A non-empty token is required on every API and metrics request.
-func NewGuard(hosts []string, token string) *Guard {
-	if token == "" {
-		return newGuard(hosts, nil)
-	}
-	d := sha256.Sum256([]byte(token))
-	return newGuard(hosts, d[:])
-}
-
-// newGuard takes the token's sha256 (nil: no token).
+// newGuard allows localhost and the loopback IPs plus hosts (host names or IPs, no
+// port); with digest, the sha256 of a token, that token is required on every API and
+// metrics request (nil: no token).
 func newGuard(hosts []string, digest []byte) *Guard {
 	g := &Guard{hosts: loopback.NewHosts(hosts...)}
 	if digest != nil {

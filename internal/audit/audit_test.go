@@ -693,3 +693,23 @@ func TestWriteRecord(t *testing.T) {
 	}
 	golden(t, "record.golden", b.Bytes())
 }
+
+// queryPlan returns SQLite's plan for the statement Query would run.
+func (s *SQLite) queryPlan(f Filter) (string, error) {
+	q, args := querySQL(f)
+	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return "", err
+		}
+		lines = append(lines, detail)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}

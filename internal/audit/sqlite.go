@@ -234,23 +234,3 @@ func countTiles(ctx context.Context, db *sql.DB, f Filter, where func(Filter, bo
 	c.Pass = c.Total - c.Warn - c.Redact - c.Mask - c.Block
 	return c, nil
 }
-
-// queryPlan returns SQLite's plan for the statement Query would run (tests).
-func (s *SQLite) queryPlan(f Filter) (string, error) {
-	q, args := querySQL(f)
-	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			return "", err
-		}
-		lines = append(lines, detail)
-	}
-	return strings.Join(lines, "\n"), rows.Err()
-}

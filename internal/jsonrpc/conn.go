@@ -221,7 +221,7 @@ func (e *RequestError) Error() string { return e.Message }
 // Is makes errors.Is(err, ErrNotDelivered) true.
 func (e *RequestError) Is(target error) bool { return target == ErrNotDelivered }
 
-// ResponseErrorMessage is ResponseError as a parsed message.
+// ResponseErrorMessage is responseError as a parsed message.
 func ResponseErrorMessage(id json.RawMessage, why string) *Message {
 	return NewErrorResponse(id, CodeInternalError, "mcpgate: the upstream's response was dropped: "+why)
 }

@@ -53,9 +53,9 @@ func (e *TooLargeError) Error() string {
 // Is makes errors.Is(err, ErrTooLarge) true.
 func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
-// ResponseError builds an error response for an upstream message that could not be
+// responseError builds an error response for an upstream message that could not be
 // relayed, so the request it answers fails at once instead of timing out.
-func ResponseError(id json.RawMessage, why string) []byte {
+func responseError(id json.RawMessage, why string) []byte {
 	return ErrorResponse(id, CodeInternalError, "mcpgate: the upstream's response was dropped: "+why)
 }
 
@@ -317,11 +317,11 @@ func response(id json.RawMessage, key string, value json.RawMessage) []byte {
 
 // ErrorResponse encodes an error response for id (null when id is nil).
 func ErrorResponse(id json.RawMessage, code int, message string) []byte {
-	return ErrorResponseObject(id, ErrorObject{Code: code, Message: message})
+	return errorResponseObject(id, ErrorObject{Code: code, Message: message})
 }
 
-// ErrorResponseObject encodes an error response carrying obj.
-func ErrorResponseObject(id json.RawMessage, obj ErrorObject) []byte {
+// errorResponseObject encodes an error response carrying obj.
+func errorResponseObject(id json.RawMessage, obj ErrorObject) []byte {
 	b, _ := Marshal(obj)
 	return ErrorResponseObjectRaw(id, b)
 }

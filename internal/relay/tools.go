@@ -42,8 +42,8 @@ type toolsPage struct {
 	NextCursor string `json:"nextCursor"`
 }
 
-// AccessFromAnnotations maps MCP tool annotations to a DADL access tag.
-func AccessFromAnnotations(readOnly, destructive *bool) string {
+// accessFromAnnotations maps MCP tool annotations to a DADL access tag.
+func accessFromAnnotations(readOnly, destructive *bool) string {
 	switch {
 	case readOnly != nil && *readOnly:
 		return "read"
@@ -64,7 +64,7 @@ func (x *toolIndex) observe(result json.RawMessage) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, t := range page.Tools {
-		x.access_[t.Name] = AccessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
+		x.access_[t.Name] = accessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
 		if names := namesOf(t.InputSchema, 0); names != nil {
 			x.props[t.Name] = names
 		} else {

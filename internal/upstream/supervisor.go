@@ -76,8 +76,8 @@ type item struct {
 	err error
 }
 
-// ErrRestarting is the message of the error a request gets while its server restarts.
-const ErrRestarting = "mcpgate: upstream MCP server exited; it is being restarted — retry the request"
+// errRestarting is the message of the error a request gets while its server restarts.
+const errRestarting = "mcpgate: upstream MCP server exited; it is being restarted — retry the request"
 
 // NewSupervisor starts the first connection; its error is returned as is unless
 // StartDown is set.
@@ -164,7 +164,7 @@ func (s *Supervisor) Send(m *jsonrpc.Message) error {
 	s.mu.Unlock()
 	if c == nil {
 		if m.Kind == jsonrpc.KindRequest {
-			return fmt.Errorf("%w: %s", jsonrpc.ErrNotDelivered, ErrRestarting)
+			return fmt.Errorf("%w: %s", jsonrpc.ErrNotDelivered, errRestarting)
 		}
 		return nil // a notification or a response for a server that is gone
 	}

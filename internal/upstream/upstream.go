@@ -22,8 +22,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
-// StderrPrefix marks relayed upstream stderr lines (docs/decisions.md#upstream-stderr).
-const StderrPrefix = "[upstream] "
+// stderrPrefix marks relayed upstream stderr lines (docs/decisions.md#upstream-stderr).
+const stderrPrefix = "[upstream] "
 
 // maxStderrLine caps one relayed stderr line; longer lines are cut with a marker.
 const maxStderrLine = 16 << 10
@@ -167,7 +167,7 @@ func Start(opts Options) (*Process, error) {
 // relayStderr copies the upstream's stderr line by line with the prefix, escape
 // sequences and controls removed, so a line can never pass for an audit record.
 func relayStderr(r io.Reader, w io.Writer, name string) {
-	prefix := StderrPrefix
+	prefix := stderrPrefix
 	if name != "" {
 		prefix += engine.Sanitize(name) + ": "
 	}

@@ -27,11 +27,11 @@ func TestRelayStderr(t *testing.T) {
 		t.Fatalf("want 4 lines, got %q", lines)
 	}
 	for _, l := range lines {
-		if !strings.HasPrefix(l, StderrPrefix) || strings.ContainsAny(l, "\x1b\x07\r") {
+		if !strings.HasPrefix(l, stderrPrefix) || strings.ContainsAny(l, "\x1b\x07\r") {
 			t.Errorf("line %q", l)
 		}
 	}
-	if lines[1] != StderrPrefix+"clipboard" {
+	if lines[1] != stderrPrefix+"clipboard" {
 		t.Errorf("escape not removed: %q", lines[1])
 	}
 }
@@ -40,7 +40,7 @@ func TestRelayStderrCapsLongLines(t *testing.T) {
 	var out bytes.Buffer
 	relayStderr(strings.NewReader(strings.Repeat("a", 1<<20)+"\nnext\n"), &out, "")
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 2 || len(lines[0]) > maxStderrLine+64 || !strings.HasSuffix(lines[0], "[cut]") || lines[1] != StderrPrefix+"next" {
+	if len(lines) != 2 || len(lines[0]) > maxStderrLine+64 || !strings.HasSuffix(lines[0], "[cut]") || lines[1] != stderrPrefix+"next" {
 		t.Fatalf("got %d lines, first %d bytes", len(lines), len(lines[0]))
 	}
 }
@@ -366,8 +366,8 @@ func TestStartGivesTheServerAMinimalEnvironment(t *testing.T) {
 			}
 			defer p.Close(context.Background(), time.Second)
 			testwait.For(t, "the server's stderr line", func() bool { return strings.Contains(errOut.String(), "]") })
-			if got := errOut.String(); got != StderrPrefix+c.want+"\n" {
-				t.Fatalf("server saw %q, want %q", got, StderrPrefix+c.want+"\n")
+			if got := errOut.String(); got != stderrPrefix+c.want+"\n" {
+				t.Fatalf("server saw %q, want %q", got, stderrPrefix+c.want+"\n")
 			}
 		})
 	}
