@@ -189,7 +189,7 @@ func certIdentity(r *http.Request, classFor func(string) string) (Identity, bool
 			u.Roles = append(u.Roles, ou)
 		}
 	}
-	sum := sha256.Sum256(leaf.Raw)
+	sum := sha256.Sum256([]byte(name)) // the name, so a renewed certificate keeps its sessions
 	return Identity{User: u, Key: "mtls:" + hex.EncodeToString(sum[:16])}, true
 }
 
