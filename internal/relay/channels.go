@@ -172,7 +172,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		return x.Msg
 	}
 	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: s.clientInfo(), Server: x.Server,
-		SamplingContext: s.samplingContext.Load()}
+		SamplingContext: s.clientSamplingContext()}
 	if sp, ok := s.up.(nameSplitter); ok {
 		ch.SplitName = sp.SplitName
 	}
@@ -234,6 +234,25 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		return msg
 	}
 	return msg
+}
+
+// clientSamplingContext reports whether the client declared sampling.context: in its
+// initialize (2025-11-25), or in the clientCapabilities of its latest request's
+// _meta envelope (2026-07-28).
+func (s *Session) clientSamplingContext() bool {
+	if s.samplingContext.Load() {
+		return true
+	}
+	e := s.envelope.Load()
+	if e == nil || len(e.ClientCapabilities) == 0 {
+		return false
+	}
+	var caps struct {
+		Sampling struct {
+			Context json.RawMessage `json:"context"`
+		} `json:"sampling"`
+	}
+	return json.Unmarshal(e.ClientCapabilities, &caps) == nil && len(caps.Sampling.Context) > 0 && string(caps.Sampling.Context) != "null"
 }
 
 // nameSplitter is implemented by an upstream that fronts several servers

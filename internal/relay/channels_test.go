@@ -493,3 +493,29 @@ func TestRelayRefusesForgottenTask(t *testing.T) {
 		t.Fatalf("record %+v", rec)
 	}
 }
+
+// TestRelaySamplingContext: a sampling request's includeContext reaches the client
+// narrowed to "none" unless the client declared sampling.context, in its initialize
+// or in a 2026-07-28 request's _meta envelope.
+func TestRelaySamplingContext(t *testing.T) {
+	req := `{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"includeContext":"thisServer","maxTokens":5}}`
+	for _, c := range []struct {
+		name, first string
+		narrowed    bool
+	}{
+		{"no capability", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"c","version":"1"}}}`, true},
+		{"initialize declares it", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{"context":{}}},"clientInfo":{"name":"c","version":"1"}}}`, false},
+		{"the envelope declares it", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{"context":{}}}}}}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 0)
+			h.client(c.first)
+			h.upstreamGets()
+			h.up.lines <- req
+			got := h.clientGets()
+			if c.narrowed != strings.Contains(got, `"includeContext":"none"`) || c.narrowed == strings.Contains(got, `"thisServer"`) {
+				t.Fatalf("the client got %s", got)
+			}
+		})
+	}
+}
