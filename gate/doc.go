@@ -62,5 +62,15 @@
 // (text.go). Every policy error rejects the call (fail closed); the thrown message goes
 // to the client only and is never logged.
 //
+// # Layout
+//
+// gate/internal/policyast owns source → program and the facts proven at load (phases,
+// the read-only proof, implicit globals, the growth rewrite); it is pure. gate keeps
+// the life cycle (gate.go), the pool and its watchdog (pool.go, watchdog.go), Run and
+// its slots (run.go, slots.go, phase.go), the ctx surface (binding.go, helpers.go,
+// lines.go), the JSON ⇄ JS bridge (jsonin.go, jsonout.go), the sandbox (runtime.go,
+// lockdown.go, lockdown.js, replace.go, timeout.go, limits.go, selftest.go) and
+// `mcpgate test`'s runner (testfile.go).
+//
 // See docs/policies.md for the policy author's guide.
 package gate

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +76,48 @@ func writePoliciesInto(t testing.TB, dir string, files map[string]string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// slowTable skips, under the race detector, a test whose time goes to JavaScript and
+// allocation inside goja, where the detector sees nothing of the gate's own: `make
+// test` runs each such test once without it (test-gate-slow, GATE_SLOW in the
+// Makefile), so the package stays within minutes under -race on two cores.
+func slowTable(t *testing.T) {
+	t.Helper()
+	if raceSlowdown > 1 {
+		t.Skip("runs without the race detector: make test-gate-slow runs it")
+	}
+}
+
+// Every test slowTable skips under -race runs without it in `make test`: its name
+// matches GATE_SLOW in the Makefile.
+func TestSlowTablesRunSomewhere(t *testing.T) {
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GATE_SLOW \?= (.*)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("no GATE_SLOW in the Makefile")
+	}
+	slow := regexp.MustCompile(strings.ReplaceAll(string(m[1]), "$$", "$"))
+	files, _ := filepath.Glob("*_test.go")
+	skipped := regexp.MustCompile(`func (Test\w+)\(t \*testing\.T\) \{\n\tslowTable\(t\)`)
+	n := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range skipped.FindAllSubmatch(src, -1) {
+			n++
+			if !slow.Match(s[1]) {
+				t.Errorf("%s skips under -race but GATE_SLOW does not run it", s[1])
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no test calls slowTable")
 	}
 }

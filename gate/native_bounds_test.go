@@ -119,9 +119,7 @@ var nativeBounds = []struct {
 // not the test run; each row must end in its refusal within the deadline, with the
 // process alive and the next call fine.
 func TestNativeBounds(t *testing.T) {
-	if raceSlowdown > 1 {
-		t.Skip("runs without the race detector: `make test` runs it once (test-gate-slow)")
-	}
+	slowTable(t)
 	if os.Getenv(nativeBoundsChild) == "" {
 		if runtime.GOOS != "linux" {
 			t.Skip("needs ulimit -v")

@@ -199,6 +199,7 @@ func TestUnhandledRejection(t *testing.T) {
 // before the deadline with a per-policy heap budget, and the gate keeps working.
 // Timings depend on the machine and are only logged (go test -v -run TestStringDoubling).
 func TestStringDoubling(t *testing.T) {
+	slowTable(t)
 	cases := []struct{ name, src string }{
 		{"plus", `var s = "x"; for (;;) s = s + s;`},
 		{"concat", `var s = "x"; for (;;) s = s.concat(s);`},
@@ -267,6 +268,7 @@ func TestWarnBothPhases(t *testing.T) {
 
 // Client-bound messages are capped at 1 KiB of valid UTF-8 plus "…".
 func TestRejectionMessageBounded(t *testing.T) {
+	slowTable(t)
 	cases := []struct{ name, src string }{
 		{"30 MB string", `throw "x".repeat(30 << 20)`},
 		{"30 MB Error", `throw new Error("y".repeat(30 << 20))`},
@@ -311,6 +313,7 @@ func makeGarbage(n int) {
 // with) must not reject a clean policy: only heap a GC finds live counts. (Memory
 // still live, even briefly, does count: that is what a soft limit is.)
 func TestGarbageDoesNotTripTheHeapLimit(t *testing.T) {
+	slowTable(t)
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)

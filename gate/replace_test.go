@@ -220,6 +220,7 @@ func TestReplaceGuardsFrozen(t *testing.T) {
 // Near the limit: the quick bound is over, the count decides; every bound holds against
 // a toString that changes its answer and against patterns without a Symbol.replace.
 func TestReplaceGuardLimits(t *testing.T) {
+	slowTable(t)
 	const big = `var s = "x".repeat(1 << 24);`         // the quick bound with a 2-unit replacement is over
 	const full = `var s = "x".repeat((1 << 25) - 64);` // ... and the count stops at 33
 	cases := []struct {

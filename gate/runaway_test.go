@@ -16,9 +16,7 @@ const reasonMemoryOrTimeout vocab.Reason = "memory_or_timeout"
 // Each runaway must end in a clean rejection with its code, within about the deadline,
 // and the next call on the same gate must work.
 func TestRunaways(t *testing.T) {
-	if raceSlowdown > 1 {
-		t.Skip("runs without the race detector: `make test` runs it once (test-gate-slow)")
-	}
+	slowTable(t)
 	cases := []struct {
 		name, src string
 		code      vocab.Reason
@@ -125,6 +123,7 @@ func TestRunaways(t *testing.T) {
 
 // The heap watchdog interrupts a policy that allocates in a JS loop.
 func TestHeapWatchdog(t *testing.T) {
+	slowTable(t)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	g := loadGate(t, map[string]string{"p.js": `
