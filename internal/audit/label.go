@@ -159,6 +159,10 @@ func toolCell(r *Record) string {
 	return r.Tool
 }
 
+// TableCell is a cell of WriteTable's: one line, never empty, controls shown as
+// \uXXXX; for the other tables of the CLI.
+func TableCell(s string) string { return cell(s) }
+
 // cell keeps a table cell on one line, never empty, and shows C0, C1 and bidi
 // controls as \uXXXX, so that no cell can reorder or hide its row.
 func cell(s string) string {

@@ -265,8 +265,18 @@ var ErrNoPin = errors.New("pins: no such pin")
 // ErrNothingPending is returned by Approve for a pin with no changed definition.
 var ErrNothingPending = errors.New("pins: no changed definition to approve")
 
+// ErrPendingChanged is returned by ApproveHash when the pending definition is no
+// longer the one the caller saw.
+var ErrPendingChanged = errors.New("pins: the changed definition changed again since it was shown")
+
 // Approve makes the pending definition of (server, tool) the pinned one.
-func (s *Store) Approve(server, tool string) error {
+func (s *Store) Approve(server, tool string) error { return s.ApproveHash(server, tool, "") }
+
+// ApproveHash is Approve of the pending definition whose sha256 is hash (Pending.Hash,
+// as shown to the person approving), so that a definition that changed again in
+// between is not approved unseen: ErrPendingChanged. hash "" approves whatever is
+// pending.
+func (s *Store) ApproveHash(server, tool, hash string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	unlock, err := s.lock()
@@ -285,6 +295,9 @@ func (s *Store) Approve(server, tool string) error {
 		}
 		if p.Pending == nil {
 			return ErrNothingPending
+		}
+		if hash != "" && p.Pending.Hash != hash {
+			return ErrPendingChanged
 		}
 		if p.Pending.Tool != "" { // a rename: the pin moves to the new name
 			p.Tool = p.Pending.Tool
