@@ -65,13 +65,25 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if code, text := checkHeaders(r, msg); code != 0 {
+	// What the backend gets is a whole 2026-07-28 request: a server that serves both
+	// revisions picks one by the first message it reads, for every later caller.
+	e, ok := methods.EnvelopeOf(msg.Params)
+	if !ok || len(e.ClientCapabilities) == 0 || e.ClientCapabilities[0] != '{' {
+		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidParams, "mcpgate: a 2026-07-28 request needs the _meta envelope "+
+			"(io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities)")
+		return
+	}
+	if methods.RevisionOf(e.ProtocolVersion) != methods.Rev20260728 || e.ProtocolVersion != methods.Version20260728 {
+		b, _ := json.Marshal(map[string]any{"supported": modernVersions, "requested": bound.Truncate(e.ProtocolVersion, bound.Header)})
+		writeErrorData(w, http.StatusBadRequest, msg.ID, CodeUnsupportedProtocolVersion, "mcpgate: unsupported protocol version", b)
+		return
+	}
+	if code, text := checkHeaders(r, msg, e.ProtocolVersion); code != 0 {
 		httpError(w, http.StatusBadRequest, msg.ID, code, "mcpgate: "+text)
 		return
 	}
-	if e, ok := methods.EnvelopeOf(msg.Params); ok && methods.RevisionOf(e.ProtocolVersion) == methods.Rev20260728 && e.ProtocolVersion != methods.Version20260728 {
-		b, _ := json.Marshal(map[string]any{"supported": modernVersions, "requested": bound.Truncate(e.ProtocolVersion, bound.Header)})
-		writeErrorData(w, http.StatusBadRequest, msg.ID, CodeUnsupportedProtocolVersion, "mcpgate: unsupported protocol version", b)
+	if methods.In(msg.Method, methods.Rev20260728) == nil { // initialize, ping, logging/setLevel, unknown
+		httpError(w, http.StatusNotFound, msg.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("mcpgate: method %q is not a 2026-07-28 method", bound.Truncate(msg.Method, bound.Header)))
 		return
 	}
 	s, err := f.modernSession(id)
@@ -132,13 +144,17 @@ func (f *Front) modernSession(id Identity) (*session, error) {
 	return slot.s, slot.err
 }
 
-// checkHeaders checks Mcp-Method and Mcp-Name against the body (SEP-2243 "Standard
-// Request Headers"): each, when sent, must equal the body's method and the member
-// its row names (params.name, params.uri or params.taskId). A value of the form
-// "=?base64?…?=" is decoded first.
-func checkHeaders(r *http.Request, msg *jsonrpc.Message) (int, string) {
-	if h, ok := r.Header["Mcp-Method"]; ok && (len(h) != 1 || decodeHeader(h[0]) != msg.Method) {
-		return CodeHeaderMismatch, "the Mcp-Method header does not match the request's method"
+// checkHeaders checks the standard headers of a 2026-07-28 request against its body
+// (SEP-2243 "Standard Request Headers"): MCP-Protocol-Version must equal the
+// envelope's version and Mcp-Method the method; Mcp-Name, required where the row
+// names a member (params.name, params.uri or params.taskId) that is a string, must
+// equal it. A value of the form "=?base64?…?=" is decoded first.
+func checkHeaders(r *http.Request, msg *jsonrpc.Message, version string) (int, string) {
+	if h := r.Header.Values("Mcp-Protocol-Version"); len(h) != 1 || strings.Trim(h[0], " \t") != version {
+		return CodeHeaderMismatch, "the MCP-Protocol-Version header is missing or does not match _meta's protocolVersion"
+	}
+	if h := r.Header.Values("Mcp-Method"); len(h) != 1 || decodeHeader(h[0]) != msg.Method {
+		return CodeHeaderMismatch, "the Mcp-Method header is missing or does not match the request's method"
 	}
 	m := methods.Of(msg.Method)
 	if m == nil || m.NameParam == "" {
@@ -148,9 +164,11 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message) (int, string) {
 	var name string
 	_ = json.Unmarshal(msg.Params, &p)
 	named := json.Unmarshal(p[m.NameParam], &name) == nil
-	h, sent := r.Header["Mcp-Name"]
-	if sent && (len(h) != 1 || !named || decodeHeader(h[0]) != name) {
-		return CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header does not match params.%s", m.NameParam)
+	if !named {
+		return 0, "" // the body is judged further on
+	}
+	if h := r.Header.Values("Mcp-Name"); len(h) != 1 || decodeHeader(h[0]) != name {
+		return CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header is missing or does not match params.%s", m.NameParam)
 	}
 	return 0, ""
 }
