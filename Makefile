@@ -61,7 +61,7 @@ image:
 ## buildah: apt-get install podman), the Helm chart (helm lint, helm template), the
 ## service units and the licence files.
 deploy-check: $(HELM)
-	MCPGATE_DEPLOY_CHECK=1 HELM=$(HELM) $(GO) test -count=1 -run 'TestLicence|TestSystemd|TestLaunchd|TestContainerfile|TestChart|TestDeploy' -v ./cmd/mcpgate/
+	MCPGATE_DEPLOY_CHECK=1 HELM=$(HELM) $(GO) test -count=1 -timeout 30m -run 'TestLicence|TestSystemd|TestLaunchd|TestContainerfile|TestChart|TestDeploy' -v ./cmd/mcpgate/
 
 $(HELM):
 	GOFLAGS= GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)

@@ -60,7 +60,7 @@ func newDemoServerCmd() *cobra.Command {
 		Short:  "Serve the built-in sample MCP server on stdio (used by mcpgate demo)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE:   func(cmd *cobra.Command, args []string) error { return demo.Serve(version) },
+		RunE:   func(cmd *cobra.Command, args []string) error { return demo.Serve(buildVersion()) },
 	}
 }
 
@@ -215,7 +215,7 @@ func startClient(ctx context.Context, t transport.Interface, what string) (*clie
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "mcpgate-demo", Version: version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "mcpgate-demo", Version: buildVersion()}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("demo: initialize %s: %w", what, err)
