@@ -152,3 +152,32 @@ func TestRevisionsHTTPModern(t *testing.T) {
 		}
 	}
 }
+
+// TestRevisionsSeveralServers: with two 2026-07-28 servers behind one gateway (stdio),
+// server/discover is answered by the gateway (versions every server serves, their
+// capabilities merged, the gateway's serverInfo) and a v2 client pinned to
+// 2026-07-28 lists, calls, gets and reads through the namespaced names, with the
+// gateway's own answers valid in that revision.
+func TestRevisionsSeveralServers(t *testing.T) {
+	up := modernServer(t, "serve")
+	server := map[string]any{"command": up[0], "args": up[1:], "env": map[string]string{"HOSTILE": "1"}}
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{"a": server, "b": server}})
+	gw := []string{binary, "gateway", "run", "--filter-output", "--config", cfg, "--policies", emptyPolicies(t)}
+	out := revisionClientCfg(t, map[string]any{"cmd": gw, "mode": "pin", "list": true, "prefix": "a_", "uri": "a+res:///a", "discover": true})
+	checkGatewayAnswers(t, "several", out)
+	var d struct {
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      map[string]json.RawMessage `json:"capabilities"`
+		Meta              map[string]struct {
+			Name string `json:"name"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(out["discover"], &d); err != nil || len(d.SupportedVersions) != 1 || d.SupportedVersions[0] != "2026-07-28" ||
+		d.Capabilities["tools"] == nil || d.Meta["io.modelcontextprotocol/serverInfo"].Name != "mcpgate" {
+		t.Errorf("server/discover: %s (%v)", out["discover"], err)
+	}
+	if !strings.Contains(string(out["tools"]), `"a_echo"`) || !strings.Contains(string(out["tools"]), `"b_echo"`) {
+		t.Errorf("tools: %s", out["tools"])
+	}
+}

@@ -206,7 +206,7 @@ var table = []Method{
 	{Name: "initialize", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields, Text: instructions,
 		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Route: Answered},
 	{Name: "server/discover", Revisions: Rev20260728, Direction: ClientRequest, Shape: Fields, Text: instructions,
-		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Cacheable: true},
+		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Cacheable: true, Route: Answered},
 	{Name: "ping", Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
 	{Name: "logging/setLevel", Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
 

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -359,6 +360,8 @@ func (m *Mux) request(msg *jsonrpc.Message) {
 	switch msg.Method {
 	case "initialize":
 		m.initialize(msg)
+	case "server/discover":
+		m.discover(msg)
 	case "ping":
 		m.reply(msg, struct{}{})
 	case "logging/setLevel":
@@ -634,6 +637,101 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		"protocolVersion": version,
 		"capabilities":    caps,
 		"serverInfo":      map[string]string{"name": "mcpgate", "version": cmp.Or(m.opts.Version, "dev")},
+	}
+	if len(instructions) > 0 {
+		slices.Sort(instructions)
+		res["instructions"] = strings.Join(instructions, "\n")
+	}
+	m.reply(msg, res)
+}
+
+// discover answers a 2026-07-28 server/discover after asking every server with the
+// client's own request (its _meta envelope): the versions the gateway and every server
+// that answered serve, the servers' capabilities merged as initialize merges them
+// (tasks left out), their instructions each under its server's name, and the
+// gateway's serverInfo in _meta. A server that does not answer is left out; none
+// answering is -32603 naming the first error.
+func (m *Mux) discover(msg *jsonrpc.Message) {
+	type ans struct {
+		res map[string]json.RawMessage
+		err error
+	}
+	answers := make([]ans, len(m.servers))
+	var wg sync.WaitGroup
+	for i, s := range m.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := m.call(s.Name, "server/discover", msg.Params, m.opts.ListWait)
+			if err == nil {
+				err = json.Unmarshal(r.Result, &answers[i].res)
+			}
+			answers[i].err = err
+		}()
+	}
+	wg.Wait()
+	versions := map[string]bool{methods.Version20260728: true}
+	caps := map[string]map[string]any{}
+	var instructions []string
+	var firstErr error
+	up := 0
+	for i, a := range answers {
+		name := m.servers[i].Name
+		if a.err != nil {
+			m.log.Warn("upstream failed server/discover; it is left out", "upstream", name, "err", a.err)
+			if firstErr == nil {
+				firstErr = a.err
+			}
+			continue
+		}
+		up++
+		var vs []string
+		_ = json.Unmarshal(a.res["supportedVersions"], &vs)
+		for v := range versions {
+			if !slices.Contains(vs, v) {
+				delete(versions, v)
+			}
+		}
+		var c map[string]map[string]any
+		_ = json.Unmarshal(a.res["capabilities"], &c)
+		offered := map[string]bool{}
+		for k, sub := range c {
+			offered[k] = true
+			if k == "tasks" {
+				continue
+			}
+			if caps[k] == nil {
+				caps[k] = map[string]any{}
+			}
+			for kk, vv := range sub {
+				caps[k][kk] = vv
+			}
+		}
+		m.mu.Lock()
+		m.caps[name] = offered
+		m.mu.Unlock()
+		var ins string
+		if json.Unmarshal(a.res["instructions"], &ins) == nil && ins != "" {
+			instructions = append(instructions, name+": "+ins)
+		}
+	}
+	if up == 0 {
+		m.replyErr(msg.ID, jsonrpc.CodeInternalError, "mcpgate: no upstream server answered server/discover: "+firstErr.Error())
+		return
+	}
+	supported := slices.Sorted(maps.Keys(versions))
+	if supported == nil {
+		supported = []string{}
+	}
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if caps[k] != nil {
+			caps[k]["listChanged"] = true
+		}
+	}
+	res := map[string]any{
+		"supportedVersions": supported,
+		"capabilities":      caps,
+		"_meta":             map[string]any{methods.MetaServerInfo: map[string]string{"name": "mcpgate", "version": cmp.Or(m.opts.Version, "dev")}},
 	}
 	if len(instructions) > 0 {
 		slices.Sort(instructions)

@@ -32,6 +32,7 @@ try {
   await step("evil", () => client.callTool({ name: cfg.prefix + "evil", arguments: {} }));
   await step("prompt", () => client.getPrompt({ name: cfg.prefix + "p" }));
   await step("read", () => client.readResource({ uri: cfg.uri ?? "res:///a" }));
+  if (cfg.discover) await step("discover", () => client.discover());
 } catch (e) {
   out.connect = String(e);
 }
