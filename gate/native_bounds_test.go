@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"runtime"
@@ -204,4 +205,47 @@ func TestBoundedNativesKeepResults(t *testing.T) {
 			t.Errorf("%s: %+v (%s)", r, res.Reject, res.Reject.Message)
 		}
 	}
+}
+
+// FuzzJSONShape: for any valid JSON text, jsonShape's depth is the text's nesting (up
+// to past maxNesting), and its values and longest array bound what JSON.parse builds,
+// so the refusal in boundedParse never lets a bigger value through.
+func FuzzJSONShape(f *testing.F) {
+	for _, s := range []string{`0`, `[]`, `[1,2,3]`, `{"a":[1,{"b":[2,3]}],"c":"[,,,]"}`, `[[[]],[],[1,[2,[3]]]]`, `"\"[,"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var v any
+		if json.Unmarshal([]byte(text), &v) != nil {
+			return
+		}
+		depth, values, longest := jsonShape(text)
+		d, n, l := measure(v, 0)
+		if depth != d && !(d > maxNesting && depth > maxNesting) {
+			t.Fatalf("%q: depth %d, want %d", text, depth, d)
+		}
+		if d <= maxNesting && (values < n || longest < l) {
+			t.Fatalf("%q: values %d longest %d, built %d and %d", text, values, longest, n, l)
+		}
+	})
+}
+
+// measure is the nesting, value count and longest array of a decoded JSON value.
+func measure(v any, depth int) (d, n, longest int) {
+	d, n = depth, 1
+	switch x := v.(type) {
+	case []any:
+		d, longest = depth+1, len(x)
+		for _, e := range x {
+			ed, en, el := measure(e, depth+1)
+			d, n, longest = max(d, ed), n+en, max(longest, el)
+		}
+	case map[string]any:
+		d = depth + 1
+		for _, e := range x {
+			ed, en, el := measure(e, depth+1)
+			d, n, longest = max(d, ed), n+en, max(longest, el)
+		}
+	}
+	return d, n, longest
 }
