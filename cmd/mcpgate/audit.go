@@ -65,7 +65,13 @@ Exit status: 0 when the store was read (even with no match), 1 on a usage or I/O
   # a JSONL file, or stderr piped in
   mcpgate audit --file /var/log/mcpgate/audit.jsonl --status mask
   mcpgate gateway run -- node server.mjs 2>&1 >/dev/null | mcpgate audit --file -`,
-		Args: cobra.NoArgs,
+		// An argument can only be a mistyped subcommand ("audit shwo ID").
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &unknownCommandError{cmd: cmd, name: args[0]}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAudit(cmd, f, cmd.InOrStdin(), cmd.OutOrStdout())
 		},

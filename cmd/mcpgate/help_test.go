@@ -128,6 +128,7 @@ func TestUnknownCommandExits2(t *testing.T) {
 		{[]string{"start"}, exitUnknown, []string{`unknown command "start" for "mcpgate"`, "  gateway ", "  audit "}, false},
 		{[]string{"gatewy", "run"}, exitUnknown, []string{`unknown command "gatewy"`, "did you mean gateway?"}, false},
 		{[]string{"pins", "show"}, exitUnknown, []string{`unknown command "show" for "mcpgate pins"`, "  approve "}, false},
+		{[]string{"audit", "shwo", "ID"}, exitUnknown, []string{`unknown command "shwo" for "mcpgate audit"`, "did you mean show?", "  show "}, false},
 		{[]string{"gateway"}, exitOK, nil, true},
 		{[]string{"pins"}, exitOK, nil, true},
 	} {

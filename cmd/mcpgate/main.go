@@ -58,10 +58,12 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 // makeGroupsStrict gives every command with subcommands and no action of its own
 // groupRunE.
 func makeGroupsStrict(c *cobra.Command) {
+	if c.HasSubCommands() {
+		c.SuggestionsMinimumDistance = 2
+	}
 	if c.HasSubCommands() && !c.Runnable() {
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = groupRunE
-		c.SuggestionsMinimumDistance = 2
 	}
 	for _, sub := range c.Commands() {
 		makeGroupsStrict(sub)
