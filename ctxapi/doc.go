@@ -1,10 +1,11 @@
 // Package ctxapi defines what a gate policy sees as its global ctx (docs/decisions.md#ctx,
-// docs/policies.md): the phase, the tool and its DADL access tag, the arguments, the
-// response in the post phase, the configured caller, the built-in findings and the
-// per-user rate limit behind ctx.rateLimitExceeded(n).
+// docs/policies.md): the phases (Phase), the tool and its DADL access tag, the
+// arguments, the response or listing of the phase, the configured caller (User), the
+// built-in findings and the per-user rate limit behind ctx.rateLimitExceeded(n).
 //
-// The JavaScript binding itself lives in package gate; this package holds the plain Go
-// values the pipeline fills in, the sliding-window RateLimiter, the shape checks the
-// gate applies when it reads ctx back, and a streaming redactor over raw JSON strings
-// that the Go-backed redaction helpers use when a policy has not materialised a value.
+// The JavaScript binding itself lives in package gate, which also checks the shape of
+// what it reads back; this package holds the plain Go values the pipeline fills in
+// (Call, Response), the sliding-window RateLimiter and its RateLimitStore, and
+// RewriteStrings, a streaming rewriter of the strings of raw JSON that the Go-backed
+// redaction helpers use when a policy has not materialised a value.
 package ctxapi
