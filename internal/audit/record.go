@@ -80,9 +80,10 @@ type Record struct {
 	PolicyGen       uint64                  `json:"policy_generation"`
 	PolicySetHash   string                  `json:"policy_set_hash"`
 	Caller          *Caller                 `json:"caller,omitempty"`
-	ClientInfo      map[string]string       `json:"client_info,omitempty"`  // name and version from initialize (mcp-server)
-	StageMS         map[vocab.Stage]float64 `json:"stage_ms,omitempty"`     // input_rules, pre_policies, upstream, output_rules, post_policies, merge
-	AuditOutput     string                  `json:"audit_output,omitempty"` // "off" when MCPGATE_AUDIT_OUTPUT=off
+	ClientInfo      map[string]string       `json:"client_info,omitempty"`      // the client's name and version: initialize's clientInfo, or the request's _meta one
+	ProtocolVersion string                  `json:"protocol_version,omitempty"` // the MCP revision of the exchange: initialize's, or the request's _meta one
+	StageMS         map[vocab.Stage]float64 `json:"stage_ms,omitempty"`         // input_rules, pre_policies, upstream, output_rules, post_policies, merge
+	AuditOutput     string                  `json:"audit_output,omitempty"`     // "off" when MCPGATE_AUDIT_OUTPUT=off
 
 	Replica string `json:"replica,omitempty"` // the gateway replica that wrote the record (--replica)
 

@@ -504,7 +504,7 @@ func (g *Gateway) relayOptions(user ctxapi.User) relay.Options {
 		Access:           g.file.Gate.Tools,
 		MaxMessageBytes:  g.cfg.MaxMessageBytes,
 		CallTimeout:      g.cfg.CallTimeout,
-		RecordClientInfo: g.cfg.Kind == audit.KindMCPServer,
+		RecordClientInfo: true,
 		Server:           g.soleServer(),
 		Version:          g.cfg.Version,
 	}

@@ -29,6 +29,8 @@ type Channel struct {
 	Params     json.RawMessage
 	User       ctxapi.User
 	ClientInfo map[string]string
+	// ProtocolVersion is the MCP revision of the exchange, for the record.
+	ProtocolVersion string
 	// Server names the upstream in tool pins ("" for the only one).
 	Server string
 	// Tool, ToolAccess and Arguments are, for tasks/result, the tools/call that
@@ -78,7 +80,7 @@ const blockedRequestCode = -1
 // arriveChannel starts the record of a channel message. Unlike a tools/call it does
 // not count toward the rate limit.
 func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
-	call := Call{User: c.User, ClientInfo: c.ClientInfo, Params: c.Params, Server: c.Server}
+	call := Call{User: c.User, ClientInfo: c.ClientInfo, ProtocolVersion: c.ProtocolVersion, Params: c.Params, Server: c.Server}
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
 	method := c.Method

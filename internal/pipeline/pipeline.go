@@ -123,6 +123,8 @@ type Call struct {
 	// ClientInfo is initialize's clientInfo for the record (mcp-server); nil leaves
 	// it out.
 	ClientInfo map[string]string
+	// ProtocolVersion is the MCP revision of the call, for the record; "" leaves it out.
+	ProtocolVersion string
 	// Server is the configured name of the server the call goes to (ctx.server and
 	// the record's server); "" when the gateway fronts an unnamed command.
 	Server string

@@ -36,6 +36,7 @@ func newRecord(p *Pipeline, c Call) *record {
 		Outcome:             vocab.OutcomeOK,
 		StageMS:             map[vocab.Stage]float64{},
 		ClientInfo:          c.ClientInfo,
+		ProtocolVersion:     c.ProtocolVersion,
 		Server:              c.Server,
 		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass, Scopes: c.User.Scopes},
 	}}

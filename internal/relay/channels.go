@@ -154,8 +154,9 @@ func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
 	if h == nil {
 		return false
 	}
+	info, version := s.clientOf(msg.Params)
 	reply := s.opts.Pipeline.HiddenEntry(ctx, pipeline.Channel{Method: msg.Method, Params: msg.Params,
-		User: s.opts.User, ClientInfo: s.clientInfo(), Server: s.opts.Server}, h)
+		User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: s.opts.Server}, h)
 	s.write(jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false)))
 	return true
 }
@@ -171,7 +172,12 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 	if p == nil || !(methods.Of(x.Method).Filtered() || msg.Kind == jsonrpc.KindResponse && msg.Error != nil) {
 		return x.Msg
 	}
-	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: s.clientInfo(), Server: x.Server,
+	var reqParams json.RawMessage
+	if x.Request != nil {
+		reqParams = x.Request.Params
+	}
+	info, version := s.clientOf(reqParams)
+	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: x.Server,
 		SamplingContext: s.clientSamplingContext()}
 	if sp, ok := s.up.(nameSplitter); ok {
 		ch.SplitName = sp.SplitName

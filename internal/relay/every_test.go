@@ -73,3 +73,34 @@ func TestRelayEveryTextFiltered(t *testing.T) {
 		t.Errorf("clean error: client got %s", got)
 	}
 }
+
+// TestRelayRecordsRevisionAndClient: a record names the revision of its exchange and
+// the client's name and version: initialize's for a 2025-11-25 session, the request's
+// _meta envelope for a 2026-07-28 request, each bounded.
+func TestRelayRecordsRevisionAndClient(t *testing.T) {
+	h := newHarness(t, 0, func(o *Options) { o.RecordClientInfo = true })
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1.0"}}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":9,"result":{"tools":[{"name":"x","inputSchema":{"type":"object"}}]}}`
+	h.clientGets()
+	h.record() // the listing's
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`
+	h.clientGets()
+	if r := h.record(); r.ProtocolVersion != "2025-06-18" || r.ClientInfo["name"] != "old" || r.ClientInfo["version"] != "1.0" {
+		t.Errorf("legacy record: %q %v", r.ProtocolVersion, r.ClientInfo)
+	}
+	long := strings.Repeat("n", 300)
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"` + long + `","version":"2.4.0"}}}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":3,"result":{"content":[],"resultType":"complete"}}`
+	h.clientGets()
+	if r := h.record(); r.ProtocolVersion != "2026-07-28" || len(r.ClientInfo["name"]) > 256 || r.ClientInfo["version"] != "2.4.0" {
+		t.Errorf("modern record: %q %v", r.ProtocolVersion, r.ClientInfo)
+	}
+}

@@ -91,8 +91,8 @@ type Options struct {
 	// DrainTimeout bounds how long in-flight calls may finish after the context
 	// ends (SIGTERM); 10 s when zero.
 	DrainTimeout time.Duration
-	// RecordClientInfo puts initialize's clientInfo into each record (mcp-server,
-	// docs/decisions.md#record-fields).
+	// RecordClientInfo puts the client's clientInfo (initialize's, or a 2026-07-28
+	// request's _meta one) into each record (docs/telemetry.md).
 	RecordClientInfo bool
 	// Server is the configured name of the single server behind the session, for
 	// ctx.server and the record; with a multiplexer each message names its own.
@@ -129,6 +129,7 @@ type Session struct {
 	calls   sync.WaitGroup
 	clientM sync.Mutex
 	client_ map[string]string // clientInfo from initialize
+	version string            // protocolVersion of the initialize result
 	// envelope is the per-request _meta of the client's last 2026-07-28 request; nil
 	// while it has sent none (docs/http.md#revisions). The gateway's own requests carry
 	// it, so they never change the revision a server serves the client in.
@@ -412,14 +413,15 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 		if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
 			server = routed.Upstream
 		}
+		info, version := s.clientOf(msg.Params)
 		reply := s.opts.Pipeline.Handle(ctx, pipeline.Call{
 			Params:     msg.Params,
 			User:       s.opts.User,
 			ToolAccess: s.tools.access,
 			Listed:     s.tools.listed,
 			Hidden:     s.hiddenTool,
-			ClientInfo: s.clientInfo(),
-			Server:     server,
+			ClientInfo: info, ProtocolVersion: version,
+			Server: server,
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
@@ -649,8 +651,11 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			return
 		}
 		x.Msg, x.Method, x.Request = msg, p.req.Method, p.req
-		if p.req.Method == "tools/list" {
+		switch p.req.Method {
+		case "tools/list":
 			s.tools.observe(msg.Result)
+		case "initialize":
+			s.noteVersion(msg.Result)
 		}
 	case jsonrpc.KindNotification:
 		if m := methods.Of(msg.Method); m != nil && m.Invalidates != "" {
@@ -790,10 +795,48 @@ func (s *Session) noteClientInfo(params json.RawMessage) {
 }
 
 func (s *Session) clientInfo() map[string]string {
-	if !s.opts.RecordClientInfo {
-		return nil
+	info, _ := s.clientOf(nil)
+	return info
+}
+
+// clientOf is the client's name and version and the revision for the record of an
+// exchange whose client request has params: the request's own _meta envelope (a
+// 2026-07-28 request), else the client's last one, else initialize's. Both are
+// bounded like every client string (docs/http.md#client-strings-are-bounded).
+func (s *Session) clientOf(params json.RawMessage) (map[string]string, string) {
+	e, ok := methods.EnvelopeOf(params)
+	if !ok {
+		if last := s.envelope.Load(); last != nil && params == nil {
+			e, ok = *last, true
+		}
+	}
+	if ok {
+		var ci struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		}
+		var info map[string]string
+		if s.opts.RecordClientInfo && json.Unmarshal(e.ClientInfo, &ci) == nil {
+			info = map[string]string{"name": bound.Truncate(ci.Name, bound.ClientInfo), "version": bound.Truncate(ci.Version, bound.ClientInfo)}
+		}
+		return info, bound.Truncate(e.ProtocolVersion, bound.Header)
 	}
 	s.clientM.Lock()
 	defer s.clientM.Unlock()
-	return s.client_
+	if !s.opts.RecordClientInfo {
+		return nil, s.version
+	}
+	return s.client_, s.version
+}
+
+// noteVersion keeps the protocolVersion of an initialize result for the records.
+func (s *Session) noteVersion(result json.RawMessage) {
+	var r map[string]json.RawMessage
+	var v string
+	if json.Unmarshal(result, &r) != nil || json.Unmarshal(r["protocolVersion"], &v) != nil {
+		return
+	}
+	s.clientM.Lock()
+	s.version = bound.Truncate(v, bound.Header)
+	s.clientM.Unlock()
 }
