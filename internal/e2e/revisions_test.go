@@ -181,3 +181,44 @@ func TestRevisionsSeveralServers(t *testing.T) {
 		t.Errorf("tools: %s", out["tools"])
 	}
 }
+
+// TestRevisionsMatrix runs the v2 client in each mode through the gateway (stdio, one
+// server and two) in front of each kind of server, and checks the cells that pass
+// through without translation; the cells that need translation are logged with what
+// the client saw (docs/http.md#revisions names them).
+func TestRevisionsMatrix(t *testing.T) {
+	v1 := upstreamMJS(t) // the v1 SDK (2025-11-25 only)
+	servers := map[string][]string{"dual": modernServer(t, "serve"), "modern-only": modernServer(t, "reject"), "v1": v1}
+	type cell struct {
+		client, server string
+		several        bool
+		works          bool
+	}
+	cells := []cell{
+		{"pin", "dual", false, true}, {"legacy", "dual", false, true}, {"auto", "dual", false, true},
+		{"pin", "modern-only", false, true}, {"legacy", "modern-only", false, false},
+		{"auto", "v1", false, true}, {"pin", "v1", false, false}, {"legacy", "v1", false, true},
+		{"pin", "dual", true, true}, {"legacy", "dual", true, true},
+	}
+	for _, c := range cells {
+		up := servers[c.server]
+		var gw []string
+		prefix, uri := "", "res:///a"
+		if c.several {
+			cfg := filepath.Join(t.TempDir(), "config.json")
+			s := map[string]any{"command": up[0], "args": up[1:]}
+			writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{"a": s, "b": s}})
+			gw = []string{binary, "gateway", "run", "--config", cfg, "--policies", emptyPolicies(t)}
+			prefix, uri = "a_", "a+res:///a"
+		} else {
+			gw = append([]string{binary, "gateway", "run", "--policies", emptyPolicies(t), "--"}, up...)
+		}
+		out := revisionClientCfg(t, map[string]any{"cmd": gw, "mode": c.client, "list": true, "prefix": prefix, "uri": uri})
+		name := fmt.Sprintf("client %s, server %s, several=%v", c.client, c.server, c.several)
+		ok := out["connect"] == nil && strings.Contains(string(out["tools"]), prefix+"echo") && strings.Contains(string(out["echo"]), `"hi"`)
+		t.Logf("%s: version %s, works=%v", name, out["version"], ok)
+		if c.works && !ok {
+			t.Errorf("%s: %v", name, out)
+		}
+	}
+}
