@@ -32,7 +32,7 @@
 // frozen, and the self-test at Load proves it for each. Sloppy implicit globals are
 // declared as the policy's own locals at compile time. Values are materialised lazily
 // with JSON.parse inside the runtime (push, splice and delete behave as JavaScript),
-// read back once in Go after each policy with JSON.stringify's semantics (jsonout.go:
+// read back once in Go after each policy with JSON.stringify's semantics (internal/jsvalue:
 // every getter, toJSON and Proxy trap runs once; the next policy parses the text
 // again), checked on that text (bad_ctx_shape) and tracked for changes (slots.go). A
 // policy proven at load time to only read ctx.params (internal/policyast) hands its parse to
@@ -65,12 +65,13 @@
 // # Layout
 //
 // gate/internal/policyast owns source → program and the facts proven at load (phases,
-// the read-only proof, implicit globals, the growth rewrite); it is pure. gate keeps
-// the life cycle (gate.go), the pool and its watchdog (pool.go, watchdog.go), Run and
-// its slots (run.go, slots.go, phase.go), the ctx surface (binding.go, helpers.go,
-// lines.go), the JSON ⇄ JS bridge (jsonin.go, jsonout.go), the sandbox (runtime.go,
-// lockdown.go, lockdown.js, replace.go, timeout.go, limits.go, selftest.go) and
-// `mcpgate test`'s runner (testfile.go).
+// the read-only proof, implicit globals, the growth rewrite); it is pure.
+// gate/internal/jsvalue owns the JSON ⇄ JS bridge (JSON.parse and JSON.stringify in
+// Go). They import neither each other nor gate. gate keeps the life cycle (gate.go),
+// the pool and its watchdog (pool.go, watchdog.go), Run and its slots (run.go,
+// slots.go, phase.go), the ctx surface (binding.go, helpers.go, lines.go), the sandbox
+// (runtime.go, lockdown.go, lockdown.js, replace.go, timeout.go, limits.go,
+// selftest.go) and `mcpgate test`'s runner (testfile.go).
 //
 // See docs/policies.md for the policy author's guide.
 package gate

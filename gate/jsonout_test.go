@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+
+	"github.com/mcpgate/mcpgate/gate/internal/jsvalue"
 )
 
 // writeJSON runs jsonWriter on the value of a JS expression and, beside it, the
@@ -14,8 +16,8 @@ func writeJSON(t testing.TB, rt *goja.Runtime, v *vm, expr string) (got, want st
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
-	w := jsonWriter{v: v, limit: maxStringLen}
-	if ex := rt.Try(func() { gotOK = w.write("", val, 0) }); ex != nil {
+	w := jsvalue.Writer{V: &v.json, Limit: maxStringLen}
+	if ex := rt.Try(func() { gotOK = w.Write("", val, 0) }); ex != nil {
 		t.Fatalf("%s: %v", expr, ex)
 	}
 	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
@@ -23,12 +25,14 @@ func writeJSON(t testing.TB, rt *goja.Runtime, v *vm, expr string) (got, want st
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
-	return string(w.buf), out.String(), gotOK, !goja.IsUndefined(out)
+	return string(w.Buf), out.String(), gotOK, !goja.IsUndefined(out)
 }
 
 func plainVM() (*goja.Runtime, *vm) {
 	rt := goja.New()
-	return rt, &vm{rt: rt}
+	v := &vm{rt: rt}
+	v.initJSON()
+	return rt, v
 }
 
 // The Go read-back writes what JSON.stringify writes.
@@ -77,10 +81,10 @@ func FuzzJSONWriter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		w := jsonWriter{v: v, limit: maxStringLen}
+		w := jsvalue.Writer{V: &v.json, Limit: maxStringLen}
 		var ok bool
-		if ex := rt.Try(func() { ok = w.write("", val, 0) }); ex != nil || !ok || string(w.buf) != want.String() {
-			t.Fatalf("%q: got %q (%v), want %q", text, w.buf, ex, want.String())
+		if ex := rt.Try(func() { ok = w.Write("", val, 0) }); ex != nil || !ok || string(w.Buf) != want.String() {
+			t.Fatalf("%q: got %q (%v), want %q", text, w.Buf, ex, want.String())
 		}
 	})
 }
@@ -101,7 +105,7 @@ func FuzzJSONReader(f *testing.F) {
 			return
 		}
 		want, perr := parse(goja.Undefined(), rt.ToValue(text))
-		got, canon, ok := v.fromJSON(text)
+		got, canon, ok := v.json.FromJSON(text)
 		if !ok {
 			return // JSON.parse decides
 		}
@@ -134,7 +138,7 @@ const ownShape = `(function shape(x) {
 // builds there, down to each property's descriptor.
 func checkOwnShape(t *testing.T, v *vm, text string) {
 	t.Helper()
-	got, _, ok := v.fromJSON(text)
+	got, _, ok := v.json.FromJSON(text)
 	if !ok {
 		return // JSON.parse decides
 	}
@@ -161,7 +165,7 @@ func checkOwnShape(t *testing.T, v *vm, text string) {
 // frozen prototype's names included, with duplicates keeping their first place.
 func TestFromJSONOwnProperties(t *testing.T) {
 	v := lockedVM(t)
-	if v.protoNames == nil {
+	if v.json.ProtoNames == nil {
 		t.Fatal("a locked-down runtime has no Object.prototype names: the Set path is off")
 	}
 	for _, text := range []string{
@@ -192,7 +196,7 @@ func TestFromJSONCanon(t *testing.T) {
 		{"\"\xff\"", ``}, // invalid UTF-8
 		{`[{"a": [{"a": 1}]}, {"a": 2}]`, `[{"a":[{"a":1}]},{"a":2}]`}, // the same key at other levels
 	} {
-		_, canon, ok := v.fromJSON(tc.text)
+		_, canon, ok := v.json.FromJSON(tc.text)
 		if !ok || canon != tc.canon {
 			t.Errorf("fromJSON(%s): canon %q ok %v, want %q", tc.text, canon, ok, tc.canon)
 		}

@@ -15,7 +15,7 @@ const fallbackParseValues = 1 << 18
 // as a string: it measures the text (jsonShape) and refuses it before any value is
 // built when it nests deeper than maxNesting (policy_stack_limit), holds more than
 // maxNodes values or an array of more than maxArrayLen (policy_memory_limit). Without a
-// reviver, text whose UTF-8 is exact is built in Go (fromJSON, which checks for a
+// reviver, text whose UTF-8 is exact is built in Go (jsvalue, which checks for a
 // pending interrupt as it goes, so the deadline stops it). Anything else returns
 // undefined, which tells safeParse to call the original, for at most
 // fallbackParseValues values.
@@ -39,7 +39,7 @@ func (v *vm) boundedParse(text goja.Value, reviver bool) goja.Value {
 		callJS(v.poll, goja.Undefined())
 	}
 	if !reviver && exact {
-		if val, _, ok := v.fromJSON(src); ok {
+		if val, _, ok := v.json.FromJSON(src); ok {
 			return val
 		}
 	}

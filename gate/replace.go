@@ -72,7 +72,7 @@ func (v *vm) guardReplace() error {
 		return err
 	}
 	g.poll, _ = goja.AssertFunction(poll)
-	v.poll = g.poll
+	v.poll, v.json.Poll = g.poll, g.poll
 
 	replace := g.native("replace", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, false) })
 	replaceAll := g.native("replaceAll", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, true) })

@@ -10,6 +10,8 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
+
+	"github.com/mcpgate/mcpgate/gate/internal/jsvalue"
 )
 
 // vm is one pooled runtime with its lockdown applied.
@@ -45,12 +47,11 @@ type vm struct {
 	fns   map[*goja.Program]goja.Callable // policy functions of fnSet's policies (bound wrappers)
 	heap  []metrics.Sample                // begin's reusable heap sample
 
-	scratch  []byte // readText's reusable output buffer (at most maxScratch bytes kept)
-	canonBuf []byte // fromJSON's reusable canonical-text buffer (likewise)
+	scratch []byte // readText's reusable output buffer (at most maxScratch bytes kept)
 
 	poll goja.Callable // an empty JS function: calling it from Go raises a pending interrupt
 
-	protoNames map[string]bool // the frozen Object.prototype's own names and "__proto__" (plainKey); nil: not locked down
+	json jsvalue.Bridge // the JSON ⇄ JS bridge of this runtime
 }
 
 // newVM builds a locked-down runtime. console is exposed only when console is true.
@@ -59,6 +60,7 @@ func newVM(p *pool) (*vm, error) {
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	rt.SetMaxCallStackSize(maxCallStack)
 	v := &vm{rt: rt, global: rt.GlobalObject()}
+	v.initJSON()
 	rt.SetPromiseRejectionTracker(func(p *goja.Promise, op goja.PromiseRejectionOperation) {
 		switch op {
 		case goja.PromiseRejectionReject:
@@ -140,7 +142,7 @@ func newVM(p *pool) (*vm, error) {
 	v.baseProto = v.global.Prototype()
 	if isFrozen, ok := goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("isFrozen")); ok { // no policy has run yet: the intrinsic
 		if res, err := isFrozen(goja.Undefined(), rt.NewObject().Prototype()); err == nil && res.ToBoolean() {
-			v.protoNames = objectProtoNames(rt)
+			v.json.ProtoNames = jsvalue.ObjectProtoNames(rt)
 		}
 	}
 	v.baseSyms = len(v.global.Symbols())
@@ -148,6 +150,14 @@ func newVM(p *pool) (*vm, error) {
 		return nil, fmt.Errorf("%w: %d enumerable globals after lockdown", ErrLockdownFailed, n)
 	}
 	return v, nil
+}
+
+// initJSON sets up the runtime's JSON bridge under the sandbox's bounds (its Poll and
+// ProtoNames come once the guards and the lockdown are in place).
+func (v *vm) initJSON() {
+	v.json = jsvalue.Bridge{RT: v.rt, MaxNesting: maxNesting, MaxNodes: maxNodes,
+		TooDeep: func() { v.rt.Interrupt(errStack); v.broken.Store(true) },
+		Broken:  func() { v.broken.Store(true) }}
 }
 
 // oom interrupts the runtime with policy_memory_limit and marks it broken.

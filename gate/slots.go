@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"github.com/dop251/goja"
+
+	"github.com/mcpgate/mcpgate/gate/internal/jsvalue"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -119,11 +121,11 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 	return s.js
 }
 
-// parseJSON builds the native JS value of JSON text: in Go (fromJSON, with its
+// parseJSON builds the native JS value of JSON text: in Go (jsvalue, with its
 // canonical text) where it can, else with the runtime's JSON.parse, whose error is
 // rethrown into the running policy (canon "").
 func (v *vm) parseJSON(text string) (goja.Value, string) {
-	if val, canon, ok := v.fromJSON(text); ok {
+	if val, canon, ok := v.json.FromJSON(text); ok {
 		return val, canon
 	}
 	val, err := v.parse(goja.Undefined(), v.rt.ToValue(text))
@@ -206,30 +208,33 @@ func (v *vm) readBack(c *callState, paramsRO bool) (bool, *Rejection) {
 	return changed, nil
 }
 
+// tripReasons are the rejections of the read-back's guards.
+var tripReasons = map[jsvalue.Trip]*interruptReason{jsvalue.TripMemory: errMemory, jsvalue.TripStack: errStack}
+
 // maxScratch bounds the read-back buffer a runtime keeps between policies, in bytes.
 const maxScratch = 64 << 10
 
-// readText reads a slot's JS value back as JSON text in Go (jsonWriter); ok is false
+// readText reads a slot's JS value back as JSON text in Go (jsvalue.Writer); ok is false
 // when it gives undefined. A throw (a getter, toJSON or Proxy trap) is a bad shape; a
 // guard that fires rejects with its own code.
 func (v *vm) readText(s *slot) (text string, ok bool, rej *Rejection) {
 	// the runtime's scratch buffer: only text, a copy, leaves this function
-	w := jsonWriter{v: v, limit: maxStringLen + 2*len(s.orig), buf: v.scratch[:0]}
+	w := jsvalue.Writer{V: &v.json, Limit: maxStringLen + 2*len(s.orig), Buf: v.scratch[:0]}
 	defer func() {
-		if cap(w.buf) <= maxScratch {
-			v.scratch = w.buf[:0]
+		if cap(w.Buf) <= maxScratch {
+			v.scratch = w.Buf[:0]
 		}
 	}()
-	if ex := v.rt.Try(func() { ok = w.write("", s.js, 0) }); ex != nil {
-		if w.trip != nil {
-			return "", false, &Rejection{Code: w.trip.code, Message: w.trip.msg}
+	if ex := v.rt.Try(func() { ok = w.Write("", s.js, 0) }); ex != nil {
+		if why := tripReasons[w.Trip]; why != nil {
+			return "", false, &Rejection{Code: why.code, Message: why.msg}
 		}
 		return "", false, &Rejection{Code: vocab.ReasonBadCtxShape, Message: "ctx." + s.name + " could not be read back as JSON"}
 	}
 	if !ok {
 		return "", false, nil
 	}
-	return string(w.buf), true, nil
+	return string(w.Buf), true, nil
 }
 
 // checkShape validates the JSON text of a touched value: params an object; content an

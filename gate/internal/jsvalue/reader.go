@@ -1,4 +1,8 @@
-package gate
+// Package jsvalue is the gate's JSON ⇄ JS value bridge: it builds the native goja
+// value of JSON text as JSON.parse would (Bridge.FromJSON) and reads a value back as
+// JSON.stringify would (Writer), in Go, under the sandbox's bounds. It is the seam where
+// a goja with a fast native JSON.parse would replace the reader.
+package jsvalue
 
 import (
 	"encoding/json"
@@ -12,7 +16,35 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
-// fromJSON builds the native JS value of JSON text in Go, as JSON.parse(text) would:
+// Bridge is the JSON ⇄ JS bridge of one runtime; its fields are set once, when the
+// runtime is built.
+type Bridge struct {
+	RT *goja.Runtime
+	// ProtoNames are the frozen Object.prototype's own names and "__proto__"
+	// (ObjectProtoNames); nil when the runtime is not locked down.
+	ProtoNames map[string]bool
+	// Poll is an empty JS function: calling it raises a pending interrupt, so that a
+	// long read stops at the deadline; nil: never polled.
+	Poll goja.Callable
+	// TooDeep interrupts the runtime for nesting past MaxNesting (the caller's reason
+	// code); the reader then unwinds.
+	TooDeep func()
+	// Broken marks the runtime as not to be reused (a Writer's guard fired).
+	Broken func()
+	// MaxNesting bounds arrays and objects in both directions; MaxNodes the values one
+	// Writer visits.
+	MaxNesting, MaxNodes int
+
+	canonBuf []byte // FromJSON's reusable canonical-text buffer
+}
+
+// MaxScratch bounds the buffers a Bridge or Writer keeps between uses, in bytes.
+const MaxScratch = 64 << 10
+
+// pollEvery is how many values a read runs between two interrupt checks.
+const pollEvery = 1024
+
+// FromJSON builds the native JS value of JSON text in Go, as JSON.parse(text) would:
 // plain objects with own data properties in text order (a "__proto__" key is an own
 // property), arrays, strings, numbers, booleans and null. It avoids the runtime's
 // token-by-token JSON.parse. ok is false when the text is not plain, valid JSON or
@@ -22,13 +54,13 @@ import (
 // canon is JSON.stringify of that value, written in the same pass, or "" where the
 // order of an object's keys would not be the text's (an array-index key, a duplicate)
 // or a string is not plain UTF-8.
-func (v *vm) fromJSON(text string) (val goja.Value, canon string, ok bool) {
+func (v *Bridge) FromJSON(text string) (val goja.Value, canon string, ok bool) {
 	if strings.Contains(text, `\ud`) || strings.Contains(text, `\uD`) {
 		return nil, "", false
 	}
 	r := jsonReader{v: v, s: text, canonOK: true, canon: v.canonBuf[:0]}
 	defer func() {
-		if cap(r.canon) <= maxScratch {
+		if cap(r.canon) <= MaxScratch {
 			v.canonBuf = r.canon[:0]
 		}
 	}()
@@ -47,7 +79,7 @@ func (v *vm) fromJSON(text string) (val goja.Value, canon string, ok bool) {
 }
 
 type jsonReader struct {
-	v *vm
+	v *Bridge
 	s string
 	i int
 
@@ -69,19 +101,20 @@ func (r *jsonReader) space() {
 }
 
 func (r *jsonReader) value(depth int) (goja.Value, bool) {
-	if r.values++; r.values%pollEvery == 0 && r.v.poll != nil {
-		callJS(r.v.poll, goja.Undefined()) // a pending interrupt (the deadline) stops a long read
+	if r.values++; r.values%pollEvery == 0 && r.v.Poll != nil {
+		if _, err := r.v.Poll(goja.Undefined()); err != nil {
+			panic(err) // a pending interrupt (the deadline) stops a long read
+		}
 	}
 	r.space()
 	if r.i >= len(r.s) {
 		return nil, false
 	}
-	rt := r.v.rt
+	rt := r.v.RT
 	switch c := r.s[r.i]; {
 	case c == '{':
-		if depth >= maxNesting {
-			r.v.rt.Interrupt(errStack)
-			r.v.broken.Store(true)
+		if depth >= r.v.MaxNesting {
+			r.v.TooDeep()
 			panic(rt.NewTypeError("value nested too deeply"))
 		}
 		r.i++
@@ -132,9 +165,8 @@ func (r *jsonReader) value(depth int) (goja.Value, bool) {
 			r.i++
 		}
 	case c == '[':
-		if depth >= maxNesting {
-			r.v.rt.Interrupt(errStack)
-			r.v.broken.Store(true)
+		if depth >= r.v.MaxNesting {
+			r.v.TooDeep()
 			panic(rt.NewTypeError("value nested too deeply"))
 		}
 		r.i++
@@ -311,7 +343,7 @@ func unescape(s string) (string, bool) {
 // defineKey gives the fresh plain object o the own data property k as JSON.parse does
 // (writable, enumerable, configurable): with a plain Set where plainKey allows it,
 // DefineDataProperty otherwise; false when neither can.
-func (v *vm) defineKey(o *goja.Object, k string, val goja.Value) bool {
+func (v *Bridge) defineKey(o *goja.Object, k string, val goja.Value) bool {
 	if v.plainKey(k) && o.Set(k, val) == nil {
 		return true
 	}
@@ -324,13 +356,13 @@ func (v *vm) defineKey(o *goja.Object, k string, val goja.Value) bool {
 // descriptor path, about a third cheaper. "__proto__" and the prototype's own names
 // (a frozen "toString" refuses a Set) take that path, as does every key in a runtime
 // that is not locked down (protoNames nil).
-func (v *vm) plainKey(k string) bool {
-	return v.protoNames != nil && !v.protoNames[k]
+func (v *Bridge) plainKey(k string) bool {
+	return v.ProtoNames != nil && !v.ProtoNames[k]
 }
 
-// objectProtoNames returns the own property names of rt's Object.prototype and
+// ObjectProtoNames returns the own property names of rt's Object.prototype and
 // "__proto__"; newVM reads them once the prototype is frozen, so they never change.
-func objectProtoNames(rt *goja.Runtime) map[string]bool {
+func ObjectProtoNames(rt *goja.Runtime) map[string]bool {
 	names := map[string]bool{"__proto__": true}
 	for _, name := range rt.NewObject().Prototype().GetOwnPropertyNames() {
 		names[name] = true

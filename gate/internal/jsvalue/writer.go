@@ -1,4 +1,4 @@
-package gate
+package jsvalue
 
 import (
 	"math"
@@ -11,38 +11,50 @@ import (
 	"github.com/dop251/goja"
 )
 
-// jsonWriter reads a ctx value back as JSON text in Go, with the semantics of
+// Writer reads a ctx value back as JSON text in Go, with the semantics of
 // JSON.stringify(value) (toJSON, getters and Proxy traps run once each, in the same
 // order; undefined, functions and symbols are left out of objects and are null in
 // arrays; NaN and Infinity are null; lone surrogates are escaped) and the sandbox's
 // guards (nesting, node count, output size). It replaces a JS replacer call per value.
-type jsonWriter struct {
-	v      *vm
-	buf    []byte
-	nodes  int
-	limit  int
+type Writer struct {
+	V      *Bridge
+	Buf    []byte // the text written so far (reused: set it to a scratch buffer)
+	Nodes  int    // values visited
+	Limit  int    // bytes of output past which the value is refused
 	onPath []*goja.Object
-	trip   *interruptReason // a guard that fired (policy_memory_limit, policy_stack_limit)
+	Trip   Trip // the guard that fired, if any
 }
+
+// Trip is a Writer guard that fired; the caller turns it into its rejection.
+type Trip int
+
+// Guards.
+const (
+	TripNone   Trip = iota
+	TripMemory      // more than MaxNodes values or Limit bytes
+	TripStack       // nesting past MaxNesting
+)
+
+var tripText = [...]string{TripMemory: "policy exceeded the memory limit", TripStack: "policy exceeded the nesting limit"}
 
 // fail records a guard and unwinds with a TypeError.
-func (w *jsonWriter) fail(why *interruptReason) {
-	w.trip = why
-	w.v.broken.Store(true)
-	panic(w.v.rt.NewTypeError(why.msg))
+func (w *Writer) fail(why Trip) {
+	w.Trip = why
+	w.V.Broken()
+	panic(w.V.RT.NewTypeError(tripText[why]))
 }
 
-// write appends val's JSON to w.buf; it reports false when val serialises to nothing
+// write appends val's JSON to w.Buf; it reports false when val serialises to nothing
 // (undefined, a function, a symbol).
-func (w *jsonWriter) write(key string, val goja.Value, depth int) bool {
-	if w.nodes++; w.nodes > maxNodes || len(w.buf) > w.limit {
-		w.fail(errMemory)
+func (w *Writer) Write(key string, val goja.Value, depth int) bool {
+	if w.Nodes++; w.Nodes > w.V.MaxNodes || len(w.Buf) > w.Limit {
+		w.fail(TripMemory)
 	}
 	if o, ok := val.(*goja.Object); ok {
 		if f, ok := goja.AssertFunction(o.Get("toJSON")); ok {
-			r, err := f(o, w.v.rt.ToValue(key))
+			r, err := f(o, w.V.RT.ToValue(key))
 			if err != nil {
-				rethrow(err)
+				panic(err)
 			}
 			val = r
 		}
@@ -51,7 +63,7 @@ func (w *jsonWriter) write(key string, val goja.Value, depth int) bool {
 	case val == nil, goja.IsUndefined(val):
 		return false
 	case goja.IsNull(val):
-		w.buf = append(w.buf, "null"...)
+		w.Buf = append(w.Buf, "null"...)
 		return true
 	}
 	o, isObj := val.(*goja.Object)
@@ -94,16 +106,16 @@ func (w *jsonWriter) write(key string, val goja.Value, depth int) bool {
 	return false // a symbol
 }
 
-func (w *jsonWriter) bool(b bool) {
+func (w *Writer) bool(b bool) {
 	if b {
-		w.buf = append(w.buf, "true"...)
+		w.Buf = append(w.Buf, "true"...)
 	} else {
-		w.buf = append(w.buf, "false"...)
+		w.Buf = append(w.Buf, "false"...)
 	}
 }
 
-func (w *jsonWriter) number(f float64) bool {
-	w.buf = appendJSNumber(w.buf, w.v.rt, f)
+func (w *Writer) number(f float64) bool {
+	w.Buf = appendJSNumber(w.Buf, w.V.RT, f)
 	return true
 }
 
@@ -119,68 +131,68 @@ func appendJSNumber(b []byte, rt *goja.Runtime, f float64) []byte {
 	return append(b, rt.ToValue(f).String()...)
 }
 
-func (w *jsonWriter) enter(o *goja.Object, depth int) {
-	if depth > maxNesting {
-		w.fail(errStack)
+func (w *Writer) enter(o *goja.Object, depth int) {
+	if depth > w.V.MaxNesting {
+		w.fail(TripStack)
 	}
 	for _, p := range w.onPath {
 		if p == o {
-			w.v.throwType("Converting circular structure to JSON")
+			panic(w.V.RT.NewTypeError("Converting circular structure to JSON"))
 		}
 	}
 	w.onPath = append(w.onPath, o)
 }
 
-func (w *jsonWriter) array(o *goja.Object, depth int) {
+func (w *Writer) array(o *goja.Object, depth int) {
 	w.enter(o, depth)
 	n := o.Get("length").ToInteger()
-	if n > maxNodes {
-		w.fail(errMemory)
+	if n > int64(w.V.MaxNodes) {
+		w.fail(TripMemory)
 	}
-	w.buf = append(w.buf, '[')
+	w.Buf = append(w.Buf, '[')
 	for i := int64(0); i < n; i++ {
 		if i > 0 {
-			w.buf = append(w.buf, ',')
+			w.Buf = append(w.Buf, ',')
 		}
 		k := strconv.FormatInt(i, 10)
-		if !w.write(k, o.Get(k), depth+1) {
-			w.buf = append(w.buf, "null"...)
+		if !w.Write(k, o.Get(k), depth+1) {
+			w.Buf = append(w.Buf, "null"...)
 		}
 	}
-	w.buf = append(w.buf, ']')
+	w.Buf = append(w.Buf, ']')
 	w.onPath = w.onPath[:len(w.onPath)-1]
 }
 
-func (w *jsonWriter) object(o *goja.Object, depth int) {
+func (w *Writer) object(o *goja.Object, depth int) {
 	w.enter(o, depth)
-	w.buf = append(w.buf, '{')
+	w.Buf = append(w.Buf, '{')
 	first := true
 	for _, k := range o.Keys() {
-		mark := len(w.buf)
+		mark := len(w.Buf)
 		if !first {
-			w.buf = append(w.buf, ',')
+			w.Buf = append(w.Buf, ',')
 		}
 		w.str(k)
-		w.buf = append(w.buf, ':')
-		if w.write(k, o.Get(k), depth+1) {
+		w.Buf = append(w.Buf, ':')
+		if w.Write(k, o.Get(k), depth+1) {
 			first = false
 		} else {
-			w.buf = w.buf[:mark]
+			w.Buf = w.Buf[:mark]
 		}
 	}
-	w.buf = append(w.buf, '}')
+	w.Buf = append(w.Buf, '}')
 	w.onPath = w.onPath[:len(w.onPath)-1]
 }
 
 // jsString quotes a JS string; a string holding lone surrogates is written from its
 // UTF-16 units so they are escaped as JSON.stringify does.
-func (w *jsonWriter) jsString(s goja.String) {
+func (w *Writer) jsString(s goja.String) {
 	t := s.String()
 	if !strings.ContainsRune(t, utf8.RuneError) {
 		w.str(t)
 		return
 	}
-	w.buf = append(w.buf, '"')
+	w.Buf = append(w.Buf, '"')
 	n := s.Length()
 	for i := 0; i < n; i++ {
 		c := s.CharAt(i)
@@ -188,25 +200,25 @@ func (w *jsonWriter) jsString(s goja.String) {
 		case utf16.IsSurrogate(rune(c)):
 			if c < 0xDC00 && i+1 < n {
 				if d := s.CharAt(i + 1); d >= 0xDC00 && d <= 0xDFFF {
-					w.buf = utf8.AppendRune(w.buf, utf16.DecodeRune(rune(c), rune(d)))
+					w.Buf = utf8.AppendRune(w.Buf, utf16.DecodeRune(rune(c), rune(d)))
 					i++
 					continue
 				}
 			}
-			w.buf = append(w.buf, `\u`...)
-			w.buf = append(w.buf, strconv.FormatInt(int64(c), 16)...)
+			w.Buf = append(w.Buf, `\u`...)
+			w.Buf = append(w.Buf, strconv.FormatInt(int64(c), 16)...)
 		default:
-			w.buf = appendQuotedRunes(w.buf, string(rune(c)))
+			w.Buf = appendQuotedRunes(w.Buf, string(rune(c)))
 		}
 	}
-	w.buf = append(w.buf, '"')
+	w.Buf = append(w.Buf, '"')
 }
 
 // str quotes valid UTF-8 as JSON.stringify does.
-func (w *jsonWriter) str(s string) {
-	w.buf = append(w.buf, '"')
-	w.buf = appendQuotedRunes(w.buf, s)
-	w.buf = append(w.buf, '"')
+func (w *Writer) str(s string) {
+	w.Buf = append(w.Buf, '"')
+	w.Buf = appendQuotedRunes(w.Buf, s)
+	w.Buf = append(w.Buf, '"')
 }
 
 const hexDigits = "0123456789abcdef"
@@ -254,3 +266,6 @@ func isArrayProxy(o *goja.Object) bool {
 	}
 	return o.ClassName() == "Array"
 }
+
+// proxyType is the type goja exports a Proxy as.
+var proxyType = reflect.TypeOf(goja.Proxy{})
