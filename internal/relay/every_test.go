@@ -104,3 +104,22 @@ func TestRelayRecordsRevisionAndClient(t *testing.T) {
 		t.Errorf("modern record: %q %v", r.ProtocolVersion, r.ClientInfo)
 	}
 }
+
+// TestRelayOwnListingParams: the gateway's own tools/list sends no params at all in a
+// 2025-11-25 session ("params": null fails TypeScript servers), and in a 2026-07-28
+// one the client's _meta envelope with the gateway's own clientInfo.
+func TestRelayOwnListingParams(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"method":"tools/list"`) || strings.Contains(got, `"params"`) {
+		t.Errorf("legacy own listing: %s", got)
+	}
+	h = newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}`)
+	got := h.upstreamGets()
+	for _, want := range []string{`"method":"tools/list"`, `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`, `"io.modelcontextprotocol/clientInfo":{"name":"mcpgate"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("modern own listing: %s lacks %s", got, want)
+		}
+	}
+}

@@ -475,9 +475,13 @@ func (s *Session) ownRoundTrip(ctx context.Context, method string, params map[st
 		}
 		params = with
 	}
+	var p any // no params member at all when there are none ("params": null fails TS servers)
+	if params != nil {
+		p = params
+	}
 	for try := 0; ; try++ {
 		id, _ := jsonrpc.Marshal("mcpgate-" + strconv.FormatUint(s.ownSeq.Add(1), 10))
-		resp, err := s.roundTripID(ctx, jsonrpc.NewRequest(id, method, params), true)
+		resp, err := s.roundTripID(ctx, jsonrpc.NewRequest(id, method, p), true)
 		if !errors.Is(err, errIDInUse) || try == 16 {
 			return resp, err
 		}
