@@ -95,6 +95,10 @@ type Record struct {
 	Phase string `json:"phase,omitempty"`
 	// Shadow is what the candidate set of --shadow would have done; nil without one.
 	Shadow *Shadow `json:"shadow,omitempty"`
+	// Via is, for an input request of a 2026-07-28 input_required result (Method is
+	// its own method: elicitation/create, sampling/createMessage, roots/list), the
+	// method whose result carried it.
+	Via string `json:"via,omitempty"`
 }
 
 // Shadow is a record's shadow field: the decision a candidate policy set (gateway run

@@ -31,6 +31,9 @@ type Channel struct {
 	ClientInfo map[string]string
 	// ProtocolVersion is the MCP revision of the exchange, for the record.
 	ProtocolVersion string
+	// Via, for an input request of an input_required result, is the method whose
+	// result carried it (the record's via).
+	Via string
 	// Server names the upstream in tool pins ("" for the only one).
 	Server string
 	// Tool, ToolAccess and Arguments are, for tasks/result, the tools/call that
@@ -88,6 +91,7 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 		method = bound.Truncate(method, bound.ToolName)
 	}
 	r.rec.setMethod(method)
+	r.rec.r.Via = c.Via
 	if c.Tool != "" {
 		r.tool = c.Tool
 		r.rec.setTool(c.Tool, c.ToolAccess, false)
@@ -191,6 +195,9 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 	}()
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)
+	}
+	if m != nil && m.Direction == methods.ClientRequest && inputRequired(resp.Result) {
+		return r.inputRequiredReply(m, resp)
 	}
 	switch {
 	case m == nil || m.Shape == methods.NoText:

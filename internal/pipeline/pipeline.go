@@ -27,6 +27,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -271,6 +272,9 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 	p := r.p
 	result := resp.Result
 	r.captureResult(result)
+	if inputRequired(result) { // the server asks the client first (MCP 2026-07-28)
+		return r.inputRequiredReply(methods.Of(r.rec.r.Method), resp)
+	}
 
 	// 4. Built-in output rules over the upstream's original result.
 	stage := time.Now()

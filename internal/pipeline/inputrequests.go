@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// This file holds the Multi Round-Trip Requests channel of MCP 2026-07-28: a result
+// of resultType "input_required" carries, in inputRequests, the requests a 2025-11-25
+// server sends the client on their own (elicitation/create, sampling/createMessage,
+// roots/list). Each goes through what such a request goes through
+// (docs/channels.md#input-requests).
+
+// inputRequired reports whether a result is a 2026-07-28 input_required result.
+func inputRequired(result json.RawMessage) bool {
+	return string(field(result, "resultType")) == `"input_required"`
+}
+
+// maxRequestState bounds the opaque requestState the gateway relays, in bytes.
+const maxRequestState = 1 << 20
+
+// inputRequests runs each entry of an input_required result's inputRequests through
+// the rules and the server_request phase of its own method, as ServerRequest runs a
+// 2025-11-25 server request, with one record each naming its method and via (the
+// method the result answers). requestState is the server's: relayed byte for byte,
+// never read, never shown to a policy or recorded; past maxRequestState the result
+// is withheld. It returns the result to relay (result itself when nothing changed),
+// or a non-empty withheld: the text of the refusal of an entry that blocked or that
+// a policy rejected, or of an entry the gateway does not know.
+func (p *Pipeline) inputRequests(ctx context.Context, c Channel, via string, result json.RawMessage) (out json.RawMessage, withheld string) {
+	var res map[string]json.RawMessage
+	if json.Unmarshal(result, &res) != nil || res == nil {
+		return result, ""
+	}
+	if len(res["requestState"]) > maxRequestState {
+		return nil, "[mcpgate: request blocked — the server's requestState exceeds the gateway's bound]"
+	}
+	var reqs map[string]json.RawMessage
+	if v := res["inputRequests"]; len(v) > 0 && string(v) != "null" {
+		if json.Unmarshal(v, &reqs) != nil {
+			return nil, "[mcpgate: request blocked — inputRequests is not an object]"
+		}
+	}
+	changed := false
+	for _, key := range slices.Sorted(func(yield func(string) bool) {
+		for k := range reqs {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		var e map[string]json.RawMessage
+		var method string
+		if json.Unmarshal(reqs[key], &e) != nil || json.Unmarshal(e["method"], &method) != nil {
+			return nil, "[mcpgate: request blocked — an input request is not {method, params}]"
+		}
+		m := methods.Of(method)
+		if m == nil || m.Direction != methods.ServerRequest {
+			return nil, "[mcpgate: request blocked — an input request of a method the gateway does not filter]"
+		}
+		ch := c
+		ch.Method, ch.Params, ch.Via, ch.Tool, ch.ToolAccess, ch.Arguments = method, orObject(e["params"]), via, "", "", nil
+		raw := jsonrpc.Request(json.RawMessage(`"input"`), method, ch.Params)
+		reply := p.ServerRequest(ctx, ch, raw)
+		switch {
+		case reply.Error != nil:
+			var eo jsonrpc.ErrorObject
+			_ = json.Unmarshal(reply.Error, &eo)
+			return nil, eo.Message
+		case reply.Params != nil:
+			e["params"] = reply.Params
+			reqs[key], _ = jsonrpc.Marshal(e)
+			changed = true
+		}
+	}
+	if !changed {
+		return result, ""
+	}
+	res["inputRequests"], _ = jsonrpc.Marshal(reqs)
+	b, _ := jsonrpc.Marshal(res)
+	return b, ""
+}
+
+// inputRequiredReply relays an input_required result answering m, its input requests
+// filtered (inputRequests); the record of m is the outer one.
+func (r *run) inputRequiredReply(m *methods.Method, resp *jsonrpc.Message) Reply {
+	ch := Channel{User: r.c.User, ClientInfo: r.c.ClientInfo, ProtocolVersion: r.c.ProtocolVersion, Server: r.c.Server, Policies: r.set}
+	via := "tools/call"
+	if m != nil {
+		via = m.Name
+	}
+	out, withheld := r.p.inputRequests(r.ctx, ch, via, resp.Result)
+	switch {
+	case withheld != "":
+		return r.withholdInputRequired(m, withheld)
+	case string(out) == string(resp.Result):
+		return Reply{Original: resp.Raw}
+	}
+	r.rec.outputChanged()
+	return Reply{Result: out}
+}
+
+// withholdInputRequired answers a result whose input request was withheld: the
+// method's block shape carrying the refusal text, as a complete result, so the
+// client asks for nothing the rules refused.
+func (r *run) withholdInputRequired(m *methods.Method, text string) Reply {
+	if r.rec.r.Reason == "" {
+		r.rec.setReason(vocab.ReasonFilterBlock)
+	}
+	r.rec.escalate(vocab.Block)
+	r.rec.outputChanged()
+	block := methods.ToolOutput
+	if m != nil {
+		block = m.Block
+	}
+	return Reply{Result: blockedResult(block, nil, text, "")}
+}
