@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,4 +158,32 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d calls failed", failures.Load(), calls.Load())
 	}
 	t.Logf("%d calls across %d generations", calls.Load(), g.Status().Generation)
+}
+
+// A file goja's parser panics on (an upstream bug) is a syntax error of that file: Load
+// refuses it, a reload keeps the set it had, and the process goes on.
+func TestEngineParserPanicIsASyntaxError(t *testing.T) {
+	const bad = "var[ ...{000"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.js"), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(context.Background(), Options{Dir: dir}); !errors.Is(err, ErrSyntax) {
+		t.Fatalf("Load: %v, want ErrSyntax", err)
+	}
+	if _, err := CompileTestFile("bad_test.js", []byte(bad)); !errors.Is(err, ErrSyntax) {
+		t.Fatalf("CompileTestFile: %v, want ErrSyntax", err)
+	}
+	good := t.TempDir()
+	g, err := Load(context.Background(), Options{Dir: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := os.WriteFile(filepath.Join(good, "bad.js"), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(); !errors.Is(err, ErrSyntax) {
+		t.Fatalf("Reload: %v, want ErrSyntax", err)
+	}
 }

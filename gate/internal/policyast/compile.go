@@ -73,7 +73,8 @@ func (p *Policy) ActsIn(phase ctxapi.Phase) bool { return slices.Contains(p.Phas
 // Compile wraps src in its function scope, decides the phases it acts in,
 // guards its growth (growth.go) and compiles it once; the program is shared by every
 // pooled runtime. Source maps are never read (parser option).
-func Compile(name string, src []byte) (Policy, error) {
+func Compile(name string, src []byte) (p Policy, err error) {
+	defer recoverEngine(name, &err)
 	text, open, close := wrap(src, "")
 	prog, err := parse(name, text)
 	if err != nil {
@@ -94,7 +95,7 @@ func Compile(name string, src []byte) (Policy, error) {
 	if at := bigIntLiteral(body); at != 0 {
 		return Policy{}, errAt(name, prog, at, "BigInt is not available in policies")
 	}
-	p := Policy{Name: name, Phases: analyzePhases(body), ParamsRO: paramsReadOnly(body)}
+	p = Policy{Name: name, Phases: analyzePhases(body), ParamsRO: paramsReadOnly(body)}
 	if names := implicitGlobals(prog); len(names) > 0 {
 		// declare sloppy implicit globals as the policy's own locals (see implicitGlobals)
 		decl, open, close := wrap(src, "\n;var "+strings.Join(names, ", ")+";")
@@ -125,6 +126,15 @@ func Compile(name string, src []byte) (Policy, error) {
 // maxPolicyDepth bounds a policy body's reflected AST depth (walkAST levels): under
 // the 10000 the load-time checks walk from the program, with room for the wrapper.
 const maxPolicyDepth = 9000
+
+// recoverEngine turns a panic of goja's parser or compiler on some malformed source
+// (an index out of range in its parser, seen with `var[ ...{000`: an upstream bug)
+// into a refusal of that file, so a broken policy never takes the gateway down.
+func recoverEngine(name string, err *error) {
+	if r := recover(); r != nil {
+		*err = &Error{File: name, Msg: "the JavaScript engine cannot parse this file (it failed on it): " + fmt.Sprint(r)}
+	}
+}
 
 // parse parses wrapped source, mapping parser errors to *Error.
 func parse(name, text string) (*ast.Program, error) {
@@ -204,10 +214,16 @@ func blockAt(prg *ast.Program, idx file.Idx) *ast.BlockStatement {
 // go into the node's fields. Unexported fields and the source File are skipped.
 // complete is false when part of the tree lay below maxDepth, unvisited.
 func walkAST(root any, maxDepth int, visit func(node any) bool) (complete bool) {
+	return walkTree(root, maxDepth, func(node, _ any) bool { return visit(node) })
+}
+
+// walkTree is walkAST that also gives each node its parent: the nearest node above it
+// (nil for root). It is the package's one walk of the tree (parents uses it too).
+func walkTree(root any, maxDepth int, visit func(node, parent any) bool) (complete bool) {
 	complete = true
 	seen := map[uintptr]bool{}
-	var walk func(v reflect.Value, depth int)
-	walk = func(v reflect.Value, depth int) {
+	var walk func(v reflect.Value, up any, depth int)
+	walk = func(v reflect.Value, up any, depth int) {
 		if depth > maxDepth {
 			switch v.Kind() {
 			case reflect.Pointer, reflect.Interface:
@@ -225,26 +241,27 @@ func walkAST(root any, maxDepth int, visit func(node any) bool) (complete bool) 
 				return
 			}
 			seen[v.Pointer()] = true
-			if visit(v.Interface()) {
-				walk(v.Elem(), depth+1)
+			node := v.Interface()
+			if visit(node, up) {
+				walk(v.Elem(), node, depth+1)
 			}
 		case reflect.Interface:
 			if !v.IsNil() {
-				walk(v.Elem(), depth+1)
+				walk(v.Elem(), up, depth+1)
 			}
 		case reflect.Struct:
 			for i := 0; i < v.NumField(); i++ {
 				if f := v.Type().Field(i); f.IsExported() && f.Name != "File" {
-					walk(v.Field(i), depth+1)
+					walk(v.Field(i), up, depth+1)
 				}
 			}
 		case reflect.Slice:
 			for i := 0; i < v.Len(); i++ {
-				walk(v.Index(i), depth+1)
+				walk(v.Index(i), up, depth+1)
 			}
 		}
 	}
-	walk(reflect.ValueOf(root), 0)
+	walk(reflect.ValueOf(root), nil, 0)
 	return complete
 }
 

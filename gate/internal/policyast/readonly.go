@@ -1,8 +1,6 @@
 package policyast
 
 import (
-	"reflect"
-
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/token"
 )
@@ -154,41 +152,11 @@ func consumed(e any, parent map[any]any) bool {
 // above it.
 func parents(root any) map[any]any {
 	out := map[any]any{}
-	var walk func(v reflect.Value, up any, depth int)
-	walk = func(v reflect.Value, up any, depth int) {
-		if depth > 10000 {
-			return
-		}
-		switch v.Kind() {
-		case reflect.Pointer:
-			if v.IsNil() {
-				return
-			}
-			node := v.Interface()
-			if _, seen := out[node]; seen || node == root {
-				return
-			}
+	walkTree(root, 10000, func(node, up any) bool {
+		if up != nil {
 			out[node] = up
-			walk(v.Elem(), node, depth+1)
-		case reflect.Interface:
-			if !v.IsNil() {
-				walk(v.Elem(), up, depth+1)
-			}
-		case reflect.Struct:
-			for i := 0; i < v.NumField(); i++ {
-				if f := v.Type().Field(i); f.IsExported() && f.Name != "File" {
-					walk(v.Field(i), up, depth+1)
-				}
-			}
-		case reflect.Slice:
-			for i := 0; i < v.Len(); i++ {
-				walk(v.Index(i), up, depth+1)
-			}
 		}
-	}
-	rv := reflect.ValueOf(root)
-	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
-		walk(rv.Elem(), root, 0)
-	}
+		return true
+	})
 	return out
 }

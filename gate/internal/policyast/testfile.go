@@ -21,6 +21,7 @@ const TestPrefixLen = len(testWrapPrefix)
 // returning a function that registers the file's tests, and the names of its top-level
 // `function test_…` declarations in file order. A syntax error is an *Error.
 func CompileTest(name string, src []byte) (prg *goja.Program, tests []string, err error) {
+	defer recoverEngine(name, &err)
 	parse := func(tail string) (*ast.Program, error) {
 		text := testWrapPrefix + string(src) + tail + wrapSuffix
 		open, close := len(testWrapPrefix)-1, len(testWrapPrefix)+len(src)+len(tail)+1
