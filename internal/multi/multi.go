@@ -298,7 +298,11 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 		_ = json.Unmarshal(params["uri"], &uri)
 		server, orig, ok := m.SplitURI(uri)
 		if !ok {
-			return nil, &jsonrpc.RequestError{Code: CodeResourceNotFound, Message: fmt.Sprintf("mcpgate: resource %q names no upstream server: with several servers, resource URIs are <server>+<uri>, as resources/list shows them", uri), Unknown: true}
+			code := CodeResourceNotFound
+			if e, modern := methods.EnvelopeOf(msg.Params); modern && methods.RevisionOf(e.ProtocolVersion) == methods.Rev20260728 {
+				code = jsonrpc.CodeInvalidParams // 2026-07-28 answers an unknown resource -32602
+			}
+			return nil, &jsonrpc.RequestError{Code: code, Message: fmt.Sprintf("mcpgate: resource %q names no upstream server: with several servers, resource URIs are <server>+<uri>, as resources/list shows them", uri), Unknown: true}
 		}
 		return routed(server, "uri", orig)
 	case methods.ByRef:

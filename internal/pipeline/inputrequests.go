@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -84,6 +85,27 @@ func (p *Pipeline) inputRequests(ctx context.Context, c Channel, via string, res
 	res["inputRequests"], _ = jsonrpc.Marshal(reqs)
 	b, _ := jsonrpc.Marshal(res)
 	return b, ""
+}
+
+// inputResponses adds the input rules' findings over a 2026-07-28 retry's
+// inputResponses (the client's answers to the input requests) to in, pointed into
+// params: they reach the pre phase as ctx.findings like the arguments'.
+func (r *run) inputResponses(in *engine.Report) {
+	v := r.params["inputResponses"]
+	if len(v) == 0 || v[0] != '{' {
+		return
+	}
+	rep, err := r.p.Analyzer.AnalyzeArguments(v)
+	if err != nil {
+		return
+	}
+	for _, f := range rep.Findings {
+		f.Pointer = "/inputResponses" + f.Pointer
+		in.Findings = append(in.Findings, f)
+		if f.Severity > in.Highest {
+			in.Highest, in.Verdict = f.Severity, engine.VerdictFor(f.Severity)
+		}
+	}
 }
 
 // inputRequiredReply relays an input_required result answering m, its input requests

@@ -52,3 +52,17 @@ func TestInputRequests(t *testing.T) {
 		t.Errorf("prompts/get: %+v", r)
 	}
 }
+
+// TestInputResponsesReadByInputRules: a retry's inputResponses (the client's answers)
+// reach the pre phase as findings, pointed into /inputResponses.
+func TestInputResponsesReadByInputRules(t *testing.T) {
+	p, rec := newPipeline(t, map[string]string{"deny.js": `if (ctx.phase === "pre" && ctx.findings.some((f) => f.pointer.startsWith("/inputResponses"))) throw new Error("answer refused");`}, true, false)
+	r := p.Handle(context.Background(), Call{Params: json.RawMessage(`{"name":"t","arguments":{},"inputResponses":{"q":{"action":"accept","content":{"name":` + js(blockPayload) + `}}}}`)},
+		upstreamReturning(`{"content":[]}`, nil))
+	if !strings.Contains(string(r.Result), "answer refused") {
+		t.Errorf("got %+v", r)
+	}
+	if x := rec.last(t); len(x.InputRuleIDs) == 0 {
+		t.Errorf("record input_rule_ids: %v", x.InputRuleIDs)
+	}
+}

@@ -223,6 +223,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	if err != nil {
 		return r.invalidParams(err)
 	}
+	r.inputResponses(&in)
 
 	// 2. Pre-phase policies: reject or rewrite the arguments.
 	preCall := r.policyCall(ctxapi.PhasePre, nil, in.Findings)
