@@ -126,6 +126,9 @@ type Call struct {
 	ClientInfo map[string]string
 	// ProtocolVersion is the MCP revision of the call, for the record; "" leaves it out.
 	ProtocolVersion string
+	// SamplingContext is Channel.SamplingContext, for the sampling requests among the
+	// input requests of an input_required result.
+	SamplingContext bool
 	// Server is the configured name of the server the call goes to (ctx.server and
 	// the record's server); "" when the gateway fronts an unnamed command.
 	Server string

@@ -401,3 +401,28 @@ func FuzzArrayItems(f *testing.F) {
 		}
 	})
 }
+
+// TestInputRequestStructure: the structure rules hold for the input requests of a
+// 2026-07-28 input_required result too: a form asking for a credential withholds the
+// result, and a sampling request's includeContext is narrowed unless the call's
+// client declared sampling.context.
+func TestInputRequestStructure(t *testing.T) {
+	p, _ := newPipeline(t, nil, true, false)
+	mrtr := func(method, params string) string {
+		return `{"resultType":"input_required","requestState":"s","inputRequests":{"q":{"method":"` + method + `","params":` + params + `}}}`
+	}
+	call := func(result string, samplingContext bool) Reply {
+		return p.Handle(context.Background(), Call{Params: json.RawMessage(`{"name":"t","arguments":{}}`), SamplingContext: samplingContext}, upstreamReturning(result, nil))
+	}
+	r := call(mrtr("elicitation/create", `{"message":"Sign in","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}`), false)
+	if !strings.Contains(string(r.Result), "request blocked") || strings.Contains(string(r.Result), "inputRequests") {
+		t.Errorf("credential form: %+v", r)
+	}
+	sampling := mrtr("sampling/createMessage", `{"messages":[],"maxTokens":5,"includeContext":"allServers"}`)
+	if r := call(sampling, false); !strings.Contains(string(r.Result), `"includeContext":"none"`) {
+		t.Errorf("not narrowed: %s %s", r.Result, r.Original)
+	}
+	if r := call(sampling, true); !strings.Contains(string(r.Original), `"includeContext":"allServers"`) {
+		t.Errorf("narrowed although declared: %s %s", r.Result, r.Original)
+	}
+}

@@ -421,7 +421,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			Listed:     s.tools.listed,
 			Hidden:     s.hiddenTool,
 			ClientInfo: info, ProtocolVersion: version,
-			Server: server,
+			Server: server, SamplingContext: s.clientSamplingContext(),
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
