@@ -73,13 +73,14 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 			"(io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities)")
 		return
 	}
+	// the headers first: a body whose version differs from its header is a mismatch
+	if code, text := checkHeaders(r, msg, e.ProtocolVersion); code != 0 {
+		httpError(w, http.StatusBadRequest, msg.ID, code, "mcpgate: "+text)
+		return
+	}
 	if methods.RevisionOf(e.ProtocolVersion) != methods.Rev20260728 || e.ProtocolVersion != methods.Version20260728 {
 		b, _ := json.Marshal(map[string]any{"supported": modernVersions, "requested": bound.Truncate(e.ProtocolVersion, bound.Header)})
 		writeErrorData(w, http.StatusBadRequest, msg.ID, CodeUnsupportedProtocolVersion, "mcpgate: unsupported protocol version", b)
-		return
-	}
-	if code, text := checkHeaders(r, msg, e.ProtocolVersion); code != 0 {
-		httpError(w, http.StatusBadRequest, msg.ID, code, "mcpgate: "+text)
 		return
 	}
 	if methods.In(msg.Method, methods.Rev20260728) == nil { // initialize, ping, logging/setLevel, unknown
