@@ -51,7 +51,7 @@
 // which ticks every millisecond while policies run. JS loops and recursion are interrupted
 // (policy_timeout, policy_stack_limit); backtracking regexps get
 // regexp2.DefaultMatchTimeout. Growth is bounded before the native step (internal/policyast,
-// lockdown.js; docs/policies.md#growth-limits): `+`, `+=`, template literals and spreads
+// internal/sandbox; docs/policies.md#growth-limits): `+`, `+=`, template literals and spreads
 // are compiled into guarded calls, and the built-ins that amplify memory or recurse
 // natively are wrapped (policy_memory_limit, policy_stack_limit). A heap watchdog
 // sampling every millisecond while policies run interrupts every policy once the live
@@ -64,14 +64,17 @@
 //
 // # Layout
 //
-// gate/internal/policyast owns source → program and the facts proven at load (phases,
-// the read-only proof, implicit globals, the growth rewrite); it is pure.
-// gate/internal/jsvalue owns the JSON ⇄ JS bridge (JSON.parse and JSON.stringify in
-// Go). They import neither each other nor gate. gate keeps the life cycle (gate.go),
-// the pool and its watchdog (pool.go, watchdog.go), Run and its slots (run.go,
-// slots.go, phase.go), the ctx surface (binding.go, helpers.go, lines.go), the sandbox
-// (runtime.go, lockdown.go, lockdown.js, replace.go, timeout.go, limits.go,
-// selftest.go) and `mcpgate test`'s runner (testfile.go).
+// Three internal packages, which import neither each other nor gate, each own one
+// part: gate/internal/policyast source → program and the facts proven at load
+// (phases, the read-only proof, implicit globals, the growth rewrite; pure);
+// gate/internal/jsvalue the JSON ⇄ JS bridge (JSON.parse and JSON.stringify in Go);
+// gate/internal/sandbox the lockdown (lockdown.js), the Go guards of replace and the
+// RegExp symbol methods, the bounds, the JSON text measure, the regexp2 timeout and
+// the one file that knows goja's string types. gate keeps the life cycle (gate.go),
+// the pool and its watchdog (pool.go, watchdog.go), a runtime's construction and
+// self-test (runtime.go, selftest.go, parse.go), Run and its slots (run.go, slots.go,
+// phase.go), the ctx surface (binding.go, helpers.go, lines.go, text.go) and
+// `mcpgate test`'s runner (testfile.go).
 //
 // See docs/policies.md for the policy author's guide.
 package gate

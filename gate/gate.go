@@ -19,8 +19,13 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 	"github.com/mcpgate/mcpgate/vocab"
 )
+
+// regexp2 matches are bounded by the default time limit from the start (Load lowers it
+// further for a shorter one).
+func init() { sandbox.LowerRegexpTimeout(DefaultTimeout) }
 
 // DefaultTimeout is the per-policy time limit (docs/decisions.md#policies).
 const DefaultTimeout = 5 * time.Second
@@ -145,7 +150,7 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 			return nil, fmt.Errorf("gate: analyzer: %w", err)
 		}
 	}
-	lowerRegexpTimeout(opts.Timeout)
+	sandbox.LowerRegexpTimeout(opts.Timeout)
 	g := &Gate{opts: opts, analyzer: an, log: opts.Logger, closed: make(chan struct{})}
 	g.pool = newPool(g, opts.PoolSize, opts.Console, opts.Logger, opts.HeapSoftLimit, opts.PolicyHeapBudget)
 	if err := ctx.Err(); err != nil {

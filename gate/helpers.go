@@ -5,8 +5,10 @@ import (
 	"strconv"
 
 	"github.com/dop251/goja"
+
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 )
 
 // The redaction helpers take JSON-like values: strings, numbers, booleans, null,
@@ -37,12 +39,12 @@ func (v *vm) newWalker(c *callState, s engine.Strategy, kinds []string, skip map
 // object) or its elements (an array), read without running a getter.
 func (w *walker) enter(x *goja.Object, depth int) (items *goja.Object, n int64) {
 	v := w.v
-	if depth > maxNesting {
+	if depth > sandbox.MaxNesting {
 		v.rt.Interrupt(errStack)
 		v.broken.Store(true)
 		panic(v.rt.NewTypeError("value nested too deeply"))
 	}
-	if w.nodes++; w.nodes > maxNodes {
+	if w.nodes++; w.nodes > sandbox.MaxNodes {
 		v.rt.Interrupt(errMemory)
 		v.broken.Store(true)
 		panic(v.rt.NewTypeError("value too large"))

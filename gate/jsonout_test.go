@@ -5,6 +5,8 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
+
 	"github.com/mcpgate/mcpgate/gate/internal/jsvalue"
 )
 
@@ -16,7 +18,7 @@ func writeJSON(t testing.TB, rt *goja.Runtime, v *vm, expr string) (got, want st
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
-	w := jsvalue.Writer{V: &v.json, Limit: maxStringLen}
+	w := jsvalue.Writer{V: &v.json, Limit: sandbox.MaxStringLen}
 	if ex := rt.Try(func() { gotOK = w.Write("", val, 0) }); ex != nil {
 		t.Fatalf("%s: %v", expr, ex)
 	}
@@ -70,7 +72,7 @@ func FuzzJSONWriter(f *testing.F) {
 	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
 	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
 	f.Fuzz(func(t *testing.T, text string) {
-		if d, _, _ := jsonShape(text); d > 100 {
+		if d, _, _ := sandbox.JSONShape(text); d > 100 {
 			return
 		}
 		val, err := parse(goja.Undefined(), rt.ToValue(text))
@@ -81,7 +83,7 @@ func FuzzJSONWriter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		w := jsvalue.Writer{V: &v.json, Limit: maxStringLen}
+		w := jsvalue.Writer{V: &v.json, Limit: sandbox.MaxStringLen}
 		var ok bool
 		if ex := rt.Try(func() { ok = w.Write("", val, 0) }); ex != nil || !ok || string(w.Buf) != want.String() {
 			t.Fatalf("%q: got %q (%v), want %q", text, w.Buf, ex, want.String())
@@ -101,7 +103,7 @@ func FuzzJSONReader(f *testing.F) {
 	parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
 	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
 	f.Fuzz(func(t *testing.T, text string) {
-		if d, _, _ := jsonShape(text); d > 100 {
+		if d, _, _ := sandbox.JSONShape(text); d > 100 {
 			return
 		}
 		want, perr := parse(goja.Undefined(), rt.ToValue(text))

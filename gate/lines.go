@@ -1,13 +1,14 @@
 package gate
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 )
 
 // ctx.removeLines(text, prefixes) (docs/policies.md#removelines): text without the
@@ -222,10 +223,6 @@ func writeSpans(w *lineOut, spans []int) {
 	}
 }
 
-// unicodeStringType is the type of goja strings held as UTF-16, whose String() decodes
-// them (asciiString and strings imported from Go return the Go string they hold).
-var unicodeStringType = reflect.TypeOf(goja.StringFromUTF16([]uint16{0x100}))
-
 // removeLines runs ctx.removeLines on a JS string: the same value when no line is
 // removed, else the new string (rt makes it). A text held as a Go string (ASCII, or
 // imported from Go) is read as one when that is its exact text (valid UTF-8) and no
@@ -235,7 +232,7 @@ func removeLines(rt *goja.Runtime, s goja.String, prefixes []linePrefix) (goja.V
 	if len(prefixes) == 0 {
 		return s, 0
 	}
-	if reflect.TypeOf(s) != unicodeStringType && !slices.ContainsFunc(prefixes, func(p linePrefix) bool { return p.units }) {
+	if sandbox.HeldAsGoString(s) && !slices.ContainsFunc(prefixes, func(p linePrefix) bool { return p.units }) {
 		if str := s.String(); len(str) == s.Length() || utf8.ValidString(str) {
 			w := lineOut{s8: str}
 			if len(str) == s.Length() {

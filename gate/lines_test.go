@@ -2,7 +2,6 @@ package gate
 
 import (
 	"encoding/json"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -50,7 +51,7 @@ func removeLinesBoth(t testing.TB, text goja.String, prefixes []linePrefix) (str
 	t.Helper()
 	out16, n16 := removeLineUnits(text, prefixes)
 	want := out16.(goja.String)
-	if reflect.TypeOf(want) == unicodeStringType && !strings.ContainsFunc(want.String(), func(r rune) bool { return r >= utf8.RuneSelf }) {
+	if !sandbox.HeldAsGoString(want) && !strings.ContainsFunc(want.String(), func(r rune) bool { return r >= utf8.RuneSelf }) {
 		t.Fatalf("%q: an ASCII result held as UTF-16 (=== would fail against a literal)", want.String())
 	}
 	texts := []goja.String{text}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -208,7 +209,7 @@ func TestBoundedNativesKeepResults(t *testing.T) {
 }
 
 // FuzzJSONShape: for any valid JSON text, jsonShape's depth is the text's nesting (up
-// to past maxNesting), and its values and longest array bound what JSON.parse builds,
+// to past sandbox.MaxNesting), and its values and longest array bound what JSON.parse builds,
 // so the refusal in boundedParse never lets a bigger value through.
 func FuzzJSONShape(f *testing.F) {
 	for _, s := range []string{`0`, `[]`, `[1,2,3]`, `{"a":[1,{"b":[2,3]}],"c":"[,,,]"}`, `[[[]],[],[1,[2,[3]]]]`, `"\"[,"`} {
@@ -219,12 +220,12 @@ func FuzzJSONShape(f *testing.F) {
 		if json.Unmarshal([]byte(text), &v) != nil {
 			return
 		}
-		depth, values, longest := jsonShape(text)
+		depth, values, longest := sandbox.JSONShape(text)
 		d, n, l := measure(v, 0)
-		if depth != d && !(d > maxNesting && depth > maxNesting) {
+		if depth != d && !(d > sandbox.MaxNesting && depth > sandbox.MaxNesting) {
 			t.Fatalf("%q: depth %d, want %d", text, depth, d)
 		}
-		if d <= maxNesting && (values < n || longest < l) {
+		if d <= sandbox.MaxNesting && (values < n || longest < l) {
 			t.Fatalf("%q: values %d longest %d, built %d and %d", text, values, longest, n, l)
 		}
 	})

@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 
 	"github.com/dop251/goja"
+
 	"github.com/dop251/goja/parser"
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 
 	"github.com/mcpgate/mcpgate/gate/internal/jsvalue"
 )
@@ -58,7 +60,7 @@ type vm struct {
 func newVM(p *pool) (*vm, error) {
 	rt := goja.New()
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
-	rt.SetMaxCallStackSize(maxCallStack)
+	rt.SetMaxCallStackSize(sandbox.MaxCallStack)
 	v := &vm{rt: rt, global: rt.GlobalObject()}
 	v.initJSON()
 	rt.SetPromiseRejectionTracker(func(p *goja.Promise, op goja.PromiseRejectionOperation) {
@@ -75,11 +77,11 @@ func newVM(p *pool) (*vm, error) {
 		}
 	})
 	host := rt.NewObject()
-	_ = host.Set("maxString", maxStringLen)
-	_ = host.Set("maxArray", maxArrayLen)
-	_ = host.Set("maxNodes", maxNodes)
-	_ = host.Set("maxBytes", maxBufferLen)
-	_ = host.Set("maxDepth", maxNesting)
+	_ = host.Set("maxString", sandbox.MaxStringLen)
+	_ = host.Set("maxArray", sandbox.MaxArrayLen)
+	_ = host.Set("sandbox.MaxNodes", sandbox.MaxNodes)
+	_ = host.Set("maxBytes", sandbox.MaxBufferLen)
+	_ = host.Set("maxDepth", sandbox.MaxNesting)
 	_ = host.Set("oom", func(goja.FunctionCall) goja.Value {
 		v.oom()
 		return goja.Undefined()
@@ -107,10 +109,12 @@ func newVM(p *pool) (*vm, error) {
 		}
 		_ = v.global.DefineDataProperty("console", con, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
-	if err := v.guardReplace(); err != nil {
+	poll, err := sandbox.GuardReplace(rt, v.oom)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
 	}
-	fv, err := rt.RunProgram(lockdownPrg)
+	v.poll, v.json.Poll = poll, poll
+	fv, err := rt.RunProgram(sandbox.Lockdown)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLockdownFailed, err)
 	}
@@ -155,9 +159,22 @@ func newVM(p *pool) (*vm, error) {
 // initJSON sets up the runtime's JSON bridge under the sandbox's bounds (its Poll and
 // ProtoNames come once the guards and the lockdown are in place).
 func (v *vm) initJSON() {
-	v.json = jsvalue.Bridge{RT: v.rt, MaxNesting: maxNesting, MaxNodes: maxNodes,
+	v.json = jsvalue.Bridge{RT: v.rt, MaxNesting: sandbox.MaxNesting, MaxNodes: sandbox.MaxNodes,
 		TooDeep: func() { v.rt.Interrupt(errStack); v.broken.Store(true) },
 		Broken:  func() { v.broken.Store(true) }}
+}
+
+var tokens atomic.Uint64
+
+// interruptIf interrupts the runtime only if it is still running the run identified by
+// tok, so a late timer never poisons the next call.
+func (v *vm) interruptIf(tok uint64, why *interruptReason) {
+	v.mu.Lock()
+	if v.token == tok && tok != 0 {
+		v.rt.Interrupt(why)
+		v.broken.Store(true)
+	}
+	v.mu.Unlock()
 }
 
 // oom interrupts the runtime with policy_memory_limit and marks it broken.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
+
 	"github.com/mcpgate/mcpgate/gate/internal/jsvalue"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -219,7 +221,7 @@ const maxScratch = 64 << 10
 // guard that fires rejects with its own code.
 func (v *vm) readText(s *slot) (text string, ok bool, rej *Rejection) {
 	// the runtime's scratch buffer: only text, a copy, leaves this function
-	w := jsvalue.Writer{V: &v.json, Limit: maxStringLen + 2*len(s.orig), Buf: v.scratch[:0]}
+	w := jsvalue.Writer{V: &v.json, Limit: sandbox.MaxStringLen + 2*len(s.orig), Buf: v.scratch[:0]}
 	defer func() {
 		if cap(w.Buf) <= maxScratch {
 			v.scratch = w.Buf[:0]

@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// The watchdog's clock and the heap budget.
+const (
+	watchInterval  = time.Millisecond // heap sampling and deadlines while a policy runs
+	watchIdleTicks = 100              // ticks with no policy before the watchdog sleeps
+	inputFactor    = 32               // heap budget bytes per byte of a phase's input JSON
+)
+
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
 // liveHeapBytes is the heap the last GC found live (runtime/metrics /gc/heap/live:bytes).

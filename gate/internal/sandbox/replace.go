@@ -1,9 +1,10 @@
-package gate
+package sandbox
 
 import (
 	"errors"
 	"math"
 	"reflect"
+
 	"strings"
 
 	"github.com/dop251/goja"
@@ -14,9 +15,9 @@ import (
 // lockdown freezes them. Each is one native step no interrupt can stop, so each is
 // bounded before the step: a replacement function's results are summed as they come;
 // a replacement string is checked against the number of matches, counted only when
-// the quick bound len(s) + (len(s)+1) * per is over maxStringLen (per is the
+// the quick bound len(s) + (len(s)+1) * per is over MaxStringLen (per is the
 // replacement's length, plus len(replacement) * len(s) when it holds a `$`, since $&,
-// $` and $' each expand to at most len(s)). A result longer than maxStringLen is
+// $` and $' each expand to at most len(s)). A result longer than MaxStringLen is
 // refused after the step. Refusals are policy_memory_limit (docs/policies.md#growth-limits).
 //
 // Each argument is converted to a string once, in the built-in's order, and the
@@ -32,7 +33,7 @@ import (
 
 // replaceGuards holds the originals the guards call.
 type replaceGuards struct {
-	v                   *vm
+	refuse              func() // interrupts the runtime with policy_memory_limit
 	rt                  *goja.Runtime
 	replace, replaceAll goja.Callable // String.prototype.replace, replaceAll
 	symReplace          goja.Callable // RegExp.prototype[Symbol.replace]
@@ -46,12 +47,12 @@ type replaceGuards struct {
 // pollEvery is how many matches a count runs between two interrupt checks.
 const pollEvery = 1024
 
-// guardReplace installs the three guards on String.prototype and RegExp.prototype
-// (writable and configurable until the lockdown freezes them). It returns an error when
-// an original is missing.
-func (v *vm) guardReplace() error {
-	rt := v.rt
-	g := &replaceGuards{v: v, rt: rt}
+// GuardReplace installs the guards on String.prototype and RegExp.prototype (writable
+// and configurable until the lockdown freezes them); refuse interrupts the runtime with
+// policy_memory_limit and marks it broken. It returns poll, an empty JS function whose
+// call raises a pending interrupt, and an error when an original is missing.
+func GuardReplace(rt *goja.Runtime, refuse func()) (poll goja.Callable, err error) {
+	g := &replaceGuards{refuse: refuse, rt: rt}
 	strProto := rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt)
 	g.regExp = rt.Get("RegExp").ToObject(rt)
 	reProto := g.regExp.Get("prototype").ToObject(rt)
@@ -64,15 +65,14 @@ func (v *vm) guardReplace() error {
 	g.indexOf, ok[4] = goja.AssertFunction(strProto.Get("indexOf"))
 	for _, found := range ok {
 		if !found {
-			return errors.New("a String.prototype or RegExp.prototype original is missing")
+			return nil, errors.New("a String.prototype or RegExp.prototype original is missing")
 		}
 	}
-	poll, err := rt.RunString(`(function () {})`)
+	pv, err := rt.RunString(`(function () {})`)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	g.poll, _ = goja.AssertFunction(poll)
-	v.poll, v.json.Poll = g.poll, g.poll
+	g.poll, _ = goja.AssertFunction(pv)
 
 	replace := g.native("replace", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, false) })
 	replaceAll := g.native("replaceAll", func(c goja.FunctionCall) goja.Value { return g.stringReplace(c, true) })
@@ -84,27 +84,27 @@ func (v *vm) guardReplace() error {
 	}{{goja.SymMatch, "[Symbol.match]", 1}, {goja.SymMatchAll, "[Symbol.matchAll]", 1}, {goja.SymSplit, "[Symbol.split]", 2}} {
 		orig, found := goja.AssertFunction(reProto.GetSymbol(m.sym))
 		if !found {
-			return errors.New("RegExp.prototype" + m.name + " is missing")
+			return nil, errors.New("RegExp.prototype" + m.name + " is missing")
 		}
 		guard := g.native(m.name, func(c goja.FunctionCall) goja.Value {
 			g.requirePlain(c.This, m.name)
 			if m.sym == goja.SymMatch {
 				return g.regexpMatch(c.This, c.Argument(0), orig)
 			}
-			return callJS(orig, c.This, c.Arguments...)
+			return CallJS(orig, c.This, c.Arguments...)
 		})
 		_ = guard.DefineDataProperty("length", g.rt.ToValue(m.length), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 		if err := reProto.DefineDataPropertySymbol(m.sym, guard, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := strProto.DefineDataProperty("replace", replace, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-		return err
+		return nil, err
 	}
 	if err := strProto.DefineDataProperty("replaceAll", replaceAll, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-		return err
+		return nil, err
 	}
-	return reProto.DefineDataPropertySymbol(goja.SymReplace, g.guardedSym, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	return g.poll, reProto.DefineDataPropertySymbol(goja.SymReplace, g.guardedSym, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
 
 // native returns f as a function object named name with length 2, as the originals.
@@ -115,8 +115,11 @@ func (g *replaceGuards) native(name string, f func(goja.FunctionCall) goja.Value
 	return o
 }
 
-// callJS calls f, re-raising what it throws (interrupts included) in the calling native.
-func callJS(f goja.Callable, this goja.Value, args ...goja.Value) goja.Value {
+// rethrow re-raises an error returned by a nested JS call inside a native.
+func rethrow(err error) { panic(err) }
+
+// CallJS calls f, re-raising what it throws (interrupts included) in the calling native.
+func CallJS(f goja.Callable, this goja.Value, args ...goja.Value) goja.Value {
 	r, err := f(this, args...)
 	if err != nil {
 		rethrow(err)
@@ -142,19 +145,19 @@ func (g *replaceGuards) str(v goja.Value) goja.String {
 // oom refuses the step (policy_memory_limit): it interrupts the runtime, marks the vm
 // broken and raises the interrupt at once, so no native caller goes on.
 func (g *replaceGuards) oom() {
-	g.v.oom()
+	g.refuse()
 	g.check()
 	panic(g.rt.NewTypeError("string too long")) // not reached: check raises the interrupt
 }
 
 // check raises a pending interrupt (a timeout, or oom) between two native steps.
 func (g *replaceGuards) check() {
-	callJS(g.poll, goja.Undefined())
+	CallJS(g.poll, goja.Undefined())
 }
 
-// checkResult refuses a result string longer than maxStringLen.
+// checkResult refuses a result string longer than MaxStringLen.
 func (g *replaceGuards) checkResult(r goja.Value) {
-	if s, ok := r.(goja.String); ok && s.Length() > maxStringLen {
+	if s, ok := r.(goja.String); ok && s.Length() > MaxStringLen {
 		g.oom()
 	}
 }
@@ -169,7 +172,7 @@ func (g *replaceGuards) stringReplace(c goja.FunctionCall, all bool) goja.Value 
 	}
 	this, pattern, replacement := c.This, c.Argument(0), c.Argument(1)
 	if isNullish(this) {
-		return callJS(orig, this, pattern, replacement) // the original's TypeError
+		return CallJS(orig, this, pattern, replacement) // the original's TypeError
 	}
 	if o, ok := pattern.(*goja.Object); ok {
 		if all && g.isRegExp(o) {
@@ -190,7 +193,7 @@ func (g *replaceGuards) stringReplace(c goja.FunctionCall, all bool) goja.Value 
 				if !ok {
 					panic(g.rt.NewTypeError("%s is not a method", m.String()))
 				}
-				r = callJS(f, pattern, this, replacement) // a user Symbol.replace: JS, interruptible
+				r = CallJS(f, pattern, this, replacement) // a user Symbol.replace: JS, interruptible
 			}
 			g.checkResult(r)
 			return r
@@ -198,7 +201,7 @@ func (g *replaceGuards) stringReplace(c goja.FunctionCall, all bool) goja.Value 
 	}
 	s := g.str(this)
 	p := g.str(pattern)
-	step := func(rep goja.Value) goja.Value { return callJS(orig, s, p, rep) }
+	step := func(rep goja.Value) goja.Value { return CallJS(orig, s, p, rep) }
 	if all && p.Length() == 0 && !isASCII(s) {
 		// goja's replaceAll never ends on an empty pattern in a non-ASCII string; an
 		// empty global RegExp matches at the same places (every unit boundary) and its
@@ -207,7 +210,7 @@ func (g *replaceGuards) stringReplace(c goja.FunctionCall, all bool) goja.Value 
 		if err != nil {
 			rethrow(err)
 		}
-		step = func(rep goja.Value) goja.Value { return callJS(g.symReplace, re, s, rep) }
+		step = func(rep goja.Value) goja.Value { return CallJS(g.symReplace, re, s, rep) }
 	}
 	if fn, ok := goja.AssertFunction(replacement); ok {
 		return step(g.summing(s, fn))
@@ -246,13 +249,13 @@ func (g *replaceGuards) regexpReplace(c goja.FunctionCall) goja.Value {
 	g.requirePlain(this, "[Symbol.replace]")
 	s := g.str(c.Argument(0))
 	if fn, ok := goja.AssertFunction(replacement); ok {
-		return callJS(g.symReplace, this, s, g.summing(s, fn))
+		return CallJS(g.symReplace, this, s, g.summing(s, fn))
 	}
 	rep := g.str(replacement)
 	if over, limit := g.quickBound(s, rep); over && (limit < 0 || g.countRegExp(s, this, limit) > limit) {
 		g.oom()
 	}
-	r := callJS(g.symReplace, this, s, rep)
+	r := CallJS(g.symReplace, this, s, rep)
 	g.checkResult(r)
 	return r
 }
@@ -267,25 +270,25 @@ func (g *replaceGuards) isRegExp(o *goja.Object) bool {
 }
 
 // quickBound reports whether replacing every match of anything in s by rep could pass
-// maxStringLen and, if so, the most matches that stay within it (negative: none).
+// MaxStringLen and, if so, the most matches that stay within it (negative: none).
 func (g *replaceGuards) quickBound(s, rep goja.String) (over bool, limit int64) {
 	n, per := float64(s.Length()), float64(rep.Length())
 	if g.contains(rep, '$') {
 		per += float64(rep.Length()) * n // $&, $`, $' each up to len(s)
 	}
-	if n+(n+1)*per <= maxStringLen {
+	if n+(n+1)*per <= MaxStringLen {
 		return false, 0
 	}
-	return true, int64(math.Floor((maxStringLen - n) / math.Max(per, 1)))
+	return true, int64(math.Floor((MaxStringLen - n) / math.Max(per, 1)))
 }
 
 // summing wraps a replacement function so that its results, converted to strings, are
-// summed as they come (from len(s)) and refused past maxStringLen.
+// summed as they come (from len(s)) and refused past MaxStringLen.
 func (g *replaceGuards) summing(s goja.String, fn goja.Callable) goja.Value {
 	total := int64(s.Length())
 	return g.rt.ToValue(func(c goja.FunctionCall) goja.Value {
-		r := g.str(callJS(fn, c.This, c.Arguments...))
-		if total += int64(r.Length()); total > maxStringLen {
+		r := g.str(CallJS(fn, c.This, c.Arguments...))
+		if total += int64(r.Length()); total > MaxStringLen {
 			g.oom()
 		}
 		return r
@@ -300,8 +303,8 @@ func (g *replaceGuards) countString(s, p goja.String, all bool, limit int64) int
 		return 1
 	}
 	step := max(p.Length(), 1)
-	gs, sASCII := ascii(s)
-	gp, pASCII := ascii(p)
+	gs, sASCII := ASCII(s)
+	gp, pASCII := ASCII(p)
 	if sASCII && pASCII { // bytes are UTF-16 units
 		var n int64
 		for at := 0; ; {
@@ -319,7 +322,7 @@ func (g *replaceGuards) countString(s, p goja.String, all bool, limit int64) int
 	}
 	var n int64
 	for at := int64(0); ; {
-		i := callJS(g.indexOf, s, p, g.rt.ToValue(at)).ToInteger()
+		i := CallJS(g.indexOf, s, p, g.rt.ToValue(at)).ToInteger()
 		if i < 0 {
 			return n
 		}
@@ -358,7 +361,7 @@ func (g *replaceGuards) countRegExp(s goja.String, re goja.Value, limit int64) i
 	}
 	var n int64
 	for {
-		m := callJS(g.exec, fresh, s)
+		m := CallJS(g.exec, fresh, s)
 		if goja.IsNull(m) {
 			return n
 		}
@@ -376,25 +379,13 @@ func (g *replaceGuards) countRegExp(s goja.String, re goja.Value, limit int64) i
 	}
 }
 
-// ascii returns s as Go bytes when goja holds it as ASCII (no copy); goja's
-// conversion of other strings to UTF-8 is slow and is never made here.
-func ascii(s goja.String) (string, bool) {
-	if reflect.TypeOf(s).Kind() != reflect.String {
-		return "", false
-	}
-	a := reflect.ValueOf(s).String()
-	return a, len(a) == s.Length()
-}
-
-func isASCII(s goja.String) bool { _, ok := ascii(s); return ok }
-
 // contains reports whether s holds the ASCII unit c (String.prototype.indexOf unless
 // s is ASCII).
 func (g *replaceGuards) contains(s goja.String, c byte) bool {
-	if a, ok := ascii(s); ok {
+	if a, ok := ASCII(s); ok {
 		return strings.IndexByte(a, c) >= 0
 	}
-	return callJS(g.indexOf, s, g.rt.ToValue(string(c))).ToInteger() >= 0
+	return CallJS(g.indexOf, s, g.rt.ToValue(string(c))).ToInteger() >= 0
 }
 
 func nilUndefined(v goja.Value) goja.Value {
@@ -406,17 +397,17 @@ func nilUndefined(v goja.Value) goja.Value {
 
 // regexpMatch is RegExp.prototype[Symbol.match] on a plain RegExp (ECMA-262
 // RegExp.prototype[@@match]): without the g flag the original's one match; with it,
-// the spec's loop run here, one exec per match, refused past maxArrayLen matches and
+// the spec's loop run here, one exec per match, refused past MaxArrayLen matches and
 // checked for a pending interrupt every pollEvery, so that neither the count nor the
 // time of a global match is one native step.
 func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) goja.Value {
 	o, ok := this.(*goja.Object)
 	if !ok {
-		return callJS(orig, this, arg) // the original's TypeError
+		return CallJS(orig, this, arg) // the original's TypeError
 	}
 	s := g.str(arg)
 	if !nilUndefined(o.Get("global")).ToBoolean() {
-		return callJS(g.exec, o, s)
+		return CallJS(g.exec, o, s)
 	}
 	unicode := nilUndefined(o.Get("unicode")).ToBoolean() || nilUndefined(o.Get("unicodeSets")).ToBoolean()
 	if err := o.Set("lastIndex", 0); err != nil {
@@ -424,7 +415,7 @@ func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) go
 	}
 	var out []any
 	for {
-		m := callJS(g.exec, o, s)
+		m := CallJS(g.exec, o, s)
 		if goja.IsNull(m) {
 			if len(out) == 0 {
 				return goja.Null()
@@ -432,7 +423,7 @@ func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) go
 			return g.rt.NewArray(out...)
 		}
 		ms := g.str(nilUndefined(m.ToObject(g.rt).Get("0")))
-		if out = append(out, ms); len(out) > maxArrayLen {
+		if out = append(out, ms); len(out) > MaxArrayLen {
 			g.oom()
 		}
 		if ms.Length() == 0 {
@@ -460,3 +451,6 @@ func advanceIndex(s goja.String, i int64, unicode bool) int64 {
 	}
 	return i + 1
 }
+
+// proxyType is the type goja exports a Proxy as.
+var proxyType = reflect.TypeOf(goja.Proxy{})

@@ -388,7 +388,7 @@
 
 
   // --- growth guards for `+`, `+=`, template literals and array spreads -------------
-  // The compiler rewrites those into calls of these (internal/policyast/growth.go): a string past MAXS
+  // The compiler rewrites those into calls of these (gate/internal/policyast/growth.go): a string past MAXS
   // units is refused before it is built, an array literal past MAXA after (one step is
   // bounded by the spreads written in the source).
   function add(a, b) {
