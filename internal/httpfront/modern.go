@@ -108,9 +108,18 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	}
 	if sse {
 		s.serveSSE(w, r, st, 0)
-		return
+	} else {
+		s.serveJSON(w, r, st)
 	}
-	s.serveJSON(w, r, st)
+	s.mu.Lock()
+	open := !st.final
+	if open {
+		s.finishLocked(st)
+	}
+	s.mu.Unlock()
+	if open { // the client left before the answer (a subscriptions/listen stream closed): the server stops
+		_ = s.send(jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": inner, "reason": "the client closed the stream"}))
+	}
 }
 
 // modernSession returns the caller's 2026-07-28 backend, starting it once. It counts

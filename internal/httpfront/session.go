@@ -1,6 +1,7 @@
 package httpfront
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -247,13 +248,17 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 		}
 		raw := msg.Raw
 		if st.clientID != nil {
-			raw = msg.WithID(st.clientID).Raw
+			raw = subscriptionMeta(msg.WithID(st.clientID), st.clientID).Raw
 		}
 		s.appendLocked(st, raw)
 		st.final = true
 		s.finishLocked(st)
 		return
 	case jsonrpc.KindNotification:
+		if st := s.subscriptionLocked(msg); st != nil { // a 2026-07-28 subscriptions/listen stream
+			s.appendLocked(st, subscriptionMeta(msg, st.clientID).Raw)
+			return
+		}
 		if msg.Method == "notifications/progress" {
 			var p struct {
 				Token json.RawMessage `json:"progressToken"`
@@ -277,6 +282,62 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 		}
 	}
 	s.appendLocked(s.standalone, msg.Raw)
+}
+
+// subscriptionLocked is the stream of the 2026-07-28 subscriptions/listen request a
+// notification names in _meta["io.modelcontextprotocol/subscriptionId"] (the
+// request's id), or nil.
+func (s *session) subscriptionLocked(msg *jsonrpc.Message) *stream {
+	id := subscriptionID(msg.Params)
+	if id == nil {
+		return nil
+	}
+	if st := s.waiters[jsonrpc.IDKey(id)]; st != nil && st.clientID != nil && !st.json {
+		return st
+	}
+	return nil
+}
+
+// subscriptionID is the subscriptionId member of a message's params._meta (or, for a
+// response, of its result's), or nil.
+func subscriptionID(doc json.RawMessage) json.RawMessage {
+	if !bytes.Contains(doc, []byte(subscriptionKey)) {
+		return nil
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(doc, &p) != nil {
+		return nil
+	}
+	return p.Meta[subscriptionKey]
+}
+
+const subscriptionKey = "io.modelcontextprotocol/subscriptionId"
+
+// subscriptionMeta gives a message of a listen stream the client's own request id as
+// its subscriptionId (params._meta, or result._meta for the closing response); any
+// other message comes back as it is.
+func subscriptionMeta(msg *jsonrpc.Message, clientID json.RawMessage) *jsonrpc.Message {
+	doc := msg.Params
+	if msg.Kind == jsonrpc.KindResponse {
+		doc = msg.Result
+	}
+	if subscriptionID(doc) == nil {
+		return msg
+	}
+	var d map[string]json.RawMessage
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(doc, &d) != nil || json.Unmarshal(d["_meta"], &meta) != nil {
+		return msg
+	}
+	meta[subscriptionKey] = clientID
+	d["_meta"], _ = jsonrpc.Marshal(meta)
+	b, _ := jsonrpc.Marshal(d)
+	if msg.Kind == jsonrpc.KindResponse {
+		return msg.WithResult(b)
+	}
+	return msg.WithParams(b)
 }
 
 // causeLocked picks the request stream a server request or log message belongs to

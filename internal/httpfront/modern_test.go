@@ -1,0 +1,61 @@
+package httpfront
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// TestSubscriptionMeta: a listen stream's notifications and closing response name the
+// client's own request id as subscriptionId; other messages are left as they are.
+func TestSubscriptionMeta(t *testing.T) {
+	n, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"m7"}}}`))
+	if got := string(subscriptionMeta(n, json.RawMessage(`42`)).Raw); !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":42`) {
+		t.Errorf("notification: %s", got)
+	}
+	r, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":"m7","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"m7"}}}`))
+	if got := string(subscriptionMeta(r.WithID(json.RawMessage(`42`)), json.RawMessage(`42`)).Raw); !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":42`) || !strings.Contains(got, `"id":42`) {
+		t.Errorf("response: %s", got)
+	}
+	plain, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`))
+	if got := subscriptionMeta(plain, json.RawMessage(`42`)); got != plain {
+		t.Errorf("plain notification changed: %s", got.Raw)
+	}
+}
+
+// TestCheckHeaders: MCP-Protocol-Version, Mcp-Method and Mcp-Name must match the body
+// (-32020), a base64 sentinel is decoded, and Mcp-Name is only asked of the methods
+// that mirror a params member.
+func TestCheckHeaders(t *testing.T) {
+	msg, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"é"}}`))
+	list, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	for _, c := range []struct {
+		m       *jsonrpc.Message
+		headers map[string]string
+		code    int
+	}{
+		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "=?base64?w6k=?="}, 0},
+		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "e"}, CodeHeaderMismatch},
+		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, CodeHeaderMismatch},
+		{msg, map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "=?base64?w6k=?="}, CodeHeaderMismatch},
+		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, 0},
+		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, CodeHeaderMismatch},
+		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, CodeHeaderMismatch},
+	} {
+		r := httptestRequest(c.headers)
+		if code, text := checkHeaders(r, c.m, "2026-07-28"); code != c.code {
+			t.Errorf("%s %v: code %d (%s), want %d", c.m.Method, c.headers, code, text, c.code)
+		}
+	}
+}
+
+func httptestRequest(headers map[string]string) *http.Request {
+	r, _ := http.NewRequest("POST", "http://127.0.0.1/mcp", nil)
+	for k, v := range headers {
+		r.Header.Set(k, v)
+	}
+	return r
+}
