@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // Options configure Dial.
@@ -131,6 +133,7 @@ func (c *Client) post(m *jsonrpc.Message, body []byte) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.headers(req)
+	modernHeaders(req, m)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.fail(m, "remote MCP server unreachable: "+err.Error())
@@ -310,6 +313,46 @@ func (c *Client) headers(req *http.Request) {
 		req.Header.Set("Mcp-Protocol-Version", c.version)
 	}
 	c.mu.Unlock()
+}
+
+// modernHeaders sets the standard headers of a 2026-07-28 message (SEP-2243
+// "Standard Request Headers"): MCP-Protocol-Version from its _meta envelope,
+// Mcp-Method, and Mcp-Name from the params member its method names (the server's own
+// name: a multiplexer has already taken off its prefix), as "=?base64?…?=" when it is
+// not visible ASCII. Such a message carries no session, so Mcp-Session-Id goes.
+func modernHeaders(req *http.Request, m *jsonrpc.Message) {
+	e, ok := methods.EnvelopeOf(m.Params)
+	if !ok || methods.RevisionOf(e.ProtocolVersion) != methods.Rev20260728 {
+		return
+	}
+	req.Header.Del("Mcp-Session-Id")
+	req.Header.Set("Mcp-Protocol-Version", e.ProtocolVersion)
+	if m.Method == "" {
+		return
+	}
+	req.Header.Set("Mcp-Method", headerValue(m.Method))
+	row := methods.Of(m.Method)
+	if row == nil || row.NameParam == "" {
+		return
+	}
+	var p map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(m.Params, &p) == nil && json.Unmarshal(p[row.NameParam], &name) == nil {
+		req.Header.Set("Mcp-Name", headerValue(name))
+	}
+}
+
+// headerValue is v as a header value: itself when it is visible ASCII (and spaces
+// inside), otherwise "=?base64?<standard base64 of its UTF-8>?=".
+func headerValue(v string) string {
+	plain := v != "" && v[0] != ' ' && v[len(v)-1] != ' '
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] < 0x7f
+	}
+	if plain && !strings.HasPrefix(v, "=?") {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 // queueRaw parses one server message (compacted to one line when it is not) and

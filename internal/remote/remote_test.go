@@ -109,3 +109,42 @@ func TestReadSSERelated(t *testing.T) {
 		t.Fatalf("related: %v, want %v", related, want)
 	}
 }
+
+// TestModernHeaders: a 2026-07-28 request goes out with MCP-Protocol-Version from its
+// envelope, Mcp-Method, and Mcp-Name (base64 when not ASCII), and no session id; a
+// 2025-11-25 one gets none of them.
+func TestModernHeaders(t *testing.T) {
+	got := make(chan http.Header, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := io.ReadAll(r.Body)
+		m, _ := jsonrpc.Parse(b)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"content":[],"resultType":"complete"}}`)
+	}))
+	defer srv.Close()
+	c, err := Dial(Options{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background(), time.Second)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, c2 := range []struct{ body, method, name string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"échoir",` + meta + `}}`, "tools/call", "=?base64?w6ljaG9pcg==?="},
+		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a",` + meta + `}}`, "resources/read", "file:///a"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{` + meta + `}}`, "tools/list", ""},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`, "", ""},
+	} {
+		m, _ := jsonrpc.Parse([]byte(c2.body))
+		if err := c.Send(m); err != nil {
+			t.Fatal(err)
+		}
+		h := <-got
+		if h.Get("Mcp-Method") != c2.method || h.Get("Mcp-Name") != c2.name || (c2.method != "") != (h.Get("Mcp-Protocol-Version") == "2026-07-28") {
+			t.Errorf("%s: Mcp-Method %q Mcp-Name %q MCP-Protocol-Version %q", c2.body, h.Get("Mcp-Method"), h.Get("Mcp-Name"), h.Get("Mcp-Protocol-Version"))
+		}
+		if _, err := c.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
