@@ -128,6 +128,9 @@ const (
 	ByURI
 	// ByRef: params.ref names a prompt (by name) or a resource (by uri).
 	ByRef
+	// ByTask: params.taskId is "<server>+<taskId>", as the multiplexer namespaces
+	// the task ids its servers give.
+	ByTask
 )
 
 // Record is what record a filtered message gets.
@@ -240,12 +243,15 @@ var table = []Method{
 
 	// Tasks: the 2025-11-25 methods and the 2026-07-28 extension
 	// (io.modelcontextprotocol/tasks). A task's statusMessage is shown to the user.
-	{Name: "tasks/result", Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost},
-	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId"},
-	{Name: "tasks/cancel", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId"},
+	{Name: "tasks/result", Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByTask},
+	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask},
+	{Name: "tasks/cancel", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask},
+	// tasks/list is read as named members (each task's statusMessage); List says how
+	// several servers' lists merge.
 	{Name: "tasks/list", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields,
-		Text: []Field{f(Free, "tasks", "*", "statusMessage")}, Block: ReplaceText},
-	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest, NameParam: "taskId"},
+		Text: []Field{f(Free, "tasks", "*", "statusMessage")}, Block: ReplaceText, Route: Answered,
+		List: &List{Key: "tasks", Entry: "taskId", Capability: "tasks", Sep: "+"}},
+	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest, NameParam: "taskId", Route: ByTask},
 	{Name: "notifications/tasks/status", Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: statusMessage,
 		Block: ReplaceText},
 

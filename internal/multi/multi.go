@@ -305,6 +305,14 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 			return nil, &jsonrpc.RequestError{Code: code, Message: fmt.Sprintf("mcpgate: resource %q names no upstream server: with several servers, resource URIs are <server>+<uri>, as resources/list shows them", uri), Unknown: true}
 		}
 		return routed(server, "uri", orig)
+	case methods.ByTask:
+		var id string
+		_ = json.Unmarshal(params["taskId"], &id)
+		server, orig, ok := m.SplitURI(id)
+		if !ok {
+			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: task %q names no upstream server: with several servers, task ids are <server>+<taskId>", id), Unknown: true}
+		}
+		return routed(server, "taskId", orig)
 	case methods.ByRef:
 		var ref map[string]json.RawMessage
 		_ = json.Unmarshal(params["ref"], &ref)
@@ -599,9 +607,6 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		offered := map[string]bool{}
 		for k, sub := range c {
 			offered[k] = true
-			if k == "tasks" {
-				continue
-			}
 			if caps[k] == nil {
 				caps[k] = map[string]any{}
 			}
@@ -846,7 +851,13 @@ func (m *Mux) lost(s *Server, cause error) {
 // notification rewrites a server notification for the client: resource URIs get
 // their server prefix.
 func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message {
-	if msg.Method != "notifications/resources/updated" {
+	key := ""
+	switch msg.Method {
+	case "notifications/resources/updated":
+		key = "uri"
+	case "notifications/tasks/status":
+		key = "taskId"
+	default:
 		return msg
 	}
 	params := map[string]json.RawMessage{}
@@ -854,10 +865,10 @@ func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message
 		return msg
 	}
 	var uri string
-	if json.Unmarshal(params["uri"], &uri) != nil {
+	if json.Unmarshal(params[key], &uri) != nil {
 		return msg
 	}
-	params["uri"], _ = jsonrpc.Marshal(server + "+" + uri)
+	params[key], _ = jsonrpc.Marshal(server + "+" + uri)
 	b, _ := jsonrpc.Marshal(params)
 	return msg.WithParams(b)
 }
@@ -872,7 +883,7 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 	}
 	var res map[string]json.RawMessage
 	switch method {
-	case "tools/call", "resources/read", "prompts/get":
+	case "tools/call", "resources/read", "prompts/get", "tasks/get", "tasks/cancel":
 		if json.Unmarshal(msg.Result, &res) != nil {
 			return msg
 		}
@@ -884,6 +895,14 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 	switch method {
 	case "tools/call":
 		changed = prefixContent(res, "content", prefix)
+		// a task-augmented call's CreateTaskResult: its task id is namespaced
+		var task map[string]json.RawMessage
+		if json.Unmarshal(res["task"], &task) == nil && prefixKey(task, "taskId", prefix) {
+			res["task"], _ = jsonrpc.Marshal(task)
+			changed = true
+		}
+	case "tasks/get", "tasks/cancel": // the Task itself
+		changed = prefixKey(res, "taskId", prefix)
 	case "resources/read":
 		var contents []map[string]json.RawMessage
 		if json.Unmarshal(res["contents"], &contents) == nil {
@@ -949,6 +968,16 @@ func prefixItem(it map[string]json.RawMessage, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// prefixKey prefixes the string member key of obj.
+func prefixKey(obj map[string]json.RawMessage, key, prefix string) bool {
+	var v string
+	if json.Unmarshal(obj[key], &v) != nil || v == "" {
+		return false
+	}
+	obj[key], _ = jsonrpc.Marshal(prefix + v)
+	return true
 }
 
 func prefixURI(obj map[string]json.RawMessage, prefix string) bool {

@@ -151,7 +151,10 @@ func TestRoute(t *testing.T) {
 		{"unknown server", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delta_x"}}`, "", "", jsonrpc.CodeInvalidParams},
 		{"no prefix", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "", "", jsonrpc.CodeInvalidParams},
 		{"bare URI", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"demo://x"}}`, "", "", CodeResourceNotFound},
-		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"tasks/get"}`, "", "", jsonrpc.CodeMethodNotFound},
+		{"task", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"beta+t-9"}}`, "beta", `{"taskId":"t-9"}`, 0},
+		{"task result", `{"jsonrpc":"2.0","id":1,"method":"tasks/result","params":{"taskId":"alpha+t-1"}}`, "alpha", `{"taskId":"t-1"}`, 0},
+		{"task of no server", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-9"}}`, "", "", jsonrpc.CodeInvalidParams},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"vendor/x"}`, "", "", jsonrpc.CodeMethodNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := mustParse(tc.in)
@@ -334,6 +337,8 @@ func TestRewriteResponse(t *testing.T) {
 			`{"messages":[{"content":{"resource":{"text":"t","uri":"beta+demo://r"},"type":"resource"},"role":"user"}]}`},
 		{"tools/call", `{"content":[{"type":"text","text":"plain"}]}`, `{"content":[{"type":"text","text":"plain"}]}`},
 		{"tools/list", `{"tools":[{"name":"x","uri":"y"}]}`, `{"tools":[{"name":"x","uri":"y"}]}`},
+		{"tools/call", `{"task":{"taskId":"t-1","status":"working"}}`, `{"task":{"status":"working","taskId":"beta+t-1"}}`},
+		{"tasks/get", `{"taskId":"t-1","status":"completed"}`, `{"status":"completed","taskId":"beta+t-1"}`},
 	} {
 		in := result(mustParse(`{"jsonrpc":"2.0","id":3,"method":"x"}`), tc.result)
 		in.Upstream = "beta"
@@ -377,5 +382,15 @@ func TestInitializeServerInfoVersion(t *testing.T) {
 		if res.ServerInfo["name"] != "mcpgate" || res.ServerInfo["version"] != tc.want {
 			t.Errorf("version %q: serverInfo %v, want version %q", tc.version, res.ServerInfo, tc.want)
 		}
+	}
+}
+
+// TestTaskStatusNamespaced: a task's status notification names the task as the client
+// knows it, <server>+<taskId>.
+func TestTaskStatusNamespaced(t *testing.T) {
+	m := newMux(t, map[string]*fakeServer{"alpha": newFake(nil), "beta": newFake(nil)})
+	n := mustParse(`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t-1","status":"working"}}`)
+	if got := string(m.notification("beta", n).Params); got != `{"status":"working","taskId":"beta+t-1"}` {
+		t.Errorf("got %s", got)
 	}
 }
