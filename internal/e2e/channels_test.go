@@ -42,11 +42,11 @@ func runChannels(t *testing.T, env []string, argv ...string) channelsRun {
 	if len(argv) > 0 && argv[0] != "--url" {
 		script = append(script, "--")
 	}
-	cmd := exec.Command("node", append(script, argv...)...)
+	cmd := harnessCmd(t, 2*time.Minute, "node", append(script, argv...)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("channels.mjs: %v\n%s", err, out)
+		t.Fatalf("channels.mjs: %v\n%s", cmd.explain(err), out)
 	}
 	var r channelsRun
 	if err := json.Unmarshal(out, &r); err != nil {
@@ -412,10 +412,10 @@ func TestChannelsRugPull(t *testing.T) {
 func TestChannelsServerEverything(t *testing.T) {
 	server := []string{"node", nodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}
 	run := func(argv ...string) map[string]json.RawMessage {
-		cmd := exec.Command("node", append([]string{filepath.Join(root, "testdata", "e2e", "everything.mjs"), "--"}, argv...)...)
+		cmd := harnessCmd(t, 2*time.Minute, "node", append([]string{filepath.Join(root, "testdata", "e2e", "everything.mjs"), "--"}, argv...)...)
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("everything.mjs: %v\n%s", err, out)
+			t.Fatalf("everything.mjs: %v\n%s", cmd.explain(err), out)
 		}
 		// dynamic resources carry the time they were made
 		out = regexp.MustCompile(`created at \d+:\d+:\d+ [AP]M`).ReplaceAll(out, []byte("created at T"))
@@ -480,9 +480,10 @@ func TestChannelsListPolicyOverHTTP(t *testing.T) {
 	}
 	g := startHTTPGateway(t, append([]string{"--config", cfg, "--policies", pol, "--"}, server...)...)
 	for tok, class := range tokens {
-		out, err := exec.Command("node", filepath.Join(root, "testdata", "e2e", "http-tools.mjs"), g.url, tok, "wipe").Output()
+		cmd := harnessCmd(t, time.Minute, "node", filepath.Join(root, "testdata", "e2e", "http-tools.mjs"), g.url, tok, "wipe")
+		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", class, err, out)
+			t.Fatalf("%s: %v\n%s", class, cmd.explain(err), out)
 		}
 		var r struct {
 			Tools []string
@@ -533,9 +534,10 @@ func TestChannelsRelatedRoutingOverHTTP(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.json")
 	httpWriteFile(t, cfg, `{"mcpServers":{"hostile":{"url":"`+strings.TrimSpace(strings.TrimPrefix(line, "listening "))+`"}}}`)
 	g := startHTTPGateway(t, "--config", cfg, "--filter-output")
-	out, err := exec.Command("node", filepath.Join(root, "testdata", "e2e", "related.mjs"), g.url, "trigger").Output()
+	cmd := harnessCmd(t, time.Minute, "node", filepath.Join(root, "testdata", "e2e", "related.mjs"), g.url, "trigger")
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("related.mjs: %v\n%s\n%s", err, out, g.stderr.String())
+		t.Fatalf("related.mjs: %v\n%s\n%s", cmd.explain(err), out, g.stderr.String())
 	}
 	if got := strings.TrimSpace(string(out)); got != `{"A":["A"],"B":["B"]}` {
 		t.Errorf("sampling requests per call stream: %s, want each on its own call's stream", got)

@@ -157,7 +157,7 @@ func TestFaultBadToken(t *testing.T) {
 func TestHTTPRefusesOffLoopbackWithoutTokens(t *testing.T) {
 	gw, fake := httpBinaries(t)
 	out, err := httpExec(gw, "gateway", "run", "--listen", "0.0.0.0:0", "--policies", t.TempDir(), "--", fake)
-	if err == nil || !strings.Contains(out, "not a loopback address and no bearer tokens are configured") {
+	if err == nil || !strings.Contains(out, "not a loopback address and no caller authentication is configured") {
 		t.Fatalf("want a refusal, got err=%v\n%s", err, out)
 	}
 }

@@ -131,11 +131,13 @@ func TestFilesystemOutputFilter(t *testing.T) {
 // set) through the binary with the official TypeScript SDK client.
 func TestPublicCases(t *testing.T) {
 	nodeModule(t, "@modelcontextprotocol/sdk/package.json")
-	cmd := exec.Command("node", filepath.Join(root, "testdata", "e2e", "run-cases.mjs"),
+	// About 10 s for the 66 cases; a gateway that stops answering fails here, with the
+	// runner's output, instead of in the package timeout.
+	cmd := harnessCmd(t, 3*time.Minute, "node", filepath.Join(root, "testdata", "e2e", "run-cases.mjs"),
 		"--bin", binary, "--cases", filepath.Join(root, "testdata", "cases"), "-v")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("run-cases failed: %v\n%s", err, out)
+		t.Fatalf("run-cases failed: %v\n%s", cmd.explain(err), out)
 	}
 	if !strings.Contains(string(out), " 0 failed") {
 		t.Fatalf("run-cases:\n%s", out)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -292,4 +293,52 @@ func (c *rawConn) await(id int) json.RawMessage {
 		c.t.Fatalf("no response to request %d\nstderr:\n%s", id, c.stderr.String())
 	}
 	return nil
+}
+
+// boundedCmd is a test-bed driver (a node script and the gateways and servers it
+// starts) that is killed, with its whole process group, once limit has passed: a
+// hang fails its test with what the driver printed instead of running into the
+// package timeout.
+type boundedCmd struct {
+	*exec.Cmd
+	ctx   context.Context
+	limit time.Duration
+}
+
+func harnessCmd(t *testing.T, limit time.Duration, name string, args ...string) boundedCmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second // a child still holding stdout does not keep Wait waiting
+	return boundedCmd{Cmd: cmd, ctx: ctx, limit: limit}
+}
+
+// explain names a kill at the limit as what it is.
+func (c boundedCmd) explain(err error) error {
+	if err != nil && c.ctx.Err() != nil {
+		name := c.Args[0]
+		if len(c.Args) > 1 && !strings.HasPrefix(c.Args[1], "-") {
+			name = c.Args[1] // the script
+		}
+		return fmt.Errorf("%s did not finish within %s and was killed (%v)", filepath.Base(name), c.limit, err)
+	}
+	return err
+}
+
+// TestHarnessCmdKillsAHang: a driver that hangs, with a child holding its stdout, is
+// killed at the limit and its error says so, well before the package timeout.
+func TestHarnessCmdKillsAHang(t *testing.T) {
+	start := time.Now()
+	cmd := harnessCmd(t, 300*time.Millisecond, "sh", "-c", "echo started; sleep 60 & sleep 60")
+	out, err := cmd.CombinedOutput()
+	err = cmd.explain(err)
+	if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") || string(out) != "started\n" {
+		t.Fatalf("err %v, output %q", err, out)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the hang was killed after %s", d)
+	}
 }

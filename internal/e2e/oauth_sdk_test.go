@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/internal/oauth/oauthtest"
 	"github.com/mcpgate/mcpgate/internal/testsvc"
@@ -28,11 +28,11 @@ func runOAuthClient(t *testing.T, o map[string]any) sdkOAuthResult {
 	t.Helper()
 	nodeModule(t, "@modelcontextprotocol/client/package.json")
 	b, _ := json.Marshal(o)
-	cmd := exec.Command("node", filepath.Join(root, "testdata", "e2e", "oauth-client.mjs"), string(b))
+	cmd := harnessCmd(t, 2*time.Minute, "node", filepath.Join(root, "testdata", "e2e", "oauth-client.mjs"), string(b))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("oauth-client.mjs: %v\n%s", err, out)
+		t.Fatalf("oauth-client.mjs: %v\n%s", cmd.explain(err), out)
 	}
 	var r sdkOAuthResult
 	if err := json.Unmarshal(out, &r); err != nil {

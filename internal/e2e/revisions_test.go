@@ -39,11 +39,11 @@ func revisionClientCfg(t *testing.T, conf map[string]any) map[string]json.RawMes
 	t.Helper()
 	nodeModule(t, "@modelcontextprotocol/client/package.json")
 	cfg, _ := json.Marshal(conf)
-	c := exec.Command(node22(t), filepath.Join(root, "testdata", "e2e", "revisions.mjs"), string(cfg))
+	c := harnessCmd(t, 2*time.Minute, node22(t), filepath.Join(root, "testdata", "e2e", "revisions.mjs"), string(cfg))
 	c.Dir = filepath.Join(root, "testdata", "e2e")
 	b, err := c.Output()
 	if err != nil {
-		t.Fatalf("revisions.mjs: %v\n%s", err, b)
+		t.Fatalf("revisions.mjs: %v\n%s", c.explain(err), b)
 	}
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(b, &out); err != nil {
