@@ -101,3 +101,29 @@ func TestDefaultMaxSessions(t *testing.T) {
 		t.Errorf("the default %d sessions cost more than half of this host's %d MiB", DefaultMaxSessions(), m>>20)
 	}
 }
+
+// TestSessionsPerCaller: the per-caller cap applies where callers are told apart; the
+// one local user of a gateway without tokens may use every session.
+func TestSessionsPerCaller(t *testing.T) {
+	local, _ := parseConfigForTest(`{}`)
+	tokens, _ := parseConfigForTest(`{"mcpgate":{"tokens":[{"sha256":"` + strings.Repeat("ab", 32) + `","userID":"u"}]}}`)
+	h := HTTP{MaxSessionsPerCaller: 32}
+	mtls := h
+	mtls.TLS.ClientCA = "ca.pem"
+	for _, tc := range []struct {
+		name  string
+		file  *config.Config
+		h     HTTP
+		oauth bool
+		want  int
+	}{
+		{"local user", local, h, false, 0},
+		{"tokens", tokens, h, false, 32},
+		{"oauth", local, h, true, 32},
+		{"client certificates", local, mtls, false, 32},
+	} {
+		if got := sessionsPerCaller(tc.file, tc.h, tc.oauth); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -154,10 +154,6 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 0 {
 		return errors.New("no upstream: put the MCP server command after --, or list servers under mcpServers in --config")
 	}
-	perCaller := h.MaxSessionsPerCaller
-	if len(g.file.Gate.Tokens) == 0 && validator == nil && h.TLS.ClientCA == "" {
-		perCaller = 0 // the one local user (httpAuth) owns every session: MaxSessions alone applies
-	}
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
 	go g.watch(reloadCtx)
@@ -175,7 +171,7 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 		MaxMessageBytes:      g.cfg.MaxMessageBytes,
 		MaxDepth:             h.MaxDepth,
 		MaxSessions:          h.MaxSessions,
-		MaxSessionsPerCaller: perCaller,
+		MaxSessionsPerCaller: sessionsPerCaller(g.file, h, validator != nil),
 		IdleTimeout:          h.IdleTimeout,
 		Refused: func(user ctxapi.User, a *jsonrpc.AmbiguousError) string {
 			return g.pipe.Refused(pipeline.Channel{Method: a.Method, User: user, Server: g.soleServer()}, a.Reason, false)
@@ -242,4 +238,14 @@ func (b *relayBackend) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return b.up.Close(ctx, 2*time.Second)
+}
+
+// sessionsPerCaller is the front's per-caller session cap: h's, where callers are
+// told apart (tokens, OAuth, client certificates); 0 (MaxSessions alone) for the one
+// local user httpAuth serves otherwise (docs/http.md#sessions).
+func sessionsPerCaller(file *config.Config, h HTTP, oauth bool) int {
+	if len(file.Gate.Tokens) == 0 && !oauth && h.TLS.ClientCA == "" {
+		return 0
+	}
+	return h.MaxSessionsPerCaller
 }
