@@ -46,6 +46,7 @@ type gatewayFlags struct {
 	pins           string         // tool pins file (docs/channels.md#pinning)
 	pinsMode       string         // what a changed tool does: warn, block or off
 	passEnv        []string       // more of our environment for the upstreams (--pass-env)
+	upstreamEnv    string         // the command after --'s environment: inherit or minimal
 	pinsName       string         // the pin identity of the server after -- (--pins-name)
 	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
 	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
@@ -85,6 +86,14 @@ Trying a new policy set (docs/policies.md#life-cycle): --shadow DIR runs it besi
 the live set on every call and records what it would have done (shadow.differs),
 changing nothing; --capture FILE keeps each call's arguments and result (values, mode
 0600) for mcpgate replay --capture FILE --policies DIR.
+
+The command after -- inherits the gateway's environment, less MCPGATE_*, what the
+gateway itself read, and every variable whose name (TOKEN, SECRET, KEY, PASSWORD,
+AWS_…) or value (a URL with user:password@, an API key) looks like a credential;
+--upstream-env minimal gives it PATH, HOME, the locale and the like only, as the
+servers of --config always get (plus their env). Name what a server needs with
+--pass-env, e.g. --pass-env GITHUB_PERSONAL_ACCESS_TOKEN; the names left out are
+logged at start-up (docs/servers.md#environment).
 
 Environment:
   GATE_EVALUATORS=goja        policy evaluators (only goja exists; anything else is an error)
@@ -131,7 +140,8 @@ Environment:
 	fl.StringVar(&f.pins, "pins", "", "tool pins file: the first definition of every tool, to catch a changed one (default: "+pins.FileName+" next to --audit-db or --audit-file; without them the pins are kept in memory for this process)")
 	fl.StringVar(&f.pinsName, "pins-name", "", "the name the pins of the server after -- are kept under, as mcpgate pins approve NAME TOOL takes it (default: its command line)")
 	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until mcpgate pins approve) or off")
-	fl.StringSliceVar(&f.passEnv, "pass-env", nil, "hand this variable of the gateway's environment to the upstream too (NAME, PREFIX* or *; repeatable, or comma-separated). Upstreams get only PATH, HOME, USER, LOGNAME, SHELL, TERM, TMPDIR, TZ, the locale and their configured env otherwise")
+	fl.StringSliceVar(&f.passEnv, "pass-env", nil, "always hand this variable of the gateway's environment to the upstreams (NAME, PREFIX* or *; repeatable, or comma-separated), as a credential the command after -- needs (GITHUB_TOKEN)")
+	fl.StringVar(&f.upstreamEnv, "upstream-env", "inherit", "the environment of the command after --: inherit (the gateway's, less MCPGATE_*, what the gateway itself read, and every variable whose name or value looks like a credential) or minimal (PATH, HOME, USER, LOGNAME, SHELL, TERM, TMPDIR, TZ and the locale). The servers of --config always get the minimal one plus their env. Either way --pass-env adds to it, and the names left out are logged at start-up")
 	f.telemetry.register(fl)
 	f.http.register(fl, "its own upstream processes, about 64 MiB; the default is what half of this host's memory holds", gateway.DefaultMaxSessions())
 	f.shared.register(fl)
@@ -184,6 +194,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	if err := f.http.check(); err != nil {
 		return gateway.Config{}, err
 	}
+	if f.upstreamEnv != "inherit" && f.upstreamEnv != "minimal" {
+		return gateway.Config{}, fmt.Errorf("--upstream-env %q: want inherit or minimal", f.upstreamEnv)
+	}
 	for _, p := range f.passEnv {
 		if err := config.CheckPassEnv(p); err != nil {
 			return gateway.Config{}, fmt.Errorf("--pass-env: %w", err)
@@ -208,6 +221,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		MaxMessageBytes:     f.maxMessage,
 		Servers:             servers,
 		PassEnv:             f.passEnv,
+		MinimalEnv:          f.upstreamEnv == "minimal",
 		HTTP:                f.http.config(),
 		Shared:              f.shared.config(),
 		MaxInflightCalls:    f.inflightCalls,

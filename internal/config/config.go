@@ -22,6 +22,9 @@ import (
 type Config struct {
 	MCPServers map[string]Server `json:"mcpServers"`
 	Gate       Gate              `json:"mcpgate"`
+	// GateEnv are the environment variables a ${NAME} in the "mcpgate" key read: the
+	// gateway's own, which the command after -- does not inherit (docs/servers.md#environment).
+	GateEnv []string `json:"-"`
 }
 
 // Server is one upstream in the mcpServers convention: a stdio command, or a remote
@@ -134,7 +137,8 @@ func Parse(b []byte) (*Config, error) { return ParseEnv(b, os.LookupEnv) }
 
 // ParseEnv is Parse with the environment read through lookup.
 func ParseEnv(b []byte, lookup LookupFunc) (*Config, error) {
-	b, err := expandJSON(b, lookup)
+	var gateEnv []string
+	b, err := expandJSON(b, lookup, &gateEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +149,7 @@ func ParseEnv(b []byte, lookup LookupFunc) (*Config, error) {
 	if err := json.Unmarshal(b, &top); err != nil {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
-	c := &Config{MCPServers: top.MCPServers}
+	c := &Config{MCPServers: top.MCPServers, GateEnv: gateEnv}
 	if len(top.Gate) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(top.Gate))
 		dec.DisallowUnknownFields()

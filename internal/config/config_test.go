@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,4 +109,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted config without a complete user: %+v", c.Gate.User)
 		}
 	})
+}
+
+// TestGateEnvNamesWhatTheGatewayRead: a ${NAME} under "mcpgate" is the gateway's
+// own (the command after -- does not inherit it); one under mcpServers is not.
+func TestGateEnvNamesWhatTheGatewayRead(t *testing.T) {
+	env := map[string]string{"ADMIN_HASH": strings.Repeat("0", 64), "GH": "t", "UID": "eve"}
+	c, err := ParseEnv([]byte(`{"mcpServers":{"gh":{"command":"x","env":{"GITHUB_TOKEN":"${GH}"}}},
+		"mcpgate":{"admin":{"tokenSHA256":"${ADMIN_HASH}"},"user":{"userID":"${UID}","callerId":"${CID:-stdio}"}}}`),
+		func(n string) (string, bool) { v, ok := env[n]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(c.GateEnv)
+	if got := strings.Join(c.GateEnv, " "); got != "ADMIN_HASH CID UID" {
+		t.Errorf("GateEnv %q, want ADMIN_HASH CID UID", got)
+	}
 }

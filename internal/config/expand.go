@@ -19,8 +19,9 @@ type LookupFunc func(name string) (string, bool)
 // values are expanded, never keys, and after decoding, so a value that holds a quote
 // or a brace stays one value. Every unset variable without a default and every
 // malformed reference is an error naming the value's path and the variable (never
-// its value), all of them at once, in path order.
-func expandJSON(b []byte, lookup LookupFunc) ([]byte, error) {
+// its value), all of them at once, in path order. The names read under the top-level
+// "mcpgate" key are appended to gateEnv.
+func expandJSON(b []byte, lookup LookupFunc, gateEnv *[]string) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber() // numbers pass through as written
 	var doc any
@@ -28,14 +29,14 @@ func expandJSON(b []byte, lookup LookupFunc) ([]byte, error) {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	var errs []error
-	doc = expandValue(doc, "", lookup, &errs)
+	doc = expandValue(doc, "", lookup, gateEnv, &errs)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return json.Marshal(doc)
 }
 
-func expandValue(v any, path string, lookup LookupFunc, errs *[]error) any {
+func expandValue(v any, path string, lookup LookupFunc, gateEnv *[]string, errs *[]error) any {
 	switch v := v.(type) {
 	case string:
 		s, err := Expand(v, lookup)
@@ -50,11 +51,15 @@ func expandValue(v any, path string, lookup LookupFunc, errs *[]error) any {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			v[k] = expandValue(v[k], path+"."+k, lookup, errs)
+			l := lookup
+			if path == "" && k == "mcpgate" {
+				l = func(n string) (string, bool) { *gateEnv = append(*gateEnv, n); return lookup(n) }
+			}
+			v[k] = expandValue(v[k], path+"."+k, l, gateEnv, errs)
 		}
 	case []any:
 		for i := range v {
-			v[i] = expandValue(v[i], path+"["+strconv.Itoa(i)+"]", lookup, errs)
+			v[i] = expandValue(v[i], path+"["+strconv.Itoa(i)+"]", lookup, gateEnv, errs)
 		}
 	}
 	return v

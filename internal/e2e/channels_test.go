@@ -283,7 +283,7 @@ func TestChannelsPoisonedListing(t *testing.T) {
 	server := hostileServer(t)
 	for _, level := range []string{"block", "warn"} {
 		c, log := mcpClient(t, []string{"TOOLS_LEVEL=" + level}, binary,
-			gatewayArgs([]string{"--filter-output", "--policies", emptyPolicies(t), "--pass-env", "TOOLS_LEVEL"}, server)...)
+			gatewayArgs([]string{"--filter-output", "--policies", emptyPolicies(t)}, server)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 		cancel()
@@ -338,9 +338,9 @@ func TestChannelsRugPull(t *testing.T) {
 	server := hostileServer(t)
 	for _, mode := range []string{"warn", "block", "memory"} {
 		pins := filepath.Join(t.TempDir(), "pins.json")
-		flags := []string{"--policies", emptyPolicies(t), "--pins", pins, "--pins-mode", mode, "--pins-name", "hostile", "--pass-env", "RUG_PULL"}
+		flags := []string{"--policies", emptyPolicies(t), "--pins", pins, "--pins-mode", mode, "--pins-name", "hostile"}
 		if mode == "memory" {
-			flags = []string{"--policies", emptyPolicies(t), "--pass-env", "RUG_PULL"}
+			flags = []string{"--policies", emptyPolicies(t)}
 		}
 		c, log := mcpClient(t, []string{"RUG_PULL=1"}, binary, gatewayArgs(flags, server)...)
 		listings := func() []map[string]any {

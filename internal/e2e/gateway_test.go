@@ -150,11 +150,10 @@ func TestPublicCases(t *testing.T) {
 func TestSeedExamplePolicies(t *testing.T) {
 	up := upstreamMJS(t)
 	env := []string{"EXTRA_TOOLS=github_create_pull,github_merge_pull,delete_file", "READONLY_TOOLS="}
-	pass := "--pass-env=EXTRA_TOOLS,READONLY_TOOLS" // upstream.mjs reads them
 
 	t.Run("block-force-delete", func(t *testing.T) {
 		pol := policiesWith(t, "policies/examples/block-force-delete.js")
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, pass}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
 		res := callTool(t, c, "delete_file", map[string]any{"path": "/tmp/x", "force_delete": true})
 		text := res.Content[0].(mcp.TextContent).Text
 		m := rejectRe.FindStringSubmatch(text)
@@ -176,7 +175,7 @@ func TestSeedExamplePolicies(t *testing.T) {
 
 	t.Run("strip-co-authored-by", func(t *testing.T) {
 		pol := policiesWith(t, "policies/examples/strip-co-authored-by.js")
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, pass}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
 		body := "Fix the parser\n\nCo-Authored-By: Bot <bot@example.com>\n"
 		res := callTool(t, c, "github_create_pull", map[string]any{"title": "fix", "body": body})
 		text := res.Content[0].(mcp.TextContent).Text
@@ -198,7 +197,7 @@ func TestSeedExamplePolicies(t *testing.T) {
 		cfg := filepath.Join(t.TempDir(), "mcpgate.json")
 		os.WriteFile(cfg, []byte(`{"mcpgate": {"user": {"userID": "eve", "callerId": "sandbox-agent"},
 			"callers": {"sandbox-agent": "untrusted"}, "tools": {"github_merge_pull": "write"}}}`), 0o600)
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, "--config", cfg, pass}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, "--config", cfg}, up)...)
 		if res := callTool(t, c, "echo_args", map[string]any{"q": 1}); res.IsError {
 			t.Fatalf("read tool (readOnlyHint) must pass for untrusted: %+v", res)
 		}
@@ -217,7 +216,7 @@ func TestSeedExamplePolicies(t *testing.T) {
 
 	t.Run("redact-email", func(t *testing.T) {
 		pol := policiesWith(t, "policies/examples/redact-email-regex.js")
-		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol, pass}, up)...)
+		c, log := mcpClient(t, env, binary, gatewayArgs([]string{"--policies", pol}, up)...)
 		res := callTool(t, c, "echo_args", map[string]any{"to": "linus@kernel.example"})
 		text := res.Content[0].(mcp.TextContent).Text
 		if strings.Contains(text, "linus@kernel.example") || !strings.Contains(text, "[REDACTED]") {
@@ -328,13 +327,18 @@ func TestSeveralUpstreamsOnStdio(t *testing.T) {
 	}
 }
 
-// TestUpstreamEnvironmentIsMinimal: server-everything's get-env hands the agent its
-// whole environment, so an upstream gets only the minimal set (PATH, HOME, the
-// locale, …) and what its configured env sets or --pass-env names; a credential in
-// the gateway's environment stays there.
-func TestUpstreamEnvironmentIsMinimal(t *testing.T) {
+// TestUpstreamEnvironment: server-everything's get-env hands the agent its whole
+// environment. The command after -- inherits the gateway's, less MCPGATE_* and what
+// looks like a credential by name or by value, and the names left out are logged
+// without their values; --upstream-env minimal and a --config server get only the
+// base list (PATH, HOME, the locale, …) and their env; --pass-env adds a name.
+func TestUpstreamEnvironment(t *testing.T) {
 	server := []string{"node", nodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}
-	env := []string{"MCPGATE_E2E_CLOUD_KEY=e2e-cloud-secret", "LANG=C.UTF-8"}
+	ghp := "ghp_" + "Zq8Xv2Lm4Np6Rt1Wc3Yb5Kd7Hf9Js0GaE2uT" // the secret rules' GitHub token shape
+	env := []string{"LANG=C.UTF-8", "E2E_PLAIN=e2e-plain-value", "AWS_SECRET_ACCESS_KEY=e2e-aws-secret",
+		"GITHUB_TOKEN=e2e-gh-token", "MCPGATE_ADMIN_TOKEN=e2e-admin-token", "E2E_MIRROR=https://bob:e2e-hunter2@mirror.example/",
+		"E2E_OPAQUE=" + ghp}
+	secrets := []string{"e2e-aws-secret", "e2e-gh-token", "e2e-admin-token", "e2e-hunter2", ghp}
 	cfg := filepath.Join(t.TempDir(), "config.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"every": map[string]any{"command": server[0], "args": server[1:], "env": map[string]string{"CONFIGURED": "from-config"}},
@@ -342,17 +346,19 @@ func TestUpstreamEnvironmentIsMinimal(t *testing.T) {
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	pol := emptyPolicies(t)
 	for _, tc := range []struct {
 		name       string
 		args       []string
 		want, nope []string
 	}{
-		{"command after --", gatewayArgs([]string{"--policies", emptyPolicies(t)}, server), []string{`"LANG"`, `"PATH"`}, []string{"e2e-cloud-secret"}},
-		{"--pass-env", gatewayArgs([]string{"--policies", emptyPolicies(t), "--pass-env", "MCPGATE_E2E_*"}, server), []string{"e2e-cloud-secret"}, nil},
-		{"config env", []string{"gateway", "run", "--log-format", "json", "--policies", emptyPolicies(t), "--config", cfg}, []string{"from-config", `"PATH"`}, []string{"e2e-cloud-secret"}},
+		{"command after --", gatewayArgs([]string{"--policies", pol}, server), []string{"e2e-plain-value", `"LANG"`, `"PATH"`}, secrets},
+		{"--upstream-env minimal", gatewayArgs([]string{"--policies", pol, "--upstream-env", "minimal"}, server), []string{`"LANG"`, `"PATH"`}, append([]string{"e2e-plain-value"}, secrets...)},
+		{"--pass-env", gatewayArgs([]string{"--policies", pol, "--pass-env", "GITHUB_TOKEN"}, server), []string{"e2e-gh-token", "e2e-plain-value"}, secrets[:1]},
+		{"config env", []string{"gateway", "run", "--log-format", "json", "--policies", pol, "--config", cfg}, []string{"from-config", `"PATH"`}, append([]string{"e2e-plain-value"}, secrets...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := mcpClient(t, env, binary, tc.args...)
+			c, log := mcpClient(t, env, binary, tc.args...)
 			res := callTool(t, c, "get-env", map[string]any{})
 			text := res.Content[0].(mcp.TextContent).Text
 			for _, w := range tc.want {
@@ -363,6 +369,19 @@ func TestUpstreamEnvironmentIsMinimal(t *testing.T) {
 			for _, n := range tc.nope {
 				if strings.Contains(text, n) {
 					t.Errorf("the server's environment holds %s", n)
+				}
+			}
+			if tc.name == "command after --" {
+				logged := log.String()
+				for _, n := range []string{"AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "MCPGATE_ADMIN_TOKEN", "E2E_MIRROR", "E2E_OPAQUE", "--pass-env"} {
+					if !strings.Contains(logged, n) {
+						t.Errorf("the start-up log does not name %s:\n%s", n, logged)
+					}
+				}
+				for _, v := range secrets {
+					if strings.Contains(logged, v) {
+						t.Errorf("the log holds the value %s", v)
+					}
 				}
 			}
 		})

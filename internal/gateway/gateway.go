@@ -91,6 +91,11 @@ type Config struct {
 	// PassEnv names more of the gateway's environment for every stdio upstream,
 	// beside File's "passEnv" and upstream.InheritedEnv (docs/servers.md#environment).
 	PassEnv []string
+	// MinimalEnv gives the command after -- (a Servers entry with no Name) the minimal
+	// environment too; without it that command inherits the gateway's environment
+	// less its own and credential-like variables. Servers from File always get the
+	// minimal one (docs/decisions.md#upstream-environment).
+	MinimalEnv bool
 	// Upstream, when set, opens one session's upstream instead of Servers, given the
 	// gateway's analyzer (the MCP server's in-process tools use it).
 	Upstream func(*engine.Analyzer) (upstream.Conn, error)
@@ -192,6 +197,7 @@ type Gateway struct {
 	cfg     Config
 	log     *slog.Logger
 	file    *config.Config
+	upEnv   []string // the stdio upstreams' part of our environment (upstreamEnv)
 	gate    *gate.Gate
 	emitter *audit.Emitter
 	pipe    *pipeline.Pipeline
@@ -230,6 +236,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	g.upEnv = g.upstreamEnv(an)
 	gopts := gate.Options{Dir: cfg.PoliciesDir, FS: cfg.Policies, Evaluators: cfg.Evaluators,
 		Console: cfg.PolicyConsole, Analyzer: an, Logger: g.log}
 	if cfg.PoliciesDir == "" && cfg.Policies == nil {
@@ -492,7 +499,36 @@ func (g *Gateway) openUpstream() (upstream.Conn, error) {
 	if g.cfg.RelayUpstreamStderr {
 		upErr = g.cfg.Stderr
 	}
-	return openServers(g.cfg.Servers, append(slices.Clone(g.file.Gate.PassEnv), g.cfg.PassEnv...), upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames, g.cfg.Version)
+	return openServers(g.cfg.Servers, g.upEnv, upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames, g.cfg.Version)
+}
+
+// upstreamEnv is the part of our environment the stdio upstreams get, and logs once,
+// by name only, what it leaves out (docs/servers.md#environment).
+func (g *Gateway) upstreamEnv(an *engine.Analyzer) []string {
+	if g.cfg.Upstream != nil || !slices.ContainsFunc(g.cfg.Servers, func(s Server) bool { return s.Server.Command != "" }) {
+		return nil
+	}
+	secret := map[string]bool{}
+	for _, r := range engine.Rules() {
+		secret[r.ID] = r.Family == engine.FamilySecret
+	}
+	p := upstream.EnvPolicy{
+		Inherit: len(g.cfg.Servers) == 1 && g.cfg.Servers[0].Name == "" && !g.cfg.MinimalEnv,
+		Pass:    append(slices.Clone(g.file.Gate.PassEnv), g.cfg.PassEnv...),
+		Own:     g.file.GateEnv,
+		SecretValue: func(v string) bool {
+			return slices.ContainsFunc(an.AnalyzeText(v).Findings, func(f engine.Finding) bool { return secret[f.RuleID] })
+		},
+	}
+	kept, dropped := p.Environ(os.Environ())
+	if len(dropped) > 0 {
+		level, what := slog.LevelDebug, "minimal"
+		if p.Inherit {
+			level, what = slog.LevelInfo, "inherited, less the gateway's own and credential-like variables"
+		}
+		g.log.Log(context.Background(), level, "upstream environment: "+what+"; left out (hand one on with --pass-env NAME)", "names", dropped)
+	}
+	return slices.Clip(kept)
 }
 
 // relayOptions are a relay session's options for the caller user.

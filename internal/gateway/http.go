@@ -83,7 +83,7 @@ func Servers(file *config.Config, argv []string) ([]Server, error) {
 // puts a multiplexer in front when there are several (or prefix is set). With
 // several, a server that cannot start is left out, logged with its name and retried
 // with backoff (docs/servers.md#restarts); with one, its start error is returned.
-func openServers(servers []Server, passEnv []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool, version string) (upstream.Conn, error) {
+func openServers(servers []Server, inherited []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool, version string) (upstream.Conn, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("no upstream configured")
 	}
@@ -103,7 +103,7 @@ func openServers(servers []Server, passEnv []string, upErr io.Writer, maxMessage
 				env = append(env, k+"="+sp.Server.Env[k])
 			}
 			return upstream.Start(upstream.Options{
-				Argv: append([]string{sp.Server.Command}, sp.Server.Args...), Env: env, PassEnv: passEnv,
+				Argv: append([]string{sp.Server.Command}, sp.Server.Args...), Env: env, Inherited: inherited,
 				Stderr: upErr, MaxMessageBytes: maxMessage, Name: sp.Name,
 			})
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -45,10 +46,10 @@ type Options struct {
 	// Env are the KEY=VALUE pairs of the server's configured "env"; they are set
 	// whatever their name.
 	Env []string
-	// PassEnv names more of our environment to hand on beside InheritedEnv (NAME, or
-	// PREFIX* for every name that begins with PREFIX); see childEnv.
-	PassEnv []string
-	Stderr  io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
+	// Inherited are the variables of ours the server gets (EnvPolicy.Environ's kept);
+	// nil means the minimal set of EnvPolicy{}.
+	Inherited []string
+	Stderr    io.Writer // receives "[upstream] " lines; nil drops the upstream's stderr
 	// Name is the configured server name; each relayed stderr line then reads
 	// "[upstream] NAME: …" so several servers' logs can be told apart.
 	Name            string
@@ -58,39 +59,106 @@ type Options struct {
 // InheritedEnv are the names of our environment every upstream gets: what finding a
 // program, a home directory, a temporary directory, a terminal and the locale takes
 // (the TypeScript MCP SDK's default stdio list, plus TMPDIR, TZ and the locale's
-// LANG, LANGUAGE and LC_*). Anything else of ours (an API key, a cloud credential)
-// stays with the gateway unless the server's "env" sets it or PassEnv names it
-// (docs/servers.md#environment).
+// LANG, LANGUAGE and LC_*) (docs/servers.md#environment).
 var InheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_*"}
 
 // inheritedWindows are the names a Windows program needs to start at all.
 var inheritedWindows = []string{"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "PATHEXT", "COMSPEC"}
 
 // gatewaySecrets are the gateway's own credentials in its environment. A server
-// must not read them, even through a PassEnv pattern: a tool that dumps its
+// must not read them, even through a Pass pattern: a tool that dumps its
 // environment would hand the agent the admin listener's bearer token.
 var gatewaySecrets = []string{"MCPGATE_ADMIN_TOKEN"}
 
-// childEnv is the upstream's environment: the variables of ours that InheritedEnv or
-// pass names, less gatewaySecrets, then extra (a server's configured "env", which
-// may set any name on purpose). A name matches a pattern NAME exactly, or PREFIX*
-// by its prefix; on Windows names match without regard to case.
-func childEnv(ours, pass, extra []string) []string {
-	patterns := append(slices.Clone(InheritedEnv), pass...)
+// EnvPolicy decides which of the gateway's variables a stdio upstream gets
+// (docs/decisions.md#upstream-environment).
+type EnvPolicy struct {
+	// Inherit hands on all of ours (the command after --, whose launcher's
+	// environment is its configured one) except MCPGATE_*, Own, and what looks like a
+	// credential by name or value; false hands on InheritedEnv only.
+	Inherit bool
+	// Pass names more of ours that always pass (NAME, PREFIX* or *; --pass-env),
+	// gatewaySecrets excepted.
+	Pass []string
+	// Own are the names whose values the gateway itself consumed (a ${NAME} of its
+	// configuration).
+	Own []string
+	// SecretValue reports a value the engine's secret rules flag; nil flags none.
+	SecretValue func(string) bool
+}
+
+// Environ splits ours (KEY=VALUE pairs) into what an upstream gets and the names it
+// does not, in ours' order. On Windows names match without regard to case.
+func (p EnvPolicy) Environ(ours []string) (kept, dropped []string) {
+	patterns := append(slices.Clone(InheritedEnv), p.Pass...)
 	if runtime.GOOS == "windows" {
 		patterns = append(patterns, inheritedWindows...)
 	}
-	env := make([]string, 0, len(patterns)+len(extra))
 	for _, kv := range ours {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || slices.ContainsFunc(gatewaySecrets, func(s string) bool { return envNameEqual(s, name) }) {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
 			continue
 		}
-		if slices.ContainsFunc(patterns, func(p string) bool { return envMatch(p, name) }) {
-			env = append(env, kv)
+		pass := !slices.ContainsFunc(gatewaySecrets, func(s string) bool { return envNameEqual(s, name) }) &&
+			(slices.ContainsFunc(patterns, func(pt string) bool { return envMatch(pt, name) }) ||
+				p.Inherit && !envMatch("MCPGATE_*", name) && !slices.ContainsFunc(p.Own, func(o string) bool { return envNameEqual(o, name) }) &&
+					!CredentialName(name) && !credentialValue(value, p.SecretValue))
+		if pass {
+			kept = append(kept, kv)
+		} else {
+			dropped = append(dropped, name)
 		}
 	}
-	return append(env, extra...)
+	return kept, dropped
+}
+
+// credentialWords are the word parts of a name that say it holds a credential;
+// credentialEnds are what a part ending says the same by (GITHUBTOKEN, CLIENTSECRET).
+var (
+	credentialWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "APIKEY", "API_KEY", "PRIVATE_KEY",
+		"ACCESS_KEY", "CREDENTIAL", "CREDENTIALS", "AUTH", "COOKIE", "SESSION", "DSN", "DATABASE_URL", "CONNECTION_STRING"}
+	credentialEnds     = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL", "CREDENTIALS"}
+	credentialPrefixes = []string{"AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS"}
+)
+
+// CredentialName reports whether an environment variable's name says it holds a
+// credential: a word part (split at anything but letters and digits, any case) of
+// credentialWords, a part ending in one of credentialEnds, a PWD suffix (PWD and
+// OLDPWD themselves are directories), or a cloud credential prefix (AWS_, AZURE_).
+func CredentialName(name string) bool {
+	n := strings.ToUpper(name)
+	if strings.HasSuffix(n, "PWD") && n != "PWD" && n != "OLDPWD" {
+		return true
+	}
+	for _, p := range credentialPrefixes {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	parts := strings.FieldsFunc(n, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') })
+	joined := "_" + strings.Join(parts, "_") + "_"
+	for _, w := range credentialWords {
+		if strings.Contains(joined, "_"+w+"_") {
+			return true
+		}
+	}
+	for _, part := range parts {
+		for _, e := range credentialEnds {
+			if strings.HasSuffix(part, e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// credentialValue reports a value that looks like a credential: a URL with
+// user-info (https://user:pass@host), or one secret flags.
+func credentialValue(v string, secret func(string) bool) bool {
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.User != nil {
+		return true
+	}
+	return secret != nil && secret(v)
 }
 
 // envMatch reports whether name is pattern, or begins with pattern's part before a
@@ -115,7 +183,11 @@ func Start(opts Options) (*Process, error) {
 		return nil, errors.New("upstream: no command given (put it after --)")
 	}
 	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
-	cmd.Env = childEnv(os.Environ(), opts.PassEnv, opts.Env)
+	inherited := opts.Inherited
+	if inherited == nil {
+		inherited, _ = EnvPolicy{}.Environ(os.Environ())
+	}
+	cmd.Env = append(slices.Clone(inherited), opts.Env...)
 	setProcAttr(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

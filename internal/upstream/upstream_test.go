@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -332,35 +333,42 @@ func TestSupervisorPassesDrops(t *testing.T) {
 	}
 }
 
-// TestStartGivesTheServerAMinimalEnvironment: the server gets PATH, HOME, the locale
-// and the like, what its configured env sets, and what PassEnv names; never the rest
-// of ours (a credential a tool that dumps its environment would hand the agent), and
-// never the admin token, even through a pattern.
-func TestStartGivesTheServerAMinimalEnvironment(t *testing.T) {
+// TestStartGivesTheServerItsEnvironment: with the minimal policy the server gets
+// PATH, HOME, the locale and the like, what its configured env sets, and what Pass
+// names; never the rest of ours, and never the admin token, even through a pattern.
+// Nil Inherited is the minimal set.
+func TestStartGivesTheServerItsEnvironment(t *testing.T) {
 	t.Setenv("MCPGATE_ADMIN_TOKEN", "admin-secret")
 	t.Setenv("MCPGATE_TRIAL_OTHER", "kept")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
 	t.Setenv("LC_TIME", "C")
+	t.Setenv("PLAIN_SETTING", "plain")
 	cases := []struct {
 		name        string
 		extra, pass []string
+		inherit     bool
 		want        string
 	}{
-		{"inherited", nil, nil, "[unset|unset|unset|C|path]"},
-		{"configured", []string{"MCPGATE_ADMIN_TOKEN=set-on-purpose", "AWS_SECRET_ACCESS_KEY=cfg"}, nil, "[set-on-purpose|unset|cfg|C|path]"},
-		{"passed by name", nil, []string{"AWS_SECRET_ACCESS_KEY"}, "[unset|unset|aws-secret|C|path]"},
-		{"passed by prefix", nil, []string{"MCPGATE_*"}, "[unset|kept|unset|C|path]"},
-		{"everything passed", nil, []string{"*"}, "[unset|kept|aws-secret|C|path]"},
+		{"minimal", nil, nil, false, "[unset|unset|unset|C|unset|path]"},
+		{"configured", []string{"MCPGATE_ADMIN_TOKEN=set-on-purpose", "AWS_SECRET_ACCESS_KEY=cfg"}, nil, false, "[set-on-purpose|unset|cfg|C|unset|path]"},
+		{"passed by name", nil, []string{"AWS_SECRET_ACCESS_KEY"}, false, "[unset|unset|aws-secret|C|unset|path]"},
+		{"passed by prefix", nil, []string{"MCPGATE_*"}, false, "[unset|kept|unset|C|unset|path]"},
+		{"everything passed", nil, []string{"*"}, false, "[unset|kept|aws-secret|C|plain|path]"},
+		{"inherited", nil, nil, true, "[unset|unset|unset|C|plain|path]"},
+		{"inherited and passed", nil, []string{"AWS_SECRET_ACCESS_KEY", "MCPGATE_*"}, true, "[unset|kept|aws-secret|C|plain|path]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var errOut syncBuffer
-			p, err := Start(Options{
-				Argv:    []string{"sh", "-c", `echo "[${MCPGATE_ADMIN_TOKEN-unset}|${MCPGATE_TRIAL_OTHER-unset}|${AWS_SECRET_ACCESS_KEY-unset}|${LC_TIME-unset}|${PATH:+path}]" >&2`},
-				Env:     c.extra,
-				PassEnv: c.pass,
-				Stderr:  &errOut,
-			})
+			opts := Options{
+				Argv:   []string{"sh", "-c", `echo "[${MCPGATE_ADMIN_TOKEN-unset}|${MCPGATE_TRIAL_OTHER-unset}|${AWS_SECRET_ACCESS_KEY-unset}|${LC_TIME-unset}|${PLAIN_SETTING-unset}|${PATH:+path}]" >&2`},
+				Env:    c.extra,
+				Stderr: &errOut,
+			}
+			if c.pass != nil || c.inherit {
+				opts.Inherited, _ = EnvPolicy{Inherit: c.inherit, Pass: c.pass}.Environ(os.Environ())
+			}
+			p, err := Start(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,5 +378,74 @@ func TestStartGivesTheServerAMinimalEnvironment(t *testing.T) {
 				t.Fatalf("server saw %q, want %q", got, stderrPrefix+c.want+"\n")
 			}
 		})
+	}
+}
+
+// TestEnvironInherit: the command after -- gets our variables but MCPGATE_*, the
+// ones the gateway read itself, and those whose name or value looks like a
+// credential; the base list and Pass always pass, the admin token never.
+func TestEnvironInherit(t *testing.T) {
+	secret := func(v string) bool { return strings.HasPrefix(v, "ghp_") }
+	p := EnvPolicy{Inherit: true, Pass: []string{"GITHUB_TOKEN", "MCPGATE_ADMIN_TOKEN"}, Own: []string{"CONFIG_HASH"}, SecretValue: secret}
+	tests := []struct {
+		kv   string
+		keep bool
+	}{
+		{"PATH=/bin", true},
+		{"HOME=/h", true},
+		{"CASES_DIR=/tmp/cases", true},
+		{"PAYLOADS=/tmp/p.json", true},
+		{"EXTRA_TOOLS=a,b", true},
+		{"SSL_CERT_FILE=/etc/ssl/ca.pem", true},
+		{"SSL_CERT_DIR=/etc/ssl/certs", true},
+		{"NODE_EXTRA_CA_CERTS=/etc/ca.pem", true},
+		{"PWD=/work", true},
+		{"OLDPWD=/", true},
+		{"KEYBOARD_LAYOUT=us", true},
+		{"AUTHOR_NAME=me", true},
+		{"HTTPS_PROXY=http://proxy:3128", true},
+		{"GITHUB_TOKEN=ghp_passed", true},         // Pass wins over name and value
+		{"MCPGATE_ADMIN_TOKEN=admin", false},      // never, even named by Pass
+		{"MCPGATE_AUDIT_OUTPUT=off", false},       // the gateway's own
+		{"CONFIG_HASH=abc", false},                // a ${NAME} the gateway read
+		{"GITHUB_PERSONAL_ACCESS_TOKEN=x", false}, // names
+		{"AWS_SECRET_ACCESS_KEY=x", false},
+		{"AWS_REGION=eu-west-1", false},
+		{"AZURE_CLIENT_ID=x", false},
+		{"GOOGLE_APPLICATION_CREDENTIALS=/k.json", false},
+		{"openai_api_key=x", false},
+		{"OPENAI_APIKEY=x", false},
+		{"NPM_CONFIG__AUTHTOKEN=x", false},
+		{"CLIENTSECRET=x", false},
+		{"DB_PASSWORD=x", false},
+		{"DB_PASSWD=x", false},
+		{"DB_PASS=x", false},
+		{"MYSQL_PWD=x", false},
+		{"SSH_PRIVATE_KEY=x", false},
+		{"GCP_CREDENTIALS=x", false},
+		{"BASIC_AUTH=x", false},
+		{"SITE_COOKIE=x", false},
+		{"SESSION_ID=x", false},
+		{"SENTRY_DSN=x", false},
+		{"DATABASE_URL=postgres://db/app", false},
+		{"AZ_CONNECTION_STRING=x", false},
+		{"UPSTREAM=https://bob:hunter2@example.com/", false}, // values
+		{"MIRROR=https://bob@example.com/", false},
+		{"SOMETHING=ghp_value", false},
+	}
+	for _, tc := range tests {
+		kept, dropped := p.Environ([]string{tc.kv})
+		name, _, _ := strings.Cut(tc.kv, "=")
+		if got := len(kept) == 1; got != tc.keep || (tc.keep == (len(dropped) == 1)) {
+			t.Errorf("%s: kept %v dropped %v, want kept %v", name, kept, dropped, tc.keep)
+		}
+		if !tc.keep && dropped[0] != name {
+			t.Errorf("%s: dropped %q, want the name alone", name, dropped)
+		}
+	}
+	// minimal: the base list and Pass only
+	kept, dropped := EnvPolicy{Pass: []string{"GITHUB_TOKEN"}}.Environ([]string{"PATH=/bin", "CASES_DIR=/c", "GITHUB_TOKEN=t", "LC_ALL=C"})
+	if strings.Join(kept, " ") != "PATH=/bin GITHUB_TOKEN=t LC_ALL=C" || strings.Join(dropped, " ") != "CASES_DIR" {
+		t.Errorf("minimal: kept %v dropped %v", kept, dropped)
 	}
 }

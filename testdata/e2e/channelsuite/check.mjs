@@ -1,8 +1,7 @@
 // Channel checks: what a hostile server can put in front of the agent outside tools/call results.
 // Usage: node check.mjs --bin PATH/TO/mcpgate [--payloads FILE] [-v]
 // Needs @modelcontextprotocol/sdk 1.32.2 in a node_modules at or above this folder (testdata/e2e/node_modules).
-// Run by internal/e2e TestChannelSuite. One change from the suite as first written: the gateway is told to hand
-// the upstream the variables this script sets for it (--pass-env), since stdio upstreams get a minimal environment.
+// Run by internal/e2e TestChannelSuite.
 // Prints one line per check: "ok  " (the gateway did what is expected) or "FAIL" with what it did.
 import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { join, dirname, resolve } from "node:path";
@@ -31,7 +30,7 @@ async function open(env = {}, { config = null, pins = true } = {}) {
   const args = ["gateway", "run", "--filter-output", "--policies", dir];
   if (pins) args.push("--pins", join(dir, "pins.json"));
   if (config) { writeFileSync(join(dir, "cfg.json"), JSON.stringify(config)); args.push("--config", join(dir, "cfg.json")); }
-  else args.push("--pass-env", "PAYLOADS,LISTING,RUG_FILE", "--", process.execPath, join(here, "upstream.mjs"));
+  else args.push("--", process.execPath, join(here, "upstream.mjs"));
   const t = new StdioClientTransport({ command: bin, args, env: { ...process.env, PAYLOADS: payloads, ...env }, stderr: "pipe" });
   let err = ""; t.stderr?.on("data", (d) => { err += d; });
   const c = new Client({ name: "t3-channels", version: "1" }, { capabilities: { elicitation: { form: {}, url: {} }, sampling: { tools: {} } } });
