@@ -125,8 +125,12 @@ var (
 // credential: a word part (split at anything but letters and digits, any case) of
 // credentialWords, a part ending in one of credentialEnds, a PWD suffix (PWD and
 // OLDPWD themselves are directories), or a cloud credential prefix (AWS_, AZURE_).
+// A name ending in CA_BUNDLE (AWS_CA_BUNDLE) is a trust store's path, as SSL_CERT_FILE.
 func CredentialName(name string) bool {
 	n := strings.ToUpper(name)
+	if strings.HasSuffix(n, "CA_BUNDLE") {
+		return false
+	}
 	if strings.HasSuffix(n, "PWD") && n != "PWD" && n != "OLDPWD" {
 		return true
 	}

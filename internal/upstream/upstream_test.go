@@ -399,6 +399,8 @@ func TestEnvironInherit(t *testing.T) {
 		{"SSL_CERT_FILE=/etc/ssl/ca.pem", true},
 		{"SSL_CERT_DIR=/etc/ssl/certs", true},
 		{"NODE_EXTRA_CA_CERTS=/etc/ca.pem", true},
+		{"AWS_CA_BUNDLE=/etc/ca.pem", true},
+		{"REQUESTS_CA_BUNDLE=/etc/ca.pem", true},
 		{"PWD=/work", true},
 		{"OLDPWD=/", true},
 		{"KEYBOARD_LAYOUT=us", true},
