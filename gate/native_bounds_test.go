@@ -222,8 +222,10 @@ func FuzzJSONShape(f *testing.F) {
 		}
 		depth, values, longest := sandbox.JSONShape(text)
 		d, n, l := measure(v, 0)
-		if depth != d && !(d > sandbox.MaxNesting && depth > sandbox.MaxNesting) {
-			t.Fatalf("%q: depth %d, want %d", text, depth, d)
+		// The text's nesting bounds what JSON.parse builds: a later duplicate member
+		// replaces an earlier, deeper one, so the built value can be shallower.
+		if depth < d && !(d > sandbox.MaxNesting && depth > sandbox.MaxNesting) {
+			t.Fatalf("%q: depth %d, built %d", text, depth, d)
 		}
 		if d <= sandbox.MaxNesting && (values < n || longest < l) {
 			t.Fatalf("%q: values %d longest %d, built %d and %d", text, values, longest, n, l)
