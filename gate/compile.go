@@ -14,6 +14,13 @@ import (
 	"github.com/mcpgate/mcpgate/gate/internal/policyast"
 )
 
+// TestSuffix marks a policy test file: Load never runs one as a policy, `mcpgate test`
+// runs its test_* functions (docs/policies.md#tests).
+const TestSuffix = "_test.js"
+
+// IsTestFile reports whether a file name in a policies directory is a test file.
+func IsTestFile(name string) bool { return strings.HasSuffix(name, TestSuffix) }
+
 // DefaultPhases are the phases a policy runs in unless its source shows it does
 // nothing there (docs/policies.md#phases).
 var DefaultPhases = policyast.DefaultPhases

@@ -335,3 +335,25 @@ func (g *Gate) Close() error {
 	})
 	return nil
 }
+
+// Only returns a set that runs only the named files of s, in s's order (a test that
+// exercises one policy of a directory). It errors on a name s does not hold.
+func (s *Set) Only(files []string) (*Set, error) {
+	keep := map[string]bool{}
+	for _, f := range files {
+		keep[f] = true
+	}
+	sub := *s
+	sub.policies, sub.Files = nil, nil
+	for _, p := range s.policies {
+		if keep[p.Name] {
+			sub.policies = append(sub.policies, p)
+			sub.Files = append(sub.Files, p.Name)
+			delete(keep, p.Name)
+		}
+	}
+	for f := range keep {
+		return nil, fmt.Errorf("no policy %q in the set", f)
+	}
+	return &sub, nil
+}

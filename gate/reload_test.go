@@ -171,9 +171,6 @@ func TestEngineParserPanicIsASyntaxError(t *testing.T) {
 	if _, err := Load(context.Background(), Options{Dir: dir}); !errors.Is(err, ErrSyntax) {
 		t.Fatalf("Load: %v, want ErrSyntax", err)
 	}
-	if _, err := CompileTestFile("bad_test.js", []byte(bad)); !errors.Is(err, ErrSyntax) {
-		t.Fatalf("CompileTestFile: %v, want ErrSyntax", err)
-	}
 	good := t.TempDir()
 	g, err := Load(context.Background(), Options{Dir: good})
 	if err != nil {
@@ -185,5 +182,14 @@ func TestEngineParserPanicIsASyntaxError(t *testing.T) {
 	}
 	if err := g.Reload(); !errors.Is(err, ErrSyntax) {
 		t.Fatalf("Reload: %v, want ErrSyntax", err)
+	}
+}
+
+// TestLoadSkipsTestFiles: a *_test.js beside the policies is never run as a policy,
+// even when it would reject every call or does not compile.
+func TestLoadSkipsTestFiles(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `// nothing`, "p_test.js": `throw "must not run"; (((`})
+	if got := g.Current().Files; len(got) != 1 || got[0] != "p.js" {
+		t.Errorf("loaded %v, want only p.js", got)
 	}
 }

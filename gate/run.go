@@ -225,7 +225,7 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 		}
 		rej := &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(o.Get("0").String())}
 		if rej.ErrorClass = o.Get("1").String(); rej.ErrorClass != "" {
-			rej.Line, rej.Column = errorPosition(o.Get("2").String(), p.Name, policyast.PrefixLen)
+			rej.Line, rej.Column = policyast.ErrorPosition(o.Get("2").String(), p.Name, policyast.PrefixLen)
 		}
 		return false, rej
 	}

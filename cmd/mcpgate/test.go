@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/gate/policytest"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/fixture"
 )
@@ -206,12 +207,12 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 			}
 			start := time.Now()
 			faults = faults[:0]
-			res := g.RunTest(ctx, tf, name, runner.Host())
+			res := policytest.Run(ctx, g, tf, name, runner.Host())
 			tr := testResult{
 				File: tf.Name, Name: name, Outcome: res.Outcome, Message: res.Message,
 				DurationMS: float64(time.Since(start).Microseconds()) / 1000, Line: res.Line, Column: res.Column,
 			}
-			if res.Outcome != gate.TestPass && len(faults) > 0 {
+			if res.Outcome != policytest.Pass && len(faults) > 0 {
 				tr.PolicyErrors = append([]string(nil), faults...)
 			}
 			results = append(results, tr)
@@ -222,7 +223,7 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 	}
 	failed := 0
 	for _, r := range results {
-		if r.Outcome != gate.TestPass {
+		if r.Outcome != policytest.Pass {
 			failed++
 		}
 	}
@@ -250,9 +251,9 @@ func writeTestLine(w io.Writer, r testResult, verbose bool) {
 	where := r.File + ": " + r.Name
 	var line string
 	switch r.Outcome {
-	case gate.TestPass:
+	case policytest.Pass:
 		line = "PASS  " + where
-	case gate.TestFail:
+	case policytest.Fail:
 		line = "FAIL  " + where + ": " + r.Message
 	default:
 		loc := r.File
@@ -274,7 +275,7 @@ func writeTestLine(w io.Writer, r testResult, verbose bool) {
 }
 
 // loadTestFiles compiles every top-level *_test.js of dir, in lexical order.
-func loadTestFiles(dir string) ([]*gate.TestFile, error) {
+func loadTestFiles(dir string) ([]*policytest.File, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("policies directory: %w", err)
@@ -286,13 +287,13 @@ func loadTestFiles(dir string) ([]*gate.TestFile, error) {
 		}
 	}
 	slices.Sort(names)
-	var out []*gate.TestFile
+	var out []*policytest.File
 	for _, n := range names {
 		src, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
 			return nil, err
 		}
-		tf, err := gate.CompileTestFile(n, src)
+		tf, err := policytest.Compile(n, src)
 		if err != nil {
 			return nil, loadError(err)
 		}

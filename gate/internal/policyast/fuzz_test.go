@@ -39,3 +39,17 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzErrorPosition: any stack text gives a position in the file or none, never a
+// panic, and never a line or column below 1 when one is given.
+func FuzzErrorPosition(f *testing.F) {
+	f.Add("TypeError: x\n\tat p.js:3:5(7)\n\tat runner (lockdown.js:306:13(5))\n", "p.js")
+	f.Add("x\n\tat p.js:1:120(2)", "p.js")
+	f.Add("\tat p.js:", "p.js")
+	f.Fuzz(func(t *testing.T, stack, file string) {
+		line, col := ErrorPosition(stack, file, PrefixLen)
+		if line < 0 || (line > 0 && col < 1) || (line == 0 && col != 0) {
+			t.Fatalf("line %d column %d", line, col)
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package policytest
+
+const raceSlowdown = 1

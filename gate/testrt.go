@@ -1,0 +1,79 @@
+package gate
+
+import (
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/mcpgate/mcpgate/gate/internal/testrt"
+)
+
+func init() { testrt.Open = openTestRuntime }
+
+// testRuntime lends a fresh runtime of a Gate to the policy test runner (package
+// gate/policytest), through gate/internal/testrt.
+type testRuntime struct {
+	v       *vm
+	p       *pool
+	tok     uint64
+	timeout time.Duration
+}
+
+func openTestRuntime(g any) (testrt.Runtime, error) {
+	gt := g.(*Gate)
+	v, err := newVM(gt.pool)
+	if err != nil {
+		return nil, err
+	}
+	tok := tokens.Add(1)
+	gt.pool.begin(v, tok, 0, 0, nil) // the runner's own timer is the test's clock (paused during host calls)
+	return &testRuntime{v: v, p: gt.pool, tok: tok, timeout: gt.opts.Timeout}, nil
+}
+
+func (t *testRuntime) JS() *goja.Runtime      { return t.v.rt }
+func (t *testRuntime) Global() *goja.Object   { return t.v.global }
+func (t *testRuntime) Timeout() time.Duration { return t.timeout }
+func (t *testRuntime) Close()                 { t.p.end(t.v) }
+func (t *testRuntime) ThrowType(msg string)   { t.v.throwType(msg) }
+
+func (t *testRuntime) Interrupt(cancelled bool) {
+	why := errTimeout
+	if cancelled {
+		why = errCancelled
+	}
+	t.v.interruptIf(t.tok, why)
+}
+
+func (t *testRuntime) InterruptMessage(ie *goja.InterruptedError) string {
+	if why, ok := ie.Value().(*interruptReason); ok {
+		return why.msg
+	}
+	return errTimeout.msg
+}
+
+func (t *testRuntime) Stringify(v goja.Value) (goja.Value, error) {
+	return t.v.stringify(goja.Undefined(), v)
+}
+
+func (t *testRuntime) Parse(text string) (goja.Value, error) {
+	return t.v.parse(goja.Undefined(), t.v.rt.ToValue(text))
+}
+
+func (t *testRuntime) Describe(v goja.Value) (goja.Value, error) {
+	return t.v.describe(goja.Undefined(), v)
+}
+
+func (t *testRuntime) Freeze(o *goja.Object) error {
+	_, err := t.v.deepFreeze(goja.Undefined(), o)
+	return err
+}
+
+func (t *testRuntime) Run(wrapper goja.Value, binding *goja.Object) (goja.Value, error) {
+	return t.v.runner(goja.Undefined(), wrapper, binding)
+}
+
+func (t *testRuntime) UnhandledRejection() (string, bool) {
+	if rej := t.v.unhandledRejection(); rej != nil {
+		return rej.Message, true
+	}
+	return "", false
+}
