@@ -112,11 +112,12 @@ func (p EnvPolicy) Environ(ours []string) (kept, dropped []string) {
 	return kept, dropped
 }
 
-// credentialWords are the word parts of a name that say it holds a credential;
+// credentialWords are the word parts of a name that say it holds a credential
+// (HEADERS: OTEL_EXPORTER_OTLP_HEADERS carries an exporter's Authorization);
 // credentialEnds are what a part ending says the same by (GITHUBTOKEN, CLIENTSECRET).
 var (
 	credentialWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "APIKEY", "API_KEY", "PRIVATE_KEY",
-		"ACCESS_KEY", "CREDENTIAL", "CREDENTIALS", "AUTH", "COOKIE", "SESSION", "DSN", "DATABASE_URL", "CONNECTION_STRING"}
+		"ACCESS_KEY", "CREDENTIAL", "CREDENTIALS", "AUTH", "COOKIE", "SESSION", "DSN", "HEADERS", "DATABASE_URL", "CONNECTION_STRING"}
 	credentialEnds     = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL", "CREDENTIALS"}
 	credentialPrefixes = []string{"AWS_", "AZURE_", "GOOGLE_APPLICATION_CREDENTIALS"}
 )

@@ -429,6 +429,7 @@ func TestEnvironInherit(t *testing.T) {
 		{"SITE_COOKIE=x", false},
 		{"SESSION_ID=x", false},
 		{"SENTRY_DSN=x", false},
+		{"OTEL_EXPORTER_OTLP_HEADERS=api-key=x", false},
 		{"DATABASE_URL=postgres://db/app", false},
 		{"AZ_CONNECTION_STRING=x", false},
 		{"UPSTREAM=https://bob:hunter2@example.com/", false}, // values
