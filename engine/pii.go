@@ -61,26 +61,10 @@ func (t *textScan) word(i int) int {
 		for d < n && isDigit(s[d]) {
 			d++
 		}
-		if d < n && s[d] == ':' && t.telegramAhead(ws, d) {
-			if e := t.telegram(ws, d); e > d {
-				end = e
-				break
-			}
-		}
-		if d-ws == 9 && (d == n || !isWordByte(s[d])) && t.ssnCue(ws) {
-			if validSSN([]byte(s[ws:d])) && numberBoundary(s, ws) {
-				t.k.add(rSSN, "ssn", ws, d)
-				end = d
-				break
-			}
-		}
-		if c == '1' && d == ws+1 && d+2 < n && s[d] == '/' && s[d+1] == '/' {
-			if e := t.googleRefresh(ws); e > ws {
-				end = e
-				break
-			}
-		}
 		if d-ws < 13 && !numberContinues(s, d) && (ws == 0 || s[ws-1] != '(' && s[ws-1] != '+') {
+			if d < n && (s[d] == ':' || s[d] == '/') || d-ws == 9 {
+				end = max(end, t.shortNumber(ws, d))
+			}
 			break
 		}
 		if numberBoundary(s, ws) {
@@ -100,6 +84,31 @@ func (t *textScan) word(i int) int {
 	}
 	t.done = end
 	return end
+}
+
+// shortNumber handles the short numbers that start a token of their own: a Telegram
+// bot id before ":AA", a bare nine-digit SSN after a cue, a Google refresh token
+// ("1//"). The digits are s[ws:d]; it returns the end of what it reported, or d.
+func (t *textScan) shortNumber(ws, d int) int {
+	s := t.s
+	n := len(s)
+	switch {
+	case d < n && s[d] == ':':
+		if t.telegramAhead(ws, d) {
+			return t.telegram(ws, d)
+		}
+	case d < n && s[d] == '/':
+		if s[ws] == '1' && d == ws+1 && d+2 < n && s[d+1] == '/' {
+			if e := t.googleRefresh(ws); e > ws {
+				return e
+			}
+		}
+	case d-ws == 9:
+		if (d == n || !isWordByte(s[d])) && t.ssnCue(ws) && validSSN([]byte(s[ws:d])) && numberBoundary(s, ws) {
+			t.k.add(rSSN, "ssn", ws, d)
+		}
+	}
+	return d
 }
 
 // numberContinues reports whether the digit group ending at s[d] may continue into a
