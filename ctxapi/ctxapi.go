@@ -46,7 +46,8 @@ type Response struct {
 	StructuredContent json.RawMessage
 }
 
-// Call is everything a policy sees as ctx for one phase of one tools/call.
+// Call is everything a policy sees as ctx for one phase: of a tools/call (pre, post) or
+// of another channel's message (the phases above).
 type Call struct {
 	Phase      Phase
 	Method     string          // the JSON-RPC method behind the phase (ctx.method)

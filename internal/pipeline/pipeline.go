@@ -1,11 +1,3 @@
-// Package pipeline is the tools/call path of mcpgate, in one function that reads top
-// to bottom:
-//
-//	input rules → pre policies → upstream → output rules → post policies → merge → audit
-//
-// Every decision is made here, in a named stage; the record (record.go) only
-// records, and the wire shapes (wire.go) only build. docs/decisions.md#stage-order is
-// the contract; docs/telemetry.md describes the record.
 package pipeline
 
 import (
