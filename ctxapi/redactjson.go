@@ -364,6 +364,8 @@ func load8[T string | []byte](s T, i int) uint64 {
 // special8 returns 0x80 in each byte of x (load8) that JSON does not keep as is
 // (a control character, '"', '\\' or a byte >= 0x80), and possibly in bytes after
 // such a byte; the lowest one set is always the first such byte (SWAR).
+// It stops where decoding or encoding must look (non-ASCII included), which
+// internal/jsonscan.String, a skipper that stops only at '"' and '\\', cannot.
 func special8(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	// A byte's high bit ends up set in x (a byte >= 0x80), in x-0x20 (a byte < 0x20)

@@ -374,7 +374,8 @@ func ObjectProtoNames(rt *goja.Runtime) map[string]bool {
 // no control character, and each escape one of \" \\ \/ \b \f \n \r \t \uXXXX,
 // except that a \u escape of a surrogate (\uD800–\uDFFF) is refused too (JSON.parse
 // joins a pair and reads a lone one as U+FFFD; the whole value is then built instead).
-// Runs of plain bytes are skipped eight at a time.
+// Runs of plain bytes are skipped eight at a time. Not internal/jsonscan.String, which
+// does not validate: it plus a validating pass over the string measured 1.5–3× slower.
 func (r *jsonReader) skipString() bool {
 	s := r.s
 	if r.i >= len(s) || s[r.i] != '"' {
