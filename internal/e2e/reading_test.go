@@ -369,7 +369,8 @@ func TestOneReadingServerToClient(t *testing.T) {
 					return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%shostile","arguments":{"kind":%q},"_meta":{"progressToken":"p"}}}`, id, p, kind)
 				}
 				m, seen := call(body(1, "result"))
-				if code, msg := httpErrorOf(m); code == 0 || !strings.Contains(msg, "more than one reading") {
+				code, refusedText := httpErrorOf(m)
+				if code == 0 || !strings.Contains(refusedText, "more than one reading") {
 					t.Errorf("second result: %v", m)
 				}
 				for i, kind := range []string{"request", "notification"} {
@@ -385,6 +386,16 @@ func TestOneReadingServerToClient(t *testing.T) {
 					}
 				}
 				checkRefusalRecords(t, log, 3)
+				// The refused result leaves one record, the call's, cited by its error.
+				var calls []map[string]any
+				for _, r := range log.allRecords() {
+					if r["method"] == "tools/call" && r["outcome"] == "upstream_error" {
+						calls = append(calls, r)
+					}
+				}
+				if len(calls) != 1 || calls[0]["reason"] != "duplicate_member" || !strings.Contains(refusedText, fmt.Sprint(calls[0]["event_id"])) {
+					t.Errorf("want one record of the refused call, cited by %q; have %v", refusedText, calls)
+				}
 			})
 		}
 	}

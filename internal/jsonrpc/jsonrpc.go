@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1) and the MCP/SDK server-error codes we use.
@@ -94,6 +95,10 @@ type Message struct {
 	// sends it on that request's response stream); nil otherwise. The HTTP front
 	// routes by it (docs/http.md#where-server-messages-go).
 	Related json.RawMessage
+	// Refused is set on the error response the gateway puts in place of a server
+	// response it refused whole (docs/decisions.md#one-reading): the reason code, which
+	// the answered request's one record carries; "" otherwise.
+	Refused vocab.Reason
 }
 
 // IDKey returns a map key for the message id; equal ids give equal keys.

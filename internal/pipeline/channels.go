@@ -194,6 +194,9 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 		}
 		r.rec.emit(p)
 	}()
+	if resp.Refused != "" {
+		return r.refusedResponse(resp.Refused)
+	}
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)
 	}

@@ -255,6 +255,9 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return r.upstreamFailed(ErrCancelled)
 	}
 	defer free()
+	if resp.Refused != "" {
+		return r.refusedResponse(resp.Refused)
+	}
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)
 	}
@@ -687,6 +690,19 @@ func (r *run) upstreamFailed(err error) Reply {
 		code = jsonrpc.CodeUpstreamUnavailable
 	}
 	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: code, Message: "mcpgate: " + err.Error() + " (audit log entry " + r.rec.eventID() + ")"})
+	return Reply{Error: b}
+}
+
+// refusedResponse fails a request whose response the gateway refused because peers
+// could read it two ways (docs/decisions.md#one-reading): this record, the request's
+// only one, carries the reason code and outcome upstream_error; the client gets
+// -32603 citing it.
+func (r *run) refusedResponse(reason vocab.Reason) Reply {
+	r.rec.setReason(reason)
+	r.rec.setOutcome(vocab.OutcomeUpstreamError)
+	r.rec.escalate(vocab.Block)
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError,
+		Message: "mcpgate: the upstream's response was dropped: it has more than one reading (" + string(reason) + "; audit log entry " + r.rec.eventID() + ")"})
 	return Reply{Error: b}
 }
 

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
@@ -11,7 +12,8 @@ import (
 
 // One reading (docs/decisions.md#one-reading): a message that peers could read
 // differently is refused where it enters, in either direction, and never forwarded.
-// Each refusal leaves one record naming the reason code.
+// Each refusal leaves one record naming the reason code: a refused response, that of
+// the client request it answers.
 
 // recordRefusal writes the refusal's record, when the session has a pipeline.
 func (s *Session) recordRefusal(method, server string, reason vocab.Reason, fromServer bool) string {
@@ -49,18 +51,30 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 			s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
 		}
 	case a.Kind == jsonrpc.KindResponse:
-		method := ""
+		var p *pending
 		if a.ID != nil {
 			s.mu.Lock()
-			if p := s.pending[jsonrpc.IDKey(a.ID)]; p != nil {
-				method = p.req.Method
-			}
+			p = s.pending[jsonrpc.IDKey(a.ID)]
 			s.mu.Unlock()
 		}
-		id := s.recordRefusal(method, server, a.Reason, true)
-		if a.ID != nil {
-			s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
+		if p == nil || p.route != d.Upstream || s.opts.Pipeline == nil || strings.HasPrefix(jsonrpc.IDKey(a.ID), `"mcpgate-`) {
+			// Nothing of the client's waits for it (or the gateway's own request does):
+			// the refusal's record is the only one.
+			method := ""
+			if p != nil {
+				method = p.req.Method
+			}
+			id := s.recordRefusal(method, server, a.Reason, true)
+			if a.ID != nil {
+				s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
+			}
+			return
 		}
+		// The client request it answers fails, and that request's one record carries
+		// the reason (pipeline: Refused on the response).
+		m := jsonrpc.ResponseErrorMessage(a.ID, "it has more than one reading ("+string(a.Reason)+")")
+		m.Upstream, m.Refused = d.Upstream, a.Reason
+		s.fromUpstream(m)
 	default:
 		s.recordRefusal(a.Method, server, a.Reason, true)
 	}

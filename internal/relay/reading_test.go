@@ -194,3 +194,50 @@ func TestRelayCaseVariantArgumentConfiguredTag(t *testing.T) {
 		t.Fatalf("client got %s", got)
 	}
 }
+
+// TestRelayRefusedResponseOneRecord: a refused server response leaves one record, the
+// request's own: its method, the reason code, outcome upstream_error, cited by the
+// -32603 the client gets (docs/decisions.md#one-reading).
+func TestRelayRefusedResponseOneRecord(t *testing.T) {
+	h := newHarness(t, 0)
+	// drain returns the records written so far (all of a request's are written
+	// before its answer goes to the client).
+	drain := func() (out []*audit.Record) {
+		for {
+			select {
+			case rec := <-h.recs.ch:
+				out = append(out, rec)
+			default:
+				return out
+			}
+		}
+	}
+	check := func(method, got string, why vocab.Reason) {
+		t.Helper()
+		recs := drain()
+		if errorCode(t, got) != -32603 || strings.Contains(got, "evil") || len(recs) != 1 {
+			t.Fatalf("%s: client got %s; %d records: %+v", method, got, len(recs), recs)
+		}
+		rec := recs[0]
+		if rec.Method != method || rec.Reason != why || rec.Outcome != vocab.OutcomeUpstreamError || rec.ActionTaken != vocab.Block || !strings.Contains(got, rec.EventID) {
+			t.Fatalf("%s: record %+v; client got %s", method, rec, got)
+		}
+	}
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
+	h.upstreamGets() // the gateway's own tools/list
+	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+	h.upstreamGets()
+	drain() // the own listing's, if any
+	h.up.lines <- `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok","Text":"evil"}]}}`
+	check("tools/call", h.clientGets(), vocab.ReasonDuplicateMember)
+
+	h.client(`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"file:///a"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":6,"result":{"contents":[{"uri":"file:///a","text":"ok"}]},"RESULT":{"contents":[{"uri":"file:///a","text":"evil"}]}}`
+	check("resources/read", h.clientGets(), vocab.ReasonDuplicateMember)
+
+	h.client(`{"jsonrpc":"2.0","id":7,"method":"prompts/list"}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":7,"result":{"prompts":[{"name":"p","NAME":"evil"}]}}`
+	check("prompts/list", h.clientGets(), vocab.ReasonDuplicateMember)
+}
