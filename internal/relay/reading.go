@@ -48,36 +48,49 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 		answer.Upstream = d.Upstream
 		s.send(answer)
 		if a.Answers && a.ID != nil { // read as a response, it answers this request too
-			s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
-		}
-	case a.Kind == jsonrpc.KindResponse:
-		var p *pending
-		if a.ID != nil {
-			s.mu.Lock()
-			p = s.pending[jsonrpc.IDKey(a.ID)]
-			s.mu.Unlock()
-		}
-		if p == nil || p.route != d.Upstream || s.opts.Pipeline == nil || strings.HasPrefix(jsonrpc.IDKey(a.ID), `"mcpgate-`) {
-			// Nothing of the client's waits for it (or the gateway's own request does):
-			// the refusal's record is the only one.
-			method := ""
-			if p != nil {
-				method = p.req.Method
-			}
-			id := s.recordRefusal(method, server, a.Reason, true)
-			if a.ID != nil {
+			if !s.failRefused(a, d.Upstream) {
 				s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
 			}
+		}
+	case a.Kind == jsonrpc.KindResponse:
+		if a.ID != nil && s.failRefused(a, d.Upstream) {
 			return
 		}
-		// The client request it answers fails, and that request's one record carries
-		// the reason (pipeline: Refused on the response).
-		m := jsonrpc.ResponseErrorMessage(a.ID, "it has more than one reading ("+string(a.Reason)+")")
-		m.Upstream, m.Refused = d.Upstream, a.Reason
-		s.fromUpstream(m)
+		// Nothing of the client's waits for it (or the gateway's own request does):
+		// the refusal's record is the only one.
+		method := ""
+		if a.ID != nil {
+			s.mu.Lock()
+			if p := s.pending[jsonrpc.IDKey(a.ID)]; p != nil {
+				method = p.req.Method
+			}
+			s.mu.Unlock()
+		}
+		id := s.recordRefusal(method, server, a.Reason, true)
+		if a.ID != nil {
+			s.failPending(a.ID, d.Upstream, "it has more than one reading ("+string(a.Reason)+"; audit log entry "+id+")")
+		}
 	default:
 		s.recordRefusal(a.Method, server, a.Reason, true)
 	}
+}
+
+// failRefused fails the client request in flight under a.ID to server with the
+// refusal, so that request's one record carries the reason (pipeline: Refused on the
+// response) and is the one the client's -32603 cites; false when no client request
+// of server's waits (none, the gateway's own, or no pipeline to record it).
+func (s *Session) failRefused(a *jsonrpc.AmbiguousError, server string) bool {
+	key := jsonrpc.IDKey(a.ID)
+	s.mu.Lock()
+	p := s.pending[key]
+	s.mu.Unlock()
+	if p == nil || p.route != server || s.opts.Pipeline == nil || strings.HasPrefix(key, `"mcpgate-`) {
+		return false
+	}
+	m := jsonrpc.ResponseErrorMessage(a.ID, "it has more than one reading ("+string(a.Reason)+")")
+	m.Upstream, m.Refused = server, a.Reason
+	s.fromUpstream(m)
+	return true
 }
 
 // caseVariantArgument refuses a tools/call, as it is about to go upstream, when an

@@ -240,4 +240,23 @@ func TestRelayRefusedResponseOneRecord(t *testing.T) {
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":7,"result":{"prompts":[{"name":"p","NAME":"evil"}]}}`
 	check("prompts/list", h.clientGets(), vocab.ReasonDuplicateMember)
+
+	// A response that is also a server request: the server's request is answered
+	// -32600 citing its own record; the client's request has its one record.
+	h.client(`{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///b"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":8,"result":{"contents":[{"uri":"file:///b","text":"evil"}]},"Method":"sampling/createMessage"}`
+	toServer := h.upstreamGets()
+	got := h.clientGets()
+	var calls []*audit.Record
+	for _, rec := range drain() {
+		if rec.Method == "resources/read" {
+			calls = append(calls, rec)
+		} else if !strings.Contains(toServer, rec.EventID) {
+			t.Fatalf("the server's answer %s does not cite %+v", toServer, rec)
+		}
+	}
+	if errorCode(t, got) != -32603 || len(calls) != 1 || calls[0].Reason != vocab.ReasonCaseVariantMember || !strings.Contains(got, calls[0].EventID) {
+		t.Fatalf("client got %s; records of the call: %+v", got, calls)
+	}
 }
