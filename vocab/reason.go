@@ -34,6 +34,7 @@ const (
 	ReasonPolicyHidden          Reason = "policy_hidden"           // a list policy removed the tool from the listing
 	ReasonToolDefinitionChanged Reason = "tool_definition_changed" // the tool differs from its pin and pins block
 	ReasonTaskUnknown           Reason = "task_unknown"            // a tasks/result for a task the session does not hold (expired, forgotten, or not created through it): refused, never relayed
+	ReasonRootOutsidePin        Reason = "root_outside_pin"        // a client's roots/list answer named a root outside the server's pinned roots: removed
 
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
@@ -47,7 +48,7 @@ var Reasons = []Reason{
 	ReasonPolicyThrow, ReasonPolicyTimeout, ReasonPolicyStackLimit, ReasonPolicyMemoryLimit,
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
-	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown,
+	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName,
 }
 

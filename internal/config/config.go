@@ -37,6 +37,10 @@ type Server struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// OAuth gets the url server its own access token (docs/http.md#upstream-tokens).
 	OAuth *UpstreamOAuth `json:"oauth,omitempty"`
+	// Roots pins the roots the server may see: file:// URIs of absolute directories. A
+	// root of the client's roots/list answer that is none of them nor under one is
+	// removed (docs/channels.md#roots); unset, the server sees the client's roots.
+	Roots []string `json:"roots,omitempty"`
 }
 
 // UpstreamOAuth is a url server's own OAuth client: the gateway gets it a token by

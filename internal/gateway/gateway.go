@@ -543,7 +543,24 @@ func (g *Gateway) relayOptions(user ctxapi.User) relay.Options {
 		RecordClientInfo: true,
 		Server:           g.soleServer(),
 		Version:          g.cfg.Version,
+		Roots:            g.pinnedRoots(),
 	}
+}
+
+// pinnedRoots are the servers' configured roots by name (relay.Options.Roots); a
+// server with none is left out.
+func (g *Gateway) pinnedRoots() map[string][]string {
+	var out map[string][]string
+	for _, s := range g.cfg.Servers {
+		if s.Server.Roots == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[s.Name] = s.Server.Roots
+	}
+	return out
 }
 
 // soleServer is the configured name of the only server (ctx.server), or "" when

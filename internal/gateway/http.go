@@ -74,6 +74,11 @@ func Servers(file *config.Config, argv []string) ([]Server, error) {
 				return nil, fmt.Errorf("mcpServers.%s: %w", n, err)
 			}
 		}
+		for i, r := range file.MCPServers[n].Roots {
+			if err := pipeline.CheckRoot(r); err != nil {
+				return nil, fmt.Errorf("mcpServers.%s.roots[%d]: %w", n, i, err)
+			}
+		}
 		out = append(out, Server{Name: n, Server: file.MCPServers[n]})
 	}
 	return out, nil

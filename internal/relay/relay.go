@@ -80,6 +80,10 @@ type Options struct {
 	// Version is mcpgate's version, the clientInfo.version of the gateway's own
 	// requests to a 2026-07-28 server; "dev" when empty.
 	Version string
+	// Roots pins the roots each server may see, by server name ("" for the only
+	// server of the -- form): a root of the client's roots/list answer outside them is
+	// removed (docs/channels.md#roots). A server without an entry sees the client's.
+	Roots map[string][]string
 }
 
 // Session relays one MCP session between a client and an upstream.
@@ -91,12 +95,15 @@ type Session struct {
 	router Router
 	ctx    context.Context
 
-	mu       sync.Mutex
-	pending  map[string]*pending // client requests in flight upstream, by id
-	inflight map[string]context.CancelFunc
-	dead     error // set once the upstream is gone
-	draining atomic.Bool
-	closing  atomic.Bool // Run has returned; the caller closes the upstream
+	mu      sync.Mutex
+	pending map[string]*pending // client requests in flight upstream, by id
+	// rootsAsked: roots/list requests of servers with pinned roots the client has
+	// not answered yet, by id, with the server's name.
+	rootsAsked map[string]string
+	inflight   map[string]context.CancelFunc
+	dead       error // set once the upstream is gone
+	draining   atomic.Bool
+	closing    atomic.Bool // Run has returned; the caller closes the upstream
 
 	tools   *toolIndex
 	views   map[string]*visibility // what this caller may see, by listing method
@@ -246,6 +253,9 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if e, ok := methods.EnvelopeOf(msg.Params); ok {
 			s.envelope.Store(&e)
 		}
+		if s.opts.Pipeline != nil {
+			msg = s.pinInputRoots(msg)
+		}
 		if msg.Method == "tools/call" {
 			s.toolCall(ctx, msg)
 			return
@@ -265,7 +275,7 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		}
 		s.send(msg)
 	case jsonrpc.KindResponse: // the client answering a server-to-client request
-		s.send(msg)
+		s.send(s.answerRoots(msg))
 	}
 }
 
@@ -644,6 +654,12 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 				s.tools.invalidate()
 			}
 			s.views[m.Invalidates].invalidate()
+		}
+	case jsonrpc.KindRequest:
+		if msg.Method == "roots/list" && !s.askRoots(msg, x.Server) {
+			s.send(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, rootsBusy), Kind: jsonrpc.KindResponse,
+				ID: msg.ID, Error: rootsBusy, Upstream: msg.Upstream})
+			return
 		}
 	case jsonrpc.KindBatch:
 		s.log.Warn("upstream sent a JSON-RPC batch; dropped")

@@ -7,16 +7,19 @@
 // is one JSON command, answered by one stdout line with the same "id":
 //   {"id":1,"method":"tools/list","params":{}}  → {"id":1,"result":…} or {"id":1,"error":{"code","message"}}
 //   {"id":2,"op":"notes"}                       → {"id":2,"notes":["notifications/tools/list_changed",…]} (and clears them)
+// With "roots":[{uri,name}] in the spec the client declares the roots capability and
+// answers roots/list with them.
 // The spawned gateway's stderr goes to this process's stderr.
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ListRootsRequestSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const spec = JSON.parse(process.argv[2]);
 const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
-const client = new Client({ name: "mcpgate-e2e-driver", version: "1.0.0" }, { capabilities: {} });
+const client = new Client({ name: "mcpgate-e2e-driver", version: "1.0.0" }, { capabilities: spec.roots ? { roots: { listChanged: true } } : {} });
+if (spec.roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: spec.roots }));
 const notes = [];
 client.fallbackNotificationHandler = async (n) => { notes.push(n.method); };
 const transport = spec.url

@@ -1,0 +1,96 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
+)
+
+// maxRootsAsked bounds the roots/list requests a session keeps waiting for the
+// client's answer; a server asking for more while they wait is refused, so no answer
+// reaches it unfiltered.
+const maxRootsAsked = 256
+
+// rootsBusy answers a roots/list request over maxRootsAsked.
+var rootsBusy, _ = jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError,
+	Message: "mcpgate: too many roots/list requests wait for the client's answer"})
+
+// askRoots notes a server's roots/list request, so that the client's answer is held
+// to the server's pinned roots (Options.Roots). It reports false when the request must
+// be refused (too many waiting).
+func (s *Session) askRoots(msg *jsonrpc.Message, server string) bool {
+	if _, pinned := s.opts.Roots[server]; !pinned {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rootsAsked == nil {
+		s.rootsAsked = map[string]string{}
+	}
+	if len(s.rootsAsked) >= maxRootsAsked {
+		return false
+	}
+	s.rootsAsked[msg.IDKey()] = server
+	return true
+}
+
+// answerRoots holds the client's answer to a roots/list request to the server's
+// pinned roots (docs/channels.md#roots); any other response is returned as it is.
+func (s *Session) answerRoots(msg *jsonrpc.Message) *jsonrpc.Message {
+	s.mu.Lock()
+	server, asked := s.rootsAsked[msg.IDKey()]
+	delete(s.rootsAsked, msg.IDKey())
+	s.mu.Unlock()
+	if !asked || msg.Error != nil || s.opts.Pipeline == nil {
+		return msg
+	}
+	info, version := s.clientOf(nil)
+	out, changed := s.opts.Pipeline.Roots(pipeline.Channel{User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server},
+		msg.Result, s.opts.Roots[server])
+	if !changed {
+		return msg
+	}
+	m := jsonrpc.NewResponse(msg.ID, out)
+	m.Upstream = msg.Upstream
+	return m
+}
+
+// pinInputRoots holds a 2026-07-28 retry's inputResponses that answer roots/list (a
+// ListRootsResult: a member "roots") to the pinned roots of the server the request
+// goes to, as answerRoots holds a 2025-11-25 answer.
+func (s *Session) pinInputRoots(msg *jsonrpc.Message) *jsonrpc.Message {
+	if len(s.opts.Roots) == 0 || !bytes.Contains(msg.Params, []byte(`"inputResponses"`)) {
+		return msg
+	}
+	server := s.opts.Server
+	if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
+		server = routed.Upstream
+	}
+	pins, pinned := s.opts.Roots[server]
+	var params map[string]json.RawMessage
+	var answers map[string]json.RawMessage
+	if !pinned || json.Unmarshal(msg.Params, &params) != nil || json.Unmarshal(params["inputResponses"], &answers) != nil {
+		return msg
+	}
+	changed := false
+	for k, a := range answers {
+		var r map[string]json.RawMessage
+		if json.Unmarshal(a, &r) != nil || r["roots"] == nil {
+			continue
+		}
+		info, version := s.clientOf(msg.Params)
+		out, ch := s.opts.Pipeline.Roots(pipeline.Channel{User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server,
+			Via: msg.Method}, a, pins)
+		if ch {
+			answers[k], changed = out, true
+		}
+	}
+	if !changed {
+		return msg
+	}
+	params["inputResponses"], _ = json.Marshal(answers)
+	p, _ := json.Marshal(params)
+	return msg.WithParams(p)
+}
