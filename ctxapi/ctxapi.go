@@ -24,6 +24,7 @@ const (
 	PhasePrompt        Phase = "prompt"         // a prompts/get result: ctx.response.messages
 	PhaseServerRequest Phase = "server_request" // sampling/createMessage, elicitation/create: ctx.params
 	PhaseInstructions  Phase = "instructions"   // initialize, server/discover: ctx.params.instructions
+	PhaseRoots         Phase = "roots"          // the client's roots/list answer to the server: ctx.params.roots
 )
 
 // User is ctx.user (docs/decisions.md#ctx): who is calling, from configuration, never from the client.

@@ -40,6 +40,7 @@ var phaseSpecs = map[ctxapi.Phase]phaseSpec{
 	ctxapi.PhasePrompt:        {response: true, array: "response.messages", member: "role", arrayOf: responseArray, toClient: true},
 	ctxapi.PhaseServerRequest: {writesParams: true, toClient: true},
 	ctxapi.PhaseInstructions:  {writesParams: true, toClient: true},
+	ctxapi.PhaseRoots:         {writesParams: true},
 }
 
 // knownPhase reports whether Run knows how to build ctx for phase.

@@ -119,6 +119,7 @@ const (
 	StagePromptPolicies        Stage = "prompt_policies"
 	StageServerRequestPolicies Stage = "server_request_policies"
 	StageInstructionsPolicies  Stage = "instructions_policies"
+	StageRootsPolicies         Stage = "roots_policies"
 )
 
 // Filter states, a record's filter field.

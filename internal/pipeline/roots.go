@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
+	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -51,18 +53,72 @@ func within(uri string, pins []string) bool {
 	return false
 }
 
-// Roots filters a client's roots/list result (ListRootsResult: {roots: [{uri, name?}]},
-// MCP 2025-11-25 client/roots) to the server's pinned roots: a root that is not a pin
-// or under one is removed. Nil pins leave the result as it is. It returns the result
-// to send and whether it changed; a change leaves one record (reason
-// root_outside_pin) that holds no URI or name (docs/channels.md#roots).
-func (p *Pipeline) Roots(c Channel, result json.RawMessage, pins []string) (json.RawMessage, bool) {
+// Roots runs a client's roots/list result (ListRootsResult: {roots: [{uri, name?}]},
+// MCP 2025-11-25 client/roots) on its way to the server: a root outside the server's
+// pins is removed (nil pins: none), the input rules read what is left, and the roots
+// phase may change it (a throw leaves no roots); pins hold again after the phase. It
+// returns the result to send and whether it changed. A change, a finding or a policy
+// that acted leaves one record, which holds no URI or name (docs/channels.md#roots).
+func (p *Pipeline) Roots(c Channel, result json.RawMessage, pins []string) (out json.RawMessage, changed bool) {
+	c.Method = "roots/list"
+	r := p.arriveChannel(context.Background(), c)
+	out, removed := pinRoots(result, pins)
+	if removed {
+		r.rec.setReason(vocab.ReasonRootOutsidePin)
+		r.rec.escalate(vocab.Redact)
+		r.rec.guardrail(audit.GuardrailOutputSanitization)
+	}
+	start := time.Now()
+	rep, _ := p.Analyzer.AnalyzeArguments(out)
+	r.rec.stage(vocab.StageInputRules, start)
+	r.rec.setInputRules(rep)
+	acted := len(rep.Findings) > 0
+	if r.set.Acts(ctxapi.PhaseRoots) {
+		pol := r.phase(vocab.StageRootsPolicies, &ctxapi.Call{Phase: ctxapi.PhaseRoots, Params: out, Findings: rep.Findings})
+		acted = acted || len(pol.Acted) > 0
+		switch {
+		case pol.Reject != nil:
+			r.rec.setReason(pol.Reject.Code)
+			r.rec.setPolicy(pol.Reject.Policy)
+			r.rec.guardrail(pol.Reject.Policy)
+			r.rec.setOutcome(vocab.OutcomeRejected)
+			r.rec.escalate(vocab.Block)
+			out, removed = []byte(`{"roots":[]}`), true
+		case pol.Changed:
+			var v struct {
+				Roots []json.RawMessage `json:"roots"`
+			}
+			if json.Unmarshal(pol.Params, &v) != nil || v.Roots == nil {
+				r.rec.setReason(vocab.ReasonBadCtxShape)
+				r.rec.setPolicy(lastOf(pol.Acted))
+				r.rec.escalate(vocab.Block)
+				out, removed = []byte(`{"roots":[]}`), true
+				break
+			}
+			r.rec.escalate(policyAction(pol.Action))
+			r.rec.setParamsRewritten()
+			out, _ = pinRoots(pol.Params, pins)
+			removed = true
+		}
+	}
+	if removed || acted {
+		r.rec.emit(p)
+	}
+	if !removed {
+		return result, false
+	}
+	return out, true
+}
+
+// pinRoots removes from a ListRootsResult every root outside pins (nil: none); an
+// unreadable result reads as no roots. It reports whether anything changed.
+func pinRoots(result json.RawMessage, pins []string) (json.RawMessage, bool) {
 	if pins == nil {
 		return result, false
 	}
 	var doc map[string]json.RawMessage
 	var roots []json.RawMessage
-	if json.Unmarshal(result, &doc) != nil || json.Unmarshal(doc["roots"], &roots) != nil {
+	if json.Unmarshal(result, &doc) != nil || json.Unmarshal(doc["roots"], &roots) != nil || doc == nil {
 		doc, roots = map[string]json.RawMessage{}, nil // unreadable: nothing the server could rely on
 	}
 	kept := make([]json.RawMessage, 0, len(roots))
@@ -79,11 +135,5 @@ func (p *Pipeline) Roots(c Channel, result json.RawMessage, pins []string) (json
 	}
 	doc["roots"], _ = json.Marshal(kept)
 	out, _ := json.Marshal(doc)
-	c.Method = "roots/list"
-	r := p.arriveChannel(context.Background(), c)
-	r.rec.setReason(vocab.ReasonRootOutsidePin)
-	r.rec.escalate(vocab.Redact)
-	r.rec.guardrail(audit.GuardrailOutputSanitization)
-	r.rec.emit(p)
 	return out, true
 }

@@ -1,6 +1,12 @@
 package pipeline
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/vocab"
+)
 
 // TestRootWithin: a client root is kept only when it is a pinned root or under one,
 // read as a clean file:// path; anything else (other schemes, hosts, "..", a sibling
@@ -44,5 +50,62 @@ func TestRootWithin(t *testing.T) {
 		if err := CheckRoot(good); err != nil {
 			t.Errorf("CheckRoot(%q): %v", good, err)
 		}
+	}
+}
+
+// TestRootsPhase: the roots phase sees the client's answer (after the pins) in
+// ctx.params with the input rules' findings; a throw leaves no roots, a rewrite is held
+// to the pins again, and a file that never compares ctx.phase with "roots" does not
+// run. Records hold no URI or name.
+func TestRootsPhase(t *testing.T) {
+	answer := `{"roots":[{"uri":"file:///srv/data/a","name":"AKIAIOSFODNN7EXAMPLE"},{"uri":"file:///etc"}]}`
+	for _, c := range []struct {
+		name, policy string
+		pins         []string
+		want         string // the roots' URIs the server gets, space-separated
+		reason       vocab.Reason
+		changed      bool
+	}{
+		{"no policy, pinned", ``, []string{"file:///srv/data"}, "file:///srv/data/a", vocab.ReasonRootOutsidePin, true},
+		{"no policy, unpinned", ``, nil, "file:///srv/data/a file:///etc", "", false},
+		{"pre-only file does not run", `throw "no";`, nil, "file:///srv/data/a file:///etc", "", false},
+		{"throw", `if (ctx.phase === "roots") throw "no roots here";`, nil, "", vocab.ReasonPolicyThrow, true},
+		{"keep only /srv", `if (ctx.phase === "roots") ctx.params.roots = ctx.params.roots.filter(r => r.uri.startsWith("file:///srv/"));`, nil, "file:///srv/data/a", "", true},
+		{"a rewrite cannot widen past the pins", `if (ctx.phase === "roots") ctx.params.roots.push({uri: "file:///"});`, []string{"file:///srv/data"}, "file:///srv/data/a", vocab.ReasonRootOutsidePin, true},
+		{"findings reach the phase", `if (ctx.phase === "roots" && ctx.findings.length > 0) throw "secret in a root";`, nil, "", vocab.ReasonPolicyThrow, true},
+		{"bad shape", `if (ctx.phase === "roots") ctx.params.roots = "x";`, nil, "", vocab.ReasonBadCtxShape, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pols := map[string]string{}
+			if c.policy != "" {
+				pols["roots.js"] = c.policy
+			}
+			p, recs := newPipeline(t, pols, true, false)
+			out, changed := p.Roots(Channel{Server: "fs"}, json.RawMessage(answer), c.pins)
+			var v struct {
+				Roots []struct {
+					URI string `json:"uri"`
+				} `json:"roots"`
+			}
+			if err := json.Unmarshal(out, &v); err != nil {
+				t.Fatalf("out %s: %v", out, err)
+			}
+			uris := []string{}
+			for _, r := range v.Roots {
+				uris = append(uris, r.URI)
+			}
+			if got := strings.Join(uris, " "); got != c.want || changed != c.changed {
+				t.Fatalf("roots %q changed %v, want %q %v (%s)", got, changed, c.want, c.changed, out)
+			}
+			for _, rec := range recs.recs {
+				b, _ := json.Marshal(rec)
+				if rec.Method != "roots/list" || strings.Contains(string(b), "file:") || strings.Contains(string(b), "AKIA") {
+					t.Fatalf("record %s", b)
+				}
+			}
+			if c.reason != "" && (len(recs.recs) != 1 || recs.recs[0].Reason != c.reason) {
+				t.Fatalf("records %+v, want one with reason %s", recs.recs, c.reason)
+			}
+		})
 	}
 }

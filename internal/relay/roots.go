@@ -17,11 +17,12 @@ const maxRootsAsked = 256
 var rootsBusy, _ = jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError,
 	Message: "mcpgate: too many roots/list requests wait for the client's answer"})
 
-// askRoots notes a server's roots/list request, so that the client's answer is held
-// to the server's pinned roots (Options.Roots). It reports false when the request must
+// askRoots notes a server's roots/list request, so that the client's answer goes
+// through Pipeline.Roots (the server's pinned roots, the input rules, the roots
+// phase). It reports false when the request must
 // be refused (too many waiting).
 func (s *Session) askRoots(msg *jsonrpc.Message, server string) bool {
-	if _, pinned := s.opts.Roots[server]; !pinned {
+	if s.opts.Pipeline == nil {
 		return true
 	}
 	s.mu.Lock()
@@ -36,8 +37,8 @@ func (s *Session) askRoots(msg *jsonrpc.Message, server string) bool {
 	return true
 }
 
-// answerRoots holds the client's answer to a roots/list request to the server's
-// pinned roots (docs/channels.md#roots); any other response is returned as it is.
+// answerRoots runs the client's answer to a roots/list request through
+// Pipeline.Roots (docs/channels.md#roots); any other response is returned as it is.
 func (s *Session) answerRoots(msg *jsonrpc.Message) *jsonrpc.Message {
 	s.mu.Lock()
 	server, asked := s.rootsAsked[msg.IDKey()]
@@ -57,21 +58,21 @@ func (s *Session) answerRoots(msg *jsonrpc.Message) *jsonrpc.Message {
 	return m
 }
 
-// pinInputRoots holds a 2026-07-28 retry's inputResponses that answer roots/list (a
-// ListRootsResult: a member "roots") to the pinned roots of the server the request
-// goes to, as answerRoots holds a 2025-11-25 answer.
+// pinInputRoots runs a 2026-07-28 retry's inputResponses that answer roots/list (a
+// ListRootsResult: a member "roots") through Pipeline.Roots for the server the
+// request goes to, as answerRoots does a 2025-11-25 answer.
 func (s *Session) pinInputRoots(msg *jsonrpc.Message) *jsonrpc.Message {
-	if len(s.opts.Roots) == 0 || !bytes.Contains(msg.Params, []byte(`"inputResponses"`)) {
+	if !bytes.Contains(msg.Params, []byte(`"inputResponses"`)) {
 		return msg
 	}
 	server := s.opts.Server
 	if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
 		server = routed.Upstream
 	}
-	pins, pinned := s.opts.Roots[server]
+	pins := s.opts.Roots[server]
 	var params map[string]json.RawMessage
 	var answers map[string]json.RawMessage
-	if !pinned || json.Unmarshal(msg.Params, &params) != nil || json.Unmarshal(params["inputResponses"], &answers) != nil {
+	if json.Unmarshal(msg.Params, &params) != nil || json.Unmarshal(params["inputResponses"], &answers) != nil {
 		return msg
 	}
 	changed := false
