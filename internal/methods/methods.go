@@ -192,6 +192,15 @@ type Method struct {
 // Filtered reports whether the rules read the message (its result, params).
 func (m *Method) Filtered() bool { return m != nil && m.Shape != NoText }
 
+// AnswerPhase is the phase the client's answer to a server request runs (roots), or
+// "" when it runs none.
+func (m *Method) AnswerPhase() ctxapi.Phase {
+	if m == nil || m.Direction != ServerRequest || m.Shape != NoText {
+		return ""
+	}
+	return m.Phase
+}
+
 var (
 	statusMessage = []Field{{Path: []string{"statusMessage"}}}
 	instructions  = []Field{{Path: []string{"instructions"}}}
@@ -262,7 +271,10 @@ var table = []Method{
 		Text: []Field{f(Free, "systemPrompt"), f(Messages, "messages"), f(Free, "tools")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
 	{Name: "elicitation/create", Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
 		Text: []Field{f(Free, "message"), f(Free, "requestedSchema"), f(Free, "url")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
-	{Name: "roots/list", Revisions: Rev20251125, Direction: ServerRequest},
+	// roots/list: the request carries nothing; the client's answer (its result, or a
+	// 2026-07-28 inputResponses entry) runs the roots phase on its way to the server:
+	// pinned roots, input rules, policies (docs/channels.md#roots).
+	{Name: "roots/list", Revisions: Rev20251125, Direction: ServerRequest, Phase: ctxapi.PhaseRoots},
 
 	// Server notifications.
 	{Name: "notifications/message", Revisions: Both, Direction: ServerNotification, Shape: Fields,

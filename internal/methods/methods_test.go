@@ -13,7 +13,7 @@ import (
 func TestTableConsistent(t *testing.T) {
 	seen := map[string]bool{}
 	phases := map[ctxapi.Phase]bool{ctxapi.PhasePost: true, ctxapi.PhaseList: true, ctxapi.PhaseResource: true,
-		ctxapi.PhasePrompt: true, ctxapi.PhaseServerRequest: true, ctxapi.PhaseInstructions: true}
+		ctxapi.PhasePrompt: true, ctxapi.PhaseServerRequest: true, ctxapi.PhaseInstructions: true, ctxapi.PhaseRoots: true}
 	for _, m := range All() {
 		if seen[m.Name] {
 			t.Errorf("%s: listed twice", m.Name)
@@ -34,6 +34,9 @@ func TestTableConsistent(t *testing.T) {
 		}
 		if m.Phase != "" && !phases[m.Phase] {
 			t.Errorf("%s: unknown phase %q", m.Name, m.Phase)
+		}
+		if m.Phase == ctxapi.PhaseRoots && (m.Direction != ServerRequest || m.Shape != NoText) {
+			t.Errorf("%s: the roots phase runs on the client's answer to a server request whose request carries no text", m.Name)
 		}
 		if m.Phase == ctxapi.PhaseServerRequest && m.Direction != ServerRequest {
 			t.Errorf("%s: server_request phase on a %v", m.Name, m.Direction)

@@ -656,7 +656,7 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			s.views[m.Invalidates].invalidate()
 		}
 	case jsonrpc.KindRequest:
-		if msg.Method == "roots/list" && !s.askRoots(msg, x.Server) {
+		if methods.Of(msg.Method).AnswerPhase() == ctxapi.PhaseRoots && !s.askRoots(msg, x.Server) {
 			s.send(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, rootsBusy), Kind: jsonrpc.KindResponse,
 				ID: msg.ID, Error: rootsBusy, Upstream: msg.Upstream})
 			return
