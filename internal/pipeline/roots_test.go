@@ -109,3 +109,20 @@ func TestRootsPhase(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRootWithin: no URI panics the pin check, and one it keeps under the pin
+// file:///srv/data parses to a clean path at or below /srv/data.
+func FuzzRootWithin(f *testing.F) {
+	for _, s := range []string{"file:///srv/data/a", "file:///srv/data/../etc", "file://localhost/srv/data", "file:///srv/data%2f..%2fetc", "file:///srv/data/%2e%2e/x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, uri string) {
+		if !within(uri, []string{"file:///srv/data"}) {
+			return
+		}
+		p, ok := rootPath(uri)
+		if !ok || (p != "/srv/data" && !strings.HasPrefix(p, "/srv/data/")) || strings.Contains(p, "/../") {
+			t.Fatalf("%q kept as %q", uri, p)
+		}
+	})
+}
