@@ -46,9 +46,6 @@ var phaseSpecs = map[ctxapi.Phase]phaseSpec{
 // knownPhase reports whether Run knows how to build ctx for phase.
 func knownPhase(p ctxapi.Phase) bool { _, ok := phaseSpecs[p]; return ok }
 
-// paramsWritable reports whether ctx.params may change in phase.
-func paramsWritable(p ctxapi.Phase) bool { return phaseSpecs[p].writesParams }
-
 func orEmptyArray(v []byte) []byte {
 	if len(v) == 0 || string(v) == "null" {
 		return []byte("[]")

@@ -221,7 +221,8 @@ func (e *RequestError) Error() string { return e.Message }
 // Is makes errors.Is(err, ErrNotDelivered) true.
 func (e *RequestError) Is(target error) bool { return target == ErrNotDelivered }
 
-// ResponseErrorMessage is responseError as a parsed message.
+// ResponseErrorMessage is the error response (-32603) for an upstream message that
+// could not be relayed, so the request it answers fails at once instead of timing out.
 func ResponseErrorMessage(id json.RawMessage, why string) *Message {
 	return NewErrorResponse(id, CodeInternalError, "mcpgate: the upstream's response was dropped: "+why)
 }

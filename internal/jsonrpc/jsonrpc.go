@@ -54,12 +54,6 @@ func (e *TooLargeError) Error() string {
 // Is makes errors.Is(err, ErrTooLarge) true.
 func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
-// responseError builds an error response for an upstream message that could not be
-// relayed, so the request it answers fails at once instead of timing out.
-func responseError(id json.RawMessage, why string) []byte {
-	return ErrorResponse(id, CodeInternalError, "mcpgate: the upstream's response was dropped: "+why)
-}
-
 const tooLargeHead = 64 << 10
 
 // Kind classifies a message.
