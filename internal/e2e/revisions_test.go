@@ -219,10 +219,11 @@ func TestRevisionsMatrix(t *testing.T) {
 		} else {
 			gw = append([]string{binary, "gateway", "run", "--policies", emptyPolicies(t), "--"}, up...)
 		}
+		start := time.Now()
 		out := revisionClientCfg(t, map[string]any{"cmd": gw, "mode": c.client, "list": true, "prefix": prefix, "uri": uri})
 		name := fmt.Sprintf("client %s, server %s, several=%v", c.client, c.server, c.several)
 		ok := out["connect"] == nil && strings.Contains(string(out["tools"]), prefix+"echo") && strings.Contains(string(out["echo"]), `"hi"`)
-		t.Logf("%s: version %s, works=%v", name, out["version"], ok)
+		t.Logf("%s: version %s, works=%v (%s)", name, out["version"], ok, time.Since(start).Round(time.Millisecond))
 		if c.works && !ok {
 			t.Errorf("%s: %v", name, out)
 		}
