@@ -44,5 +44,5 @@ func need(t testing.TB, env, what string) string {
 // and started by .ci/run), or skips (fails under CI) without it.
 func OIDCIssuer(t testing.TB) string {
 	t.Helper()
-	return need(t, "MCPGATE_TEST_OIDC_ISSUER", "zitadel's example OpenID provider: make deps, then PORT=9412 REDIRECT_URI=http://localhost:9413/callback testdata/e2e/bin/server and MCPGATE_TEST_OIDC_ISSUER=http://localhost:9412/ (see .ci/run)")
+	return need(t, "MCPGATE_TEST_OIDC_ISSUER", "zitadel's example OpenID provider: make deps, then PORT=9412 REDIRECT_URI=http://localhost:9413/callback testdata/e2e/bin/oidc-server and MCPGATE_TEST_OIDC_ISSUER=http://localhost:9412/ (see .ci/run)")
 }
