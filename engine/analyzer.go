@@ -127,7 +127,25 @@ func (a *Analyzer) AnalyzeResult(result []byte) (Report, error) {
 	if i >= len(result) || result[i] != '{' {
 		return Report{}, errNotObject()
 	}
-	return a.analyzeDoc(result, modeResult)
+	return a.analyzeDoc(result, modeResult, nil)
+}
+
+// AnalyzeResultWithin is AnalyzeResult for a session whose client declared roots
+// (Root.uri file:// URIs, MCP 2025-11-25 client/roots): a file: link target outside
+// every one is also output_ssrf_target (docs/engine.md#targets). No roots, or none
+// that is a file:// URI of an absolute path, is AnalyzeResult.
+func (a *Analyzer) AnalyzeResultWithin(result []byte, roots []string) (Report, error) {
+	if len(roots) == 0 {
+		return a.AnalyzeResult(result)
+	}
+	i := 0
+	for i < len(result) && (result[i] == ' ' || result[i] == '\t' || result[i] == '\n' || result[i] == '\r') {
+		i++
+	}
+	if i >= len(result) || result[i] != '{' {
+		return Report{}, errNotObject()
+	}
+	return a.analyzeDoc(result, modeResult, rootPaths(roots))
 }
 
 // AnalyzeArguments scans the string leaves (and keys) of tools/call arguments (a JSON
@@ -137,7 +155,7 @@ func (a *Analyzer) AnalyzeArguments(args []byte) (Report, error) {
 	if t == "" || t == "null" {
 		return Report{}, nil
 	}
-	return a.analyzeDoc(args, modeArguments)
+	return a.analyzeDoc(args, modeArguments, nil)
 }
 
 type docMode uint8
@@ -147,9 +165,10 @@ const (
 	modeArguments
 )
 
-func (a *Analyzer) analyzeDoc(doc []byte, mode docMode) (Report, error) {
+func (a *Analyzer) analyzeDoc(doc []byte, mode docMode, roots []string) (Report, error) {
 	st := a.getState()
 	defer putState(st)
+	st.k.roots = roots
 	st.v = docVisitor{st: st, mode: mode, budget: a.opts.MaxScanBytes, blobs: st.v.blobs}
 	st.k.w = &st.w
 	st.w.reset(doc, &st.v)

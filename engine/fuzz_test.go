@@ -70,7 +70,8 @@ func FuzzUnsafeTarget(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		unsafeTarget(s)
+		unsafeTarget(s, nil)
+		unsafeTarget(s, []string{"/home/bob/app"})
 		if a, ok := hostAddr(urlHost(s)); ok && !a.IsValid() {
 			t.Fatalf("hostAddr(%q) ok with an invalid address", s)
 		}

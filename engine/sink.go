@@ -29,6 +29,10 @@ type sink struct {
 	// (Authorization, Cookie, aws_secret_access_key, *version).
 	key string
 
+	// roots are the clean paths of the client's declared roots for this document
+	// (AnalyzeResultWithin); nil when none are known.
+	roots []string
+
 	// Redact mode
 	collect bool
 	matches []match

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"net/netip"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -38,8 +40,10 @@ var sensitiveSegments = []string{
 	"/.env", "/.npmrc", "/.pypirc", "/id_rsa", "/id_ed25519", "/.bash_history", "/.zsh_history",
 }
 
-// unsafeTarget reports why uri is a target an agent must not fetch, or "".
-func unsafeTarget(uri string) string {
+// unsafeTarget reports why uri is a target an agent must not fetch, or "". roots are
+// the clean absolute paths of the client's declared roots (rootPaths); with none, a
+// file: URI is judged by its path alone.
+func unsafeTarget(uri string, roots []string) string {
 	c := strings.IndexByte(uri, ':')
 	if c <= 0 || c > 10 {
 		return ""
@@ -77,6 +81,9 @@ func unsafeTarget(uri string) string {
 		}
 		if p == "/etc" || p == "/proc" || p == "/root" {
 			return "file_sensitive"
+		}
+		if len(roots) > 0 && !fileWithin(uri, roots) {
+			return "file_outside_roots"
 		}
 		return ""
 	case "http", "https", "ws", "wss", "ftp", "gopher", "dict", "ldap", "tftp", "smb", "redis", "mongodb", "mysql", "postgres", "postgresql":
@@ -181,7 +188,7 @@ func (t *textScan) targetCheck(uri string, start, end int) {
 	if t.piiOnly {
 		return
 	}
-	if why := unsafeTarget(uri); why != "" {
+	if why := unsafeTarget(uri, t.k.roots); why != "" {
 		t.k.add(rSSRF, why, start, end)
 	}
 }
@@ -193,4 +200,46 @@ func (t *textScan) uriMember() {
 		return
 	}
 	t.targetCheck(t.s, 0, len(t.s))
+}
+
+// rootPaths reads the client's declared roots (Root.uri, MCP 2025-11-25 client/roots)
+// as clean absolute paths; a root that is not a file:// URI of an absolute path on
+// this host is left out (it cannot contain a file: target).
+func rootPaths(uris []string) []string {
+	var out []string
+	for _, u := range uris {
+		if p, ok := filePath(u); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// filePath is the clean absolute path of a file: URI on this host (no host or
+// "localhost"), percent-encoding decoded and "." and ".." segments resolved, or false.
+// A query or fragment is ignored: it does not change the file read.
+func filePath(uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") || u.Opaque != "" || u.User != nil ||
+		(u.Host != "" && !strings.EqualFold(u.Host, "localhost")) ||
+		!strings.HasPrefix(u.Path, "/") || strings.ContainsRune(u.Path, 0) {
+		return "", false
+	}
+	return path.Clean(u.Path), true
+}
+
+// fileWithin reports whether a file: URI names a root or a path under one, comparing
+// whole segments ("/home/bob/app" does not hold "/home/bob/application"). A URI with
+// another host, or one that cannot be read as a path, is outside.
+func fileWithin(uri string, roots []string) bool {
+	p, ok := filePath(uri)
+	if !ok {
+		return false
+	}
+	for _, r := range roots {
+		if p == r || r == "/" || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
 }

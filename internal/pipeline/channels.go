@@ -55,6 +55,8 @@ type Channel struct {
 	// SamplingContext is whether the client declared sampling.context; without it a
 	// sampling request's includeContext is narrowed to "none".
 	SamplingContext bool
+	// Roots is Call.Roots, for a tasks/result's CallToolResult.
+	Roots []string
 }
 
 // Hidden is a tool withheld from a caller's listing: by the output rules, a list
@@ -84,7 +86,7 @@ const blockedRequestCode = -1
 // not count toward the rate limit.
 func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	call := Call{User: c.User, ClientInfo: c.ClientInfo, ProtocolVersion: c.ProtocolVersion, Params: c.Params, Server: c.Server,
-		SamplingContext: c.SamplingContext}
+		SamplingContext: c.SamplingContext, Roots: c.Roots}
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
 	method := c.Method

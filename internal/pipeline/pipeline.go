@@ -121,6 +121,10 @@ type Call struct {
 	// SamplingContext is Channel.SamplingContext, for the sampling requests among the
 	// input requests of an input_required result.
 	SamplingContext bool
+	// Roots are the file:// roots the client last declared to this server (after its
+	// pins, docs/channels.md#roots): a file: link in the result outside every one is
+	// output_ssrf_target. Nil means none are known.
+	Roots []string
 	// Server is the configured name of the server the call goes to (ctx.server and
 	// the record's server); "" when the gateway fronts an unnamed command.
 	Server string
@@ -277,7 +281,7 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 
 	// 4. Built-in output rules over the upstream's original result.
 	stage := time.Now()
-	out, err := p.Analyzer.AnalyzeResult(result)
+	out, err := p.Analyzer.AnalyzeResultWithin(result, r.c.Roots)
 	r.rec.stage(vocab.StageOutputRules, stage)
 	r.rec.setFindings(out)
 	verdict := r.outputVerdict(out, err)
@@ -493,7 +497,7 @@ func (r *run) rescan(result json.RawMessage, verdict engine.Verdict) (engine.Ver
 	if !r.filterOutput {
 		return verdict, 0
 	}
-	again, err := r.p.Analyzer.AnalyzeResult(result)
+	again, err := r.p.Analyzer.AnalyzeResultWithin(result, r.c.Roots)
 	if err != nil {
 		return verdict, 0 // replaceContent wrote an object: cannot happen
 	}

@@ -100,10 +100,13 @@ type Session struct {
 	// rootsAsked: roots/list requests of servers with pinned roots the client has
 	// not answered yet, by id, with the server's name.
 	rootsAsked map[string]string
-	inflight   map[string]context.CancelFunc
-	dead       error // set once the upstream is gone
-	draining   atomic.Bool
-	closing    atomic.Bool // Run has returned; the caller closes the upstream
+	// declared: the roots each server last got from the client (after its pins), by
+	// server name; the output rules judge a result's file: links by them.
+	declared map[string][]string
+	inflight map[string]context.CancelFunc
+	dead     error // set once the upstream is gone
+	draining atomic.Bool
+	closing  atomic.Bool // Run has returned; the caller closes the upstream
 
 	tools   *toolIndex
 	views   map[string]*visibility // what this caller may see, by listing method
@@ -409,6 +412,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			Hidden:     s.hiddenTool,
 			ClientInfo: info, ProtocolVersion: version,
 			Server: server, SamplingContext: s.clientSamplingContext(),
+			Roots: s.declaredRoots(server),
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil

@@ -50,6 +50,7 @@ func (s *Session) answerRoots(msg *jsonrpc.Message) *jsonrpc.Message {
 	info, version := s.clientOf(nil)
 	out, changed := s.opts.Pipeline.Roots(pipeline.Channel{User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server},
 		msg.Result, s.opts.Roots[server])
+	s.declare(server, out)
 	if !changed {
 		return msg
 	}
@@ -84,6 +85,7 @@ func (s *Session) pinInputRoots(msg *jsonrpc.Message) *jsonrpc.Message {
 		info, version := s.clientOf(msg.Params)
 		out, ch := s.opts.Pipeline.Roots(pipeline.Channel{User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server,
 			Via: msg.Method}, a, pins)
+		s.declare(server, out)
 		if ch {
 			answers[k], changed = out, true
 		}
@@ -94,4 +96,35 @@ func (s *Session) pinInputRoots(msg *jsonrpc.Message) *jsonrpc.Message {
 	params["inputResponses"], _ = json.Marshal(answers)
 	p, _ := json.Marshal(params)
 	return msg.WithParams(p)
+}
+
+// declare keeps the roots a server got (a ListRootsResult, after Pipeline.Roots) as
+// the client's latest declared roots for it; an unreadable result declares none.
+func (s *Session) declare(server string, result json.RawMessage) {
+	var v struct {
+		Roots []struct {
+			URI string `json:"uri"`
+		} `json:"roots"`
+	}
+	_ = json.Unmarshal(result, &v)
+	uris := make([]string, 0, len(v.Roots))
+	for _, r := range v.Roots {
+		if r.URI != "" {
+			uris = append(uris, r.URI)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.declared == nil {
+		s.declared = map[string][]string{}
+	}
+	s.declared[server] = uris
+}
+
+// declaredRoots are the roots server last got from the client (nil: none known), for
+// the output rules of its results (pipeline.Call.Roots).
+func (s *Session) declaredRoots(server string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.declared[server]
 }

@@ -2,9 +2,11 @@ package relay
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -81,5 +83,56 @@ func TestRelayPinnedInputRoots(t *testing.T) {
 	rec := <-h.recs.ch
 	if rec.Method != "roots/list" || rec.Via != "prompts/get" || rec.Reason != vocab.ReasonRootOutsidePin {
 		t.Fatalf("record %+v", rec)
+	}
+}
+
+// TestRelayResultOutsideRoots: a tools/call result's resource_link to a file outside
+// the roots the client last declared to the server (after its pins) is
+// output_ssrf_target; a link inside one stays clean, and with no roots declared only
+// system and credential paths are flagged.
+func TestRelayResultOutsideRoots(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		pins    map[string][]string
+		roots   string // the client's roots/list answer's roots; "" for none asked
+		link    string
+		flagged bool
+	}{
+		{"inside a declared root", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/app/README.md", false},
+		{"outside every declared root", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/notes/todo.md", true},
+		{"escapes with ..", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/app/../notes/todo.md", true},
+		{"no roots declared", nil, "", "file:///home/bob/notes/todo.md", false},
+		{"the pins leave no roots: as none declared", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"}]`, "file:///home/bob/notes/todo.md", false},
+		{"outside what is left after the pins", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"},{"uri":"file:///srv/data/a"}]`, "file:///srv/data/b/x.csv", true},
+		{"inside what is left after the pins", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"},{"uri":"file:///srv/data/a"}]`, "file:///srv/data/a/x.csv", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 0, func(o *Options) { o.Roots = c.pins })
+			if c.roots != "" {
+				h.up.lines <- `{"jsonrpc":"2.0","id":"r1","method":"roots/list"}`
+				if got := h.clientGets(); !strings.Contains(got, `"roots/list"`) {
+					t.Fatalf("the client got %s", got)
+				}
+				h.client(`{"jsonrpc":"2.0","id":"r1","result":{"roots":` + c.roots + `}}`)
+				if got := h.upstreamGets(); !strings.Contains(got, `"r1"`) {
+					t.Fatalf("the server got %s", got)
+				}
+				for len(h.recs.ch) > 0 { // the pins' record, when they removed a root
+					<-h.recs.ch
+				}
+			}
+			h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
+			h.upstreamGets() // the gateway's own tools/list
+			h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+			if got := h.upstreamGets(); !strings.Contains(got, `"tools/call"`) {
+				t.Fatalf("upstream got %q", got)
+			}
+			h.up.lines <- `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"resource_link","uri":"` + c.link + `","name":"n"}]}}`
+			h.clientGets()
+			rec := h.recs.call()
+			if got := slices.Contains(rec.RuleIDs, engine.RuleSSRFTarget); got != c.flagged {
+				t.Fatalf("%s in the record: %v, want %v (%v)", engine.RuleSSRFTarget, got, c.flagged, rec.RuleIDs)
+			}
+		})
 	}
 }
