@@ -191,7 +191,7 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 			r.rec.setReason(vocab.ReasonInternalError)
 			reply = r.blockMessage(m, resp.Result, nil, blockTextOf(m, r.rec.eventID()), "")
 		}
-		if c.Internal && r.rec.r.ActionTaken == vocab.Pass {
+		if c.Internal && r.rec.state.action == vocab.Pass {
 			return
 		}
 		r.rec.emit(p)
@@ -346,7 +346,7 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 	start := time.Now()
 	defer r.rec.stage(vocab.StageMerge, start)
 	if warnings := len(pol.Warnings); verdict == engine.Warn || warnings > 0 {
-		warned, err := warnMessage(m, doc, r.rec.eventID(), r.rec.r.FindingsCount+warnings)
+		warned, err := warnMessage(m, doc, r.rec.eventID(), r.rec.state.findings+warnings)
 		if err != nil {
 			r.rec.setReason(vocab.ReasonSanitizeFailed)
 			return r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")
@@ -393,7 +393,7 @@ func (r *run) changed(m *methods.Method, doc json.RawMessage) Reply {
 // they read in it (nil when it could not be read). A notice other than "" (the Warn
 // notice of a thrown text) comes first in a placeholder result, as its own item.
 func (r *run) blockMessage(m *methods.Method, doc json.RawMessage, parts []part, text, notice string) Reply {
-	if r.rec.r.Reason == "" {
+	if r.rec.state.reason == "" {
 		r.rec.setReason(vocab.ReasonFilterBlock)
 	}
 	r.rec.escalate(vocab.Block)
@@ -538,7 +538,7 @@ func blockedResult(block methods.Block, orig json.RawMessage, text, notice strin
 // refuse answers a server-to-client request with a JSON-RPC error; the client never
 // sees the request.
 func (r *run) refuse(message string) Reply {
-	if r.rec.r.Reason == "" {
+	if r.rec.state.reason == "" {
 		r.rec.setReason(vocab.ReasonFilterBlock)
 	}
 	r.rec.escalate(vocab.Block)

@@ -132,7 +132,7 @@ func (r *run) inputRequiredReply(m *methods.Method, resp *jsonrpc.Message) Reply
 // method's block shape carrying the refusal text, as a complete result, so the
 // client asks for nothing the rules refused.
 func (r *run) withholdInputRequired(m *methods.Method, text string) Reply {
-	if r.rec.r.Reason == "" {
+	if r.rec.state.reason == "" {
 		r.rec.setReason(vocab.ReasonFilterBlock)
 	}
 	r.rec.escalate(vocab.Block)

@@ -53,7 +53,7 @@ func (r *run) listing(c Channel, m *methods.Method, resp *jsonrpc.Message) Reply
 		return Reply{Result: b, HiddenAll: &Hidden{EventID: r.rec.eventID(), Policy: HiddenByFilter, Reason: vocab.ReasonUndecodableResult}}
 	case err != nil:
 		return Reply{Original: resp.Raw}
-	case verdict == engine.Block && rep.Truncated && r.rec.r.FailModeTriggered:
+	case verdict == engine.Block && rep.Truncated && r.rec.state.failMode:
 		// --fail-mode closed and entries past the scan cap went unread: none is listed
 		for _, e := range l.entries {
 			l.hide(e, HiddenByFilter, vocab.ReasonScanTruncated)

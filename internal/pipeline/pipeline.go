@@ -433,7 +433,7 @@ func (r *run) rewriteArguments(args json.RawMessage) (engine.Report, error) {
 // arguments were rewritten or sent as null (TypeScript servers fail with -32603 on
 // "arguments": null, so {} goes instead).
 func (r *run) outgoing() json.RawMessage {
-	if !r.rec.r.ParamsRewritten && string(r.params["arguments"]) != "null" {
+	if !r.rec.state.paramsRewritten && string(r.params["arguments"]) != "null" {
 		return r.c.Params
 	}
 	params := make(map[string]json.RawMessage, len(r.params))

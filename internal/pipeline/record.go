@@ -14,11 +14,26 @@ import (
 // record is the one audit record of a call as the pipeline fills it in. It only
 // records: every decision is made in pipeline.go, and each method here sets or adds
 // to fields. emit sends it exactly once (docs/decisions.md#fail-modes).
+//
+// The decisions later steps consult (action, reason, outcome, findings, fail mode,
+// rewritten params) live in state, the run's own; r is output only, and emit writes
+// them into it.
 type record struct {
 	start   time.Time
 	r       audit.Record
+	state   decisions
 	emitted bool
 	end     time.Time // when the live reply was ready; zero: when emitted
+}
+
+// decisions is what the run has decided so far, read by its later steps.
+type decisions struct {
+	action          vocab.Action  // the ladder's rung; starts at pass
+	reason          vocab.Reason  // the reason code; "" while none
+	outcome         vocab.Outcome // starts ok
+	findings        int           // output rule findings, the upstream's and a post policy's
+	failMode        bool          // a fail mode decided the call
+	paramsRewritten bool          // a pre policy rewrote the arguments
 }
 
 func newRecord(p *Pipeline, c Call) *record {
@@ -30,16 +45,14 @@ func newRecord(p *Pipeline, c Call) *record {
 		RuleIDs:             []string{},
 		HighestSeverity:     engine.SeverityNone.String(),
 		AgentOrigin:         p.Origin,
-		ActionTaken:         vocab.Pass,
 		GuardrailsTriggered: []string{},
 		Filter:              vocab.FilterSkipped,
-		Outcome:             vocab.OutcomeOK,
 		StageMS:             map[vocab.Stage]float64{},
 		ClientInfo:          c.ClientInfo,
 		ProtocolVersion:     c.ProtocolVersion,
 		Server:              c.Server,
 		Caller:              &audit.Caller{UserID: c.User.UserID, CallerID: c.User.CallerID, CallerClass: c.User.CallerClass, Scopes: c.User.Scopes},
-	}}
+	}, state: decisions{action: vocab.Pass, outcome: vocab.OutcomeOK}}
 }
 
 func (t *record) eventID() string    { return t.r.EventID }
@@ -53,11 +66,11 @@ func (t *record) setTool(name, access string, listed bool) {
 	t.r.Tool, t.r.ToolAccess, t.r.Listed = name, access, listed
 }
 
-func (t *record) setOutcome(o vocab.Outcome) { t.r.Outcome = o }
+func (t *record) setOutcome(o vocab.Outcome) { t.state.outcome = o }
 
 func (t *record) setMethod(m string) { t.r.Method = m }
 
-func (t *record) setReason(r vocab.Reason) { t.r.Reason = r }
+func (t *record) setReason(r vocab.Reason) { t.state.reason = r }
 
 func (t *record) setPolicy(file string) { t.r.Policy = file }
 
@@ -65,9 +78,9 @@ func (t *record) setPhase(phase string) { t.r.Phase = phase }
 
 func (t *record) setShadow(s *audit.Shadow) { t.r.Shadow = s }
 
-func (t *record) setParamsRewritten()            { t.r.ParamsRewritten = true }
+func (t *record) setParamsRewritten()            { t.state.paramsRewritten = true }
 func (t *record) setInputRules(in engine.Report) { t.r.InputRuleIDs = in.RuleIDs() }
-func (t *record) setFailModeTriggered()          { t.r.FailModeTriggered = true }
+func (t *record) setFailModeTriggered()          { t.state.failMode = true }
 func (t *record) setTruncated()                  { t.r.Truncated = true }
 
 // ms converts to milliseconds with microsecond precision.
@@ -99,8 +112,7 @@ func appendUnique(s []string, v string) []string {
 
 // escalate moves the action up the ladder; it never moves down (docs/decisions.md#ladder).
 func (t *record) escalate(action vocab.Action) {
-	t.r.ActionTaken = vocab.Strongest(t.r.ActionTaken, action)
-	t.r.Blocked = t.r.ActionTaken == vocab.Block
+	t.state.action = vocab.Strongest(t.state.action, action)
 }
 
 // outputChanged marks that the output stage changed or withheld data.
@@ -114,14 +126,14 @@ func (t *record) setFilter(state string, v engine.Verdict) {
 // setFindings records what the output rules found in the upstream's result.
 func (t *record) setFindings(out engine.Report) {
 	t.r.RuleIDs = out.RuleIDs()
-	t.r.FindingsCount = len(out.Findings)
+	t.state.findings = len(out.Findings)
 	t.r.HighestSeverity = out.Highest.String()
 	t.r.Truncated = out.Truncated
 }
 
 // addFindings records what the output rules found in content a post policy wrote.
 func (t *record) addFindings(again engine.Report) {
-	t.r.FindingsCount += len(again.Findings)
+	t.state.findings += len(again.Findings)
 	for _, id := range again.RuleIDs() {
 		t.r.RuleIDs = appendUnique(t.r.RuleIDs, id)
 	}
@@ -151,6 +163,9 @@ func (t *record) emit(p *Pipeline) {
 	}
 	t.emitted = true
 	snap := t.r
+	d := t.state
+	snap.ActionTaken, snap.Reason, snap.Outcome = d.action, d.reason, d.outcome
+	snap.FindingsCount, snap.FailModeTriggered, snap.ParamsRewritten = d.findings, d.failMode, d.paramsRewritten
 	snap.StageMS = maps.Clone(t.r.StageMS)
 	snap.RuleIDs = append([]string{}, t.r.RuleIDs...) // [] rather than null on the wire
 	snap.GuardrailsTriggered = append([]string{}, t.r.GuardrailsTriggered...)

@@ -116,7 +116,7 @@ func (s *shadow) runSet(ctx context.Context, call *ctxapi.Call) (res gate.Result
 // with the same output rules (filterAction), and whether it differs from the live one.
 // A candidate that would have let a live pre-phase rejection through is judged on its
 // pre phase alone: the server's answer to that call is unknown.
-func (s *shadow) decide(live *audit.Record, filterAction vocab.Action) *audit.Shadow {
+func (s *shadow) decide(live decisions, filterAction vocab.Action) *audit.Shadow {
 	if s == nil {
 		return nil
 	}
@@ -128,7 +128,7 @@ func (s *shadow) decide(live *audit.Record, filterAction vocab.Action) *audit.Sh
 		if filterAction != "" {
 			out.ActionTaken = filterAction
 			if filterAction == vocab.Block {
-				out.Reason = live.Reason
+				out.Reason = live.reason
 			}
 		}
 		if len(s.pre.Warnings)+len(s.post.Warnings) > 0 {
@@ -138,7 +138,7 @@ func (s *shadow) decide(live *audit.Record, filterAction vocab.Action) *audit.Sh
 			out.ActionTaken = vocab.Strongest(out.ActionTaken, policyAction(s.post.Action))
 		}
 	}
-	out.Differs = out.ActionTaken != live.ActionTaken
+	out.Differs = out.ActionTaken != live.action
 	return out
 }
 
@@ -187,7 +187,7 @@ func (r *run) finish(final bool) {
 			if sh.postCall != nil {
 				sh.runPost(r.ctx, sh.postCall)
 			}
-			r.rec.setShadow(sh.decide(&r.rec.r, r.filterAction))
+			r.rec.setShadow(sh.decide(r.rec.state, r.filterAction))
 			r.rec.emit(r.p)
 		}()
 	case sh != nil:
@@ -196,7 +196,7 @@ func (r *run) finish(final bool) {
 		select {
 		case <-sh.preDone:
 			sh.join()
-			r.rec.setShadow(sh.decide(&r.rec.r, r.filterAction))
+			r.rec.setShadow(sh.decide(r.rec.state, r.filterAction))
 		default:
 		}
 		r.rec.emit(r.p)
@@ -206,7 +206,7 @@ func (r *run) finish(final bool) {
 	if final && r.capture != nil {
 		c := r.capture
 		c.EventID, c.TS = r.rec.r.EventID, time.Now().UTC().Format(audit.TSLayout)
-		c.ActionTaken, c.Outcome = r.rec.r.ActionTaken, r.rec.r.Outcome
+		c.ActionTaken, c.Outcome = r.rec.state.action, r.rec.state.outcome
 		r.p.Capture.Capture(c)
 	}
 }

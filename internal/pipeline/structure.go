@@ -205,7 +205,7 @@ func (r *run) instructions(c Channel, resp *jsonrpc.Message) Reply {
 
 // blockInstructions replaces the instructions of a result with text.
 func (r *run) blockInstructions(result json.RawMessage, text string) Reply {
-	if r.rec.r.Reason == "" {
+	if r.rec.state.reason == "" {
 		r.rec.setReason(vocab.ReasonFilterBlock)
 	}
 	r.rec.escalate(vocab.Block)
