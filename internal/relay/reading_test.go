@@ -167,6 +167,59 @@ func TestRelayRefusesCaseVariantArgument(t *testing.T) {
 	}
 }
 
+// TestRelayCaseVariantArgumentAnywhereInSchema: a property name counts wherever the
+// inputSchema mentions it (anyOf, oneOf, allOf, $defs behind a $ref, definitions,
+// array-form items, prefixItems, additionalProperties, required, dependentRequired),
+// since the gateway resolves no $ref and a Go server binds "Force" to force wherever
+// its struct has it. A name the schema mentions nowhere stays the caller's data.
+func TestRelayCaseVariantArgumentAnywhereInSchema(t *testing.T) {
+	tests := []struct {
+		name, schema, args string
+		refused            bool
+	}{
+		{"anyOf", `{"type":"object","properties":{"opts":{"anyOf":[{"type":"object","properties":{"force":{"type":"boolean"}}},{"type":"null"}]}}}`, `{"opts":{"Force":true}}`, true},
+		{"oneOf", `{"type":"object","properties":{"opts":{"oneOf":[{"type":"object","properties":{"force":{"type":"boolean"}}}]}}}`, `{"opts":{"FORCE":true}}`, true},
+		{"allOf", `{"type":"object","allOf":[{"properties":{"force":{"type":"boolean"}}}]}`, `{"Force":true}`, true},
+		{"$ref to $defs", `{"type":"object","properties":{"ref":{"$ref":"#/$defs/O"}},"$defs":{"O":{"type":"object","properties":{"force":{"type":"boolean"}}}}}`, `{"ref":{"Force":true}}`, true},
+		{"definitions", `{"type":"object","properties":{"ref":{"$ref":"#/definitions/O"}},"definitions":{"O":{"properties":{"recursive":{}}}}}`, `{"ref":{"Recursive":true}}`, true},
+		{"array-form items", `{"type":"object","properties":{"t":{"type":"array","items":[{"type":"object","properties":{"path":{}}}]}}}`, `{"t":[{"Path":"/"}]}`, true},
+		{"prefixItems", `{"type":"object","properties":{"t":{"type":"array","prefixItems":[{"type":"string"},{"type":"object","properties":{"path":{}}}]}}}`, `{"t":["a",{"ſ":1,"Path":"/"}]}`, true},
+		{"additionalProperties schema", `{"type":"object","additionalProperties":{"type":"object","properties":{"force":{}}}}`, `{"anything":{"Force":true}}`, true},
+		{"required only", `{"type":"object","required":["force"]}`, `{"Force":true}`, true},
+		{"dependentRequired", `{"type":"object","dependentRequired":{"scope":["force"]}}`, `{"SCOPE":1}`, true},
+		{"Kelvin under anyOf", `{"anyOf":[{"properties":{"kind":{}}}]}`, `{"\u212aind":"x"}`, true},
+		{"deep argument", `{"properties":{"force":{}}}`, `{"a":[[{"b":{"c":{"Force":true}}}]]}`, true},
+		// Precision: names the schema does not mention, or spelled as it spells them.
+		{"Note with no note", `{"type":"object","properties":{"force":{},"opts":{"anyOf":[{"properties":{"level":{}}}]}}}`, `{"force":true,"opts":{"level":1,"Note":"x"},"Note":"y"}`, false},
+		{"exact under anyOf", `{"properties":{"opts":{"anyOf":[{"properties":{"force":{}}}]}}}`, `{"opts":{"force":true}}`, false},
+		{"$defs key is no property", `{"properties":{"ref":{"$ref":"#/$defs/Force"}},"$defs":{"Force":{"type":"object"}}}`, `{"ref":{"force":1}}`, false},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 0)
+			h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+			h.upstreamGets()
+			h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"wipe","inputSchema":` + tc.schema + `}]}}`
+			h.clientGets()
+			<-h.recs.ch // the listing's record
+			h.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wipe","arguments":%s}}`, 10+i, tc.args))
+			if !tc.refused {
+				if got := h.upstreamGets(); !strings.Contains(got, `"tools/call"`) {
+					t.Fatalf("upstream got %s", got)
+				}
+				return
+			}
+			got := h.clientGets()
+			if errorCode(t, got) != -32600 || !strings.Contains(got, "case_variant_member") {
+				t.Fatalf("client got %s", got)
+			}
+			if rec := h.recs.refusal(t); rec.Method != "tools/call" || rec.Reason != vocab.ReasonCaseVariantMember {
+				t.Fatalf("record %+v", rec)
+			}
+		})
+	}
+}
+
 // TestRelayCaseVariantArgumentConfiguredTag: a tool whose access tag is configured is
 // never listed for the tag; the argument check lists the tools itself.
 func TestRelayCaseVariantArgumentConfiguredTag(t *testing.T) {

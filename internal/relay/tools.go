@@ -18,8 +18,9 @@ type toolIndex struct {
 	s       *Session
 	mu      sync.Mutex
 	access_ map[string]string
-	// props holds, per tool, its inputSchema's property names by their folded form,
-	// for the arguments a Go server would bind to them (docs/decisions.md#one-reading).
+	// props holds, per tool, every property name its inputSchema mentions anywhere, by
+	// folded form, for the arguments a Go server would bind to them
+	// (docs/decisions.md#one-reading).
 	props map[string]schemaNames
 	known bool // a full tools/list has been seen since the last list_changed
 }
@@ -65,7 +66,7 @@ func (x *toolIndex) observe(result json.RawMessage) {
 	defer x.mu.Unlock()
 	for _, t := range page.Tools {
 		x.access_[t.Name] = accessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
-		if names := namesOf(t.InputSchema, 0); names != nil {
+		if names := namesOf(t.InputSchema); names != nil {
 			x.props[t.Name] = names
 		} else {
 			delete(x.props, t.Name)
@@ -175,72 +176,126 @@ func (x *toolIndex) caseVariantArgument(ctx context.Context, tool string, args [
 			x.mu.Unlock()
 		}
 	}
-	return props.caseVariant(args, 0)
+	return props.caseVariant(args)
 }
 
-// schemaNames are the property names of an object schema by their folded form, each
-// with the names of its own object (or array-of-object) schema.
-type schemaNames map[string]schemaName
+// schemaNames are the property names a tool's inputSchema mentions anywhere, by
+// their folded form, each with its exact spellings.
+type schemaNames map[string][]string
 
-type schemaName struct {
-	exact string
-	sub   schemaNames
-}
-
-// maxSchemaDepth bounds how deep property names are followed, in schemas and
-// arguments alike.
-const maxSchemaDepth = 32
-
-// namesOf reads the property names of an object schema: its "properties", and for
-// each property those of its own "properties" or "items"; nil when there are none.
-func namesOf(schema json.RawMessage, depth int) schemaNames {
-	if depth > maxSchemaDepth {
+// namesOf collects every property name the schema mentions, wherever it stands: the
+// keys of every "properties" object, the entries of every "required" array, the keys
+// and entries of "dependentRequired", the keys of "dependentSchemas". It walks the
+// whole schema document and resolves no $ref, so names under anyOf/oneOf/allOf,
+// $defs/definitions, array-form items, prefixItems or additionalProperties count as
+// much as top-level ones (docs/decisions.md#one-reading); nil when there are none.
+func namesOf(schema json.RawMessage) schemaNames {
+	var v any
+	if len(schema) == 0 || json.Unmarshal(schema, &v) != nil {
 		return nil
 	}
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Items      json.RawMessage            `json:"items"`
-	}
-	if json.Unmarshal(schema, &s) != nil {
+	names := schemaNames{}
+	names.collect(v)
+	if len(names) == 0 {
 		return nil
-	}
-	if len(s.Properties) == 0 && len(s.Items) > 0 {
-		return namesOf(s.Items, depth+1)
-	}
-	var names schemaNames
-	for p, sub := range s.Properties {
-		if names == nil {
-			names = schemaNames{}
-		}
-		names[jsonrpc.FoldName(p)] = schemaName{exact: p, sub: namesOf(sub, depth+1)}
 	}
 	return names
 }
 
-// caseVariant reports whether value, an object (or an array of them) of arguments,
-// names a property only under folding, at any depth the schema describes.
-func (n schemaNames) caseVariant(value []byte, depth int) bool {
-	if len(n) == 0 || depth > maxSchemaDepth || len(value) == 0 {
+func (n schemaNames) add(name string) {
+	f := jsonrpc.FoldName(name)
+	for _, e := range n[f] {
+		if e == name {
+			return
+		}
+	}
+	n[f] = append(n[f], name)
+}
+
+// collect walks a schema value (an object, an array of schemas, or anything else).
+func (n schemaNames) collect(v any) {
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			n.collect(e)
+		}
+	case map[string]any:
+		for k, sub := range v {
+			switch k {
+			case "properties", "dependentSchemas":
+				if m, ok := sub.(map[string]any); ok {
+					for p, s := range m {
+						n.add(p)
+						n.collect(s)
+					}
+					continue
+				}
+			case "required":
+				if a, ok := sub.([]any); ok {
+					n.addStrings(a)
+					continue
+				}
+			case "dependentRequired":
+				if m, ok := sub.(map[string]any); ok {
+					for p, s := range m {
+						n.add(p)
+						if a, ok := s.([]any); ok {
+							n.addStrings(a)
+						}
+					}
+					continue
+				}
+			}
+			n.collect(sub)
+		}
+	}
+}
+
+func (n schemaNames) addStrings(a []any) {
+	for _, e := range a {
+		if s, ok := e.(string); ok {
+			n.add(s)
+		}
+	}
+}
+
+// caseVariant reports whether args, a tool call's arguments, holds at any depth a
+// member whose name folds to a collected name without being spelled exactly as one.
+func (n schemaNames) caseVariant(args []byte) bool {
+	if len(n) == 0 || len(args) == 0 {
 		return false
 	}
-	if value[0] == '[' {
-		var items []json.RawMessage
-		if json.Unmarshal(value, &items) != nil {
-			return false
-		}
-		for _, it := range items {
-			if n.caseVariant(it, depth+1) {
+	var v any
+	if json.Unmarshal(args, &v) != nil {
+		return false // Parse has already refused what does not decode
+	}
+	return n.variantIn(v)
+}
+
+func (n schemaNames) variantIn(v any) bool {
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			if n.variantIn(e) {
 				return true
 			}
 		}
-		return false
-	}
-	for _, m := range jsonrpc.Members(value) {
-		p, ok := n[jsonrpc.FoldName(m.Name)]
-		if !ok {
-			continue
+	case map[string]any:
+		for k, sub := range v {
+			if exact, ok := n[jsonrpc.FoldName(k)]; ok && !contains(exact, k) {
+				return true
+			}
+			if n.variantIn(sub) {
+				return true
+			}
 		}
-		if p.exact != m.Name || p.sub.caseVariant(m.Value, depth+1) {
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
 			return true
 		}
 	}
