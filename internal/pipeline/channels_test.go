@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
@@ -573,4 +575,36 @@ func (r *recorder) last(t *testing.T) *audit.Record {
 		t.Fatal("no record")
 	}
 	return r.recs[len(r.recs)-1]
+}
+
+// TestResultRoots: Call.Roots and Channel.Roots reach the output rules of a
+// tools/call's and a task's result and of what a post policy wrote: a file: link
+// outside them is output_ssrf_target, one inside stays clean.
+func TestResultRoots(t *testing.T) {
+	roots := []string{"file:///home/bob/app"}
+	link := func(uri string) string {
+		return `{"content":[{"type":"resource_link","uri":"` + uri + `","name":"n"}]}`
+	}
+	flagged := func(rec *audit.Record) bool { return slices.Contains(rec.RuleIDs, engine.RuleSSRFTarget) }
+	for _, c := range []struct {
+		uri  string
+		want bool
+	}{{"file:///home/bob/app/a.md", false}, {"file:///home/bob/other/a.md", true}} {
+		p, rec := newPipeline(t, nil, true, false)
+		p.Handle(context.Background(), Call{Params: json.RawMessage(`{"name":"t","arguments":{}}`), Roots: roots}, upstreamReturning(link(c.uri), nil))
+		if got := flagged(rec.recs[len(rec.recs)-1]); got != c.want {
+			t.Errorf("tools/call %s: flagged %v, want %v", c.uri, got, c.want)
+		}
+		p.Response(context.Background(), Channel{Method: "tasks/result", Params: json.RawMessage(`{"taskId":"t-1"}`), Roots: roots}, response(t, link(c.uri)))
+		if got := flagged(rec.recs[len(rec.recs)-1]); got != c.want {
+			t.Errorf("tasks/result %s: flagged %v, want %v", c.uri, got, c.want)
+		}
+	}
+	p, rec := newPipeline(t, map[string]string{"link.js": `if (ctx.phase === "post") {
+  ctx.response.content = [{type: "text", text: "see [notes](file:///home/bob/notes.md)"}];
+}`}, true, false)
+	p.Handle(context.Background(), Call{Params: json.RawMessage(`{"name":"t","arguments":{}}`), Roots: roots}, upstreamReturning(link("file:///home/bob/app/a.md"), nil))
+	if !flagged(rec.recs[len(rec.recs)-1]) {
+		t.Errorf("a post policy's link outside the roots: %+v", rec.recs[len(rec.recs)-1])
+	}
 }

@@ -276,6 +276,9 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 				return
 			}
 		}
+		if msg.Method == "notifications/roots/list_changed" {
+			s.forgetRoots() // stale until a server asks again: judged as none declared
+		}
 		s.send(msg)
 	case jsonrpc.KindResponse: // the client answering a server-to-client request
 		s.send(s.answerRoots(msg))

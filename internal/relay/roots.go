@@ -128,3 +128,12 @@ func (s *Session) declaredRoots(server string) []string {
 	defer s.mu.Unlock()
 	return s.declared[server]
 }
+
+// forgetRoots drops every server's declared roots when the client says its roots
+// changed (notifications/roots/list_changed): until a server asks again, its results
+// are judged as with no roots declared, not by roots the client no longer has.
+func (s *Session) forgetRoots() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.declared = nil
+}

@@ -96,15 +96,17 @@ func TestRelayResultOutsideRoots(t *testing.T) {
 		pins    map[string][]string
 		roots   string // the client's roots/list answer's roots; "" for none asked
 		link    string
+		changed bool // the client sends notifications/roots/list_changed before the call
 		flagged bool
 	}{
-		{"inside a declared root", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/app/README.md", false},
-		{"outside every declared root", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/notes/todo.md", true},
-		{"escapes with ..", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/app/../notes/todo.md", true},
-		{"no roots declared", nil, "", "file:///home/bob/notes/todo.md", false},
-		{"the pins leave no roots: as none declared", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"}]`, "file:///home/bob/notes/todo.md", false},
-		{"outside what is left after the pins", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"},{"uri":"file:///srv/data/a"}]`, "file:///srv/data/b/x.csv", true},
-		{"inside what is left after the pins", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"},{"uri":"file:///srv/data/a"}]`, "file:///srv/data/a/x.csv", false},
+		{"inside a declared root", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/app/README.md", false, false},
+		{"outside every declared root", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/notes/todo.md", false, true},
+		{"escapes with ..", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/app/../notes/todo.md", false, true},
+		{"no roots declared", nil, "", "file:///home/bob/notes/todo.md", false, false},
+		{"the pins leave no roots: as none declared", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"}]`, "file:///home/bob/notes/todo.md", false, false},
+		{"outside what is left after the pins", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"},{"uri":"file:///srv/data/a"}]`, "file:///srv/data/b/x.csv", false, true},
+		{"roots changed since: as none declared", nil, `[{"uri":"file:///home/bob/app"}]`, "file:///home/bob/notes/todo.md", true, false},
+		{"inside what is left after the pins", map[string][]string{"": {"file:///srv/data"}}, `[{"uri":"file:///"},{"uri":"file:///srv/data/a"}]`, "file:///srv/data/a/x.csv", false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, 0, func(o *Options) { o.Roots = c.pins })
@@ -119,6 +121,12 @@ func TestRelayResultOutsideRoots(t *testing.T) {
 				}
 				for len(h.recs.ch) > 0 { // the pins' record, when they removed a root
 					<-h.recs.ch
+				}
+			}
+			if c.changed {
+				h.client(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+				if got := h.upstreamGets(); !strings.Contains(got, "list_changed") {
+					t.Fatalf("the server got %s", got)
 				}
 			}
 			h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
