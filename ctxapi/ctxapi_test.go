@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/engine"
 )
 
 func TestRateLimiter(t *testing.T) {
@@ -89,5 +91,71 @@ func TestRewriteStrings(t *testing.T) {
 		if _, _, err := RewriteStrings([]byte(bad), nil, up); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// TestRewriteMembers: fn gets each string's nearest member name, as the engine's
+// scan of a result reads it; with the engine's AppendRedactMember an SSN cued only by
+// its member name is redacted wherever it sits, and nothing else changes.
+func TestRewriteMembers(t *testing.T) {
+	var got []string
+	_, _, err := RewriteMembersAppend([]byte(`{"a":"1","b":{"c":["2",["3"],{"d":"4"}]},"e\u0073n":"5"}`), nil,
+		func(dst []byte, member, s string) ([]byte, int) {
+			got = append(got, member+"="+s)
+			return dst, 0
+		})
+	if want := "a=1 c=2 c=3 d=4 esn=5"; err != nil || strings.Join(got, " ") != want {
+		t.Fatalf("members %q, %v; want %q", strings.Join(got, " "), err, want)
+	}
+	got = got[:0]
+	if _, _, err := RewriteMembersAppend([]byte(`["x",{"k":"y"}]`), nil, func(dst []byte, member, s string) ([]byte, int) {
+		got = append(got, member+"="+s)
+		return dst, 0
+	}); err != nil || strings.Join(got, " ") != "=x k=y" {
+		t.Fatalf("top-level array: %q, %v", got, err)
+	}
+
+	a, err := engine.New(engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redact := func(raw string, skip map[string]bool) (string, int) {
+		out, n, err := RewriteMembersAppend([]byte(raw), skip, func(dst []byte, member, s string) ([]byte, int) {
+			return a.AppendRedactMember(dst, s, member, engine.StrategyRedact, []string{"secret", "pii_us_ssn"})
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		return string(out), n
+	}
+	cases := []struct {
+		name, in, want string
+		skip           map[string]bool
+	}{
+		{"cued member", `{"ssn":"321549876"}`, `{"ssn":"[REDACTED:SSN]"}`, nil},
+		{"upper case", `{"SSN":"321549876"}`, `{"SSN":"[REDACTED:SSN]"}`, nil},
+		{"snake case", `{"social_security_number":"321549876"}`, `{"social_security_number":"[REDACTED:SSN]"}`, nil},
+		{"escaped name", `{"\u0073sn":"321549876"}`, `{"\u0073sn":"[REDACTED:SSN]"}`, nil},
+		{"uncued member", `{"id":"321549876","order":"321549876"}`, `{"id":"321549876","order":"321549876"}`, nil},
+		{"nested", `{"customer":{"name":"Ada","ssn":"321549876","id":"321549876"}}`, `{"customer":{"name":"Ada","ssn":"[REDACTED:SSN]","id":"321549876"}}`, nil},
+		{"array under the member", `{"ssn":["321549876",["412345678"]]}`, `{"ssn":["[REDACTED:SSN]",["[REDACTED:SSN]"]]}`, nil},
+		{"objects in an array", `{"people":[{"ssn":"321549876"},{"id":"321549876"}]}`, `{"people":[{"ssn":"[REDACTED:SSN]"},{"id":"321549876"}]}`, nil},
+		{"after a member object", `{"ssn":{"v":"x"},"id":"321549876"}`, `{"ssn":{"v":"x"},"id":"321549876"}`, nil},
+		{"number, not a string", `{"ssn":321549876}`, `{"ssn":321549876}`, nil},
+		{"invalid area", `{"ssn":"666549876"}`, `{"ssn":"666549876"}`, nil},
+		{"top-level array", `["321549876"]`, `["321549876"]`, nil},
+		{"content text that is JSON", `[{"type":"text","text":"{\"social_security_number\":\"321549876\"}"}]`,
+			`[{"type":"text","text":"{\"social_security_number\":\"[REDACTED:SSN]\"}"}]`, ContentSkipKeys},
+		{"embedded resource", `[{"type":"resource","resource":{"uri":"x","text":"{\"ssn\": \"321549876\"}"}}]`,
+			`[{"type":"resource","resource":{"uri":"x","text":"{\"ssn\": \"[REDACTED:SSN]\"}"}}]`, ContentSkipKeys},
+		{"credential member", `{"aws_secret_access_key":"9drTJvcXLB89EXAMPLEoJ3e9fMtaSTxwYgPqdaQz"}`, `{"aws_secret_access_key":"[REDACTED:AWS_SECRET_ACCESS_KEY]"}`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, n := redact(c.in, c.skip)
+			if got != c.want || (n > 0) != (c.want != c.in) {
+				t.Fatalf("redact(%s) = %s, %d; want %s", c.in, got, n, c.want)
+			}
+		})
 	}
 }

@@ -43,6 +43,15 @@ func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, i
 // return, and neither fn nor anyone else may modify raw until RewriteStringsAppend
 // returns.
 func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, s string) ([]byte, int)) ([]byte, int, error) {
+	return RewriteMembersAppend(raw, skip, func(dst []byte, _, s string) ([]byte, int) { return fn(dst, s) })
+}
+
+// RewriteMembersAppend is RewriteStringsAppend for an fn that also gets the string's
+// member name: the nearest one, as engine.(*Analyzer).AnalyzeResult reads it (an
+// array element's is its array's member name; "" at the top level or in a top-level
+// array). member is a view like s, with the same lifetime rules; skip still looks
+// at the string's own key ("" for an array element).
+func RewriteMembersAppend(raw []byte, skip map[string]bool, fn func(dst []byte, member, s string) ([]byte, int)) ([]byte, int, error) {
 	type frame struct {
 		obj       bool
 		expectKey bool
@@ -116,14 +125,20 @@ func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 				stack[len(stack)-1].expectKey = false
 				continue
 			}
-			key := ""
+			key, member := "", ""
 			if len(stack) > 0 && stack[len(stack)-1].obj {
 				key = stack[len(stack)-1].key
 			}
 			if skip[key] {
 				continue
 			}
-			ns, k := fn(scratch.get(), s)
+			for d := len(stack) - 1; d >= 0; d-- {
+				if stack[d].obj {
+					member = stack[d].key
+					break
+				}
+			}
+			ns, k := fn(scratch.get(), member, s)
 			scratch.b = ns
 			if k == 0 || string(ns) == s {
 				continue

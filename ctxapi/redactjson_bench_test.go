@@ -8,7 +8,8 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 )
 
-// BenchmarkRewriteStringsAppendRedact is ctx.redactAll({kinds: ["pii_email"]}) on the
+// BenchmarkRewriteStringsAppendRedact is ctx.redactAll({kinds: ["pii_email"]}) (member
+// names passed, as the gate does) on the
 // raw JSON of one 4096-byte text content item with three e-mail addresses: the gate
 // workload's text (no JSON escapes), and the same text as lines of 64 bytes (a \n
 // escape per line, as most tool output has).
@@ -34,10 +35,10 @@ func benchRedactJSON(b *testing.B, text string) {
 	}
 	raw, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
 	kinds := []string{"pii_email"}
-	redact := func(dst []byte, s string) ([]byte, int) {
-		return a.AppendRedact(dst, s, engine.StrategyRedact, kinds)
+	redact := func(dst []byte, member, s string) ([]byte, int) {
+		return a.AppendRedactMember(dst, s, member, engine.StrategyRedact, kinds)
 	}
-	out, n, err := RewriteStringsAppend(raw, ContentSkipKeys, redact)
+	out, n, err := RewriteMembersAppend(raw, ContentSkipKeys, redact)
 	var items []struct{ Type, Text string }
 	if err != nil || n != 3 || json.Unmarshal(out, &items) != nil || len(items) != 1 ||
 		strings.Count(items[0].Text, "[REDACTED:EMAIL]") != 3 || strings.Contains(items[0].Text, "@") {
@@ -46,7 +47,7 @@ func benchRedactJSON(b *testing.B, text string) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := RewriteStringsAppend(raw, ContentSkipKeys, redact); err != nil {
+		if _, _, err := RewriteMembersAppend(raw, ContentSkipKeys, redact); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -115,6 +116,33 @@ func FuzzAnalyze(f *testing.F) {
 			}
 			if string(got) != "prefix"+want || m != n {
 				t.Fatalf("AppendRedact(%q, %s) = %q, %d; Redact gives %q, %d", s, st, got, m, want, n)
+			}
+		}
+		// a member name counts in redaction as in detection: an SSN AnalyzeResult
+		// finds in a structuredContent member, RedactMember replaces
+		if !utf8.ValidString(s) || len(s) > 4096 {
+			return
+		}
+		q, _ := json.Marshal(s)
+		for _, member := range []string{"ssn", "social_security_number", "id", ""} {
+			doc := `{"structuredContent":{` + strconv.Quote(member) + `:` + string(q) + `}}`
+			r, err := a.AnalyzeResult([]byte(doc))
+			if err != nil {
+				t.Fatalf("AnalyzeResult(%s): %v", doc, err)
+			}
+			want := 0
+			for _, fd := range r.Findings {
+				if fd.RuleID == "pii_us_ssn" {
+					want++
+				}
+			}
+			out, n := a.RedactMember(s, member, StrategyRedact, []string{"pii_us_ssn"})
+			if want > 0 && n == 0 {
+				t.Fatalf("AnalyzeResult finds %d SSN in %s; RedactMember(%q, %q) redacts none: %q", want, doc, s, member, out)
+			}
+			got, m := a.AppendRedactMember(nil, s, member, StrategyRedact, []string{"pii_us_ssn"})
+			if m != n || n > 0 && string(got) != out {
+				t.Fatalf("AppendRedactMember(%q, %q) = %q, %d; RedactMember gives %q, %d", s, member, got, m, out, n)
 			}
 		}
 	})

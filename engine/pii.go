@@ -483,7 +483,7 @@ func (t *textScan) ssnCue(ws int) bool {
 		a += nl + 1
 	}
 	l := lowerInto(buf[:0], s[a:ws])
-	for _, cue := range [...]string{"ssn", "social security", "social-security", "ss#", "soc. sec", "soc sec", "sozialversicherungs"} {
+	for _, cue := range [...]string{"ssn", "social security", "social-security", "social_security", "ss#", "soc. sec", "soc sec", "sozialversicherungs"} {
 		if k := strings.Index(string(l), cue); k >= 0 && (k == 0 || !isAlpha(l[k-1])) {
 			return true
 		}

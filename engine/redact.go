@@ -29,12 +29,21 @@ const (
 // "[REDACTED:EMAIL]"; mask: every character but the last 4 becomes '*'; hash:
 // "[HASH:EMAIL:" + the first 8 hex digits of SHA-256 of the value + "]".
 func (a *Analyzer) Redact(s string, strategy Strategy, kinds []string) (string, int) {
+	return a.RedactMember(s, "", strategy, kinds)
+}
+
+// RedactMember is Redact for the value of a JSON object member named member (the
+// nearest member name: an array element's is its array's; "" for plain text). The
+// name is the context AnalyzeResult gives that value: a bare nine-digit number under
+// "ssn" or "social_security_number" is an SSN, the value of "Authorization" or
+// "aws_secret_access_key" a credential, an address under "version" no IP address.
+func (a *Analyzer) RedactMember(s, member string, strategy Strategy, kinds []string) (string, int) {
 	if len(s) == 0 {
 		return s, 0
 	}
 	st := a.getState()
 	defer putState(st)
-	ms := redactMatches(st, s, kinds)
+	ms := redactMatches(st, s, member, kinds)
 	if len(ms) == 0 {
 		return s, 0
 	}
@@ -56,12 +65,18 @@ func (a *Analyzer) Redact(s string, strategy Strategy, kinds []string) (string, 
 // It saves the copy of the new text when the caller builds a larger buffer (a JSON
 // document) around it.
 func (a *Analyzer) AppendRedact(dst []byte, s string, strategy Strategy, kinds []string) ([]byte, int) {
+	return a.AppendRedactMember(dst, s, "", strategy, kinds)
+}
+
+// AppendRedactMember is AppendRedact for the value of a JSON object member named
+// member, as RedactMember. member is only read during the call.
+func (a *Analyzer) AppendRedactMember(dst []byte, s, member string, strategy Strategy, kinds []string) ([]byte, int) {
 	if len(s) == 0 {
 		return dst, 0
 	}
 	st := a.getState()
 	defer putState(st)
-	ms := redactMatches(st, s, kinds)
+	ms := redactMatches(st, s, member, kinds)
 	if len(ms) == 0 {
 		return dst, 0
 	}
@@ -75,11 +90,14 @@ func (a *Analyzer) AppendRedact(dst []byte, s string, strategy Strategy, kinds [
 }
 
 // redactMatches scans s and returns the matches Redact replaces, in order: wanted by
-// kinds, none overlapping an earlier one. The slice lives in st.
-func redactMatches(st *state, s string, kinds []string) []match {
+// kinds, none overlapping an earlier one; member is the value's member name (the
+// context AnalyzeResult's scan gives it). The slice lives in st.
+func redactMatches(st *state, s, member string, kinds []string) []match {
 	st.k.collect = true
 	st.k.matches = st.k.matches[:0]
+	st.k.key = member
 	scanText(&st.k, s, true, false)
+	st.k.key = "" // the state goes back to the pool: keep no caller's text
 	ms := sortMatches(st.k.matches)
 	keep, last := ms[:0], 0
 	for _, m := range ms {

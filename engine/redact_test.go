@@ -71,3 +71,49 @@ func TestAppendUpper(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactMember: the member name is the context AnalyzeResult gives a value, in
+// redaction too; plain Redact and uncued members keep what they redacted before.
+func TestRedactMember(t *testing.T) {
+	a, _ := New(Options{})
+	ssn := []string{"pii_us_ssn"}
+	cases := []struct {
+		name, member, in, want string
+		kinds                  []string
+	}{
+		{"ssn member", "ssn", "321549876", "[REDACTED:SSN]", ssn},
+		{"upper case", "SSN", "321549876", "[REDACTED:SSN]", ssn},
+		{"snake case", "social_security_number", "321549876", "[REDACTED:SSN]", ssn},
+		{"camel case", "socialSecurityNumber", "321549876", "[REDACTED:SSN]", ssn},
+		{"us_ssn, all kinds", "us_ssn", "321549876", "[REDACTED:SSN]", nil},
+		{"the family", "taxpayer_ssn", "321549876", "[REDACTED:SSN]", []string{"pii"}},
+		{"within text", "ssn", "on file: 321549876.", "on file: [REDACTED:SSN].", ssn},
+		{"uncued member", "id", "321549876", "321549876", ssn},
+		{"no member", "", "321549876", "321549876", ssn},
+		{"member holding ssn", "lessnumber", "321549876", "321549876", ssn},
+		{"invalid area", "ssn", "666549876", "666549876", ssn},
+		{"ten digits", "ssn", "3215498760", "3215498760", ssn},
+		{"other kind asked", "ssn", "321549876", "321549876", []string{"pii_email"}},
+		{"dashed, no member", "", "321-54-9876", "[REDACTED:SSN]", ssn},
+		{"text cue, snake case", "", "social_security_number: 321549876", "social_security_number: [REDACTED:SSN]", ssn},
+		{"json text, snake case", "text", `{"social_security_number":"321549876","id":"321549877"}`, `{"social_security_number":"[REDACTED:SSN]","id":"321549877"}`, ssn},
+		{"credential member", "aws_secret_access_key", "9drTJvcXLB89EXAMPLEoJ3e9fMtaSTxwYgPqdaQz", "[REDACTED:AWS_SECRET_ACCESS_KEY]", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, n := a.RedactMember(c.in, c.member, StrategyRedact, c.kinds)
+			if got != c.want || (n > 0) != (c.want != c.in) {
+				t.Fatalf("RedactMember(%q, %q) = %q, %d; want %q", c.in, c.member, got, n, c.want)
+			}
+			app, m := a.AppendRedactMember(nil, c.in, c.member, StrategyRedact, c.kinds)
+			if m != n || n > 0 && string(app) != got {
+				t.Fatalf("AppendRedactMember = %q, %d; RedactMember gives %q, %d", app, m, got, n)
+			}
+			if c.member == "" {
+				if r, k := a.Redact(c.in, StrategyRedact, c.kinds); r != got || k != n {
+					t.Fatalf("Redact = %q, %d; RedactMember(\"\") gives %q, %d", r, k, got, n)
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +216,37 @@ func TestRedactHelpers(t *testing.T) {
 				func(o *Options) { o.Analyzer = an })
 			r := run(g, postCall(mail, sc))
 			if r.Reject != nil || r.Action != tc.action || !tc.check(r) {
+				t.Fatalf("%+v action %q\n%s\n%s", r.Reject, r.Action, r.Content, r.StructuredContent)
+			}
+		})
+	}
+}
+
+// TestRedactHelpersMemberNames: a member name counts in every redaction helper as in
+// the engine's scan: an SSN under "ssn" goes, the same number under "id" stays, on the
+// raw JSON, on a materialised value and in a copy.
+func TestRedactHelpersMemberNames(t *testing.T) {
+	an := engineRedacts(t)
+	content := `[{"type":"text","text":"{\"ssn\":\"321549876\"}"},{"type":"resource","resource":{"uri":"x","text":"social_security_number: 412345678"}}]`
+	sc := `{"customer":{"id":"321549876","SSN":"321549876","ssn":["412345678"]},"orders":[{"id":"321549877"}]}`
+	wantSC := `{"customer":{"id":"321549876","SSN":"[REDACTED:SSN]","ssn":["[REDACTED:SSN]"]},"orders":[{"id":"321549877"}]}`
+	for _, tc := range []struct{ name, src string }{
+		{"raw", `ctx.redactAll({kinds: ["pii_us_ssn"]})`},
+		{"materialised", `var keep = [ctx.response.content, ctx.response.structuredContent]; ctx.redactAll({kinds: ["pii_us_ssn"]})`},
+		{"copy", `ctx.response.content = ctx.redact(ctx.response.content); ctx.response.structuredContent = ctx.redact(ctx.response.structuredContent)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := loadGate(t, map[string]string{"p.js": `if (ctx.phase === "post") { ` + tc.src + ` }`},
+				func(o *Options) { o.Analyzer = an })
+			r := run(g, postCall(content, sc))
+			var got any
+			if err := json.Unmarshal(r.StructuredContent, &got); err != nil {
+				t.Fatalf("%s: %v", r.StructuredContent, err)
+			}
+			var want any
+			_ = json.Unmarshal([]byte(wantSC), &want)
+			if r.Reject != nil || r.Action != vocab.Redact || !reflect.DeepEqual(got, want) ||
+				strings.Contains(string(r.Content), "321549876") || strings.Contains(string(r.Content), "412345678") {
 				t.Fatalf("%+v action %q\n%s\n%s", r.Reject, r.Action, r.Content, r.StructuredContent)
 			}
 		})

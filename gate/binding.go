@@ -164,7 +164,7 @@ func (v *vm) bind(p *pool) error {
 			c := st()
 			strategy, kinds := v.redactOptions(a.Argument(1), fixed)
 			w := v.newWalker(c, strategy, kinds, nil)
-			out, n := w.copy(a.Argument(0), 0)
+			out, n := w.copy(a.Argument(0), "", 0)
 			if n > 0 {
 				c.noteHelper(strategy)
 			}

@@ -79,9 +79,11 @@ func (w *walker) leaf(val goja.Value) {
 	w.v.throwType("the redaction helpers take only JSON-like values (no symbols, functions or BigInts)")
 }
 
-func (w *walker) redactString(val goja.Value) (goja.Value, int) {
+// redactString redacts one string leaf; member is its nearest member name (an array
+// element's is its array's), the context the engine's scan of a result gives it.
+func (w *walker) redactString(val goja.Value, member string) (goja.Value, int) {
 	str := val.String()
-	ns, n := w.c.set.analyzer.Redact(str, w.s, w.kinds)
+	ns, n := w.c.set.analyzer.RedactMember(str, member, w.s, w.kinds)
 	if n == 0 || ns == str {
 		return val, 0
 	}
@@ -89,15 +91,15 @@ func (w *walker) redactString(val goja.Value) (goja.Value, int) {
 }
 
 // copy returns a JSON-like copy of val with every string leaf redacted, and the
-// number of redactions.
-func (w *walker) copy(val goja.Value, depth int) (goja.Value, int) {
+// number of redactions; member is val's nearest member name ("" at the root).
+func (w *walker) copy(val goja.Value, member string, depth int) (goja.Value, int) {
 	x, ok := val.(*goja.Object)
 	if !ok || x.ClassName() == "Function" {
 		if ok {
 			w.leaf(x)
 		}
 		if val != nil && goja.IsString(val) {
-			return w.redactString(val)
+			return w.redactString(val, member)
 		}
 		w.leaf(val)
 		return val, 0
@@ -109,7 +111,7 @@ func (w *walker) copy(val goja.Value, depth int) (goja.Value, int) {
 	if x.ClassName() == "Array" {
 		out := make([]any, n)
 		for i := int64(0); i < n; i++ {
-			e, k := w.copy(items.Get(strconv.FormatInt(i, 10)), depth+1)
+			e, k := w.copy(items.Get(strconv.FormatInt(i, 10)), member, depth+1)
 			out[i] = e
 			total += k
 		}
@@ -118,7 +120,7 @@ func (w *walker) copy(val goja.Value, depth int) (goja.Value, int) {
 	out := w.v.rt.NewObject()
 	for i := int64(0); i+1 < n; i += 2 {
 		key := items.Get(strconv.FormatInt(i, 10)).String()
-		e, k := w.copy(items.Get(strconv.FormatInt(i+1, 10)), depth+1)
+		e, k := w.copy(items.Get(strconv.FormatInt(i+1, 10)), key, depth+1)
 		if err := out.Set(key, e); err != nil {
 			rethrow(err)
 		}
@@ -128,8 +130,9 @@ func (w *walker) copy(val goja.Value, depth int) (goja.Value, int) {
 }
 
 // inPlace redacts the string leaves of a materialised JS value in place, so references
-// a policy holds stay live; string values under a skip key are kept.
-func (w *walker) inPlace(val goja.Value, depth int) int {
+// a policy holds stay live; string values under a skip key are kept. member is val's
+// nearest member name ("" at the root).
+func (w *walker) inPlace(val goja.Value, member string, depth int) int {
 	x, ok := val.(*goja.Object)
 	if !ok {
 		w.leaf(val)
@@ -143,11 +146,15 @@ func (w *walker) inPlace(val goja.Value, depth int) int {
 	defer delete(w.onPath, x)
 	total := 0
 	visit := func(key string, e goja.Value, isKey bool) {
+		m := member // an array element is read under its array's member name
+		if isKey {
+			m = key
+		}
 		if e != nil && goja.IsString(e) {
 			if isKey && w.skip[key] {
 				return
 			}
-			ns, k := w.redactString(e)
+			ns, k := w.redactString(e, m)
 			if k > 0 {
 				if err := x.Set(key, ns); err != nil {
 					rethrow(err)
@@ -156,7 +163,7 @@ func (w *walker) inPlace(val goja.Value, depth int) int {
 			}
 			return
 		}
-		total += w.inPlace(e, depth+1)
+		total += w.inPlace(e, m, depth+1)
 	}
 	if x.ClassName() == "Array" {
 		for i := int64(0); i < n; i++ {
@@ -178,8 +185,8 @@ func (v *vm) redactSlot(c *callState, s *slot, skip map[string]bool, strategy en
 		return 0
 	}
 	if !s.mat {
-		out, n, err := ctxapi.RewriteStringsAppend(s.raw, skip, func(dst []byte, str string) ([]byte, int) {
-			return c.set.analyzer.AppendRedact(dst, str, strategy, kinds)
+		out, n, err := ctxapi.RewriteMembersAppend(s.raw, skip, func(dst []byte, member, str string) ([]byte, int) {
+			return c.set.analyzer.AppendRedactMember(dst, str, member, strategy, kinds)
 		})
 		if err != nil {
 			v.throwType("ctx value is not valid JSON")
@@ -193,7 +200,7 @@ func (v *vm) redactSlot(c *callState, s *slot, skip map[string]bool, strategy en
 		return 0
 	}
 	s.touched = true
-	return v.newWalker(c, strategy, kinds, skip).inPlace(s.js, 0)
+	return v.newWalker(c, strategy, kinds, skip).inPlace(s.js, "", 0)
 }
 
 // redactOptions reads {kinds: [...], strategy: "redact"|"mask"|"hash"}; fixed wins.

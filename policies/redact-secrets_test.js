@@ -57,3 +57,17 @@ function test_the_shipped_set_redacts_both_secrets_and_addresses() {
     result: { content: [{ type: "text", text: "contact ada@example.com, token ghp_R8mXk2pLqW9sT4vN7bY3cJ6hF1dG5aZ0eQ2u" }] } });
   mcpgate.assertEqual(r.result.content[0].text, "contact [REDACTED:EMAIL], token [REDACTED:GITHUB_TOKEN]");
 }
+
+function test_redacts_an_ssn_named_only_by_its_member() {
+  // a bare nine-digit number is an SSN under an ssn-like member, wherever it sits;
+  // the same number under any other member is left alone
+  var r = mcpgate.call({ tool: "lookup_customer", params: {}, user: user, policies: ["redact-secrets.js"],
+    result: { content: [{ type: "text", text: "{\"social_security_number\":\"321549876\"}" },
+      { type: "resource", resource: { uri: "crm://c/1", mimeType: "application/json", text: "{\"ssn\": \"412345678\"}" } }],
+      structuredContent: { customer: { id: "321549876", SSN: "321549876", ssn: ["412345678"] }, orders: [{ id: "321549877" }] } } });
+  mcpgate.assertEqual(r.action, "redact");
+  mcpgate.assertEqual(r.result.content[0].text, "{\"social_security_number\":\"[REDACTED:SSN]\"}");
+  mcpgate.assertEqual(r.result.content[1].resource.text, "{\"ssn\": \"[REDACTED:SSN]\"}");
+  mcpgate.assertEqual(r.result.structuredContent,
+    { customer: { id: "321549876", SSN: "[REDACTED:SSN]", ssn: ["[REDACTED:SSN]"] }, orders: [{ id: "321549877" }] });
+}
