@@ -32,6 +32,11 @@ func FuzzOneReading(f *testing.F) {
 		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"x\",\"params\":{\"a\xff\":1,\"a\\ufffd\":2}}",
 		`{"jsonrpc":"2.0","id":8,"method":"x","params":{"\u0130":1,"i":2,"I":3}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"ping","Method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":10,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","Text":"x"}}],"maxTokens":9}}`,
+		`{"jsonrpc":"2.0","id":11,"result":{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}}`,
+		`{"jsonrpc":"2.0","id":12,"result":{"role":"assistant","content":{"type":"text","text":"a"},"model":"m"}}`,
+		`{"jsonrpc":"2.0","id":13,"result":{"action":"accept","content":{"Name":"x","name2":"y"}}}`,
+		`{"jsonrpc":"2.0","id":14,"result":{"content":{"Type":"text"},"\u0061ction":"accept"}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -58,9 +58,10 @@ func (e *AmbiguousError) Error() string {
 // under simple case folding (the matching encoding/json does: ASCII letters and the
 // SimpleFold orbits, so "ſ" U+017F is "s" and "K" U+212A is "k"). Objects on the
 // protocol's own levels (the envelope, params, result, error, content items, _meta
-// and the rest of MCP's structures, not the data they carry: arguments,
-// structuredContent, schemas, data, metadata) are also checked for members named
-// like an MCP member only under folding.
+// and the rest of MCP's structures, content blocks wherever they stand, not the data
+// they carry: arguments, structuredContent, schemas, data, metadata, an
+// ElicitResult's content) are also checked for members named like an MCP member only
+// under folding.
 func checkReading(b []byte) vocab.Reason {
 	r := readers.Get().(*reader)
 	r.b, r.why = b, ""
@@ -170,6 +171,7 @@ func (r *reader) members(i int, lv level, depth int) int {
 
 func (r *reader) memberList(i int, lv level, depth, base int) int {
 	var seen map[string]struct{}
+	start := i
 	i = jsonscan.Space(r.b, i+1)
 	if r.b[i] == '}' {
 		return i + 1
@@ -218,8 +220,8 @@ func (r *reader) memberList(i int, lv level, depth, base int) int {
 		}
 		i = jsonscan.Space(r.b, end)
 		i = jsonscan.Space(r.b, i+1) // ':'
-		if child == levelProtocol && r.b[i] == '{' && string(name) == "content" {
-			child = levelData // elicitation's answer: the user's own fields
+		if child == levelProtocol && r.b[i] == '{' && string(name) == "content" && hasMember(r.b, start, "action") {
+			child = levelData // an ElicitResult's content: the user's own fields
 		}
 		i = jsonscan.Space(r.b, r.value(i, child, depth))
 		if r.why != "" {
@@ -231,6 +233,34 @@ func (r *reader) memberList(i int, lv level, depth, base int) int {
 		i = jsonscan.Space(r.b, i+1) // ','
 	}
 	return len(r.b)
+}
+
+// hasMember reports whether the object at b[i] == '{' has a member spelled exactly
+// name: a "content" beside "action" is an ElicitResult's, the one content that is
+// data; every other content object or array is content blocks.
+func hasMember(b []byte, i int, name string) bool {
+	var r reader
+	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
+		end, escaped := jsonscan.String(b, i)
+		if end < 0 {
+			return false
+		}
+		if n, ok := r.decodeName(b[i+1:end-1], escaped); ok && string(n) == name {
+			return true
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		if i = skipValue(b, skipSpace(b, i+1)); i < 0 {
+			return false
+		}
+		if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+	}
+	return false
 }
 
 // childLevel is the level of the value of a protocol object's member name.
