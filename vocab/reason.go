@@ -41,6 +41,12 @@ const (
 	ReasonDuplicateMember   Reason = "duplicate_member"    // two members of one object equal, or equal under Unicode simple case folding
 	ReasonCaseVariantMember Reason = "case_variant_member" // a member named like a JSON-RPC or MCP member only under case folding ("METHOD", "Arguments")
 	ReasonInvalidMemberName Reason = "invalid_member_name" // a member name with invalid UTF-8 or a lone surrogate
+
+	// Client messages refused whole as they arrive, never forwarded.
+	ReasonBatchRefused     Reason = "batch_refused"     // a JSON-RPC batch (a JSON array): MCP has none
+	ReasonMessageTooLarge  Reason = "message_too_large" // a message over --max-message-bytes
+	ReasonIDInUse          Reason = "id_in_use"         // a request under an id equal (as a value: 70, 7e1) to one in flight
+	ReasonMalformedMessage Reason = "malformed_message" // not one JSON-RPC 2.0 message: bad JSON, a BOM, a comment, a wrong "jsonrpc"
 )
 
 // Reasons lists every reason code.
@@ -50,6 +56,7 @@ var Reasons = []Reason{
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName,
+	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }
 
 // Error returns the code, so that a Reason can be the target of errors.Is.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
@@ -115,11 +116,74 @@ func IDKey(id json.RawMessage) string {
 	if len(id) == 0 || string(id) == "null" {
 		return string(id)
 	}
-	f, err := strconv.ParseFloat(string(id), 64)
-	if err != nil {
-		return string(id)
+	if k, ok := decimalKey(id); ok {
+		return k
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return string(id)
+}
+
+// decimalKey returns the exact decimal value of a JSON number in one canonical form
+// ("70" for 70, 7e1 and 70.0; "1.5" for 15e-1; "5e-1" for 0.5; "0" for any zero): ids are keyed
+// by value, not by their float64 rounding, so 9007199254740993 and 9007199254740992
+// stay two ids. ok is false for text that is not a JSON number (RFC 8259 §6).
+func decimalKey(id []byte) (string, bool) {
+	i, neg := 0, false
+	if i < len(id) && id[i] == '-' {
+		neg, i = true, i+1
+	}
+	var digits []byte
+	exp, start := int64(0), i
+	for ; i < len(id) && id[i] >= '0' && id[i] <= '9'; i++ {
+		digits = append(digits, id[i])
+	}
+	if i == start || (id[start] == '0' && i-start > 1) {
+		return "", false
+	}
+	if i < len(id) && id[i] == '.' {
+		i++
+		fs := i
+		for ; i < len(id) && id[i] >= '0' && id[i] <= '9'; i++ {
+			digits = append(digits, id[i])
+		}
+		if i == fs {
+			return "", false
+		}
+		exp -= int64(i - fs)
+	}
+	if i < len(id) && (id[i] == 'e' || id[i] == 'E') {
+		i++
+		e, err := strconv.ParseInt(string(id[i:]), 10, 32)
+		if err != nil {
+			return "", false
+		}
+		exp += e
+		i = len(id)
+	}
+	if i != len(id) {
+		return "", false
+	}
+	for len(digits) > 0 && digits[0] == '0' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return "0", true
+	}
+	for digits[len(digits)-1] == '0' {
+		digits, exp = digits[:len(digits)-1], exp+1
+	}
+	var k string
+	switch n := int64(len(digits)); {
+	case exp >= 0 && n+exp <= 40: // an integer, written out: 70
+		k = string(digits) + strings.Repeat("0", int(exp))
+	case exp < 0 && -exp < n: // a fraction with an integer part, written out: 1.5
+		k = string(digits[:n+exp]) + "." + string(digits[n+exp:])
+	default:
+		k = string(digits) + "e" + strconv.FormatInt(exp, 10)
+	}
+	if neg {
+		k = "-" + k
+	}
+	return k, true
 }
 
 type envelope struct {

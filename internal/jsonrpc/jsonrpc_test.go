@@ -164,7 +164,8 @@ func TestParseCopiesTheLine(t *testing.T) {
 }
 
 func TestIDKey(t *testing.T) {
-	same := [][]string{{"1", "1.0", "1e0", " 1 "}, {`"a"`}, {"-0.5", "-5e-1"}, {"12345678901234567890", "1.2345678901234567e19"},
+	same := [][]string{{"1", "1.0", "1e0", " 1 "}, {`"a"`}, {"-0.5", "-5e-1"}, {"12345678901234567890", "1.234567890123456789e19", "123456789012345678900e-1"},
+		{"70", "7e1", "70.0", "700e-1", "7.0E+1", "0.7e2"}, {"0", "-0", "0.0", "0e5"},
 		{`"mcpgate-1"`, `"mcpgat\u0065-1"`, `"\u006dcpgate-1"`}, {`"a\"b"`, `"a\u0022b"`}}
 	for _, group := range same {
 		for _, id := range group {
@@ -175,6 +176,15 @@ func TestIDKey(t *testing.T) {
 	}
 	if IDKey(json.RawMessage(`"1"`)) == IDKey(json.RawMessage(`1`)) {
 		t.Error(`the string "1" must not equal the number 1`)
+	}
+	// Ids are keyed by exact value, not float64 rounding: a peer that decodes numbers
+	// as float64 and answers 9007199254740992 does not answer 9007199254740993.
+	apart := [][2]string{{"9007199254740993", "9007199254740992"}, {"12345678901234567890", "1.2345678901234567e19"},
+		{"0.1", "0.10000000000000001"}, {"1", "10"}, {"-1", "1"}, {"1e400", "1e401"}}
+	for _, p := range apart {
+		if IDKey(json.RawMessage(p[0])) == IDKey(json.RawMessage(p[1])) {
+			t.Errorf("IDKey(%s) = IDKey(%s) = %q, want them apart", p[0], p[1], IDKey(json.RawMessage(p[0])))
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Upstream is the server side of a session: a stdio process, a restart supervisor,
@@ -129,6 +131,7 @@ type Session struct {
 // pending is a request in flight upstream: a client's, or the gateway's own.
 type pending struct {
 	req   *jsonrpc.Message      // as sent upstream (routed)
+	id    json.RawMessage       // the id as the client sent it, which its answer carries back
 	route string                // the server it went to ("" with one server)
 	ch    chan *jsonrpc.Message // set when the gateway itself waits for the response
 }
@@ -208,23 +211,22 @@ func (s *Session) readClient(ctx context.Context) error {
 		var drop *jsonrpc.DropError
 		switch {
 		case errors.As(err, &drop) && drop.Reason == jsonrpc.ReasonTooLarge:
-			s.log.Warn("client message over the size limit rejected", "limit_bytes", s.opts.MaxMessageBytes)
-			s.replyError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", s.opts.MaxMessageBytes))
+			s.refuse(nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", s.opts.MaxMessageBytes))
 			continue
 		case drop != nil && drop.Ambiguous != nil:
 			s.refuseClient(drop.Ambiguous)
 			continue
 		case drop != nil:
-			s.log.Warn("malformed client message rejected", "err", strings.TrimPrefix(drop.Reason, jsonrpc.ReasonMalformed+": "))
 			code := jsonrpc.CodeParseError
 			var id json.RawMessage
+			method := ""
 			if msg != nil {
-				id = msg.ID
+				id, method = msg.ID, msg.Method
 			}
 			if id != nil || json.Valid(drop.Head) {
 				code = jsonrpc.CodeInvalidRequest
 			}
-			s.replyError(id, code, "mcpgate: "+strings.TrimPrefix(drop.Reason, jsonrpc.ReasonMalformed+": "))
+			s.refuse(id, method, code, vocab.ReasonMalformedMessage, "mcpgate: "+strings.TrimPrefix(drop.Reason, jsonrpc.ReasonMalformed+": "))
 			continue
 		case errors.Is(err, io.EOF):
 			return nil
@@ -239,8 +241,7 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 	switch msg.Kind {
 	case jsonrpc.KindBatch:
 		// MCP removed JSON-RPC batching; a batch must never slip past the policies.
-		s.log.Warn("JSON-RPC batch rejected")
-		s.replyError(nil, jsonrpc.CodeInvalidRequest, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
+		s.refuse(nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonBatchRefused, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
 	case jsonrpc.KindRequest:
 		if strings.HasPrefix(msg.IDKey(), `"mcpgate-`) {
 			// The gateway's own requests (listings, the multiplexer's, a restart's
@@ -285,6 +286,18 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 	}
 }
 
+// refuse answers a client message the gateway will not forward with code and text,
+// which cites the refusal's one record (docs/decisions.md#one-reading). The record
+// and the log line name the reason code and a method MCP defines, never the
+// message's values; text, which may quote the id, goes to the client only.
+func (s *Session) refuse(id json.RawMessage, method string, code int, reason vocab.Reason, text string) {
+	s.log.Warn("client message refused", "reason", reason, "method", pipeline.KnownMethod(method))
+	if eventID := s.recordRefusal(method, s.opts.Server, reason, false); eventID != "" {
+		text += " (audit log entry " + eventID + ")"
+	}
+	s.replyError(id, code, text)
+}
+
 // route asks a multiplexing upstream where a request goes.
 func (s *Session) route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 	if s.router == nil {
@@ -325,10 +338,10 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 	}
 	if s.busy(key) {
 		s.mu.Unlock()
-		s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
+		s.refuse(msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
-	p := &pending{req: routed, route: routed.Upstream}
+	p := &pending{req: routed, route: routed.Upstream, id: msg.ID}
 	s.pending[key] = p
 	s.mu.Unlock()
 	err = s.up.Send(routed)
@@ -387,7 +400,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 	s.mu.Lock()
 	if s.busy(key) {
 		s.mu.Unlock()
-		s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
+		s.refuse(msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -510,7 +523,7 @@ func (s *Session) roundTripID(ctx context.Context, msg *jsonrpc.Message, own boo
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", pipeline.ErrUnavailable, errIDInUse)
 	}
-	p := &pending{req: routed, route: routed.Upstream, ch: ch}
+	p := &pending{req: routed, route: routed.Upstream, ch: ch, id: id}
 	s.pending[key] = p
 	s.mu.Unlock()
 	if err := s.up.Send(routed); err != nil {
@@ -643,6 +656,11 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		}
 		if rw, ok := s.up.(ResponseRewriter); ok {
 			msg = rw.RewriteResponse(p.req.Method, msg)
+		}
+		if p.id != nil && !bytes.Equal(msg.ID, p.id) {
+			// The server may have echoed an equal id in another spelling (7e1 for 70):
+			// the client gets its own bytes back.
+			msg = msg.WithID(p.id)
 		}
 		if p.ch != nil {
 			p.ch <- msg
