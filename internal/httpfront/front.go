@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Backend is one MCP session behind the front, started by an initialize request.
@@ -59,9 +60,10 @@ type Options struct {
 	// events of its finished request streams together, and each open stream's events
 	// but the newest (DefaultReplayBytes when ≤ 0).
 	ReplayBytes int
-	// Refused, when set, records a client message refused because peers could read
-	// it differently (docs/decisions.md#one-reading) and returns the record's event
-	// id, which the -32600 answer cites.
+	// Refused, when set, records a client message refused whole as it arrived (a.Reason
+	// says why: one it could be read two ways, docs/decisions.md#one-reading, a batch,
+	// an oversized or malformed body, an id in use; a.Method and a.ID when known) and
+	// returns the record's event id, which the -32600/-32700 answer cites.
 	Refused func(user ctxapi.User, a *jsonrpc.AmbiguousError) string
 }
 
@@ -238,23 +240,21 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	max := f.opts.MaxMessageBytes
 	if r.ContentLength > int64(max) { // refused before a byte of the body is read
-		f.log.Warn("client message over the size limit rejected", "limit_bytes", max, "content_length", r.ContentLength)
 		w.Header().Set("Connection", "close")
-		httpError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
+		f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(max)))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			f.log.Warn("client message over the size limit rejected", "limit_bytes", max)
-			httpError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
+			f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
 			return
 		}
 		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "mcpgate: could not read the request body")
 		return
 	}
-	msg, status, code, text, a := f.checkMessage(body)
+	msg, status, code, text, a, reason := f.checkMessage(body)
 	if a != nil {
 		f.log.Warn("client message refused: it has more than one reading", "reason", a.Reason)
 		var eventID string
@@ -269,8 +269,11 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		if msg != nil {
 			rid = msg.ID
 		}
-		f.log.Warn("client message rejected", "reason", text)
-		httpError(w, status, rid, code, "mcpgate: "+text)
+		method := ""
+		if msg != nil {
+			method = msg.Method
+		}
+		f.refuseMessage(w, id.User, status, rid, method, code, reason, "mcpgate: "+text)
 		return
 	}
 
@@ -327,6 +330,10 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session ended")
 		return
 	}
+	if errors.Is(err, errIDInUse) {
+		f.refuseMessage(w, id.User, http.StatusBadRequest, msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: "+err.Error())
+		return
+	}
 	if err != nil {
 		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
 		return
@@ -344,35 +351,49 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	s.serveJSON(w, r, st)
 }
 
+// refuseMessage answers a client message refused whole as it arrived with code and
+// text, citing the refusal's one record: the record and the log line hold the reason
+// code only, never the message's values (text, which may quote the id, goes to the
+// client only).
+func (f *Front) refuseMessage(w http.ResponseWriter, user ctxapi.User, status int, rid json.RawMessage, method string, code int, reason vocab.Reason, text string) {
+	f.log.Warn("client message refused", "reason", reason)
+	if f.opts.Refused != nil {
+		if eventID := f.opts.Refused(user, &jsonrpc.AmbiguousError{Reason: reason, Method: method, ID: rid}); eventID != "" {
+			text += " (audit log entry " + eventID + ")"
+		}
+	}
+	httpError(w, status, rid, code, text)
+}
+
 // checkMessage validates one POST body: JSON, no batch, nesting depth, JSON-RPC
 // shape. It returns the message, parsed once from the compacted body (the only parse
 // it gets on its way to the upstream), or an HTTP status and error; amb is set for a
 // message with more than one reading (docs/decisions.md#one-reading).
-func (f *Front) checkMessage(body []byte) (msg *jsonrpc.Message, status, code int, text string, amb *jsonrpc.AmbiguousError) {
+func (f *Front) checkMessage(body []byte) (msg *jsonrpc.Message, status, code int, text string, amb *jsonrpc.AmbiguousError, reason vocab.Reason) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body", nil
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body", nil, vocab.ReasonMalformedMessage
 	}
 	if !json.Valid(trimmed) {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil, vocab.ReasonMalformedMessage
 	}
 	if trimmed[0] == '[' {
-		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request", nil
+		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request", nil, vocab.ReasonBatchRefused
 	}
 	if checkDepth(trimmed, f.opts.MaxDepth) != nil {
-		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth), nil
+		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth), nil, vocab.ReasonMalformedMessage
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(trimmed))
 	if err := json.Compact(&buf, trimmed); err != nil {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil
+		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil, vocab.ReasonMalformedMessage
 	}
 	msg, err := jsonrpc.Parse(buf.Bytes())
 	if err != nil {
 		errors.As(err, &amb)
-		return msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: "), amb
+		return msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: "), amb, vocab.ReasonMalformedMessage
 	}
-	return msg, 0, 0, "", nil
+	return msg, 0, 0, "", nil, ""
 }
 
 func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {

@@ -20,7 +20,7 @@ func FuzzCheckMessage(f *testing.F) {
 	}
 	front := &Front{opts: Options{MaxDepth: 16}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		msg, status, _, _, _ := front.checkMessage(body)
+		msg, status, _, _, _, _ := front.checkMessage(body)
 		if status != 0 {
 			return
 		}

@@ -3,6 +3,7 @@ package httpfront
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -47,5 +48,53 @@ func TestFrontRefusesAmbiguousMessages(t *testing.T) {
 	}
 	if started != 0 {
 		t.Fatalf("%d sessions started", started)
+	}
+}
+
+// TestFrontRefusalsLeaveOneRecord: a POST body refused whole as it arrives (a batch,
+// an oversized body, malformed JSON, a wrong "jsonrpc") is recorded once through
+// Options.Refused with its reason code, the answer cites the record, and the log
+// holds nothing of the body.
+func TestFrontRefusalsLeaveOneRecord(t *testing.T) {
+	const canary = "CANARYv4lue"
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"k":"` + canary + `"}}}`
+	var logs strings.Builder
+	var got []vocab.Reason
+	f := New(Options{
+		Auth:            LocalAuth(ctxapi.User{UserID: "u"}),
+		Start:           func(context.Context, ctxapi.User) (Backend, error) { return echoBackend{}, nil },
+		MaxMessageBytes: 1 << 10,
+		Logger:          slog.New(slog.NewTextHandler(&logs, nil)),
+		Refused:         func(_ ctxapi.User, a *jsonrpc.AmbiguousError) string { got = append(got, a.Reason); return "ev-9" },
+	})
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		reason     vocab.Reason
+	}{
+		{"batch", "[" + call + "]", jsonrpc.CodeInvalidRequest, vocab.ReasonBatchRefused},
+		{"oversized", strings.Replace(call, canary, canary+strings.Repeat("a", 2000), 1), jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge},
+		{"BOM", "\ufeff" + call, jsonrpc.CodeParseError, vocab.ReasonMalformedMessage},
+		{"comment", "/*c*/" + call, jsonrpc.CodeParseError, vocab.ReasonMalformedMessage},
+		{"jsonrpc with a space", strings.Replace(call, `"2.0"`, `"2.0 "`, 1), jsonrpc.CodeInvalidRequest, vocab.ReasonMalformedMessage},
+	} {
+		got = got[:0]
+		w := post(f, tc.body, nil)
+		var m struct {
+			Error struct {
+				Code    int
+				Message string
+			}
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil || m.Error.Code != tc.code || !strings.Contains(m.Error.Message, "audit log entry ev-9") {
+			t.Fatalf("%s: HTTP %d %s", tc.name, w.Code, w.Body)
+		}
+		if len(got) != 1 || got[0] != tc.reason {
+			t.Fatalf("%s: recorded %v, want [%s]", tc.name, got, tc.reason)
+		}
+	}
+	if strings.Contains(logs.String(), canary) {
+		t.Fatalf("log holds the body's value: %s", logs.String())
 	}
 }

@@ -17,6 +17,9 @@ import (
 
 var errSessionEnded = errors.New("httpfront: session ended")
 
+// errIDInUse is a request under an id equal to one in flight in its session.
+var errIDInUse = errors.New("is already in flight in this session")
+
 // keepFinished is how many finished request streams a session keeps for resumption,
 // within Options.ReplayBytes.
 const keepFinished = 32
@@ -164,7 +167,7 @@ func (s *session) openRequest(msg *jsonrpc.Message, jsonMode bool) (*stream, err
 		return nil, errSessionEnded
 	}
 	if _, dup := s.waiters[key]; dup {
-		return nil, fmt.Errorf("request id %s is already in flight in this session", key)
+		return nil, fmt.Errorf("request id %s %w", msg.ID, errIDInUse)
 	}
 	st := s.newStreamLocked(jsonMode)
 	st.reqID, st.method = key, msg.Method
