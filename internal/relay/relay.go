@@ -415,8 +415,12 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			s.mu.Unlock()
 			cancel()
 		}()
+		// Routed once, here: the server names the call's record and policies, and the
+		// route is carried to the upstream call (a pre policy rewrites the arguments,
+		// never the name a route reads).
 		server := s.opts.Server
-		if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
+		routed, routeErr := s.route(msg)
+		if routeErr == nil && routed.Upstream != "" {
 			server = routed.Upstream
 		}
 		info, version := s.clientOf(msg.Params)
@@ -433,7 +437,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
 			}
-			resp, err := s.callUpstream(ctx, msg, params)
+			resp, err := s.callUpstream(ctx, msg, routed, routeErr, params)
 			if err == nil {
 				s.tasks.created(resp, params)
 			}
@@ -459,13 +463,35 @@ func (s *Session) busy(key string) bool {
 	return fwd || call
 }
 
-// callUpstream forwards a tools/call (rewritten when params changed) and waits for
-// its response, the client's cancellation, or the call timeout.
-func (s *Session) callUpstream(ctx context.Context, msg *jsonrpc.Message, params json.RawMessage) (*jsonrpc.Message, error) {
-	if string(params) != string(msg.Params) {
-		msg = jsonrpc.NewRequest(msg.ID, msg.Method, params)
+// callUpstream forwards a tools/call as routed (routeErr: the route's error), with
+// the pipeline's arguments when params changed, and waits for its response, the
+// client's cancellation, or the call timeout.
+func (s *Session) callUpstream(ctx context.Context, msg, routed *jsonrpc.Message, routeErr error, params json.RawMessage) (*jsonrpc.Message, error) {
+	if routeErr != nil {
+		return nil, routeFailed(routeErr)
 	}
-	return s.roundTrip(ctx, msg)
+	if string(params) != string(msg.Params) {
+		out := jsonrpc.NewRequest(msg.ID, msg.Method, params)
+		if routed != msg { // the router rewrote the params: its params, the pipeline's arguments
+			out = jsonrpc.NewRequest(msg.ID, msg.Method, withArguments(routed.Params, params))
+			out.Upstream = routed.Upstream
+		}
+		routed = out
+	}
+	return s.sendAndWait(ctx, routed, false)
+}
+
+// withArguments is params with the arguments member of from (both JSON objects).
+func withArguments(params, from json.RawMessage) json.RawMessage {
+	var p, f map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(from, &f) != nil {
+		return from
+	}
+	if a, ok := f["arguments"]; ok {
+		p["arguments"] = a
+	}
+	b, _ := jsonrpc.Marshal(p)
+	return b
 }
 
 // errIDInUse: a request of the gateway's own, or a tools/call, would take the id of a
@@ -495,23 +521,31 @@ func (s *Session) ownRoundTrip(ctx context.Context, method string, params map[st
 	}
 }
 
-// roundTrip routes and sends a request and waits for the response with the same id.
-func (s *Session) roundTrip(ctx context.Context, msg *jsonrpc.Message) (*jsonrpc.Message, error) {
-	return s.roundTripID(ctx, msg, false)
-}
-
-// roundTripID is roundTrip; own says the id is the gateway's, so that a client request
-// in flight under it (forwarded or a tools/call) also makes it errIDInUse.
+// roundTripID routes and sends a request and waits for the response with the same
+// id; own says the id is the gateway's, so that a client request in flight under it
+// (forwarded or a tools/call) also makes it errIDInUse.
 func (s *Session) roundTripID(ctx context.Context, msg *jsonrpc.Message, own bool) (*jsonrpc.Message, error) {
 	routed, err := s.route(msg)
+	if err != nil {
+		return nil, routeFailed(err)
+	}
+	return s.sendAndWait(ctx, routed, own)
+}
+
+// routeFailed is the pipeline's error for a request the router refused: unknown
+// tool when it names no server, else unavailable.
+func routeFailed(err error) error {
 	var re *jsonrpc.RequestError
 	if errors.As(err, &re) && re.Unknown {
-		return nil, fmt.Errorf("%w: %s", pipeline.ErrUnknownTool, strings.TrimPrefix(re.Message, "mcpgate: "))
+		return fmt.Errorf("%w: %s", pipeline.ErrUnknownTool, strings.TrimPrefix(re.Message, "mcpgate: "))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", pipeline.ErrUnavailable, err)
-	}
-	id := msg.ID
+	return fmt.Errorf("%w: %w", pipeline.ErrUnavailable, err)
+}
+
+// sendAndWait sends a routed request and waits for the response with the same id (see
+// roundTripID for own).
+func (s *Session) sendAndWait(ctx context.Context, routed *jsonrpc.Message, own bool) (*jsonrpc.Message, error) {
+	id := routed.ID
 	ch := make(chan *jsonrpc.Message, 1)
 	key := jsonrpc.IDKey(id)
 	s.mu.Lock()
