@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,9 +100,10 @@ type Message struct {
 // IDKey returns a map key for the message id; equal ids give equal keys.
 func (m *Message) IDKey() string { return IDKey(m.ID) }
 
-// IDKey canonicalises a raw id (a JSON string or number) into a map key: equal
-// numbers give equal keys (1, 1.0 and 1e0 are one id, as a JSON peer decoding
-// numbers sees them), equal strings give equal keys ("mcpgat\u0065-1" is
+// IDKey canonicalises a raw id (a JSON string or number) into a map key: numbers
+// equal in exact decimal value give equal keys (1, 1.0 and 1e0 are one id, as a
+// JSON peer decoding numbers sees them; 9007199254740993 and 9007199254740992 are
+// two, though a float64 cannot tell them apart), equal strings give equal keys ("mcpgat\u0065-1" is
 // "mcpgate-1", as a peer decoding and re-encoding it answers), and a string never
 // equals a number ("1" is not 1).
 func IDKey(id json.RawMessage) string {
@@ -152,12 +154,33 @@ func decimalKey(id []byte) (string, bool) {
 	}
 	if i < len(id) && (id[i] == 'e' || id[i] == 'E') {
 		i++
-		e, err := strconv.ParseInt(string(id[i:]), 10, 32)
-		if err != nil {
+		es := string(id[i:])
+		if len(es) > 0 && es[0] == '+' {
+			es = es[1:]
+		}
+		if es == "" || es[0] == '-' && len(es) == 1 || strings.IndexFunc(strings.TrimPrefix(es, "-"), func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 			return "", false
 		}
-		exp += e
 		i = len(id)
+		for len(digits) > 0 && digits[0] == '0' {
+			digits = digits[1:]
+		}
+		if len(digits) == 0 {
+			return "0", true // zero under any exponent
+		}
+		e, err := strconv.ParseInt(es, 10, 32)
+		if err != nil { // beyond any number a peer decodes: keyed by its exact exponent
+			for digits[len(digits)-1] == '0' {
+				digits, exp = digits[:len(digits)-1], exp+1
+			}
+			x, _ := new(big.Int).SetString(es, 10)
+			k := string(digits) + "e" + x.Add(x, big.NewInt(exp)).String()
+			if neg {
+				k = "-" + k
+			}
+			return k, true
+		}
+		exp += e
 	}
 	if i != len(id) {
 		return "", false
