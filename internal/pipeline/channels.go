@@ -161,17 +161,7 @@ func (r *run) channelRescan(m *methods.Method, doc json.RawMessage, verdict engi
 	if err != nil {
 		return verdict
 	}
-	again, err := analyzeParts(r.p.Analyzer, parts)
-	if err != nil || again.Verdict <= verdict {
-		return verdict
-	}
-	r.rec.addFindings(again)
-	r.rec.rulesActed(again)
-	r.rec.setFilter(vocab.FilterOn, again.Verdict)
-	if again.Verdict == engine.Block {
-		r.rec.setReason(vocab.ReasonFilterBlock)
-	}
-	return again.Verdict
+	return r.channelRescanParts(parts, verdict)
 }
 
 // Response filters the upstream's response to a client request of c.Method and
