@@ -602,21 +602,7 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		if version == "" || v < version {
 			version = v // the oldest version every server speaks
 		}
-		var c map[string]map[string]any
-		_ = json.Unmarshal(a.res["capabilities"], &c)
-		offered := map[string]bool{}
-		for k, sub := range c {
-			offered[k] = true
-			if caps[k] == nil {
-				caps[k] = map[string]any{}
-			}
-			for kk, vv := range sub {
-				caps[k][kk] = vv
-			}
-		}
-		m.mu.Lock()
-		m.caps[name] = offered
-		m.mu.Unlock()
+		m.mergeCapabilities(name, a.res["capabilities"], caps)
 		var ins string
 		if json.Unmarshal(a.res["instructions"], &ins) == nil && ins != "" {
 			instructions = append(instructions, name+": "+ins)
@@ -701,24 +687,7 @@ func (m *Mux) discover(msg *jsonrpc.Message) {
 				delete(versions, v)
 			}
 		}
-		var c map[string]map[string]any
-		_ = json.Unmarshal(a.res["capabilities"], &c)
-		offered := map[string]bool{}
-		for k, sub := range c {
-			offered[k] = true
-			if k == "tasks" {
-				continue
-			}
-			if caps[k] == nil {
-				caps[k] = map[string]any{}
-			}
-			for kk, vv := range sub {
-				caps[k][kk] = vv
-			}
-		}
-		m.mu.Lock()
-		m.caps[name] = offered
-		m.mu.Unlock()
+		m.mergeCapabilities(name, a.res["capabilities"], caps, "tasks")
 		var ins string
 		if json.Unmarshal(a.res["instructions"], &ins) == nil && ins != "" {
 			instructions = append(instructions, name+": "+ins)
@@ -987,4 +956,28 @@ func prefixURI(obj map[string]json.RawMessage, prefix string) bool {
 	}
 	obj["uri"], _ = jsonrpc.Marshal(prefix + uri)
 	return true
+}
+
+// mergeCapabilities adds one server's capabilities (its initialize or server/discover
+// result member) into caps, leaving out the names in skip, and remembers every
+// capability the server offered for routing.
+func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[string]map[string]any, skip ...string) {
+	var c map[string]map[string]any
+	_ = json.Unmarshal(raw, &c)
+	offered := map[string]bool{}
+	for k, sub := range c {
+		offered[k] = true
+		if slices.Contains(skip, k) {
+			continue
+		}
+		if caps[k] == nil {
+			caps[k] = map[string]any{}
+		}
+		for kk, vv := range sub {
+			caps[k][kk] = vv
+		}
+	}
+	m.mu.Lock()
+	m.caps[name] = offered
+	m.mu.Unlock()
 }
