@@ -21,6 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/remote"
+	"github.com/mcpgate/mcpgate/internal/translate"
 	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
@@ -99,18 +100,12 @@ func openServers(servers []Server, inherited []string, upErr io.Writer, maxMessa
 			l = log.With("upstream", sp.Name)
 		}
 		startOne := func() (upstream.Conn, error) {
-			if sp.Server.URL != "" {
-				return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l,
-					Client: upstreamClient(sp.Server)})
+			c, err := dialOne(sp, inherited, upErr, maxMessage, l)
+			if err != nil {
+				return nil, err
 			}
-			env := make([]string, 0, len(sp.Server.Env))
-			for _, k := range slices.Sorted(maps.Keys(sp.Server.Env)) {
-				env = append(env, k+"="+sp.Server.Env[k])
-			}
-			return upstream.Start(upstream.Options{
-				Argv: append([]string{sp.Server.Command}, sp.Server.Args...), Env: env, Inherited: inherited,
-				Stderr: upErr, MaxMessageBytes: maxMessage, Name: sp.Name,
-			})
+			// Each hop negotiates its own revision (docs/http.md#revisions).
+			return translate.Wrap(c, translate.Options{Logger: l, ClientInfo: map[string]string{"name": "mcpgate", "version": version}}), nil
 		}
 		sup, err := upstream.NewSupervisor(upstream.SupervisorOptions{Start: startOne, Logger: l, StartDown: len(servers) > 1})
 		if err != nil {
@@ -125,6 +120,23 @@ func openServers(servers []Server, inherited []string, upErr io.Writer, maxMessa
 		return conns[0].Conn, nil
 	}
 	return multi.New(conns, multi.Options{Logger: log, Version: version}), nil
+}
+
+// dialOne opens one server's connection: a remote client for a url server, else its
+// process.
+func dialOne(sp Server, inherited []string, upErr io.Writer, maxMessage int, l *slog.Logger) (upstream.Conn, error) {
+	if sp.Server.URL != "" {
+		return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l,
+			Client: upstreamClient(sp.Server)})
+	}
+	env := make([]string, 0, len(sp.Server.Env))
+	for _, k := range slices.Sorted(maps.Keys(sp.Server.Env)) {
+		env = append(env, k+"="+sp.Server.Env[k])
+	}
+	return upstream.Start(upstream.Options{
+		Argv: append([]string{sp.Server.Command}, sp.Server.Args...), Env: env, Inherited: inherited,
+		Stderr: upErr, MaxMessageBytes: maxMessage, Name: sp.Name,
+	})
 }
 
 // ServeHTTP serves MCP over Streamable HTTP at /mcp until ctx ends (SIGINT/SIGTERM).

@@ -1,0 +1,168 @@
+// Package translate carries one hop between an MCP client and an MCP server of
+// different revisions (2025-11-25 ⇄ 2026-07-28), as the 2026-07-28 specification's
+// backward-compatibility sections describe: it wraps one server's connection below
+// the relay and the multiplexer, so everything above it sees the server in the
+// client's revision. Where both sides speak the client's revision it passes every
+// message through unchanged. docs/http.md#revisions says which combinations are
+// translated and how.
+package translate
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/upstream"
+)
+
+// Options configure a Conn.
+type Options struct {
+	Logger *slog.Logger
+	// ClientInfo is the gateway's own clientInfo ({name, version}), for the requests
+	// the translation makes itself.
+	ClientInfo map[string]string
+}
+
+// mode is the client's revision, decided by the first request the client sends.
+type mode uint8
+
+const (
+	undecided    mode = iota
+	legacyClient      // the client opened with initialize (2025-11-25): legacy.go
+	modernClient      // the client's requests carry the 2026-07-28 _meta envelope: modern.go
+)
+
+// Conn is a server connection seen in the client's revision (upstream.Conn).
+type Conn struct {
+	up   upstream.Conn
+	opts Options
+
+	mu   sync.Mutex
+	mode mode
+	// queue holds messages for Recv that the translation made itself (answers it
+	// gives in the server's place, requests it maps from the other revision); Recv
+	// returns them before it reads the server again. ready wakes a waiting Recv.
+	queue []*jsonrpc.Message
+	ready chan struct{}
+
+	pumpOnce sync.Once
+	in       chan received // server messages read by pump
+	inErr    error         // the error that ended the server's stream, once in is closed
+
+	legacy legacyState
+	modern modernState
+}
+
+// Wrap returns up seen in its client's revision.
+func Wrap(up upstream.Conn, opts Options) *Conn {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Conn{up: up, opts: opts, ready: make(chan struct{}, 1), in: make(chan received)}
+}
+
+// Send forwards a client message, translated when the server speaks another revision.
+func (c *Conn) Send(m *jsonrpc.Message) error {
+	c.mu.Lock()
+	if c.mode == undecided && m.Kind == jsonrpc.KindRequest {
+		if m.Method == "initialize" {
+			c.mode = legacyClient
+		} else if _, ok := methods.EnvelopeOf(m.Params); ok || m.Method == "server/discover" {
+			c.mode = modernClient
+		}
+	}
+	md := c.mode
+	c.mu.Unlock()
+	switch md {
+	case legacyClient:
+		return c.sendLegacy(m)
+	case modernClient:
+		return c.sendModern(m)
+	}
+	return c.up.Send(m)
+}
+
+// Recv returns the next server message in the client's revision. A message the
+// translation made itself goes first; one server message and its error come as read
+// (jsonrpc.Conn says which errors end the stream).
+func (c *Conn) Recv() (*jsonrpc.Message, error) {
+	c.pumpOnce.Do(func() { go c.pump() })
+	for {
+		if m := c.dequeue(); m != nil {
+			return m, nil
+		}
+		select {
+		case <-c.ready:
+			continue
+		case r, ok := <-c.in:
+			if !ok {
+				return nil, c.inErr
+			}
+			if r.err != nil {
+				return r.msg, r.err
+			}
+			c.mu.Lock()
+			md := c.mode
+			c.mu.Unlock()
+			m := r.msg
+			switch md {
+			case legacyClient:
+				m = c.recvLegacy(m)
+			case modernClient:
+				m = c.recvModern(m)
+			}
+			if m != nil {
+				return m, nil
+			}
+		}
+	}
+}
+
+type received struct {
+	msg *jsonrpc.Message
+	err error
+}
+
+// pump reads the server until its stream ends, so that Recv can wait on the server
+// and on the translation's own messages at once.
+func (c *Conn) pump() {
+	for {
+		m, err := c.up.Recv()
+		if err != nil && !jsonrpc.Transient(err) {
+			c.inErr = err
+			close(c.in)
+			return
+		}
+		c.in <- received{m, err}
+	}
+}
+
+// Close closes the server connection.
+func (c *Conn) Close(ctx context.Context, grace time.Duration) error {
+	return c.up.Close(ctx, grace)
+}
+
+// enqueue hands Recv a message the translation made.
+func (c *Conn) enqueue(m *jsonrpc.Message) {
+	c.mu.Lock()
+	c.queue = append(c.queue, m)
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Conn) dequeue() *jsonrpc.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return nil
+	}
+	m := c.queue[0]
+	c.queue = c.queue[1:]
+	return m
+}
