@@ -142,6 +142,7 @@ func (c *Conn) pump() {
 
 // Close closes the server connection.
 func (c *Conn) Close(ctx context.Context, grace time.Duration) error {
+	c.closeLegacy()
 	return c.up.Close(ctx, grace)
 }
 
