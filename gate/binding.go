@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate/internal/lines"
 )
 
 // binding holds the native functions behind ctx, built once per runtime and frozen;
@@ -38,7 +39,7 @@ func rethrow(err error) {
 // frozenFunc wraps a Go function as a frozen JS function, so no policy can change it.
 func (v *vm) frozenFunc(f func(goja.FunctionCall) goja.Value) goja.Value {
 	o := v.rt.ToValue(f)
-	if _, err := v.deepFreeze(goja.Undefined(), o); err != nil {
+	if _, err := v.DeepFreeze(goja.Undefined(), o); err != nil {
 		panic(err)
 	}
 	return o
@@ -196,11 +197,11 @@ func (v *vm) bind(p *pool) error {
 		if !ok {
 			return a.Argument(0) // undefined, null, a number ...: as it is
 		}
-		if n := int64(text.Length()) * int64(len(prefixes)+1); n > maxLineWork {
+		if n := int64(text.Length()) * int64(len(prefixes)+1); n > lines.MaxWork {
 			v.throwType("ctx.removeLines(text, prefixes): text length × (number of prefixes + 1) is " +
-				strconv.FormatInt(n, 10) + ", over the limit of " + strconv.Itoa(maxLineWork))
+				strconv.FormatInt(n, 10) + ", over the limit of " + strconv.Itoa(lines.MaxWork))
 		}
-		out, _ := removeLines(v.rt, text, prefixes)
+		out, _ := lines.Remove(v.rt, text, prefixes)
 		return out
 	})
 	str := func(f func(c *callState) string) goja.Value {
@@ -256,7 +257,7 @@ func (v *vm) buildCtx(st func() *callState) error {
 	for _, m := range v.b.respMembers {
 		get(respTarget, m.name, m.get, m.set)
 	}
-	if _, err := v.preventExt(goja.Undefined(), respTarget); err != nil {
+	if _, err := v.PreventExtensions(goja.Undefined(), respTarget); err != nil {
 		return err
 	}
 	// Every field is non-configurable, so a sloppy `delete` would fail silently and leave
@@ -286,7 +287,7 @@ func (v *vm) buildCtx(st func() *callState) error {
 			get(target, m.name, m.get, m.set)
 		}
 	}
-	if _, err := v.preventExt(goja.Undefined(), target); err != nil {
+	if _, err := v.PreventExtensions(goja.Undefined(), target); err != nil {
 		return err
 	}
 	own := map[string]bool{}
@@ -347,7 +348,7 @@ func (v *vm) findingsValue(fs []engine.Finding) goja.Value {
 		items[i] = o
 	}
 	arr := v.rt.NewArray(items...)
-	if _, err := v.deepFreeze(goja.Undefined(), arr); err != nil {
+	if _, err := v.DeepFreeze(goja.Undefined(), arr); err != nil {
 		rethrow(err)
 	}
 	return arr
@@ -366,7 +367,7 @@ func (v *vm) userValue(u ctxapi.User) goja.Value {
 	}{{"userID", u.UserID}, {"callerId", u.CallerID}, {"callerClass", u.CallerClass}, {"roles", arr}, {"scopes", scopes}} {
 		_ = o.DefineDataProperty(kv.k, v.rt.ToValue(kv.v), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	}
-	if _, err := v.preventExt(goja.Undefined(), o); err != nil {
+	if _, err := v.PreventExtensions(goja.Undefined(), o); err != nil {
 		rethrow(err)
 	}
 	u.Roles, u.Scopes = append([]string(nil), u.Roles...), append([]string(nil), u.Scopes...)
@@ -381,7 +382,7 @@ func (v *vm) frozenStrings(ss []string) goja.Value {
 		items[i] = s
 	}
 	arr := v.rt.NewArray(items...)
-	if _, err := v.freeze(goja.Undefined(), arr); err != nil {
+	if _, err := v.Freeze(goja.Undefined(), arr); err != nil {
 		rethrow(err)
 	}
 	return arr
@@ -397,4 +398,23 @@ func sameUser(a, b ctxapi.User) bool {
 		}
 	}
 	return true
+}
+
+// linePrefixes reads the prefixes argument of ctx.removeLines; anything but an array
+// of at most lines.MaxPrefixes strings of 1 to lines.MaxPrefixLen units without "\n" is a
+// TypeError.
+func (v *vm) linePrefixes(val goja.Value) []lines.Prefix {
+	const msg = "ctx.removeLines(text, prefixes): prefixes must be an array of at most 64 strings, each 1 to 256 characters long, without a line break"
+	list := v.stringList(val, lines.MaxPrefixes, msg)
+	out := make([]lines.Prefix, len(list))
+	for i, p := range list {
+		if n := p.Length(); n == 0 || n > lines.MaxPrefixLen {
+			v.throwType(msg)
+		}
+		out[i] = lines.NewPrefix(p)
+		if out[i].HasLineBreak() {
+			v.throwType(msg)
+		}
+	}
+	return out
 }

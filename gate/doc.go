@@ -64,18 +64,20 @@
 //
 // # Layout
 //
-// The internal packages import neither each other nor gate; each owns one part:
-// gate/internal/policyast source → program and the facts proven at load (phases, the
-// read-only proof, implicit globals, the growth rewrite; pure); gate/internal/jsvalue
-// the JSON ⇄ JS bridge (JSON.parse and JSON.stringify in Go); gate/internal/sandbox the
-// lockdown (lockdown.js), the Go guards of replace and the RegExp symbol methods, the
-// bounds, the JSON text measure, the regexp2 timeout and the one file that knows goja's
-// string types; gate/internal/testrt the one hook by which gate lends gate/policytest
+// The internal packages import in one direction (lines → sandbox; none imports gate
+// or policytest) and each owns one part: gate/internal/policyast source → program and
+// the facts proven at load (phases, the read-only proof, implicit globals, the growth
+// rewrite; pure); gate/internal/jsvalue the JSON ⇄ JS bridge (JSON.parse and
+// JSON.stringify in Go); gate/internal/sandbox a runtime's construction and self-test,
+// the lockdown (lockdown.js), the Go guards of replace and the RegExp symbol methods,
+// the bounds, the bounded host half of JSON.parse, the regexp2 timeout and the one
+// file that knows goja's string types; gate/internal/lines ctx.removeLines's line
+// filter; gate/internal/testrt the one hook by which gate lends gate/policytest
 // (`mcpgate test`'s runner) a fresh runtime. gate keeps the life cycle (gate.go), the
-// pool and its watchdog (pool.go, watchdog.go), a runtime's construction and self-test
-// (runtime.go, selftest.go, parse.go), Run and its slots (run.go, slots.go, phase.go),
-// the ctx surface (binding.go, helpers.go, lines.go, text.go) and the runtime it lends
-// the test runner (testrt.go).
+// pool and its watchdog (pool.go, watchdog.go), a runtime with its ctx and the ctx
+// self-test (runtime.go, selftest.go), Run and its slots (run.go, slots.go, phase.go),
+// the ctx surface (binding.go, helpers.go, text.go) and the runtime it lends the test
+// runner (testrt.go).
 //
 // See docs/policies.md for the policy author's guide.
 package gate

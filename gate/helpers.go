@@ -58,7 +58,7 @@ func (w *walker) enter(x *goja.Object, depth int) (items *goja.Object, n int64) 
 	if w.onPath[x] {
 		v.throwType("the redaction helpers take no cyclic values")
 	}
-	out, err := v.entries(goja.Undefined(), x)
+	out, err := v.Entries(goja.Undefined(), x)
 	if err != nil {
 		rethrow(err)
 	}

@@ -196,10 +196,10 @@ func (s *Set) Phases(file string) (acts, compared []ctxapi.Phase, ok bool) {
 func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejection) {
 	tok := tokens.Add(1)
 	s.pool.begin(v, tok, c.inputBytes(), s.timeout, c.done) // the watchdog enforces both
-	v.clearRejected()
+	v.ClearRejected()
 	defer func() {
 		s.pool.end(v)
-		v.clearRejected()
+		v.ClearRejected()
 		if r := recover(); r != nil {
 			v.broken.Store(true)
 			changed, rej = false, classify(r)
@@ -217,7 +217,7 @@ func (s *Set) runOne(v *vm, c *callState, p policy) (changed bool, rej *Rejectio
 			return false, classify(err)
 		}
 		// the policy threw: describe the value without running its toString
-		out, err := v.explain(goja.Undefined(), ex.Value())
+		out, err := v.Explain(goja.Undefined(), ex.Value())
 		o, ok := out.(*goja.Object)
 		if err != nil || !ok {
 			v.broken.Store(true)
@@ -256,7 +256,7 @@ func (v *vm) wrapper(s *Set, p policy) (goja.Callable, error) {
 	if _, ok := goja.AssertFunction(wv); !ok {
 		return nil, errors.New("gate: policy did not compile to a function")
 	}
-	fv, err := v.bindFn(goja.Undefined(), wv, v.b.ctx)
+	fv, err := v.Bind(goja.Undefined(), wv, v.b.ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (v *vm) wrapper(s *Set, p policy) (goja.Callable, error) {
 	}
 	// the function outlives the call and a sloppy policy reaches it (arguments.callee):
 	// frozen with its prototype, it cannot carry a value to the next call
-	if _, err := v.deepFreeze(goja.Undefined(), fv); err != nil {
+	if _, err := v.DeepFreeze(goja.Undefined(), fv); err != nil {
 		return nil, err
 	}
 	v.fns[p.Program] = fn
@@ -286,24 +286,19 @@ func isUncatchable(err error) bool {
 // A promise handled later in the same run (`p.catch(...)` after the rejection) is not
 // counted; an async policy that needs its result must still finish within the run.
 func (v *vm) unhandledRejection() *Rejection {
-	if len(v.rejected) == 0 {
+	if len(v.Rejected) == 0 {
 		return nil
 	}
-	reason := v.rejected[0].Result()
-	v.clearRejected()
+	reason := v.Rejected[0].Result()
+	v.ClearRejected()
 	if reason == nil {
 		reason = goja.Undefined()
 	}
-	msg, err := v.describe(goja.Undefined(), reason)
+	msg, err := v.Describe(goja.Undefined(), reason)
 	if err != nil {
 		panic(err) // classified by runOne's recover
 	}
 	return &Rejection{Code: vocab.ReasonPolicyThrow, Message: clientText(msg.String())}
-}
-
-func (v *vm) clearRejected() {
-	clear(v.rejected)
-	v.rejected = v.rejected[:0]
 }
 
 // inputBytes is the size of the JSON the policies of this phase start from; the heap

@@ -113,7 +113,7 @@ func (v *vm) getSlot(c *callState, s *slot) goja.Value {
 			}
 		}
 		if s.readOnly {
-			if _, err := v.deepFreeze(goja.Undefined(), val); err != nil {
+			if _, err := v.DeepFreeze(goja.Undefined(), val); err != nil {
 				rethrow(err)
 			}
 		}
@@ -130,7 +130,7 @@ func (v *vm) parseJSON(text string) (goja.Value, string) {
 	if val, canon, ok := v.json.FromJSON(text); ok {
 		return val, canon
 	}
-	val, err := v.parse(goja.Undefined(), v.rt.ToValue(text))
+	val, err := v.Parse(goja.Undefined(), v.rt.ToValue(text))
 	if err != nil {
 		rethrow(err)
 	}

@@ -51,24 +51,24 @@ func (t *testRuntime) InterruptMessage(ie *goja.InterruptedError) string {
 }
 
 func (t *testRuntime) Stringify(v goja.Value) (goja.Value, error) {
-	return t.v.stringify(goja.Undefined(), v)
+	return t.v.Stringify(goja.Undefined(), v)
 }
 
 func (t *testRuntime) Parse(text string) (goja.Value, error) {
-	return t.v.parse(goja.Undefined(), t.v.rt.ToValue(text))
+	return t.v.Parse(goja.Undefined(), t.v.rt.ToValue(text))
 }
 
 func (t *testRuntime) Describe(v goja.Value) (goja.Value, error) {
-	return t.v.describe(goja.Undefined(), v)
+	return t.v.Describe(goja.Undefined(), v)
 }
 
 func (t *testRuntime) Freeze(o *goja.Object) error {
-	_, err := t.v.deepFreeze(goja.Undefined(), o)
+	_, err := t.v.DeepFreeze(goja.Undefined(), o)
 	return err
 }
 
 func (t *testRuntime) Run(wrapper goja.Value, binding *goja.Object) (goja.Value, error) {
-	return t.v.runner(goja.Undefined(), wrapper, binding)
+	return t.v.Runner(goja.Undefined(), wrapper, binding)
 }
 
 func (t *testRuntime) UnhandledRejection() (string, bool) {

@@ -361,7 +361,7 @@ func (v *Bridge) plainKey(k string) bool {
 }
 
 // ObjectProtoNames returns the own property names of rt's Object.prototype and
-// "__proto__"; newVM reads them once the prototype is frozen, so they never change.
+// "__proto__"; the gate reads them once the prototype is frozen, so they never change.
 func ObjectProtoNames(rt *goja.Runtime) map[string]bool {
 	names := map[string]bool{"__proto__": true}
 	for _, name := range rt.NewObject().Prototype().GetOwnPropertyNames() {

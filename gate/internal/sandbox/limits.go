@@ -1,9 +1,11 @@
-// Package sandbox owns what makes a goja runtime safe to hand a policy: the lockdown
-// script (lockdown.js: no code generation, frozen intrinsics, the growth guards of the
-// built-ins), the Go guards of String.prototype.replace and RegExp.prototype's symbol
-// methods, the bounds they apply, the JSON text measure behind JSON.parse, the
-// process-wide regexp2 timeout, and the one file that knows goja's string types
-// (strings.go). The gate builds its runtimes with it (docs/policies.md#growth-limits).
+// Package sandbox builds the locked-down goja runtime a policy runs in and proves it.
+// It owns the construction and self-test of a runtime (New, Seal, SelfTest), the
+// lockdown script (lockdown.js: no code generation, frozen intrinsics, the growth
+// guards of the built-ins), the Go guards of String.prototype.replace and
+// RegExp.prototype's symbol methods, the bounds they apply, the bounded host half of
+// JSON.parse, the process-wide regexp2 timeout, and the one file that knows goja's
+// string types (strings.go). The gate adds ctx between New and Seal
+// (docs/policies.md#growth-limits).
 package sandbox
 
 // Limits. A guard that trips interrupts the policy with policy_memory_limit or

@@ -11,7 +11,7 @@ import (
 )
 
 // Growth guards for String.prototype.replace, String.prototype.replaceAll and
-// RegExp.prototype[Symbol.replace], as Go natives that newVM installs before the
+// RegExp.prototype[Symbol.replace], as Go natives that New installs before the
 // lockdown freezes them. Each is one native step no interrupt can stop, so each is
 // bounded before the step: a replacement function's results are summed as they come;
 // a replacement string is checked against the number of matches, counted only when

@@ -1,4 +1,7 @@
-package gate
+// Package lines is ctx.removeLines's line filter over goja strings
+// (docs/policies.md#removelines): one pass, read as UTF-8 when that is exact, else unit
+// by unit, never decoded whole.
+package lines
 
 import (
 	"slices"
@@ -11,27 +14,28 @@ import (
 	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 )
 
-// ctx.removeLines(text, prefixes) (docs/policies.md#removelines): text without the
+// ctx.removeLines(text, prefixes): text without the
 // lines that begin with one of prefixes, letters A–Z matching in either case. A line
 // ends at "\n" and goes with it; of the blank lines right below removed lines, one
 // stays after a line of text and none after blank lines or at the start, and blank
 // lines a removal leaves at the end are dropped.
 
+// Bounds a caller checks before Remove.
 const (
-	maxLinePrefixes  = 64  // prefixes one call may pass
-	maxLinePrefixLen = 256 // UTF-16 units per prefix
-	// maxLineWork bounds text length × (prefixes + 1), since a native call cannot be
+	MaxPrefixes  = 64  // prefixes one call may pass
+	MaxPrefixLen = 256 // UTF-16 units per prefix
+	// MaxWork bounds text length × (prefixes + 1), since a native call cannot be
 	// interrupted: each line costs a step and a try of each prefix, up to its line
 	// break. At the bound a text of one-character lines took up to 0.4 s on either
 	// path, on a busy 2-core machine (docs/policies.md#removelines).
-	maxLineWork = 1 << 26
+	MaxWork = 1 << 26
 )
 
-// linePrefix is one prefix in both encodings the texts come in.
-type linePrefix struct {
+// Prefix is one prefix in both encodings the texts come in.
+type Prefix struct {
 	s     string   // UTF-8, for texts read as Go strings
 	u     []uint16 // UTF-16 units, for texts read unit by unit
-	units bool     // p holds a lone surrogate: matched only unit by unit (see newLinePrefix)
+	units bool     // p holds a lone surrogate: matched only unit by unit (see NewPrefix)
 }
 
 // lineText is a text read line by line; indexes are in the text's own units (bytes of
@@ -39,40 +43,21 @@ type linePrefix struct {
 type lineText interface {
 	len() int
 	lineEnd(from int) int // index of the next "\n" at or after from, or len()
-	hasPrefix(at int, p *linePrefix) bool
+	hasPrefix(at int, p *Prefix) bool
 	blank(from, to int) bool // only spaces, tabs and "\r" in [from, to)
 }
 
-// linePrefixes reads the prefixes argument of ctx.removeLines; anything but an array
-// of at most maxLinePrefixes strings of 1 to maxLinePrefixLen units without "\n" is a
-// TypeError.
-func (v *vm) linePrefixes(val goja.Value) []linePrefix {
-	const msg = "ctx.removeLines(text, prefixes): prefixes must be an array of at most 64 strings, each 1 to 256 characters long, without a line break"
-	list := v.stringList(val, maxLinePrefixes, msg)
-	out := make([]linePrefix, len(list))
-	for i, p := range list {
-		if n := p.Length(); n == 0 || n > maxLinePrefixLen {
-			v.throwType(msg)
-		}
-		out[i] = newLinePrefix(p)
-		if strings.IndexByte(out[i].s, '\n') >= 0 {
-			v.throwType(msg)
-		}
-	}
-	return out
-}
-
-// newLinePrefix holds p in both encodings. String turns a lone surrogate into U+FFFD,
-// so such a prefix is matched unit by unit only (removeLines reads the text by
+// NewPrefix holds p in both encodings. String turns a lone surrogate into U+FFFD,
+// so such a prefix is matched unit by unit only (Remove reads the text by
 // units), where a lone high surrogate at its end matches the first half of a pair, as
 // startsWith does.
-func newLinePrefix(p goja.String) linePrefix {
+func NewPrefix(p goja.String) Prefix {
 	u := make([]uint16, p.Length())
 	for j := range u {
 		u[j] = p.CharAt(j)
 	}
 	s := p.String()
-	return linePrefix{s: s, u: u, units: len(s) != len(u) && !exactUTF8(s, u)} // ASCII is exact
+	return Prefix{s: s, u: u, units: len(s) != len(u) && !exactUTF8(s, u)} // ASCII is exact
 }
 
 // utf8Text is a JS string held as a Go string (valid UTF-8) that is its exact text.
@@ -87,7 +72,7 @@ func (t utf8Text) lineEnd(from int) int {
 	return len(t)
 }
 
-func (t utf8Text) hasPrefix(at int, p *linePrefix) bool {
+func (t utf8Text) hasPrefix(at int, p *Prefix) bool {
 	if len(t)-at < len(p.s) {
 		return false
 	}
@@ -126,7 +111,7 @@ func (t utf16Text) lineEnd(from int) int {
 	return n
 }
 
-func (t utf16Text) hasPrefix(at int, p *linePrefix) bool {
+func (t utf16Text) hasPrefix(at int, p *Prefix) bool {
 	if t.n-at < len(p.u) {
 		return false
 	}
@@ -162,7 +147,7 @@ func foldASCII(c uint16) uint16 {
 // lines kept at the end when a line was removed after the last other line. Kept spans
 // wait in a few ints until a line that is not blank is kept (before the first removal,
 // one span), so the work is one pass and the memory does not grow with the text.
-func keepLines[T lineText](t T, prefixes []linePrefix, w *lineOut) int {
+func keepLines[T lineText](t T, prefixes []Prefix, w *lineOut) int {
 	n := t.len()
 	removed := 0
 	afterRemoved := false // a line was removed since the last kept line that is not blank
@@ -223,16 +208,16 @@ func writeSpans(w *lineOut, spans []int) {
 	}
 }
 
-// removeLines runs ctx.removeLines on a JS string: the same value when no line is
+// Remove runs ctx.removeLines on a JS string: the same value when no line is
 // removed, else the new string (rt makes it). A text held as a Go string (ASCII, or
 // imported from Go) is read as one when that is its exact text (valid UTF-8) and no
 // prefix needs matching by units; any other is read unit by unit, never decoded whole
 // (String would decode a UTF-16 string into a new one, and lose lone surrogates).
-func removeLines(rt *goja.Runtime, s goja.String, prefixes []linePrefix) (goja.Value, int) {
+func Remove(rt *goja.Runtime, s goja.String, prefixes []Prefix) (goja.Value, int) {
 	if len(prefixes) == 0 {
 		return s, 0
 	}
-	if sandbox.HeldAsGoString(s) && !slices.ContainsFunc(prefixes, func(p linePrefix) bool { return p.units }) {
+	if sandbox.HeldAsGoString(s) && !slices.ContainsFunc(prefixes, func(p Prefix) bool { return p.units }) {
 		if str := s.String(); len(str) == s.Length() || utf8.ValidString(str) {
 			w := lineOut{s8: str}
 			if len(str) == s.Length() {
@@ -250,8 +235,8 @@ func removeLines(rt *goja.Runtime, s goja.String, prefixes []linePrefix) (goja.V
 	return removeLineUnits(s, prefixes)
 }
 
-// removeLineUnits is removeLines reading s unit by unit.
-func removeLineUnits(s goja.String, prefixes []linePrefix) (goja.Value, int) {
+// removeLineUnits is Remove reading s unit by unit.
+func removeLineUnits(s goja.String, prefixes []Prefix) (goja.Value, int) {
 	w := lineOut{s16: s}
 	if n := keepLines(utf16Text{s, s.Length()}, prefixes, &w); n > 0 {
 		return w.b16.String(), n
@@ -291,3 +276,6 @@ func (w *lineOut) write(from, to int) {
 func exactUTF8(k string, u []uint16) bool {
 	return slices.Equal(utf16.Encode([]rune(k)), u)
 }
+
+// HasLineBreak reports whether p holds "\n" (ctx.removeLines refuses such a prefix).
+func (p *Prefix) HasLineBreak() bool { return strings.IndexByte(p.s, '\n') >= 0 }
