@@ -506,21 +506,21 @@ func (c *Conn) retry(x *exchange) {
 // failLocked ends x and returns the error response its client request gets; the
 // client's requests still waiting are cancelled, so nothing waits on them.
 func (c *Conn) failLocked(x *exchange, code int, text string) *jsonrpc.Message {
-	for id := range x.pending {
-		c.enqueueLocked(jsonrpc.NewNotification("notifications/cancelled", map[string]any{
-			"requestId": json.RawMessage(id), "reason": "mcpgate: the request that asked for this input has ended"}))
-	}
 	c.endLocked(x)
 	return jsonrpc.NewErrorResponse(x.orig.ID, code, text)
 }
 
-// endLocked forgets x.
+// endLocked forgets x; the client's requests it still waits on are cancelled.
 func (c *Conn) endLocked(x *exchange) {
 	if x.timer != nil {
 		x.timer.Stop()
 	}
-	for id := range x.pending {
+	for _, id := range slices.Sorted(maps.Keys(x.pending)) {
 		delete(c.legacy.asks, id)
+		if !c.legacy.closed {
+			c.enqueueLocked(jsonrpc.NewNotification("notifications/cancelled", map[string]any{
+				"requestId": json.RawMessage(id), "reason": "mcpgate: the request that asked for this input has ended"}))
+		}
 	}
 	if x.retry != "" {
 		delete(c.legacy.rounds, x.retry)
@@ -533,7 +533,7 @@ func (c *Conn) closeLegacy() {
 	l := &c.legacy
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.closed = true
+	l.closed = true // before endLocked: no cancellation goes to a client of a closed connection
 	for _, x := range l.exchanges() {
 		c.endLocked(x)
 	}
