@@ -8,9 +8,10 @@ import (
 	"unsafe"
 )
 
-// load64 reads s[i:i+8] little-endian; the caller guarantees i+8 <= len(s).
+// load64 reads s[i:i+8] little-endian; the caller guarantees 0 <= i and i+8 <= len(s)
+// (the string is not sliced, so the scan's inner loop carries no bounds check).
 func load64(s string, i int) uint64 {
-	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))[:])
 }
 
 // Byte classes of the pre-scan. Class 0 bytes can start nothing interesting, so the
