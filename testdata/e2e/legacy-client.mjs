@@ -1,0 +1,42 @@
+// A v1 TypeScript SDK client (@modelcontextprotocol/sdk 1.32.2, MCP 2025-11-25) for
+// the translation tests. argv[2] is JSON: {cmd: [argv of the gateway] or url, prefix:
+// the tools' name prefix, uri: the resource to read, prompt: whether to get prompt
+// p, confirm: whether to call confirm, answer: the elicitation answer}. It answers
+// elicitation/create with answer (recording each message it got) and prints one JSON
+// object: the server's capabilities and, per step, the result or the error text.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+const cfg = JSON.parse(process.argv[2]);
+const transport = cfg.url
+  ? new StreamableHTTPClientTransport(new URL(cfg.url))
+  : new StdioClientTransport({ command: cfg.cmd[0], args: cfg.cmd.slice(1), env: { ...process.env }, stderr: "ignore" });
+const client = new Client({ name: "legacy-client", version: "1.32.2" }, { capabilities: { elicitation: { form: {} } } });
+const out = { elicited: [] };
+client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  out.elicited.push(req.params.message);
+  return cfg.answer ?? { action: "accept", content: { sure: true } };
+});
+const step = async (name, f) => {
+  try {
+    out[name] = await f();
+  } catch (e) {
+    out[name] = { error: String(e) };
+  }
+};
+try {
+  await client.connect(transport);
+  out.capabilities = client.getServerCapabilities();
+  out.serverInfo = client.getServerVersion();
+  await step("tools", async () => (await client.listTools()).tools.map((t) => t.name));
+  await step("echo", () => client.callTool({ name: cfg.prefix + "echo", arguments: { text: "hi" } }));
+  if (cfg.prompt) await step("prompt", () => client.getPrompt({ name: cfg.prefix + "p" }));
+  if (cfg.uri) await step("read", () => client.readResource({ uri: cfg.uri }));
+  if (cfg.confirm) await step("confirm", () => client.callTool({ name: cfg.prefix + "confirm", arguments: { what: "prod" } }));
+  await step("ping", () => client.ping());
+} catch (e) {
+  out.connect = String(e);
+}
+console.log(JSON.stringify(out));
+await client.close();
