@@ -203,7 +203,7 @@ func TestRevisionsMatrix(t *testing.T) {
 	cells := []cell{
 		{"pin", "dual", false, true}, {"legacy", "dual", false, true}, {"auto", "dual", false, true},
 		{"pin", "modern-only", false, true}, {"legacy", "modern-only", false, true},
-		{"auto", "v1", false, true}, {"pin", "v1", false, false}, {"legacy", "v1", false, true},
+		{"auto", "v1", false, true}, {"pin", "v1", false, true}, {"legacy", "v1", false, true},
 		{"pin", "dual", true, true}, {"legacy", "dual", true, true},
 	}
 	for _, c := range cells {

@@ -1,14 +1,705 @@
 package translate
 
-import "github.com/mcpgate/mcpgate/internal/jsonrpc"
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
+)
+
+// This file translates for a 2026-07-28 client (its requests carry the per-request
+// _meta envelope) in front of a server that speaks only 2025-11-25
+// (docs/http.md#translation-modern, docs/decisions.md#translate-modern). On the
+// client's first request the hop asks the server server/discover (the client's own,
+// or a probe of its own); a server that offers 2026-07-28 gets every message as it
+// is. Any other answer (an error, no 2026-07-28 in supportedVersions, or none within
+// probeTimeout) makes the gateway initialize the server itself and translate:
+// requests lose the envelope, results gain resultType (and ttlMs/cacheScope), and
+// the server's own requests become Multi Round-Trip input requests of the client
+// request they serve.
+
+// Bounds of the translation.
+const (
+	probeTimeout = 10 * time.Second // a server silent on server/discover is taken for 2025-11-25
+	// inputTimeout is how long a round of input requests waits for the client's
+	// retry; then the server's requests are answered with an error and the original
+	// request is cancelled.
+	inputTimeout = 5 * time.Minute
+	maxRounds    = 64 // rounds waiting for a retry on one connection; past it a server request gets an error
+	idPrefix     = "mcpgate-tr-"
+)
+
+type modernPhase uint8
+
+const (
+	phaseProbing      modernPhase = iota // server/discover is out; client messages are held
+	phaseInitializing                    // the gateway's initialize is out; client messages are held
+	phasePassthrough                     // the server speaks 2026-07-28
+	phaseTranslated                      // the server speaks 2025-11-25: translate
+	phaseFailed                          // the server answered neither: requests get initErr
+)
 
 // modernState is the translation for a 2026-07-28 client (its requests carry the
 // per-request _meta envelope) in front of a server that may speak only 2025-11-25.
-type modernState struct{}
+type modernState struct {
+	mu      sync.Mutex
+	started bool
+	phase   modernPhase
+	held    []*jsonrpc.Message // client messages held until the phase is known
+	env     methods.Envelope   // the first request's envelope
+	probeID string             // id key of the discover that decides (the client's or the gateway's)
+	probe   *jsonrpc.Message   // the client's own server/discover when it decides, else nil
+	initID  string
+	initRes map[string]json.RawMessage // the server's InitializeResult
+	initErr string
+	level   string // the log level last set on the server
+	seq     uint64
+	timer   *time.Timer // the probe's
+
+	flights  map[string]*flight // by the id the server saw
+	byClient map[string]*flight // by the id the client is answered under
+	rounds   map[string]*flight // by requestState
+	timeout  time.Duration      // inputTimeout; tests shorten it
+
+	out    outbox
+	pass   atomic.Bool // phase is passthrough: the outbox may hand over to direct sends
+	closed bool
+}
+
+// flight is one client request forwarded to a 2025-11-25 server under an id of the
+// gateway's (so the client may reuse its id while the server still works on the
+// original request under a Multi Round-Trip exchange).
+type flight struct {
+	upID     json.RawMessage // the id the server saw
+	clientID json.RawMessage // the id the client is answered under: the original, then each retry's
+	method   string
+	answered bool             // clientID got an input_required result; a retry is awaited
+	waiting  bool             // a retry waits under clientID
+	final    *jsonrpc.Message // the server's response, kept until the retry
+	pending  []*serverRequest // the server's requests not yet answered, in arrival order
+	shown    []*serverRequest // those the last input_required carried
+	state    string           // the last input_required's requestState
+	expiry   *time.Timer
+}
+
+// serverRequest is a 2025-11-25 server request carried as an input request.
+type serverRequest struct {
+	key    string // its inputRequests key
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+}
 
 // sendModern forwards a 2026-07-28 client's message.
-func (c *Conn) sendModern(m *jsonrpc.Message) error { return c.up.Send(m) }
+func (c *Conn) sendModern(m *jsonrpc.Message) error {
+	s := &c.modern
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started && s.start(c, m) {
+		return nil
+	}
+	switch s.phase {
+	case phaseProbing, phaseInitializing:
+		s.held = append(s.held, m)
+		return nil
+	case phasePassthrough:
+		return s.out.send(c, m)
+	case phaseFailed:
+		if m.Kind == jsonrpc.KindRequest {
+			c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, s.initErr))
+		}
+		return nil
+	}
+	s.translateSend(c, m)
+	return nil
+}
+
+// start opens the negotiation on the client's first message: the client's
+// server/discover (consumed is then true), or a probe of the gateway's with the
+// client's envelope.
+func (s *modernState) start(c *Conn, m *jsonrpc.Message) (consumed bool) {
+	s.started = true
+	if s.timeout == 0 {
+		s.timeout = inputTimeout
+	}
+	s.flights, s.byClient, s.rounds = map[string]*flight{}, map[string]*flight{}, map[string]*flight{}
+	s.env, _ = methods.EnvelopeOf(m.Params)
+	if s.env.ProtocolVersion == "" {
+		s.env.ProtocolVersion = methods.Version20260728
+	}
+	if m.Kind == jsonrpc.KindRequest && m.Method == "server/discover" {
+		s.probeID, s.probe = m.IDKey(), m
+		_ = s.out.send(c, m)
+		s.phase = phaseProbing
+		s.armProbe(c)
+		return true
+	}
+	id := s.nextID("discover")
+	s.probeID = jsonrpc.IDKey(id)
+	_ = s.out.send(c, jsonrpc.NewRequest(id, "server/discover", map[string]any{"_meta": s.env.Meta(c.opts.ClientInfo)}))
+	s.phase = phaseProbing
+	s.armProbe(c)
+	return false
+}
+
+func (s *modernState) armProbe(c *Conn) {
+	s.timer = time.AfterFunc(probeTimeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.phase == phaseProbing && !s.closed {
+			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating", "after", probeTimeout)
+			s.initialize(c)
+		}
+	})
+}
+
+func (s *modernState) nextID(what string) json.RawMessage {
+	s.seq++
+	return json.RawMessage(`"` + idPrefix + what + "-" + strconv.FormatUint(s.seq, 10) + `"`)
+}
 
 // recvModern returns a server message as a 2026-07-28 client must see it; nil when
 // the translation consumed it.
-func (c *Conn) recvModern(m *jsonrpc.Message) *jsonrpc.Message { return m }
+func (c *Conn) recvModern(m *jsonrpc.Message) *jsonrpc.Message {
+	s := &c.modern
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.phase {
+	case phaseProbing:
+		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.probeID {
+			return s.decide(c, m)
+		}
+		return m
+	case phaseInitializing:
+		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.initID {
+			s.initialized(c, m)
+			return nil
+		}
+		return m
+	case phaseTranslated:
+		return s.translateRecv(c, m)
+	}
+	return m
+}
+
+// decide reads the answer to server/discover: a server that lists 2026-07-28 is
+// passed through; any other is initialized as 2025-11-25.
+func (s *modernState) decide(c *Conn, m *jsonrpc.Message) *jsonrpc.Message {
+	s.timer.Stop()
+	var d struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	modern := false
+	if m.Error == nil && json.Unmarshal(m.Result, &d) == nil {
+		for _, v := range d.SupportedVersions {
+			modern = modern || methods.RevisionOf(v) == methods.Rev20260728
+		}
+	}
+	if !modern {
+		s.initialize(c)
+		return nil
+	}
+	s.phase = phasePassthrough
+	for _, h := range s.held {
+		_ = s.out.send(c, h)
+	}
+	s.held = nil
+	s.pass.Store(true)
+	if s.probe != nil {
+		return m // the client's own server/discover
+	}
+	return nil
+}
+
+// initialize opens a 2025-11-25 session for the client: its clientCapabilities and
+// clientInfo from the envelope (the gateway's clientInfo when it sent none).
+func (s *modernState) initialize(c *Conn) {
+	s.phase = phaseInitializing
+	caps, info := s.env.ClientCapabilities, s.env.ClientInfo
+	if len(caps) == 0 || caps[0] != '{' {
+		caps = json.RawMessage(`{}`)
+	}
+	var ci any = c.opts.ClientInfo
+	if len(info) > 0 && info[0] == '{' {
+		ci = info
+	}
+	id := s.nextID("initialize")
+	s.initID = jsonrpc.IDKey(id)
+	_ = s.out.send(c, jsonrpc.NewRequest(id, "initialize", map[string]any{
+		"protocolVersion": methods.Version20251125, "capabilities": caps, "clientInfo": ci}))
+}
+
+// initialized takes the server's InitializeResult, completes the handshake and
+// sends what the client sent meanwhile.
+func (s *modernState) initialized(c *Conn, m *jsonrpc.Message) {
+	if m.Error != nil || json.Unmarshal(m.Result, &s.initRes) != nil || s.initRes == nil {
+		var eo jsonrpc.ErrorObject
+		_ = json.Unmarshal(m.Error, &eo)
+		s.phase = phaseFailed
+		s.initErr = "mcpgate: the server offers no 2026-07-28 and its 2025-11-25 initialize failed"
+		if eo.Message != "" {
+			s.initErr += ": " + eo.Message
+		}
+		c.opts.Logger.Warn("translation to 2025-11-25: initialize failed", "code", eo.Code)
+		if s.probe != nil {
+			s.held = append([]*jsonrpc.Message{s.probe}, s.held...)
+			s.probe = nil
+		}
+		for _, h := range s.held {
+			if h.Kind == jsonrpc.KindRequest {
+				c.enqueue(jsonrpc.NewErrorResponse(h.ID, jsonrpc.CodeUpstreamUnavailable, s.initErr))
+			}
+		}
+		s.held = nil
+		return
+	}
+	c.opts.Logger.Info("the server speaks 2025-11-25 only: translating for the 2026-07-28 client")
+	_ = s.out.send(c, jsonrpc.NewNotification("notifications/initialized", nil))
+	s.phase = phaseTranslated
+	if s.probe != nil {
+		s.held = append([]*jsonrpc.Message{s.probe}, s.held...)
+		s.probe = nil
+	}
+	held := s.held
+	s.held = nil
+	for _, h := range held {
+		s.translateSend(c, h)
+	}
+}
+
+// discoverResult answers server/discover from the server's InitializeResult
+// (schema.ts "DiscoverResult"): the one revision this hop serves the client,
+// the server's capabilities (tasks left out: 2026-07-28 has them as an extension),
+// its instructions, and its serverInfo under _meta.
+func (s *modernState) discoverResult() json.RawMessage {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
+	delete(caps, "tasks")
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	r := map[string]any{
+		"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+		"supportedVersions": []string{methods.Version20260728},
+		"capabilities":      caps,
+	}
+	if v, ok := s.initRes["instructions"]; ok {
+		r["instructions"] = v
+	}
+	if v, ok := s.initRes["serverInfo"]; ok {
+		r["_meta"] = map[string]json.RawMessage{methods.MetaServerInfo: v}
+	}
+	b, _ := jsonrpc.Marshal(r)
+	return b
+}
+
+// translateSend sends a client message to the 2025-11-25 server.
+func (s *modernState) translateSend(c *Conn, m *jsonrpc.Message) {
+	switch m.Kind {
+	case jsonrpc.KindRequest:
+		s.request(c, m)
+	case jsonrpc.KindNotification:
+		if m.Method == "notifications/cancelled" {
+			s.cancelled(c, m)
+			return
+		}
+		_ = s.out.send(c, m)
+	default:
+		_ = s.out.send(c, m)
+	}
+}
+
+func (s *modernState) request(c *Conn, m *jsonrpc.Message) {
+	var params map[string]json.RawMessage
+	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
+		params = nil
+	}
+	switch m.Method {
+	case "server/discover":
+		c.enqueue(jsonrpc.NewResponse(m.ID, s.discoverResult()))
+		return
+	}
+	if v, ok := params["requestState"]; ok {
+		s.retry(c, m, params, v)
+		return
+	}
+	s.setLevel(c, params)
+	if k := m.IDKey(); s.byClient[k] != nil {
+		// The client reused the id of a request whose input requests it left
+		// unanswered: that request is abandoned.
+		s.abandon(c, s.byClient[k], "the client reused the request's id")
+	}
+	f := &flight{upID: s.nextID("req"), clientID: m.ID, method: m.Method}
+	s.flights[jsonrpc.IDKey(f.upID)] = f
+	s.byClient[m.IDKey()] = f
+	if err := s.out.send(c, jsonrpc.NewRequest(f.upID, m.Method, legacyParams(params, m.Params))); err != nil {
+		s.drop(f)
+		c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error()))
+	}
+}
+
+// legacyParams is a 2026-07-28 request's params as a 2025-11-25 server reads them:
+// the envelope's members (io.modelcontextprotocol/*) and the retry members left out
+// of _meta and params; progressToken and other _meta members stay.
+func legacyParams(params map[string]json.RawMessage, raw json.RawMessage) any {
+	if params == nil {
+		if len(raw) == 0 {
+			return nil
+		}
+		return raw
+	}
+	delete(params, "inputResponses")
+	delete(params, "requestState")
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) == nil && meta != nil {
+		for k := range meta {
+			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+				delete(meta, k)
+			}
+		}
+		if len(meta) == 0 {
+			delete(params, "_meta")
+		} else {
+			params["_meta"], _ = jsonrpc.Marshal(meta)
+		}
+	}
+	return params
+}
+
+// setLevel sends logging/setLevel before a request whose envelope names a log level
+// other than the last one, when the server offers logging.
+func (s *modernState) setLevel(c *Conn, params map[string]json.RawMessage) {
+	var meta map[string]json.RawMessage
+	var level string
+	if json.Unmarshal(params["_meta"], &meta) != nil || json.Unmarshal(meta[methods.MetaLogLevel], &level) != nil || level == "" || level == s.level {
+		return
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(s.initRes["capabilities"], &caps) != nil || caps["logging"] == nil {
+		return
+	}
+	s.level = level
+	_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("setLevel"), "logging/setLevel", map[string]string{"level": level}))
+}
+
+// cancelled forwards the client's cancellation of a request under the id the server
+// saw; one of a request already answered (or never sent) is dropped.
+func (s *modernState) cancelled(c *Conn, m *jsonrpc.Message) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	f := s.byClient[jsonrpc.IDKey(p["requestId"])]
+	if f == nil {
+		return
+	}
+	s.abandon(c, f, "the client cancelled the request")
+}
+
+// abandon ends a flight the client will not wait for: the server's pending
+// requests get an error and the server is told to cancel the original request.
+func (s *modernState) abandon(c *Conn, f *flight, why string) {
+	for _, r := range f.pending {
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(r.id, jsonrpc.CodeRequestTimeout, "mcpgate: "+why+" before the input request was answered"))
+	}
+	f.pending, f.shown = nil, nil
+	if f.final == nil {
+		_ = s.out.send(c, jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": f.upID, "reason": why}))
+	}
+	s.drop(f)
+}
+
+func (s *modernState) drop(f *flight) {
+	if f.expiry != nil {
+		f.expiry.Stop()
+	}
+	delete(s.flights, jsonrpc.IDKey(f.upID))
+	if s.byClient[jsonrpc.IDKey(f.clientID)] == f {
+		delete(s.byClient, jsonrpc.IDKey(f.clientID))
+	}
+	if f.state != "" {
+		delete(s.rounds, f.state)
+	}
+}
+
+// retry takes a client's Multi Round-Trip retry: its inputResponses answer the
+// server's requests the last round carried, and the retry's id then gets the
+// original request's result (or the next round of input requests).
+func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.RawMessage, state json.RawMessage) {
+	var token string
+	_ = json.Unmarshal(state, &token)
+	f := s.rounds[token]
+	if f == nil || f.method != m.Method {
+		c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams,
+			"mcpgate: requestState is not one this connection issued for "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
+		return
+	}
+	delete(s.rounds, token)
+	f.state = ""
+	if f.expiry != nil {
+		f.expiry.Stop()
+	}
+	var answers map[string]json.RawMessage
+	_ = json.Unmarshal(params["inputResponses"], &answers)
+	for _, r := range f.shown {
+		a, ok := answers[r.key]
+		if !ok || len(a) == 0 || a[0] != '{' {
+			continue // asked again in the next round
+		}
+		_ = s.out.send(c, jsonrpc.NewResponse(r.id, a))
+		f.pending = remove(f.pending, r)
+	}
+	f.shown = nil
+	if s.byClient[jsonrpc.IDKey(f.clientID)] == f {
+		delete(s.byClient, jsonrpc.IDKey(f.clientID))
+	}
+	f.clientID, f.waiting = m.ID, true
+	s.byClient[m.IDKey()] = f
+	switch {
+	case f.final != nil:
+		c.enqueue(s.finalResponse(f, f.final))
+	case len(f.pending) > 0:
+		s.askInput(c, f)
+	}
+}
+
+func remove(rs []*serverRequest, r *serverRequest) []*serverRequest {
+	out := rs[:0]
+	for _, x := range rs {
+		if x != r {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// askInput answers the flight's client id with an input_required result carrying
+// every server request still pending, and a fresh requestState for the retry.
+func (s *modernState) askInput(c *Conn, f *flight) {
+	reqs := map[string]any{}
+	for _, r := range f.pending {
+		e := map[string]any{"method": r.method}
+		if len(r.params) > 0 {
+			e["params"] = r.params
+		}
+		reqs[r.key] = e
+	}
+	f.shown = append([]*serverRequest(nil), f.pending...)
+	f.state = newState()
+	s.rounds[f.state] = f
+	b, _ := jsonrpc.Marshal(map[string]any{"resultType": "input_required", "inputRequests": reqs, "requestState": f.state})
+	c.enqueue(jsonrpc.NewResponse(f.clientID, b))
+	f.answered, f.waiting = true, false
+	if s.byClient[jsonrpc.IDKey(f.clientID)] == f {
+		delete(s.byClient, jsonrpc.IDKey(f.clientID))
+	}
+	state := f.state
+	f.expiry = time.AfterFunc(s.timeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed || s.rounds[state] != f {
+			return
+		}
+		c.opts.Logger.Warn("a Multi Round-Trip retry did not come in time: the server's input requests get an error and its request is cancelled", "method", f.method, "after", s.timeout)
+		s.abandon(c, f, "the client did not retry within "+s.timeout.String())
+	})
+}
+
+// newState is a requestState: 128 random bits, unguessable, meaningful only on the
+// connection that issued it.
+func newState() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "mcpgate:" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// finalResponse is the server's response to a flight, under the id the client waits
+// on, valid in 2026-07-28; the flight ends.
+func (s *modernState) finalResponse(f *flight, m *jsonrpc.Message) *jsonrpc.Message {
+	s.drop(f)
+	if m.Error != nil {
+		var eo map[string]json.RawMessage
+		if f.method == "resources/read" && json.Unmarshal(m.Error, &eo) == nil && string(eo["code"]) == "-32002" {
+			// 2025-11-25 "resource not found" is -32002; 2026-07-28 answers -32602.
+			eo["code"] = json.RawMessage(`-32602`)
+			b, _ := jsonrpc.Marshal(eo)
+			return &jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(f.clientID, b), Kind: jsonrpc.KindResponse, ID: f.clientID, Error: b}
+		}
+		return m.WithID(f.clientID)
+	}
+	return jsonrpc.NewResponse(f.clientID, methods.Conform(methods.Of(f.method), methods.Version20260728, m.Result, false))
+}
+
+// translateRecv maps a 2025-11-25 server message for the 2026-07-28 client.
+func (s *modernState) translateRecv(c *Conn, m *jsonrpc.Message) *jsonrpc.Message {
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		f := s.flights[m.IDKey()]
+		if f == nil {
+			return nil // the gateway's own (logging/setLevel), or a cancelled request's
+		}
+		switch {
+		case !f.answered || f.waiting:
+			return s.finalResponse(f, m)
+		default:
+			f.final = m // the retry gets it
+			return nil
+		}
+	case jsonrpc.KindRequest:
+		s.serverRequest(c, m)
+		return nil
+	case jsonrpc.KindNotification:
+		switch m.Method {
+		case "notifications/elicitation/complete": // 2026-07-28 has no URL elicitation ids
+			return nil
+		case "notifications/cancelled":
+			var p map[string]json.RawMessage
+			if json.Unmarshal(m.Params, &p) != nil {
+				return nil
+			}
+			if f := s.flights[jsonrpc.IDKey(p["requestId"])]; f != nil && (!f.answered || f.waiting) {
+				p["requestId"] = f.clientID
+				b, _ := jsonrpc.Marshal(p)
+				return m.WithParams(b)
+			}
+			return nil
+		}
+	}
+	return m
+}
+
+// serverRequest carries a 2025-11-25 server request to the client as an input
+// request of the client request it serves: the one Related names (a url upstream's
+// response stream), else the one request in flight. With none or several in flight
+// the server gets an error: the gateway does not guess which request asks.
+func (s *modernState) serverRequest(c *Conn, m *jsonrpc.Message) {
+	if m.Method == "ping" {
+		_ = s.out.send(c, jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`)))
+		return
+	}
+	if mm := methods.Of(m.Method); mm == nil || mm.Direction != methods.ServerRequest {
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "mcpgate: a 2026-07-28 client takes no "+m.Method+" request"))
+		return
+	}
+	var f *flight
+	if m.Related != nil {
+		f = s.flights[jsonrpc.IDKey(m.Related)]
+	} else {
+		n := 0
+		for _, x := range s.flights {
+			if x.final == nil {
+				f, n = x, n+1
+			}
+		}
+		if n != 1 {
+			f = nil
+		}
+	}
+	if f == nil || f.final != nil {
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest,
+			"mcpgate: the 2026-07-28 client takes "+m.Method+" only as an input request of the one client request it serves, and none (or more than one) is in flight"))
+		return
+	}
+	if f.state == "" && len(s.rounds) >= maxRounds {
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", maxRounds)))
+		return
+	}
+	s.seq++
+	f.pending = append(f.pending, &serverRequest{key: "mcpgate-" + strconv.FormatUint(s.seq, 10), id: m.ID, method: m.Method, params: m.Params})
+	if !f.answered || f.waiting {
+		s.askInput(c, f)
+	}
+	// else: the client has a round open; this one goes into the next round.
+}
+
+// close stops the timers; messages still held are dropped with the connection.
+func (s *modernState) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	for _, f := range s.flights {
+		if f.expiry != nil {
+			f.expiry.Stop()
+		}
+	}
+	s.out.stop()
+}
+
+// outbox sends the translation's messages to the server in order from one
+// goroutine, so that the reader (Recv) never blocks on a send to the server; in
+// passthrough, once it is empty, messages go straight to the server.
+type outbox struct {
+	mu     sync.Mutex
+	q      []*jsonrpc.Message
+	wake   chan struct{}
+	done   chan struct{}
+	direct bool
+}
+
+func (o *outbox) send(c *Conn, m *jsonrpc.Message) error {
+	o.mu.Lock()
+	if o.direct {
+		o.mu.Unlock()
+		return c.up.Send(m)
+	}
+	if o.wake == nil {
+		o.wake, o.done = make(chan struct{}, 1), make(chan struct{})
+		go o.run(c)
+	}
+	o.q = append(o.q, m)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (o *outbox) run(c *Conn) {
+	for {
+		o.mu.Lock()
+		if len(o.q) == 0 {
+			if c.modern.pass.Load() {
+				o.direct = true
+				o.mu.Unlock()
+				return
+			}
+			o.mu.Unlock()
+			select {
+			case <-o.wake:
+				continue
+			case <-o.done:
+				return
+			}
+		}
+		m := o.q[0]
+		o.q = o.q[1:]
+		o.mu.Unlock()
+		if err := c.up.Send(m); err != nil {
+			c.opts.Logger.Debug("translation: send to the server failed; it is probably exiting", "err", err)
+		}
+	}
+}
+
+func (o *outbox) stop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done != nil {
+		select {
+		case <-o.done:
+		default:
+			close(o.done)
+		}
+	}
+}

@@ -140,9 +140,10 @@ func (c *Conn) pump() {
 	}
 }
 
-// Close closes the server connection.
+// Close closes the server connection and stops the translation's timers.
 func (c *Conn) Close(ctx context.Context, grace time.Duration) error {
 	c.closeLegacy()
+	c.modern.close()
 	return c.up.Close(ctx, grace)
 }
 

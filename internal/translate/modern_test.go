@@ -1,0 +1,322 @@
+package translate
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+)
+
+// mstep is one exchange of a script: "c>" the client sends msg, "s>" the server
+// sends msg, ">s" the server gets a message holding every want and no not, ">c" the
+// client gets one. {state}, {key} and {up} stand for the last requestState, the
+// last inputRequests key the client got, and the id of the last request the server
+// got.
+type mstep struct {
+	dir, msg  string
+	want, not []string
+}
+
+const menv = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"cl","version":"1"}}`
+
+// mopening has a client's tools/call (id 7) probe a 2025-11-25 server, which the
+// gateway initializes; the call then reaches the server under an id of the
+// gateway's.
+var mopening = []mstep{
+	{dir: "c>", msg: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{},` + menv + `}}`},
+	{dir: ">s", want: []string{`"method":"server/discover"`, `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`}},
+	{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","error":{"code":-32601,"message":"Method not found"}}`},
+	{dir: ">s", want: []string{`"method":"initialize"`, `"protocolVersion":"2025-11-25"`, `"clientInfo":{"name":"cl","version":"1"}`, `"capabilities":{"elicitation":{}}`}},
+	{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"v1","version":"1.0"}}}`},
+	{dir: ">s", want: []string{`"method":"notifications/initialized"`}},
+	{dir: ">s", want: []string{`"method":"tools/call"`, `"id":"mcpgate-tr-req-`, `"name":"t"`}, not: []string{`io.modelcontextprotocol`, `"id":7`}},
+}
+
+var melicit = mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":100,"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}}`}
+
+var minputRequired = mstep{dir: ">c", want: []string{`"id":7`, `"resultType":"input_required"`, `"method":"elicitation/create"`, `"message":"name?"`, `"requestState":"mcpgate:`}}
+
+var mretry = mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"t","arguments":{},"inputResponses":{"{key}":{"action":"accept","content":{"n":"x"}}},"requestState":"{state}",` + menv + `}}`}
+
+func mscript(parts ...any) []mstep {
+	var out []mstep
+	for _, p := range parts {
+		switch v := p.(type) {
+		case mstep:
+			out = append(out, v)
+		case []mstep:
+			out = append(out, v...)
+		}
+	}
+	return out
+}
+
+func TestModernTranslation(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []mstep
+	}{
+		{"a server that speaks 2026-07-28 gets every message as it is", []mstep{
+			{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + menv + `}}`},
+			{dir: ">s", want: []string{`"id":1`, `"method":"server/discover"`}},
+			{dir: "s>", msg: `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}}`},
+			{dir: ">c", want: []string{`"id":1`, `"cacheScope":"public"`}},
+			{dir: "c>", msg: `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + menv + `}}`},
+			{dir: ">s", want: []string{`"id":2`, `"io.modelcontextprotocol/protocolVersion"`}},
+		}},
+		{"the client's server/discover is answered from the InitializeResult", []mstep{
+			{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + menv + `}}`},
+			{dir: ">s", want: []string{`"id":1`, `"method":"server/discover"`}},
+			{dir: "s>", msg: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`},
+			{dir: ">s", want: []string{`"method":"initialize"`}},
+			{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"tasks":{}},"serverInfo":{"name":"v1","version":"1.0"},"instructions":"use t"}}`},
+			{dir: ">s", want: []string{`"method":"notifications/initialized"`}},
+			{dir: ">c", want: []string{`"id":1`, `"supportedVersions":["2026-07-28"]`, `"capabilities":{"tools":{"listChanged":true}}`,
+				`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"v1","version":"1.0"}}`, `"instructions":"use t"`, `"resultType":"complete"`, `"ttlMs":0`, `"cacheScope":"private"`},
+				not: []string{`"tasks"`}},
+		}},
+		{"a discover result without 2026-07-28 is translated", []mstep{
+			{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + menv + `}}`},
+			{dir: ">s"},
+			{dir: "s>", msg: `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2025-11-25"]}}`},
+			{dir: ">s", want: []string{`"method":"initialize"`}},
+		}},
+		{"a request is held until the handshake, loses the envelope, and its result is made valid", mscript(
+			[]mstep{
+				{dir: "c>", msg: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+				{dir: "c>", msg: `{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"x:///a",` + menv + `}}`},
+				{dir: ">s", want: []string{`"method":"server/discover"`}},
+				{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","error":{"code":-32601,"message":"Method not found"}}`},
+				{dir: ">s", want: []string{`"method":"initialize"`, `"clientInfo":{"name":"mcpgate"`}},
+				{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"v1","version":"1.0"}}}`},
+				{dir: ">s", want: []string{`"method":"notifications/initialized"`}},
+				{dir: ">s", want: []string{`"method":"tools/list"`, `"_meta":{"progressToken":3}`}, not: []string{`io.modelcontextprotocol`}},
+				{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"tools":[]}}`},
+				{dir: ">c", want: []string{`"id":5`, `"resultType":"complete"`, `"ttlMs":0`, `"cacheScope":"private"`}},
+				{dir: ">s", want: []string{`"method":"resources/read"`}, not: []string{`"_meta"`}},
+				{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","error":{"code":-32002,"message":"Resource not found"}}`},
+				{dir: ">c", want: []string{`"id":6`, `"code":-32602`, `"Resource not found"`}},
+			})},
+		{"a changed logLevel becomes logging/setLevel first", mscript(mopening,
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"content":[]}}`},
+			mstep{dir: ">c", want: []string{`"id":7`, `"resultType":"complete"`}},
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":"debug"}}}`},
+			mstep{dir: ">s", want: []string{`"method":"logging/setLevel"`, `"level":"debug"`}},
+			mstep{dir: ">s", want: []string{`"method":"tools/list"`}},
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":"debug"}}}`},
+			mstep{dir: ">s", want: []string{`"method":"tools/list"`}},
+		)},
+		{"an elicitation in flight becomes an input request; the retry answers it and gets the result", mscript(mopening,
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`},
+			mstep{dir: ">c", want: []string{`"notifications/progress"`}},
+			melicit, minputRequired, mretry,
+			mstep{dir: ">s", want: []string{`"id":100`, `"result":{"action":"accept","content":{"n":"x"}}`}},
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":"mcpgate-tr-req-3","result":{"content":[{"type":"text","text":"hi x"}]}}`},
+			mstep{dir: ">c", want: []string{`"id":8`, `"hi x"`, `"resultType":"complete"`}},
+		)},
+		{"a result that comes before the retry waits for it", mscript(mopening, melicit, minputRequired,
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":"mcpgate-tr-req-3","result":{"content":[{"type":"text","text":"early"}]}}`},
+			mretry,
+			mstep{dir: ">s", want: []string{`"id":100`, `"result"`}},
+			mstep{dir: ">c", want: []string{`"id":8`, `"early"`}},
+		)},
+		{"several rounds: a request the server sends after the retry is the next round", mscript(mopening, melicit, minputRequired, mretry,
+			mstep{dir: ">s", want: []string{`"id":100`}},
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":101,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}`},
+			mstep{dir: ">c", want: []string{`"id":8`, `"input_required"`, `"sampling/createMessage"`}, not: []string{`elicitation`}},
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"t","inputResponses":{"{key}":{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}},"requestState":"{state}",` + menv + `}}`},
+			mstep{dir: ">s", want: []string{`"id":101`, `"model":"m"`}},
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":"mcpgate-tr-req-3","result":{"content":[]}}`},
+			mstep{dir: ">c", want: []string{`"id":9`, `"resultType":"complete"`}},
+		)},
+		{"an input request the retry leaves unanswered is asked again", mscript(mopening, melicit, minputRequired,
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"t","inputResponses":{},"requestState":"{state}",` + menv + `}}`},
+			mstep{dir: ">c", want: []string{`"id":8`, `"input_required"`, `"message":"name?"`}},
+		)},
+		{"an unknown requestState gets -32602 and reaches no server", mscript(mopening,
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"t","requestState":"mcpgate:forged",` + menv + `}}`},
+			mstep{dir: ">c", want: []string{`"id":8`, `"code":-32602`, `requestState`}},
+		)},
+		{"a requestState used twice is unknown the second time", mscript(mopening, melicit, minputRequired, mretry,
+			mstep{dir: ">s", want: []string{`"id":100`}},
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"t","requestState":"{state}",` + menv + `}}`},
+			mstep{dir: ">c", want: []string{`"id":9`, `"code":-32602`}},
+		)},
+		{"a requestState retried on another method is refused", mscript(mopening, melicit, minputRequired,
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"name":"t","requestState":"{state}",` + menv + `}}`},
+			mstep{dir: ">c", want: []string{`"id":8`, `"code":-32602`}},
+		)},
+		{"a server request with nothing in flight gets an error", mscript(mopening,
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":"mcpgate-tr-req-3","result":{"content":[]}}`},
+			mstep{dir: ">c", want: []string{`"id":7`}},
+			melicit,
+			mstep{dir: ">s", want: []string{`"id":100`, `"code":-32600`, `none (or more than one)`}},
+		)},
+		{"a server request with two in flight and no Related gets an error", mscript(mopening,
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"u",` + menv + `}}`},
+			mstep{dir: ">s", want: []string{`"name":"u"`}},
+			melicit,
+			mstep{dir: ">s", want: []string{`"id":100`, `"code":-32600`}},
+		)},
+		{"Related picks the request among several", mscript(mopening,
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"u",` + menv + `}}`},
+			mstep{dir: ">s", want: []string{`"name":"u"`}},
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":100,"method":"roots/list","related":"{up}"}`},
+			mstep{dir: ">c", want: []string{`"id":9`, `"input_required"`, `"method":"roots/list"`}},
+		)},
+		{"a server ping is answered by the gateway", mscript(mopening,
+			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":100,"method":"ping"}`},
+			mstep{dir: ">s", want: []string{`"id":100`, `"result":{}`}},
+		)},
+		{"the client's cancellation reaches the server under its id", mscript(mopening,
+			mstep{dir: "c>", msg: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"x"}}`},
+			mstep{dir: ">s", want: []string{`"notifications/cancelled"`, `"requestId":"mcpgate-tr-req-3"`}},
+		)},
+		{"a server that fails initialize: the held request gets the error", []mstep{
+			{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + menv + `}}`},
+			{dir: ">s", want: []string{`"method":"server/discover"`}},
+			{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","error":{"code":-32601,"message":"Method not found"}}`},
+			{dir: ">s", want: []string{`"method":"initialize"`}},
+			{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","error":{"code":-32602,"message":"Unsupported protocol version"}}`},
+			{dir: ">c", want: []string{`"id":1`, `"code":-32000`, `initialize failed: Unsupported protocol version`}},
+			{dir: "c>", msg: `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + menv + `}}`},
+			{dir: ">c", want: []string{`"id":2`, `"code":-32000`}},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			c := Wrap(f, Options{ClientInfo: map[string]string{"name": "mcpgate", "version": "test"}})
+			defer c.Close(context.Background(), 0)
+			mrun(t, c, f, tc.steps)
+		})
+	}
+}
+
+// TestModernInputExpires: a round the client never retries ends after the bound:
+// the server's request gets an error, the server is told to cancel the original
+// request, and a late retry is refused.
+func TestModernInputExpires(t *testing.T) {
+	f := newFake()
+	c := Wrap(f, Options{})
+	c.modern.timeout = 50 * time.Millisecond
+	defer c.Close(context.Background(), 0)
+	mrun(t, c, f, mscript(mopening, melicit, minputRequired,
+		mstep{dir: ">s", want: []string{`"id":100`, `"code":-32001`, `did not retry`}},
+		mstep{dir: ">s", want: []string{`"notifications/cancelled"`, `"requestId":"mcpgate-tr-req-3"`}},
+		mretry,
+		mstep{dir: ">c", want: []string{`"id":8`, `"code":-32602`}},
+	))
+}
+
+// TestModernStateIsPerConnection: a requestState one connection issued is unknown
+// on another (another caller's backend, or the server's connection after a
+// restart).
+func TestModernStateIsPerConnection(t *testing.T) {
+	f1, f2 := newFake(), newFake()
+	c1, c2 := Wrap(f1, Options{}), Wrap(f2, Options{})
+	defer c1.Close(context.Background(), 0)
+	defer c2.Close(context.Background(), 0)
+	vars := mrun(t, c1, f1, mscript(mopening, melicit, minputRequired))
+	mrun(t, c2, f2, mscript(mopening, mstep{dir: "c>", msg: strings.ReplaceAll(mretry.msg, "{state}", vars["state"])},
+		mstep{dir: ">c", want: []string{`"id":8`, `"code":-32602`}}))
+}
+
+var (
+	stateRe = regexp.MustCompile(`"requestState":"([^"]+)"`)
+	keyRe   = regexp.MustCompile(`"inputRequests":\{"([^"]+)"`)
+)
+
+// mrun plays steps against c over f and returns the captured variables.
+func mrun(t *testing.T, c *Conn, f *fakeServer, steps []mstep) map[string]string {
+	t.Helper()
+	toClient := make(chan *jsonrpc.Message, 64)
+	go func() {
+		for {
+			m, err := c.Recv()
+			if err != nil {
+				close(toClient)
+				return
+			}
+			toClient <- m
+		}
+	}()
+	vars := map[string]string{}
+	subst := func(s string) string {
+		for k, v := range vars {
+			s = strings.ReplaceAll(s, "{"+k+"}", v)
+		}
+		return s
+	}
+	parse := func(s string) *jsonrpc.Message {
+		m, err := jsonrpc.Parse([]byte(subst(s)))
+		if err != nil {
+			t.Fatalf("script message %s: %v", s, err)
+		}
+		if strings.Contains(s, `"related"`) { // the script's way to say what the transport tells
+			m.Related = []byte(`"` + vars["up"] + `"`)
+		}
+		return m
+	}
+	for i, st := range steps {
+		switch st.dir {
+		case "c>":
+			if err := c.Send(parse(st.msg)); err != nil {
+				t.Fatalf("step %d: Send: %v", i, err)
+			}
+		case "s>":
+			select {
+			case f.recv <- parse(st.msg):
+			case <-time.After(5 * time.Second):
+				t.Fatalf("step %d: the translation did not read the server", i)
+			}
+		case ">s", ">c":
+			var m *jsonrpc.Message
+			src := f.sent
+			if st.dir == ">c" {
+				src = toClient
+			}
+			select {
+			case m = <-src:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("step %d (%s): nothing came; want %v", i, st.dir, st.want)
+			}
+			raw := string(m.Raw)
+			for _, w := range st.want {
+				if !strings.Contains(raw, w) {
+					t.Fatalf("step %d (%s): %s\nwant it to hold %s", i, st.dir, raw, w)
+				}
+			}
+			for _, n := range st.not {
+				if strings.Contains(raw, n) {
+					t.Fatalf("step %d (%s): %s\nwant it not to hold %s", i, st.dir, raw, n)
+				}
+			}
+			if st.dir == ">s" && m.Kind == jsonrpc.KindRequest {
+				var id string
+				_ = json.Unmarshal(m.ID, &id)
+				vars["up"] = id
+			}
+			if s := stateRe.FindStringSubmatch(raw); s != nil {
+				vars["state"] = s[1]
+			}
+			if k := keyRe.FindStringSubmatch(raw); k != nil {
+				vars["key"] = k[1]
+			}
+		}
+	}
+	select {
+	case m := <-f.sent:
+		t.Fatalf("the server got more than the script says: %s", m.Raw)
+	case m, ok := <-toClient:
+		if ok {
+			t.Fatalf("the client got more than the script says: %s", m.Raw)
+		}
+	case <-time.After(30 * time.Millisecond):
+	}
+	return vars
+}
