@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestRootsPinned: a client that declares roots and answers roots/list with a root
@@ -78,4 +81,61 @@ func pinRecorded(log *stderrLog) bool {
 		}
 	}
 	return false
+}
+
+// TestRootsResourcesPrompts: once the client has answered a server's roots/list, a
+// resources/read result for a file outside the declared root and a prompts/get result
+// linking to one are output_ssrf_target in their records, without the URI; the same
+// inside the root stay clean.
+func TestRootsResourcesPrompts(t *testing.T) {
+	base := t.TempDir()
+	inside, outside := "file://"+filepath.Join(base, "project", "a.md"), "file://"+filepath.Join(base, "other", "b.md")
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{"r": map[string]any{
+		"command": "node", "args": []string{filepath.Join(root, "testdata", "e2e", "roots-server.mjs")}}}})
+	d := startDriver(t, map[string]any{"command": binary, "roots": []map[string]any{{"uri": "file://" + filepath.Join(base, "project")}},
+		"args": []string{"gateway", "run", "--log-format", "json", "--config", cfg, "--policies", emptyPolicies(t)}})
+	r := d.mustRequest("tools/call", map[string]any{"name": "roots", "arguments": map[string]any{}})
+	if got := r["content"].([]any)[0].(map[string]any)["text"]; got != "1" {
+		t.Fatalf("the server got %v roots, want 1", got)
+	}
+	for _, c := range []struct {
+		method string
+		params func(uri string) map[string]any
+	}{
+		{"resources/read", func(uri string) map[string]any { return map[string]any{"uri": uri} }},
+		{"prompts/get", func(uri string) map[string]any {
+			return map[string]any{"name": "link", "arguments": map[string]any{"uri": uri}}
+		}},
+	} {
+		t.Run(c.method, func(t *testing.T) {
+			of := func() []map[string]any {
+				var out []map[string]any
+				for _, rec := range d.stderr.allRecords() {
+					if rec["method"] == c.method {
+						out = append(out, rec)
+					}
+				}
+				return out
+			}
+			flagged := func(rec map[string]any) bool {
+				ids, _ := rec["rule_ids"].([]any)
+				return slices.Contains(ids, any("output_ssrf_target"))
+			}
+			d.mustRequest(c.method, c.params(inside))
+			d.mustRequest(c.method, c.params(outside))
+			if !testwait.Within(testwait.Timeout, func() bool { recs := of(); return len(recs) > 0 && flagged(recs[len(recs)-1]) }) {
+				t.Fatalf("no %s record with output_ssrf_target; records %v", c.method, of())
+			}
+			recs := of()
+			for _, rec := range recs[:len(recs)-1] {
+				if flagged(rec) {
+					t.Fatalf("a %s inside the root was flagged: %v", c.method, rec)
+				}
+			}
+			if b, _ := json.Marshal(recs); strings.Contains(string(b), base) {
+				t.Fatalf("a record holds the URI: %s", b)
+			}
+		})
+	}
 }

@@ -55,7 +55,8 @@ type Channel struct {
 	// SamplingContext is whether the client declared sampling.context; without it a
 	// sampling request's includeContext is narrowed to "none".
 	SamplingContext bool
-	// Roots is Call.Roots, for a tasks/result's CallToolResult.
+	// Roots is Call.Roots, for the file: targets in every message read here
+	// (a tasks/result's CallToolResult, resources/read contents, prompts/get messages).
 	Roots []string
 }
 
@@ -143,7 +144,7 @@ func (r *run) channelRules(parts []part, err error, extra ...engine.Finding) (en
 	start := time.Now()
 	var rep engine.Report
 	if err == nil {
-		rep, err = analyzeParts(r.p.Analyzer, parts)
+		rep, err = analyzeParts(r.p.Analyzer, parts, r.c.Roots)
 		addFindings(&rep, extra, r.p.StructureSeverities)
 	}
 	r.rec.stage(vocab.StageOutputRules, start)

@@ -608,3 +608,62 @@ func TestResultRoots(t *testing.T) {
 		t.Errorf("a post policy's link outside the roots: %+v", rec.recs[len(rec.recs)-1])
 	}
 }
+
+// TestChannelRoots: Channel.Roots reach the output rules of a resources/read and a
+// prompts/get result and of what a resource or prompt policy wrote: a contents item,
+// resource_link or Markdown link to a file outside them is output_ssrf_target, one
+// inside stays clean, and with no roots declared only system and credential paths are.
+func TestChannelRoots(t *testing.T) {
+	roots := []string{"file:///home/bob/app"}
+	read := func(uri string) string {
+		return `{"contents":[{"uri":"` + uri + `","mimeType":"text/plain","text":"notes"}]}`
+	}
+	readLink := func(uri string) string { return `{"contents":[{"uri":"res:///a","text":"see [notes](` + uri + `)"}]}` }
+	promptLink := func(uri string) string {
+		return `{"messages":[{"role":"user","content":{"type":"resource_link","uri":"` + uri + `","name":"n"}}]}`
+	}
+	promptResource := func(uri string) string {
+		return `{"messages":[{"role":"user","content":{"type":"resource","resource":{"uri":"` + uri + `","text":"notes"}}}]}`
+	}
+	flagged := func(rec *audit.Record) bool { return slices.Contains(rec.RuleIDs, engine.RuleSSRFTarget) }
+	for _, c := range []struct {
+		method, params string
+		result         func(string) string
+	}{
+		{"resources/read", `{"uri":"x"}`, read},
+		{"resources/read", `{"uri":"x"}`, readLink},
+		{"prompts/get", `{"name":"p"}`, promptLink},
+		{"prompts/get", `{"name":"p"}`, promptResource},
+	} {
+		for _, u := range []struct {
+			uri   string
+			roots []string
+			want  bool
+		}{
+			{"file:///home/bob/app/a.md", roots, false},
+			{"file:///home/bob/other/a.md", roots, true},
+			{"file:///home/bob/app/../other/a.md", roots, true},
+			{"file:///home/bob/other/a.md", nil, false},
+		} {
+			p, rec := newPipeline(t, nil, true, false)
+			p.Response(context.Background(), Channel{Method: c.method, Params: json.RawMessage(c.params), Roots: u.roots}, response(t, c.result(u.uri)))
+			if got := flagged(rec.last(t)); got != u.want {
+				t.Errorf("%s %s (roots %v): flagged %v, want %v", c.method, c.result(u.uri), u.roots, got, u.want)
+			}
+		}
+	}
+	for _, c := range []struct{ method, params, result, policy string }{
+		{"resources/read", `{"uri":"x"}`, read("file:///home/bob/app/a.md"), `if (ctx.phase === "resource") {
+  ctx.response.contents = [{uri: "res:///a", text: "see [notes](file:///home/bob/notes.md)"}];
+}`},
+		{"prompts/get", `{"name":"p"}`, promptLink("file:///home/bob/app/a.md"), `if (ctx.phase === "prompt") {
+  ctx.response.messages = [{role: "user", content: {type: "resource_link", uri: "file:///home/bob/notes.md", name: "n"}}];
+}`},
+	} {
+		p, rec := newPipeline(t, map[string]string{"link.js": c.policy}, true, false)
+		p.Response(context.Background(), Channel{Method: c.method, Params: json.RawMessage(c.params), Roots: roots}, response(t, c.result))
+		if !flagged(rec.last(t)) {
+			t.Errorf("a %s policy's link outside the roots: %+v", c.method, rec.last(t))
+		}
+	}
+}

@@ -224,7 +224,7 @@ func (r *run) channelRescanParts(parts []part, verdict engine.Verdict) engine.Ve
 	if !r.filterOutput {
 		return verdict
 	}
-	again, err := analyzeParts(r.p.Analyzer, parts)
+	again, err := analyzeParts(r.p.Analyzer, parts, r.c.Roots)
 	if err != nil || again.Verdict <= verdict {
 		return verdict
 	}

@@ -203,10 +203,11 @@ func blockIndex(parts []part) []int {
 	return idx
 }
 
-// analyzeParts runs the output rules over the parts; finding pointers are rewritten
-// to point into the original message.
-func analyzeParts(an *engine.Analyzer, parts []part) (engine.Report, error) {
-	rep, err := an.AnalyzeResult(viewDoc(parts))
+// analyzeParts runs the output rules over the parts, judging file: targets by the
+// roots the client declared to the server (Call.Roots; nil: none known); finding
+// pointers are rewritten to point into the original message.
+func analyzeParts(an *engine.Analyzer, parts []part, roots []string) (engine.Report, error) {
+	rep, err := an.AnalyzeResultWithin(viewDoc(parts), roots)
 	if err != nil {
 		return rep, err
 	}
