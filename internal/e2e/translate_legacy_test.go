@@ -186,3 +186,19 @@ func TestTranslateLegacyMRTRBlocked(t *testing.T) {
 		t.Errorf("the elicitation's text reached the log")
 	}
 }
+
+// TestTranslateLegacyRestart: a translated server that exits while the client
+// answers its input request: the tool call fails with the restart's error (no
+// hang), the late answer goes nowhere, and the restarted server is translated again
+// (the supervisor's replayed initialize), so the next call works.
+func TestTranslateLegacyRestart(t *testing.T) {
+	for _, http := range []bool{false, true} {
+		conf := legacyFront(t, http, append([]string{"--"}, mrtrServer(t)...)...)
+		conf["prefix"], conf["crash"], conf["answerDelayMs"] = "", true, 1500
+		out := legacyClient(t, conf)
+		if string(out["elicited"]) != `["crash"]` || !strings.Contains(string(out["crash"]), "exited while the request was in flight") ||
+			!strings.Contains(string(out["echo2"]), `"text":"again"`) {
+			t.Errorf("http=%v: elicited %s, crash %s, echo after the restart %s", http, out["elicited"], out["crash"], out["echo2"])
+		}
+	}
+}

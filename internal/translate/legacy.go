@@ -356,14 +356,19 @@ func (c *Conn) discovered(m *jsonrpc.Message) *jsonrpc.Message {
 // result starts the next round (nil: the client gets requests, not a result); any
 // other answer goes to the client under its own id.
 func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
+	var kind struct {
+		ResultType string `json:"resultType"`
+	}
+	if m.Error != nil || !bytes.Contains(m.Result, []byte(`"input_required"`)) || json.Unmarshal(m.Result, &kind) != nil || kind.ResultType != "input_required" {
+		c.endLocked(x)
+		return m.WithID(x.orig.ID)
+	}
 	var r struct {
-		ResultType    string                     `json:"resultType"`
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  json.RawMessage            `json:"requestState"`
 	}
-	if m.Error != nil || !bytes.Contains(m.Result, []byte(`"input_required"`)) || json.Unmarshal(m.Result, &r) != nil || r.ResultType != "input_required" {
-		c.endLocked(x)
-		return m.WithID(x.orig.ID)
+	if json.Unmarshal(m.Result, &r) != nil {
+		return c.failLocked(x, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result is malformed (inputRequests must be an object)")
 	}
 	x.round++
 	if x.round > maxInputRounds {
@@ -397,8 +402,9 @@ func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 		}
-		if json.Unmarshal(r.InputRequests[k], &e) != nil || !inputRequestMethod(e.Method) {
-			return c.failLocked(x, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result has an input request that is not elicitation/create, sampling/createMessage or roots/list")
+		if json.Unmarshal(r.InputRequests[k], &e) != nil || !inputRequestMethod(e.Method) ||
+			len(e.Params) > 0 && e.Params[0] != '{' && string(e.Params) != "null" {
+			return c.failLocked(x, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result has an input request that is not elicitation/create, sampling/createMessage or roots/list with object params")
 		}
 		var params any
 		if len(e.Params) > 0 && string(e.Params) != "null" {

@@ -2,7 +2,8 @@
 // the translation tests. argv[2] is JSON: {cmd: [argv of the gateway] or url, prefix:
 // the tools' name prefix, uri: the resource to read, prompt: whether to get prompt
 // p, confirm: whether to call confirm, answer: the elicitation answer}. It answers
-// elicitation/create with answer (recording each message it got) and prints one JSON
+// elicitation/create with answer after answerDelayMs (recording each message it got); with
+// crash it calls crash and then echo again (echo2) and prints one JSON
 // object: the server's capabilities and, per step, the result or the error text.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -16,6 +17,7 @@ const client = new Client({ name: "legacy-client", version: "1.32.2" }, { capabi
 const out = { elicited: [] };
 client.setRequestHandler(ElicitRequestSchema, async (req) => {
   out.elicited.push(req.params.message);
+  if (cfg.answerDelayMs) await new Promise((r) => setTimeout(r, cfg.answerDelayMs));
   return cfg.answer ?? { action: "accept", content: { sure: true } };
 });
 const step = async (name, f) => {
@@ -34,6 +36,11 @@ try {
   if (cfg.prompt) await step("prompt", () => client.getPrompt({ name: cfg.prefix + "p" }));
   if (cfg.uri) await step("read", () => client.readResource({ uri: cfg.uri }));
   if (cfg.confirm) await step("confirm", () => client.callTool({ name: cfg.prefix + "confirm", arguments: { what: "prod" } }));
+  if (cfg.crash) {
+    await step("crash", () => client.callTool({ name: cfg.prefix + "crash", arguments: {} }));
+    await new Promise((r) => setTimeout(r, cfg.answerDelayMs ?? 0));
+    await step("echo2", () => client.callTool({ name: cfg.prefix + "echo", arguments: { text: "again" } }));
+  }
   await step("ping", () => client.ping());
 } catch (e) {
   out.connect = String(e);

@@ -5,7 +5,7 @@
 // client through a Multi Round-Trip elicitation (inputRequests "ok", requestState
 // "st:<what>\u2028<&>") and answers "answer: <action> <content> state <requestState>"
 // once it has the answer. ELICIT_HOSTILE puts an OSC 52 escape into the elicitation
-// message. The prompt p and the resource res:///a answer "plain".
+// message. Tool crash asks the same way, then exits 200 ms later. The prompt p and the resource res:///a answer "plain".
 import { createServer } from "node:http";
 import * as z from "zod";
 const { McpServer, createMcpHandler, inputRequired, inputResponse } = await import("@modelcontextprotocol/server");
@@ -24,6 +24,10 @@ const factory = () => {
       });
     }
     return { content: [{ type: "text", text: `answer: ${r.action} ${JSON.stringify(r.content ?? {})} state ${ctx.mcpReq.requestState()}` }] };
+  });
+  server.registerTool("crash", { description: "asks, then exits before the answer" }, async () => {
+    setTimeout(() => process.exit(1), 200);
+    return inputRequired({ inputRequests: { ok: inputRequired.elicit({ message: "crash", requestedSchema: z.object({ sure: z.boolean() }) }) } });
   });
   server.registerPrompt("p", { description: "a prompt" }, async () => ({ messages: [{ role: "user", content: { type: "text", text: "plain" } }] }));
   server.registerResource("a", "res:///a", { mimeType: "text/plain" }, async (uri) => ({ contents: [{ uri: uri.href, text: "plain" }] }));
