@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestTranslateModernClient: a v2 client pinned to 2026-07-28, and one in auto mode,
@@ -55,6 +61,135 @@ func TestTranslateModernClient(t *testing.T) {
 		}
 		if !strings.Contains(string(out["discover"]), `"supportedVersions":["2026-07-28"]`) || !strings.Contains(string(out["discover"]), `"tools"`) {
 			t.Errorf("%s: server/discover %s", name, out["discover"])
+		}
+	}
+}
+
+// askClient runs testdata/e2e/ask-client.mjs (the v2 client SDK pinned to
+// 2026-07-28, answering elicitation and sampling) with conf and returns what it
+// printed.
+func askClient(t *testing.T, conf map[string]any) map[string]json.RawMessage {
+	t.Helper()
+	nodeModule(t, "@modelcontextprotocol/client/package.json")
+	cfg, _ := json.Marshal(conf)
+	c := harnessCmd(t, 2*time.Minute, node22(t), filepath.Join(root, "testdata", "e2e", "ask-client.mjs"), string(cfg))
+	c.Dir = filepath.Join(root, "testdata", "e2e")
+	b, err := c.Output()
+	if err != nil {
+		t.Fatalf("ask-client.mjs: %v\n%s", c.explain(err), b)
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("ask-client.mjs printed %q: %v", b, err)
+	}
+	return out
+}
+
+// askServer is testdata/e2e/ask-v1.mjs over stdio: a v1 SDK server whose tools
+// confirm and sample send elicitation/create and sampling/createMessage.
+func askServer(t *testing.T) []string {
+	nodeModule(t, "@modelcontextprotocol/sdk/package.json")
+	return []string{"node", filepath.Join(root, "testdata", "e2e", "ask-v1.mjs"), "stdio"}
+}
+
+// askHTTP starts testdata/e2e/ask-v1.mjs over Streamable HTTP and returns its URL.
+func askHTTP(t *testing.T) string {
+	nodeModule(t, "@modelcontextprotocol/sdk/package.json")
+	addr := freeAddr(t)
+	cmd := exec.Command("node", filepath.Join(root, "testdata", "e2e", "ask-v1.mjs"), "http", addr[strings.LastIndex(addr, ":")+1:])
+	log := &stderrLog{}
+	cmd.Stderr = log
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if !testwait.Within(testwait.Timeout, func() bool { return strings.Contains(log.String(), "listening") }) {
+		t.Fatalf("ask-v1.mjs http did not listen:\n%s", log.String())
+	}
+	return "http://" + addr + "/mcp"
+}
+
+// TestTranslateModernMRTR: a v1 SDK server's tools elicit and sample while the
+// 2026-07-28 client's tools/call is in flight; the client gets each as an input
+// request of an input_required result, answers it with its own handler, and the
+// retry gets the tool's final result, which shows the server got the answer; on
+// stdio and the HTTP front, over a stdio and a url upstream, and behind the
+// multiplexer.
+func TestTranslateModernMRTR(t *testing.T) {
+	stdioUp := askServer(t)
+	url := askHTTP(t)
+	several := filepath.Join(t.TempDir(), "config.json")
+	writeJSON(t, several, map[string]any{"mcpServers": map[string]any{
+		"a": map[string]any{"command": stdioUp[0], "args": stdioUp[1:]},
+		"b": map[string]any{"url": url},
+	}})
+	urlOnly := filepath.Join(t.TempDir(), "config.json")
+	writeJSON(t, urlOnly, map[string]any{"mcpServers": map[string]any{"m": map[string]any{"url": url}}})
+	for _, c := range []struct {
+		name   string
+		args   []string
+		prefix string
+	}{
+		{"stdio upstream", append([]string{"--"}, stdioUp...), ""},
+		{"url upstream", []string{"--config", urlOnly}, ""},
+		{"several, stdio", []string{"--config", several}, "a_"},
+		{"several, url", []string{"--config", several}, "b_"},
+	} {
+		for _, http := range []bool{false, true} {
+			name := fmt.Sprintf("%s, http=%v", c.name, http)
+			conf := legacyFront(t, http, c.args...)
+			conf["prefix"] = c.prefix
+			conf["tools"] = [][]any{{"echo", map[string]any{"text": "hi"}}, {"confirm", map[string]any{"what": "prod"}}, {"sample", map[string]any{}}}
+			out := askClient(t, conf)
+			if string(out["version"]) != `"2026-07-28"` || !strings.Contains(string(out["echo"]), `"text":"hi"`) {
+				t.Errorf("%s: %v", name, out)
+				continue
+			}
+			if got := string(out["asked"]); got != `[{"method":"elicitation/create","message":"Deploy?"},{"method":"sampling/createMessage"}]` {
+				t.Errorf("%s: the client was asked %s", name, got)
+			}
+			if !strings.Contains(string(out["confirm"]), `answer: accept {\"sure\":true} for prod`) || !strings.Contains(string(out["sample"]), `sampled: hi there`) {
+				t.Errorf("%s: confirm %s, sample %s", name, out["confirm"], out["sample"])
+			}
+		}
+	}
+}
+
+// TestTranslateModernMRTRBlocked: with --filter-output, a v1 server's elicitation
+// whose message carries an OSC 52 escape is withheld as the input request of a
+// 2026-07-28 server would be: the client's handler is never asked, the call gets the
+// refusal that cites the record, the record names elicitation/create via
+// tools/call, and the escape reaches no log.
+func TestTranslateModernMRTRBlocked(t *testing.T) {
+	t.Setenv("ELICIT_HOSTILE", "1")
+	for _, http := range []bool{false, true} {
+		var out map[string]json.RawMessage
+		var log string
+		tools := [][]any{{"confirm", map[string]any{"what": "prod"}}}
+		if http {
+			g := startHTTPGateway(t, append([]string{"--filter-output", "--"}, askServer(t)...)...)
+			out = askClient(t, map[string]any{"url": g.url, "prefix": "", "tools": tools})
+			log = g.stderr.String()
+		} else {
+			audit := filepath.Join(t.TempDir(), "audit.jsonl")
+			out = askClient(t, map[string]any{"prefix": "", "tools": tools, "cmd": append([]string{binary, "gateway", "run", "--filter-output",
+				"--policies", emptyPolicies(t), "--audit-file", audit, "--"}, askServer(t)...)})
+			b, _ := os.ReadFile(audit)
+			log = string(b)
+		}
+		if string(out["asked"]) != `[]` || !reqBlockedRe.MatchString(string(out["confirm"])) {
+			t.Fatalf("http=%v: asked %s, confirm %s", http, out["asked"], out["confirm"])
+		}
+		id := reqBlockedRe.FindStringSubmatch(string(out["confirm"]))[1]
+		var rec map[string]any
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, id) && strings.Contains(line, `"event_id"`) {
+				_ = json.Unmarshal([]byte(line), &rec)
+			}
+		}
+		if rec == nil || rec["method"] != "elicitation/create" || rec["via"] != "tools/call" || rec["blocked"] != true {
+			t.Errorf("http=%v: record %s: %v\n%s", http, id, rec, log)
+		}
+		if strings.Contains(log, "cm0gLXJmIH4") {
+			t.Errorf("http=%v: the elicitation's text reached the log", http)
 		}
 	}
 }

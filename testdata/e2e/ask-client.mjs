@@ -1,0 +1,42 @@
+// A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) pinned to
+// 2026-07-28 for the translation tests: argv[2] is JSON {cmd: [argv of the gateway]
+// or url, prefix: the tools' name prefix, tools: the tools to call}. It answers
+// elicitation/create with {action: "accept", content: {sure: true}} and
+// sampling/createMessage with "hi there", recording each request it got, and prints
+// one JSON object: per tool, the result or the error text, and what it was asked.
+const { Client } = await import("@modelcontextprotocol/client");
+const cfg = JSON.parse(process.argv[2]);
+let transport;
+if (cfg.url) {
+  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
+  transport = new StreamableHTTPClientTransport(new URL(cfg.url));
+} else {
+  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+  transport = new StdioClientTransport({ command: cfg.cmd[0], args: cfg.cmd.slice(1), env: { ...process.env }, stderr: "ignore" });
+}
+const client = new Client({ name: "ask-client", version: "2.4.0" },
+  { capabilities: { elicitation: { form: {} }, sampling: {} }, versionNegotiation: { mode: { pin: "2026-07-28" } } });
+const out = { asked: [] };
+client.setRequestHandler("elicitation/create", async (req) => {
+  out.asked.push({ method: "elicitation/create", message: req.params.message });
+  return { action: "accept", content: { sure: true } };
+});
+client.setRequestHandler("sampling/createMessage", async (req) => {
+  out.asked.push({ method: "sampling/createMessage" });
+  return { model: "m", role: "assistant", content: { type: "text", text: "hi there" } };
+});
+try {
+  await client.connect(transport);
+  out.version = client.getNegotiatedProtocolVersion?.() ?? null;
+  for (const [name, args] of cfg.tools) {
+    try {
+      out[name] = await client.callTool({ name: cfg.prefix + name, arguments: args });
+    } catch (e) {
+      out[name] = { error: String(e) };
+    }
+  }
+} catch (e) {
+  out.connect = String(e);
+}
+console.log(JSON.stringify(out));
+await client.close();
