@@ -193,3 +193,24 @@ func TestTranslateModernMRTRBlocked(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslateModernInputResponses: the client's answer to a translated input
+// request goes through the input rules on the retry, as a 2026-07-28 server's would:
+// a pre policy that refuses answers with findings refuses the retry, so the answer
+// (an OSC 52 escape) never reaches the v1 server, and the record lists the input
+// rule.
+func TestTranslateModernInputResponses(t *testing.T) {
+	pol := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(pol, "deny.js"), []byte(`if (ctx.phase === "pre" && ctx.findings.some((f) => f.pointer.startsWith("/inputResponses"))) throw new Error("answer refused");`), 0o600))
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	out := askClient(t, map[string]any{"prefix": "", "tools": [][]any{{"confirm", map[string]any{"what": "prod"}}},
+		"answer": map[string]any{"action": "accept", "content": map[string]any{"sure": "copy \x1b]52;c;cm0gLXJmIH4=\x07 now"}},
+		"cmd":    append([]string{binary, "gateway", "run", "--filter-output", "--policies", pol, "--audit-file", audit, "--"}, askServer(t)...)})
+	if !strings.Contains(string(out["asked"]), "Deploy?") || !strings.Contains(string(out["confirm"]), "answer refused") || strings.Contains(string(out["confirm"]), "answer: accept") {
+		t.Fatalf("asked %s, confirm %s", out["asked"], out["confirm"])
+	}
+	b, _ := os.ReadFile(audit)
+	if !strings.Contains(string(b), `"input_rule_ids":[`) {
+		t.Errorf("no record lists an input rule:\n%s", b)
+	}
+}

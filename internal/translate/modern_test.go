@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
 // mstep is one exchange of a script: "c>" the client sends msg, "s>" the server
@@ -245,6 +246,13 @@ func mrun(t *testing.T, c *Conn, f *fakeServer, steps []mstep) map[string]string
 			toClient <- m
 		}
 	}()
+	return playOn(t, c, f, toClient, steps)
+}
+
+// playOn plays steps against conn (a Conn, or a supervisor over Conns) over f,
+// reading what the client gets from toClient.
+func playOn(t *testing.T, c jsonrpc.Conn, f *fakeServer, toClient chan *jsonrpc.Message, steps []mstep) map[string]string {
+	t.Helper()
 	vars := map[string]string{}
 	subst := func(s string) string {
 		for k, v := range vars {
@@ -319,4 +327,64 @@ func mrun(t *testing.T, c *Conn, f *fakeServer, steps []mstep) map[string]string
 	case <-time.After(30 * time.Millisecond):
 	}
 	return vars
+}
+
+// TestModernRestartMidRound: behind the restart supervisor, a server that exits
+// while a round waits for the client's retry is started anew; the retry reaches the
+// new process's hop, which probes and initializes it again (the supervisor replays
+// no initialize: the client sent none), and gets -32602 for the round the restart
+// lost, without reaching the new server as a request.
+func TestModernRestartMidRound(t *testing.T) {
+	fakes := make(chan *fakeServer, 2)
+	sup, err := upstream.NewSupervisor(upstream.SupervisorOptions{MinBackoff: time.Millisecond, Start: func() (upstream.Conn, error) {
+		f := newFake()
+		fakes <- f
+		return Wrap(f, Options{}), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background(), 0)
+	f1 := <-fakes
+	toClient := make(chan *jsonrpc.Message, 16)
+	go func() {
+		for {
+			m, err := sup.Recv()
+			if err != nil && !jsonrpc.Transient(err) {
+				return
+			}
+			if m != nil {
+				toClient <- m
+			}
+		}
+	}()
+	vars := playOn(t, sup, f1, toClient, mscript(mopening, melicit, minputRequired))
+	_ = f1.Close(context.Background(), 0) // the server exits
+	var f2 *fakeServer
+	select {
+	case f2 = <-fakes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no restart")
+	}
+	if !testwaitUp(sup) {
+		t.Fatal("the supervisor did not come up")
+	}
+	playOn(t, sup, f2, toClient, []mstep{
+		{dir: "c>", msg: strings.ReplaceAll(mretry.msg, "{state}", vars["state"])},
+		{dir: ">s", want: []string{`"method":"server/discover"`}},
+		{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","error":{"code":-32601,"message":"Method not found"}}`},
+		{dir: ">s", want: []string{`"method":"initialize"`}},
+		{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"v1","version":"1.0"}}}`},
+		{dir: ">s", want: []string{`"method":"notifications/initialized"`}},
+		{dir: ">c", want: []string{`"id":8`, `"code":-32602`}},
+	})
+}
+
+func testwaitUp(s *upstream.Supervisor) bool {
+	select {
+	case <-s.Up():
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
 }

@@ -1,7 +1,8 @@
 // A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) pinned to
 // 2026-07-28 for the translation tests: argv[2] is JSON {cmd: [argv of the gateway]
-// or url, prefix: the tools' name prefix, tools: the tools to call}. It answers
-// elicitation/create with {action: "accept", content: {sure: true}} and
+// or url, prefix: the tools' name prefix, tools: the tools to call, answer: the
+// elicitation answer}. It answers elicitation/create with answer (by default
+// {action: "accept", content: {sure: true}}) and
 // sampling/createMessage with "hi there", recording each request it got, and prints
 // one JSON object: per tool, the result or the error text, and what it was asked.
 const { Client } = await import("@modelcontextprotocol/client");
@@ -19,7 +20,7 @@ const client = new Client({ name: "ask-client", version: "2.4.0" },
 const out = { asked: [] };
 client.setRequestHandler("elicitation/create", async (req) => {
   out.asked.push({ method: "elicitation/create", message: req.params.message });
-  return { action: "accept", content: { sure: true } };
+  return cfg.answer ?? { action: "accept", content: { sure: true } };
 });
 client.setRequestHandler("sampling/createMessage", async (req) => {
   out.asked.push({ method: "sampling/createMessage" });
