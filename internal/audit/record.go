@@ -97,7 +97,8 @@ type Record struct {
 	Shadow *Shadow `json:"shadow,omitempty"`
 	// Via is, for an input request of a 2026-07-28 input_required result (Method is
 	// its own method: elicitation/create, sampling/createMessage, roots/list), the
-	// method whose result carried it.
+	// method whose result carried it; for a server request sent in relation to a
+	// client request (translated from one, or on its HTTP stream), that request's.
 	Via string `json:"via,omitempty"`
 }
 

@@ -164,7 +164,8 @@ func TestTranslateLegacyMRTR(t *testing.T) {
 // TestTranslateLegacyMRTRBlocked: with --filter-output, an input_required
 // elicitation whose message carries an OSC 52 escape is withheld like a 2025-11-25
 // server's: the client's handler is never asked, the tool call fails with the
-// refusal that cites the record, and the record names elicitation/create.
+// refusal that cites the record, and the record names elicitation/create, via
+// tools/call.
 func TestTranslateLegacyMRTRBlocked(t *testing.T) {
 	t.Setenv("ELICIT_HOSTILE", "1")
 	g := startHTTPGateway(t, append([]string{"--filter-output", "--"}, mrtrServer(t)...)...)
@@ -179,7 +180,7 @@ func TestTranslateLegacyMRTRBlocked(t *testing.T) {
 			_ = json.Unmarshal([]byte(line), &rec)
 		}
 	}
-	if rec == nil || rec["method"] != "elicitation/create" || rec["blocked"] != true {
+	if rec == nil || rec["method"] != "elicitation/create" || rec["via"] != "tools/call" || rec["blocked"] != true {
 		t.Errorf("record %s: %v\n%s", id, rec, g.stderr.String())
 	}
 	if strings.Contains(g.stderr.String(), "cm0gLXJmIH4") {

@@ -217,7 +217,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		}
 		return responseMessage(msg, reply)
 	case jsonrpc.KindRequest:
-		ch.Params = msg.Params
+		ch.Params, ch.Via = msg.Params, s.relatedMethod(msg)
 		reply := p.ServerRequest(s.ctx, ch, msg.Raw)
 		switch {
 		case reply.Error != nil: // answered here; the client never sees it
@@ -240,6 +240,22 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		return msg
 	}
 	return msg
+}
+
+// relatedMethod is the method of the client request a server request was sent in
+// relation to (jsonrpc.Message.Related: a translated input request, or a Streamable
+// HTTP server's request on that request's stream), for the record's via; "" when
+// none is in flight.
+func (s *Session) relatedMethod(msg *jsonrpc.Message) string {
+	if msg.Related == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pending[jsonrpc.IDKey(msg.Related)]; p != nil && p.route == msg.Upstream {
+		return p.req.Method
+	}
+	return ""
 }
 
 // clientSamplingContext reports whether the client declared sampling.context: in its
