@@ -214,3 +214,20 @@ func TestTranslateModernInputResponses(t *testing.T) {
 		t.Errorf("no record lists an input rule:\n%s", b)
 	}
 }
+
+// TestTranslateModernListen: a pinned v2 client's subscriptions/listen in front of a
+// v1 server is held open by the gateway, acknowledged with what the server offers
+// (tools list_changed; not prompts, which it lacks), and the server's
+// notifications/tools/list_changed after a new tool reaches the client on it; on
+// stdio and the HTTP front.
+func TestTranslateModernListen(t *testing.T) {
+	for _, http := range []bool{false, true} {
+		conf := legacyFront(t, http, append([]string{"--"}, askServer(t)...)...)
+		conf["prefix"], conf["listen"] = "", map[string]any{"toolsListChanged": true, "promptsListChanged": true}
+		conf["tools"] = [][]any{{"grow", map[string]any{}}, {"grown", map[string]any{}}}
+		out := askClient(t, conf)
+		if string(out["honored"]) != `{"toolsListChanged":true}` || string(out["changed"]) != "1" || !strings.Contains(string(out["grown"]), `"text":"grown"`) {
+			t.Errorf("http=%v: %v", http, out)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +65,9 @@ type modernState struct {
 	level   string // the log level last set on the server
 	seq     uint64
 	timer   *time.Timer // the probe's
+
+	subs       map[string]*subscription // the client's subscriptions/listen requests, by id
+	subscribed map[string]int           // resources/subscribe sent for a URI, by how many subscriptions want it
 
 	flights  map[string]*flight // by the id the server saw
 	byClient map[string]*flight // by the id the client is answered under
@@ -131,6 +136,7 @@ func (s *modernState) start(c *Conn, m *jsonrpc.Message) (consumed bool) {
 		s.timeout = inputTimeout
 	}
 	s.flights, s.byClient, s.rounds = map[string]*flight{}, map[string]*flight{}, map[string]*flight{}
+	s.subs, s.subscribed = map[string]*subscription{}, map[string]int{}
 	s.env, _ = methods.EnvelopeOf(m.Params)
 	if s.env.ProtocolVersion == "" {
 		s.env.ProtocolVersion = methods.Version20260728
@@ -326,6 +332,9 @@ func (s *modernState) request(c *Conn, m *jsonrpc.Message) {
 	case "server/discover":
 		c.enqueue(jsonrpc.NewResponse(m.ID, s.discoverResult()))
 		return
+	case "subscriptions/listen":
+		s.listen(c, m, params)
+		return
 	}
 	if v, ok := params["requestState"]; ok {
 		s.retry(c, m, params, v)
@@ -395,6 +404,10 @@ func (s *modernState) setLevel(c *Conn, params map[string]json.RawMessage) {
 func (s *modernState) cancelled(c *Conn, m *jsonrpc.Message) {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	if sub := s.subs[jsonrpc.IDKey(p["requestId"])]; sub != nil {
+		s.unlisten(c, sub)
 		return
 	}
 	f := s.byClient[jsonrpc.IDKey(p["requestId"])]
@@ -558,6 +571,8 @@ func (s *modernState) translateRecv(c *Conn, m *jsonrpc.Message) *jsonrpc.Messag
 		return nil
 	case jsonrpc.KindNotification:
 		switch m.Method {
+		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed", "notifications/resources/updated":
+			return s.notifySubscriptions(c, m)
 		case "notifications/elicitation/complete": // 2026-07-28 has no URL elicitation ids
 			return nil
 		case "notifications/cancelled":
@@ -702,4 +717,137 @@ func (o *outbox) stop() {
 			close(o.done)
 		}
 	}
+}
+
+// subscription is a client's subscriptions/listen, held open by the gateway: a
+// 2025-11-25 server has no such method, and sends its list_changed notifications to
+// the session and resources/updated for the URIs of resources/subscribe.
+type subscription struct {
+	id                      json.RawMessage
+	tools, prompts, resList bool
+	uris                    map[string]bool
+}
+
+// listen opens a subscription (schema.ts "SubscriptionsListenRequest"): the gateway
+// acknowledges what the server can send (its capabilities' listChanged and
+// subscribe), subscribes the server to each URI asked for, and never answers the
+// request; the client's notifications/cancelled ends it.
+func (s *modernState) listen(c *Conn, m *jsonrpc.Message, params map[string]json.RawMessage) {
+	var p struct {
+		Notifications struct {
+			Tools     bool     `json:"toolsListChanged"`
+			Prompts   bool     `json:"promptsListChanged"`
+			Resources bool     `json:"resourcesListChanged"`
+			URIs      []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	_ = json.Unmarshal(params["notifications"], &p.Notifications)
+	var caps map[string]struct {
+		ListChanged bool `json:"listChanged"`
+		Subscribe   bool `json:"subscribe"`
+	}
+	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
+	n := p.Notifications
+	sub := &subscription{id: m.ID, tools: n.Tools && caps["tools"].ListChanged, prompts: n.Prompts && caps["prompts"].ListChanged,
+		resList: n.Resources && caps["resources"].ListChanged, uris: map[string]bool{}}
+	agreed := map[string]any{}
+	for k, v := range map[string]bool{"toolsListChanged": sub.tools, "promptsListChanged": sub.prompts, "resourcesListChanged": sub.resList} {
+		if v {
+			agreed[k] = true
+		}
+	}
+	if caps["resources"].Subscribe && len(n.URIs) > 0 {
+		uris := []string{}
+		for _, u := range n.URIs {
+			if sub.uris[u] {
+				continue
+			}
+			sub.uris[u] = true
+			uris = append(uris, u)
+			if s.subscribed[u]++; s.subscribed[u] == 1 {
+				_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("subscribe"), "resources/subscribe", map[string]string{"uri": u}))
+			}
+		}
+		agreed["resourceSubscriptions"] = uris
+	}
+	if old := s.subs[m.IDKey()]; old != nil {
+		s.unlisten(c, old)
+	}
+	s.subs[m.IDKey()] = sub
+	c.enqueue(jsonrpc.NewNotification("notifications/subscriptions/acknowledged", map[string]any{
+		"notifications": agreed, "_meta": map[string]json.RawMessage{metaSubscriptionID: m.ID}}))
+}
+
+// metaSubscriptionID names the subscription a notification belongs to (schema.ts
+// "SubscriptionsListenResultMeta").
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
+// unlisten ends a subscription and unsubscribes the server from the URIs no other
+// subscription wants.
+func (s *modernState) unlisten(c *Conn, sub *subscription) {
+	delete(s.subs, jsonrpc.IDKey(sub.id))
+	for u := range sub.uris {
+		if s.subscribed[u]--; s.subscribed[u] <= 0 {
+			delete(s.subscribed, u)
+			_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("unsubscribe"), "resources/unsubscribe", map[string]string{"uri": u}))
+		}
+	}
+}
+
+// notifySubscriptions hands a list_changed or resources/updated notification to each
+// subscription that asked for it, its subscriptionId under _meta; with no
+// subscription open it passes as it is, and one no subscription asked for is dropped.
+func (s *modernState) notifySubscriptions(c *Conn, m *jsonrpc.Message) *jsonrpc.Message {
+	if len(s.subs) == 0 {
+		return m
+	}
+	var params map[string]json.RawMessage
+	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
+		return nil
+	}
+	var uri string
+	_ = json.Unmarshal(params["uri"], &uri)
+	keys := make([]string, 0, len(s.subs))
+	for k := range s.subs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []*jsonrpc.Message
+	for _, k := range keys {
+		sub := s.subs[k]
+		want := false
+		switch m.Method {
+		case "notifications/tools/list_changed":
+			want = sub.tools
+		case "notifications/prompts/list_changed":
+			want = sub.prompts
+		case "notifications/resources/list_changed":
+			want = sub.resList
+		case "notifications/resources/updated":
+			want = sub.uris[uri]
+		}
+		if !want {
+			continue
+		}
+		p := maps.Clone(params)
+		if p == nil {
+			p = map[string]json.RawMessage{}
+		}
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(p["_meta"], &meta)
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+		meta[metaSubscriptionID] = sub.id
+		p["_meta"], _ = jsonrpc.Marshal(meta)
+		b, _ := jsonrpc.Marshal(p)
+		out = append(out, jsonrpc.NewNotification(m.Method, json.RawMessage(b)))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, x := range out[1:] {
+		c.enqueue(x)
+	}
+	return out[0]
 }

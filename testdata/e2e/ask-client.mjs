@@ -1,10 +1,11 @@
 // A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) pinned to
 // 2026-07-28 for the translation tests: argv[2] is JSON {cmd: [argv of the gateway]
 // or url, prefix: the tools' name prefix, tools: the tools to call, answer: the
-// elicitation answer}. It answers elicitation/create with answer (by default
+// elicitation answer, listen: a subscriptions/listen filter to open first}. It answers elicitation/create with answer (by default
 // {action: "accept", content: {sure: true}}) and
 // sampling/createMessage with "hi there", recording each request it got, and prints
-// one JSON object: per tool, the result or the error text, and what it was asked.
+// one JSON object: per tool, the result or the error text, what it was asked, and
+// with listen the filter the server honored and how many tools list_changed came.
 const { Client } = await import("@modelcontextprotocol/client");
 const cfg = JSON.parse(process.argv[2]);
 let transport;
@@ -26,15 +27,26 @@ client.setRequestHandler("sampling/createMessage", async (req) => {
   out.asked.push({ method: "sampling/createMessage" });
   return { model: "m", role: "assistant", content: { type: "text", text: "hi there" } };
 });
+let sub;
+out.changed = 0;
+client.setNotificationHandler("notifications/tools/list_changed", () => { out.changed++; });
 try {
   await client.connect(transport);
   out.version = client.getNegotiatedProtocolVersion?.() ?? null;
+  if (cfg.listen) {
+    sub = await client.listen(cfg.listen);
+    out.honored = sub.honoredFilter;
+  }
   for (const [name, args] of cfg.tools) {
     try {
       out[name] = await client.callTool({ name: cfg.prefix + name, arguments: args });
     } catch (e) {
       out[name] = { error: String(e) };
     }
+  }
+  if (sub) {
+    await new Promise((r) => setTimeout(r, 500));
+    await sub.close();
   }
 } catch (e) {
   out.connect = String(e);

@@ -3,7 +3,8 @@
 // argv[2] "stdio" or "http PORT" (Streamable HTTP at http://127.0.0.1:PORT/mcp).
 // Tools: echo {text}; confirm {what} sends elicitation/create and answers "answer:
 // <action> <content>"; sample {} sends sampling/createMessage and answers "sampled:
-// <text>". ELICIT_HOSTILE puts an OSC 52 escape into the elicitation message.
+// <text>"; grow {} registers the tool grown (the SDK sends
+// notifications/tools/list_changed). ELICIT_HOSTILE puts an OSC 52 escape into the elicitation message.
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -22,6 +23,10 @@ const build = () => {
   server.registerTool("sample", { description: "asks the model" }, async () => {
     const r = await server.server.createMessage({ messages: [{ role: "user", content: { type: "text", text: "Say hi" } }], maxTokens: 10 });
     return { content: [{ type: "text", text: `sampled: ${r.content.text}` }] };
+  });
+  server.registerTool("grow", { description: "adds a tool" }, async () => {
+    server.registerTool("grown", { description: "added" }, async () => ({ content: [{ type: "text", text: "grown" }] }));
+    return { content: [{ type: "text", text: "grew" }] };
   });
   return server;
 };
