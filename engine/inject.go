@@ -175,6 +175,9 @@ func (t *textScan) bracket(i int) int {
 	if t.piiOnly {
 		return i + 1
 	}
+	if i == 0 && t.notice {
+		return len(noticeOpen) // a gateway's own notice, whole (GatewayNotice)
+	}
 	if i+1 < len(t.s) && t.s[i+1] >= 0x80 {
 		return t.normalizedToken(i)
 	}

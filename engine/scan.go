@@ -89,6 +89,9 @@ type textScan struct {
 	pair    *[1 << 16]uint8
 	piiOnly bool
 	cut     bool // s was cut at the scan cap: its end is not the string's end
+	// notice: s is, whole, a gateway notice (GatewayNotice). A stream window after
+	// the first is longer than any notice, so only a whole string can be one.
+	notice bool
 
 	lineStart, prevLineStart int
 	done                     int // bytes before this were consumed by a word or number matcher
@@ -120,6 +123,7 @@ type textScan struct {
 // cut at the scan cap, so nothing at its end is "dangling".
 func scanText(k *sink, s string, piiOnly, cut bool) {
 	t := textScan{k: k, s: s, class: &classFull, pair: &pairFull, piiOnly: piiOnly, cut: cut, hiddenFrom: -1, prevLineStart: -1}
+	t.notice = !cut && !piiOnly && len(s) < 200 && GatewayNotice(s)
 	if piiOnly {
 		t.class, t.pair = &classPII, &pairPII
 	}

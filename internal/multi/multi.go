@@ -17,7 +17,7 @@
 // of every server that offers them and returned as one page; a server that is
 // restarting is waited for briefly (ListWait) and otherwise left out, and its
 // list_changed notifications follow when it is back. Server-to-client requests
-// (sampling, elicitation, roots) get ids of the mux's own "mcpgate-mux-" namespace so
+// (sampling, elicitation, roots) get ids of the mux's own namespace (jsonrpc.OwnID "mux-") so
 // that two servers' ids never collide, and the client's answer goes back to the server
 // that asked.
 //
@@ -40,7 +40,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -393,7 +392,7 @@ func (m *Mux) request(msg *jsonrpc.Message) {
 func (m *Mux) call(server, method string, params json.RawMessage, retryWait time.Duration) (*jsonrpc.Message, error) {
 	m.mu.Lock()
 	m.seq++
-	id, _ := json.Marshal("mcpgate-mux-" + strconv.FormatUint(m.seq, 10))
+	id := jsonrpc.OwnID("mux-", m.seq)
 	ch := make(chan *jsonrpc.Message, 1)
 	m.waits[jsonrpc.IDKey(id)] = &wait{server: server, ch: ch}
 	m.mu.Unlock()
@@ -762,7 +761,7 @@ func (m *Mux) read(s *Server) {
 		case jsonrpc.KindRequest:
 			m.mu.Lock()
 			m.seq++
-			id, _ := json.Marshal("mcpgate-mux-" + strconv.FormatUint(m.seq, 10))
+			id := jsonrpc.OwnID("mux-", m.seq)
 			m.srvReqs[jsonrpc.IDKey(id)] = srvReq{server: s.Name, id: msg.ID}
 			m.mu.Unlock()
 			out := msg.WithID(id)

@@ -260,7 +260,7 @@ func TestServerRequestsAndResponses(t *testing.T) {
 	m := newMux(t, map[string]*fakeServer{"alpha": alpha, "beta": beta})
 	beta.push(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}`)
 	req, err := recv(t, m)
-	if err != nil || req.Upstream != "beta" || !strings.HasPrefix(string(req.ID), `"mcpgate-mux-`) {
+	if err != nil || req.Upstream != "beta" || !strings.HasPrefix(string(req.ID), `"`+jsonrpc.OwnIDPrefix+"mux-") {
 		t.Fatalf("server request: %v %v", req, err)
 	}
 	if err := m.Send(mustParse(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":{"type":"text","text":"hi"}}}`)); err != nil {

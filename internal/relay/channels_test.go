@@ -241,20 +241,50 @@ func TestRelayHiddenToolPaged(t *testing.T) {
 	}
 }
 
-// TestRelayReservedIDs: a client request may not use the "mcpgate-" id namespace of
-// the gateway's own requests (an answer to it could be taken for the listing that
-// decides which tools are withheld); and the gateway's own tools/list never takes an
-// id a request in flight uses.
+// ownID1 is the id of the relay's first request of its own.
+var ownID1 = string(jsonrpc.OwnID("", 1))
+
+// TestRelayReservedIDs: a client request may not use this process's own id
+// namespace (jsonrpc.OwnIDPrefix: an answer to it could be taken for the listing that
+// decides which tools are withheld), in any spelling; the ids of another gateway in
+// front (the plain "mcpgate-" of older ones, or another random part) go upstream under
+// their own bytes and come back to the client; and the gateway's own tools/list never
+// takes an id a request in flight uses.
 func TestRelayReservedIDs(t *testing.T) {
 	h := newHarness(t, 0)
 	go func() {
 		for range h.recs.ch {
 		}
 	}()
-	for _, id := range []string{`"mcpgate-1"`, `"mcpgate-mux-3"`, `"mcpgate-reinit-1"`, `"mcpgat\u0065-2"`} {
-		h.client(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":"file:///x"}}`)
-		if got := h.clientGets(); !strings.Contains(got, `"id":`+id) || !strings.Contains(got, `"code":-32600`) {
-			t.Fatalf("request id %s: %s", id, got)
+	own := jsonrpc.OwnIDPrefix
+	escaped := `"` + strings.Replace(own, "m", `\u006d`, 1) + `2"`
+	for _, tc := range []struct {
+		id      string
+		refused bool
+	}{
+		{`"` + own + `1"`, true},
+		{`"` + own + `mux-3"`, true},
+		{`"` + own + `reinit-1"`, true},
+		{escaped, true},
+		{`"mcpgate-1"`, false},
+		{`"mcpgate-mux-3"`, false},
+		{`"mcpgate-reinit-1"`, false},
+		{`"mcpgate-0123456789abcdef-1"`, false},
+		{`"` + own[:len(own)-2] + `-1"`, false}, // one hex digit short: not this process's
+	} {
+		h.client(`{"jsonrpc":"2.0","id":` + tc.id + `,"method":"resources/read","params":{"uri":"file:///x"}}`)
+		if tc.refused {
+			if got := h.clientGets(); !strings.Contains(got, `"id":`+tc.id) || !strings.Contains(got, `"code":-32600`) {
+				t.Fatalf("request id %s: %s", tc.id, got)
+			}
+			continue
+		}
+		if got := h.upstreamGets(); !strings.Contains(got, `"id":`+tc.id) {
+			t.Fatalf("request id %s: upstream got %s", tc.id, got)
+		}
+		h.up.lines <- `{"jsonrpc":"2.0","id":` + tc.id + `,"result":{"contents":[]}}`
+		if got := h.clientGets(); !strings.Contains(got, `"id":`+tc.id) || !strings.Contains(got, `"contents"`) {
+			t.Fatalf("request id %s: client got %s", tc.id, got)
 		}
 	}
 	// a request in flight under a look-alike id, and the gateway's own listing beside it
@@ -289,7 +319,7 @@ func TestRelayOwnRequestNotCancelled(t *testing.T) {
 		t.Fatalf("the gateway's own listing: %v %+v", err, m)
 	}
 	h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`)
-	h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcpgat\u0065-1"}}`)
+	h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strings.Replace(string(m.ID), "e", `\u0065`, 1) + `}}`)
 	h.client(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if got := h.upstreamGets(); !strings.Contains(got, "notifications/initialized") {
 		t.Fatalf("upstream got %s", got)

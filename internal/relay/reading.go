@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
@@ -84,7 +83,7 @@ func (s *Session) failRefused(a *jsonrpc.AmbiguousError, server string) bool {
 	s.mu.Lock()
 	p := s.pending[key]
 	s.mu.Unlock()
-	if p == nil || p.route != server || s.opts.Pipeline == nil || strings.HasPrefix(key, `"mcpgate-`) {
+	if p == nil || p.route != server || s.opts.Pipeline == nil || jsonrpc.IsOwnIDKey(key) {
 		return false
 	}
 	m := jsonrpc.ResponseErrorMessage(a.ID, "it has more than one reading ("+string(a.Reason)+")")

@@ -127,7 +127,7 @@ func TestRelayRefusesAmbiguousToolResult(t *testing.T) {
 	h := newHarness(t, 0)
 	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
 	h.upstreamGets() // the gateway's own tools/list
-	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + ownID1 + `,"result":{"tools":[{"name":"t"}]}}`
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok","Text":"evil"}]}}`
 	got := h.clientGets()
@@ -278,7 +278,7 @@ func TestRelayRefusedResponseOneRecord(t *testing.T) {
 	}
 	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
 	h.upstreamGets() // the gateway's own tools/list
-	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + ownID1 + `,"result":{"tools":[{"name":"t"}]}}`
 	h.upstreamGets()
 	drain() // the own listing's, if any
 	h.up.lines <- `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok","Text":"evil"}]}}`

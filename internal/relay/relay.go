@@ -243,11 +243,12 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		// MCP removed JSON-RPC batching; a batch must never slip past the policies.
 		s.refuse(nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonBatchRefused, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
 	case jsonrpc.KindRequest:
-		if strings.HasPrefix(msg.IDKey(), `"mcpgate-`) {
+		if jsonrpc.IsOwnIDKey(msg.IDKey()) {
 			// The gateway's own requests (listings, the multiplexer's, a restart's
 			// initialize) use these ids; a client request under one could have its
-			// answer taken for theirs (docs/decisions.md#reserved-ids).
-			s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, `mcpgate: request ids beginning with "mcpgate-" are reserved for the gateway's own requests`)
+			// answer taken for theirs (docs/decisions.md#reserved-ids). Another
+			// gateway's own ids have another random part and pass.
+			s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request ids beginning with "+strconv.Quote(jsonrpc.OwnIDPrefix)+" are reserved for the gateway's own requests")
 			return
 		}
 		if s.draining.Load() {
@@ -499,7 +500,7 @@ func withArguments(params, from json.RawMessage) json.RawMessage {
 var errIDInUse = errors.New("request id already in use by a request in flight")
 
 // ownRoundTrip sends a request of the gateway's own (method, params) with an id of the
-// "mcpgate-" namespace that no request in flight uses: a client may pick such ids too.
+// jsonrpc.OwnIDPrefix namespace that no request in flight uses.
 func (s *Session) ownRoundTrip(ctx context.Context, method string, params map[string]any) (*jsonrpc.Message, error) {
 	if e := s.envelope.Load(); e != nil { // the revision the client speaks, with the gateway's identity
 		with := map[string]any{"_meta": e.Meta(map[string]string{"name": "mcpgate", "version": cmp.Or(s.opts.Version, "dev")})}
@@ -513,7 +514,7 @@ func (s *Session) ownRoundTrip(ctx context.Context, method string, params map[st
 		p = params
 	}
 	for try := 0; ; try++ {
-		id, _ := jsonrpc.Marshal("mcpgate-" + strconv.FormatUint(s.ownSeq.Add(1), 10))
+		id := jsonrpc.OwnID("", s.ownSeq.Add(1))
 		resp, err := s.roundTripID(ctx, jsonrpc.NewRequest(id, method, p), true)
 		if !errors.Is(err, errIDInUse) || try == 16 {
 			return resp, err
@@ -621,7 +622,7 @@ func (s *Session) cancelled(msg *jsonrpc.Message) *jsonrpc.Message {
 		return msg
 	}
 	key := jsonrpc.IDKey(p["requestId"])
-	if strings.HasPrefix(key, `"mcpgate-`) {
+	if jsonrpc.IsOwnIDKey(key) {
 		// A request of the gateway's own (docs/decisions.md#reserved-ids): cancelling
 		// its tools listing would leave the gateway without the tools it withholds.
 		s.log.Warn("notifications/cancelled for a request of the gateway's own dropped")

@@ -246,7 +246,7 @@ func TestRelayToolCallAndRecord(t *testing.T) {
 		// The gateway lists tools once to learn access tags when the client has not.
 		t.Fatalf("want the gateway's own tools/list first, got %q", got)
 	}
-	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t","annotations":{"readOnlyHint":true}}]}}`
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + ownID1 + `,"result":{"tools":[{"name":"t","annotations":{"readOnlyHint":true}}]}}`
 	if got := h.upstreamGets(); !strings.Contains(got, `"tools/call"`) || !strings.Contains(got, `"id":5`) {
 		t.Fatalf("upstream got %q", got)
 	}
@@ -273,7 +273,7 @@ func TestRelayBoundsClientInput(t *testing.T) {
 	h.clientGets()
 	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"made_up","arguments":{}}}`)
 	h.upstreamGets() // the gateway's own tools/list
-	h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + ownID1 + `,"result":{"tools":[{"name":"t"}]}}`
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"Unknown tool"}}`
 	h.clientGets()

@@ -131,7 +131,7 @@ func TestRelayResultOutsideRoots(t *testing.T) {
 			}
 			h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
 			h.upstreamGets() // the gateway's own tools/list
-			h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"t"}]}}`
+			h.up.lines <- `{"jsonrpc":"2.0","id":` + ownID1 + `,"result":{"tools":[{"name":"t"}]}}`
 			if got := h.upstreamGets(); !strings.Contains(got, `"tools/call"`) {
 				t.Fatalf("upstream got %q", got)
 			}

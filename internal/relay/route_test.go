@@ -72,7 +72,7 @@ func TestRelayRoutesToolsCallOnce(t *testing.T) {
 			if got := h.upstreamGets(); !strings.Contains(got, `"tools/list"`) {
 				t.Fatalf("want the gateway's own tools/list first, got %q", got)
 			}
-			h.up.lines <- `{"jsonrpc":"2.0","id":"mcpgate-1","result":{"tools":[{"name":"a_echo"},{"name":"b_echo"}]}}`
+			h.up.lines <- `{"jsonrpc":"2.0","id":` + ownID1 + `,"result":{"tools":[{"name":"a_echo"},{"name":"b_echo"}]}}`
 			if tc.upstream != "" {
 				if got := h.upstreamGets(); !strings.Contains(got, tc.upstream) {
 					t.Fatalf("upstream got %q, want %s", got, tc.upstream)

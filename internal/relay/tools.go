@@ -125,7 +125,7 @@ func (x *toolIndex) listed(tool string) bool {
 }
 
 // fetch lists every page of the upstream's tools with the gateway's own request ids,
-// which live in their own "mcpgate-" namespace and never reach the client.
+// which live in their own jsonrpc.OwnIDPrefix namespace and never reach the client.
 func (x *toolIndex) fetch(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

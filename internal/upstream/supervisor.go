@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -361,7 +360,7 @@ func (s *Supervisor) reinitialize(c Conn) (map[string]json.RawMessage, error) {
 	ch := make(chan *jsonrpc.Message, 1)
 	next := func() json.RawMessage {
 		s.seq++
-		id, _ := json.Marshal("mcpgate-reinit-" + strconv.FormatUint(s.seq, 10))
+		id := jsonrpc.OwnID("reinit-", s.seq)
 		s.reinitID = jsonrpc.IDKey(id)
 		s.reinitCh = ch
 		return id

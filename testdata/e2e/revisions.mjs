@@ -1,6 +1,7 @@
 // A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) for the revision
 // tests. argv[2] is JSON: {cmd: [argv of the stdio server or gateway] or url, mode:
-// "legacy" | "auto" | "pin" (pin: 2026-07-28), list: whether to list tools first}.
+// "legacy" | "auto" | "pin" (pin: 2026-07-28), list: whether to list tools first,
+// warn: whether to call the warn tool}.
 // It prints one JSON object: the negotiated version and, per step, the result or the
 // error text.
 const { Client } = await import("@modelcontextprotocol/client");
@@ -30,6 +31,7 @@ try {
   if (cfg.list) await step("tools", async () => (await client.listTools()).tools.map((t) => t.name));
   await step("echo", () => client.callTool({ name: cfg.prefix + "echo", arguments: { text: "hi" } }));
   await step("evil", () => client.callTool({ name: cfg.prefix + "evil", arguments: {} }));
+  if (cfg.warn) await step("warn", () => client.callTool({ name: cfg.prefix + "warn", arguments: {} }));
   await step("prompt", () => client.getPrompt({ name: cfg.prefix + "p" }));
   await step("read", () => client.readResource({ uri: cfg.uri ?? "res:///a" }));
   if (cfg.discover) await step("discover", () => client.discover());
