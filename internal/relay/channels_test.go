@@ -266,6 +266,8 @@ func TestRelayReservedIDs(t *testing.T) {
 		{`"` + own + `mux-3"`, true},
 		{`"` + own + `reinit-1"`, true},
 		{escaped, true},
+		{`"mcpgate-t-1"`, true}, // the translation's, which has no random part yet
+		{`"mcpgate-tr-input-1"`, true},
 		{`"mcpgate-1"`, false},
 		{`"mcpgate-mux-3"`, false},
 		{`"mcpgate-reinit-1"`, false},
