@@ -72,8 +72,9 @@ type legacyState struct {
 	discover string
 	// meta is the per-request _meta envelope every request to the server carries,
 	// built from the client's initialize (and logLevel after logging/setLevel).
-	meta map[string]json.RawMessage
-	seq  uint64
+	meta    map[string]json.RawMessage
+	metaRaw []byte // meta encoded, for withMeta
+	seq     uint64
 	// sent holds the client's requests in flight that may come back input_required,
 	// by their id key, so that they can be retried.
 	sent map[string]*jsonrpc.Message
@@ -157,9 +158,11 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 			}
 			l.sent[m.IDKey()] = m
 		}
-		out := m.WithParams(withMeta(m.Params, l.meta, nil))
+		out := *m // a request is jsonrpc, id, method and params: Raw is rebuilt whole
+		out.Params = withMeta(m.Params, l.meta, l.metaRaw, nil)
+		out.Raw = jsonrpc.Request(m.ID, m.Method, json.RawMessage(out.Params))
 		l.mu.Unlock()
-		return c.up.Send(out)
+		return c.up.Send(&out)
 	}
 	l.mu.Unlock()
 	return c.up.Send(m)
@@ -182,6 +185,7 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams, "mcpgate: logging/setLevel needs a string level")
 		}
 		c.legacy.meta[methods.MetaLogLevel] = p.Level // carried on every later request
+		c.legacy.metaRaw = mustMarshal(c.legacy.meta)
 		return jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`))
 	}
 	return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeMethodNotFound,
@@ -287,9 +291,10 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) *jsonrpc.Message {
 	if len(p.ClientInfo) > 0 && p.ClientInfo[0] == '{' {
 		l.meta[methods.MetaClientInfo] = p.ClientInfo
 	}
+	l.metaRaw = mustMarshal(l.meta)
 	id := c.ownID()
 	l.phase, l.initErr, l.discover = legacyDiscovering, m, jsonrpc.IDKey(id)
-	req := jsonrpc.NewRequest(id, "server/discover", json.RawMessage(withMeta(nil, l.meta, nil)))
+	req := jsonrpc.NewRequest(id, "server/discover", json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
 	if err := c.up.Send(req); err != nil {
 		c.opts.Logger.Warn("server/discover could not be sent; the client's initialize gets the server's refusal", "err", err)
 		return c.untranslatable()
@@ -499,7 +504,7 @@ func (c *Conn) retry(x *exchange) {
 		l.rounds = map[string]*exchange{}
 	}
 	l.rounds[x.retry] = x
-	req := jsonrpc.NewRequest(id, x.orig.Method, json.RawMessage(withMeta(x.orig.Params, l.meta, extra)))
+	req := jsonrpc.NewRequest(id, x.orig.Method, json.RawMessage(withMeta(x.orig.Params, l.meta, l.metaRaw, extra)))
 	l.mu.Unlock()
 	if err := c.up.Send(req); err != nil {
 		l.mu.Lock()
@@ -554,15 +559,31 @@ func inputRequestMethod(m string) bool {
 
 // withMeta returns params (a JSON object, or absent) with the envelope's members
 // set in its _meta, beside the client's own (progressToken …), and extra members set
-// at the top level; every other member is kept as it was written.
-func withMeta(params json.RawMessage, meta, extra map[string]json.RawMessage) []byte {
-	p := map[string]json.RawMessage{}
-	if len(params) > 0 && string(params) != "null" {
-		_ = json.Unmarshal(params, &p)
+// at the top level; every other member is kept as it was written. metaRaw is meta
+// encoded.
+func withMeta(params json.RawMessage, meta map[string]json.RawMessage, metaRaw []byte, extra map[string]json.RawMessage) []byte {
+	if p := bytes.TrimSpace(params); extra == nil && len(p) > 1 && p[0] == '{' &&
+		!bytes.Contains(p, []byte(`"_meta"`)) && !bytes.Contains(p, []byte(`\u`)) {
+		// No member can be _meta (not even spelled with escapes): put it first, and
+		// keep the rest as the client wrote it.
+		out := make([]byte, 0, len(p)+len(metaRaw)+10)
+		out = append(append(append(out, `{"_meta":`...), metaRaw...), ',')
+		if rest := bytes.TrimSpace(p[1:]); len(rest) > 0 && rest[0] == '}' {
+			return append(out[:len(out)-1], '}')
+		}
+		return append(out, p[1:]...)
 	}
-	m := map[string]json.RawMessage{}
+	var p map[string]json.RawMessage
+	_ = json.Unmarshal(params, &p)
+	if p == nil {
+		p = map[string]json.RawMessage{}
+	}
+	var m map[string]json.RawMessage
 	if raw := p["_meta"]; len(raw) > 0 {
 		_ = json.Unmarshal(raw, &m)
+	}
+	if m == nil { // absent, null or not an object
+		m = map[string]json.RawMessage{}
 	}
 	for k, v := range meta {
 		m[k] = v

@@ -3,6 +3,7 @@ package translate
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,61 @@ func FuzzLegacyServerResults(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzWithMeta: for any params object, withMeta writes one unambiguous object with
+// every member of params as it was, and a _meta holding the client's own members and
+// the envelope's (the envelope's win).
+func FuzzWithMeta(f *testing.F) {
+	for _, s := range []string{`{}`, ` { } `, `{"a":1}`, `{"_meta":{"progressToken":1},"a":[1]}`, `{"\u005fmeta":{"x":1}}`,
+		`{"a":"\\u005f"}`, `{"_meta":null}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"}}`} {
+		f.Add([]byte(s))
+	}
+	meta := map[string]json.RawMessage{methods.MetaProtocolVersion: json.RawMessage(`"2026-07-28"`), methods.MetaClientCapabilities: json.RawMessage(`{}`)}
+	metaRaw := mustMarshal(meta)
+	f.Fuzz(func(t *testing.T, params []byte) {
+		var in map[string]json.RawMessage
+		if json.Unmarshal(params, &in) != nil || in == nil {
+			return
+		}
+		if _, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":` + string(params) + `}`)); err != nil {
+			return // the reader refuses it (duplicate members …) before the translation
+		}
+		out := withMeta(params, meta, metaRaw, nil)
+		if _, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":` + string(out) + `}`)); err != nil {
+			t.Fatalf("withMeta(%s) = %s: %v", params, out, err)
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range in {
+			if k == "_meta" {
+				continue
+			}
+			if !jsonEqual(got[k], v) {
+				t.Fatalf("member %q: %s, want %s", k, got[k], v)
+			}
+		}
+		var m, old map[string]json.RawMessage
+		if json.Unmarshal(got["_meta"], &m) != nil {
+			t.Fatalf("_meta %s", got["_meta"])
+		}
+		_ = json.Unmarshal(in["_meta"], &old)
+		for k, v := range old {
+			if meta[k] == nil && !jsonEqual(m[k], v) {
+				t.Fatalf("_meta member %q: %s, want %s", k, m[k], v)
+			}
+		}
+		for k, v := range meta {
+			if !jsonEqual(m[k], v) {
+				t.Fatalf("_meta member %q: %s, want %s", k, m[k], v)
+			}
+		}
+	})
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strconv"
 	"strings"
@@ -297,5 +298,46 @@ func run(t *testing.T, steps []step) {
 			t.Fatalf("the client got %s after the script", m.Raw)
 		}
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// lastConn keeps the last message sent to it.
+type lastConn struct{ last *jsonrpc.Message }
+
+func (l *lastConn) Send(m *jsonrpc.Message) error              { l.last = m; return nil }
+func (l *lastConn) Recv() (*jsonrpc.Message, error)            { return nil, io.EOF }
+func (l *lastConn) Close(context.Context, time.Duration) error { return nil }
+
+// BenchmarkLegacySend: a 2025-11-25 client's tools/call to a server that serves
+// 2025-11-25 (passed) and to one that speaks 2026-07-28 only (the envelope added).
+func BenchmarkLegacySend(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		phase legacyPhase
+		line  string
+	}{
+		{"passed", legacyPassing, callReq},
+		{"translated", legacyTranslating, strings.Replace(callReq, `,"_meta":{"progressToken":"p"}`, "", 1)},
+		{"translated,_meta", legacyTranslating, callReq},
+	} {
+		m, _ := jsonrpc.Parse([]byte(c.line))
+		phase := c.phase
+		b.Run(c.name, func(b *testing.B) {
+			up := &lastConn{}
+			c := Wrap(up, Options{})
+			c.mode, c.legacy.phase = legacyClient, phase
+			c.legacy.meta = map[string]json.RawMessage{"io.modelcontextprotocol/protocolVersion": json.RawMessage(`"2026-07-28"`),
+				"io.modelcontextprotocol/clientCapabilities": json.RawMessage(`{"elicitation":{}}`)}
+			c.legacy.metaRaw = mustMarshal(c.legacy.meta)
+			if err := c.Send(m); err != nil || (phase == legacyTranslating) != strings.Contains(string(up.last.Raw), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) ||
+				!json.Valid(up.last.Raw) || !strings.Contains(string(up.last.Raw), `"arguments":{"q":1}`) {
+				b.Fatalf("sent %s (%v)", up.last.Raw, err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = c.Send(m)
+				delete(c.legacy.sent, `7`)
+			}
+		})
 	}
 }
