@@ -18,29 +18,39 @@ import (
 // server itself, answers server/discover from its InitializeResult and makes every
 // result valid in 2026-07-28, so the client negotiates 2026-07-28, lists, calls,
 // gets a prompt and reads; on stdio and on the HTTP front, with one server and with
-// two (one server/discover answer merged from two translated hops).
+// two (one server/discover answer merged from two translated hops, or from a
+// translated hop and a v2 server's own answer).
 func TestTranslateModernClient(t *testing.T) {
 	up := upstreamMJS(t)
 	cfg := filepath.Join(t.TempDir(), "config.json")
 	s := map[string]any{"command": up[0], "args": up[1:]}
 	writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{"a": s, "b": s}})
+	dual := modernServer(t, "serve")
+	mixedCfg := filepath.Join(t.TempDir(), "mixed.json")
+	writeJSON(t, mixedCfg, map[string]any{"mcpServers": map[string]any{"a": s, "b": map[string]any{"command": dual[0], "args": dual[1:]}}})
+	mixed := []string{binary, "gateway", "run", "--config", mixedCfg, "--policies", emptyPolicies(t)}
 	one := append([]string{binary, "gateway", "run", "--policies", emptyPolicies(t), "--"}, up...)
 	several := []string{binary, "gateway", "run", "--config", cfg, "--policies", emptyPolicies(t)}
 	h1 := startHTTPGateway(t, append([]string{"--"}, up...)...)
 	h2 := startHTTPGateway(t, "--config", cfg)
+	h3 := startHTTPGateway(t, "--config", mixedCfg)
 	for _, c := range []struct {
-		front, mode string
-		several     bool
+		front, mode    string
+		several, mixed bool
 	}{
-		{"stdio", "pin", false}, {"stdio", "auto", false}, {"stdio", "pin", true},
-		{"http", "pin", false}, {"http", "auto", false}, {"http", "pin", true},
+		{"stdio", "pin", false, false}, {"stdio", "auto", false, false}, {"stdio", "pin", true, false}, {"stdio", "pin", true, true},
+		{"http", "pin", false, false}, {"http", "auto", false, false}, {"http", "pin", true, false}, {"http", "pin", true, true},
 	} {
-		name := fmt.Sprintf("%s %s several=%v", c.front, c.mode, c.several)
+		name := fmt.Sprintf("%s %s several=%v mixed=%v", c.front, c.mode, c.several, c.mixed)
 		conf := map[string]any{"mode": c.mode, "list": true, "prefix": "", "discover": true}
 		if c.several {
 			conf["prefix"] = "a_"
 		}
 		switch {
+		case c.front == "stdio" && c.mixed:
+			conf["cmd"] = mixed
+		case c.mixed:
+			conf["url"] = h3.url
 		case c.front == "stdio" && c.several:
 			conf["cmd"] = several
 		case c.front == "stdio":
@@ -61,6 +71,9 @@ func TestTranslateModernClient(t *testing.T) {
 		}
 		if !strings.Contains(string(out["discover"]), `"supportedVersions":["2026-07-28"]`) || !strings.Contains(string(out["discover"]), `"tools"`) {
 			t.Errorf("%s: server/discover %s", name, out["discover"])
+		}
+		if c.mixed && (!strings.Contains(string(out["tools"]), `"b_echo"`) || !strings.Contains(string(out["discover"]), `"prompts"`)) {
+			t.Errorf("%s: tools %s, server/discover %s: want the v2 server's too", name, out["tools"], out["discover"])
 		}
 	}
 }

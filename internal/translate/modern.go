@@ -107,6 +107,10 @@ type serverRequest struct {
 func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	s := &c.modern
 	s.mu.Lock()
+	if s.phase == phasePassthrough && s.started {
+		s.mu.Unlock() // a send that blocks must not keep Recv from reading the server
+		return s.out.send(c, m)
+	}
 	defer s.mu.Unlock()
 	if !s.started && s.start(c, m) {
 		return nil
@@ -115,8 +119,6 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	case phaseProbing, phaseInitializing:
 		s.held = append(s.held, m)
 		return nil
-	case phasePassthrough:
-		return s.out.send(c, m)
 	case phaseFailed:
 		if m.Kind == jsonrpc.KindRequest {
 			c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, s.initErr))
