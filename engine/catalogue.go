@@ -237,8 +237,11 @@ func (t *textScan) noteToken(ws, we int) {
 	if n < 10 {
 		return
 	}
+	if w := t.s[ws:we]; n >= 10 && isDigit(w[0]) && isDigit(w[3]) && w[4] == '-' && isDigit(w[5]) && w[7] == '-' {
+		return // an ISO 8601 date ("2026-11-29T19"): no rule's secret
+	}
 	digit, letter, sep := false, false, false
-	for i := ws; i < we; i++ {
+	for i := ws; i < we && !(digit && letter); i++ { // a letter and a digit decide
 		switch c := t.s[i]; {
 		case c >= '0' && c <= '9':
 			digit = true
@@ -250,9 +253,6 @@ func (t *textScan) noteToken(ws, we int) {
 	}
 	if !(letter && (digit || sep && n >= 20) || !letter && !sep && n >= 16) {
 		return
-	}
-	if w := t.s[ws:we]; n >= 10 && isDigit(w[0]) && isDigit(w[3]) && w[4] == '-' && isDigit(w[5]) && w[7] == '-' {
-		return // an ISO 8601 date ("2026-11-29T19"): no rule's secret
 	}
 	if k := len(t.cat); k > 0 && ws <= t.cat[k-1].end+catBefore {
 		t.cat[k-1].end = max(t.cat[k-1].end, we) // the same window
@@ -433,14 +433,16 @@ func positional(r ruleIndex) bool { return r == rAuthorization || r == rCookie |
 
 // acMachine is a dense Aho–Corasick automaton over byte classes: class folds case
 // and maps every byte no keyword holds to class 0, so the table is states × classes
-// uint16s (a few hundred KiB at most, not 256 int32s per state). out[state] lists
-// the rule numbers whose keyword ends at that state (suffix outputs merged); a
-// transition into such a state carries acOut, so the inner loop makes two loads
-// per input byte.
+// uint16s (about 88 KiB for gitleaks' keywords, not 256 int32s per state). A state is
+// held as the offset of its row (state × classes), so the inner loop makes two loads
+// and an add per input byte, no multiply; the states where a keyword ends are
+// numbered last, from outFrom on, and out[offset/classes] lists the rule numbers
+// whose keyword ends there (suffix outputs merged).
 type acMachine struct {
 	class   [256]uint8
 	classes int
-	next    []uint16 // state*classes + class → state | acOut
+	next    []uint16 // row offset + class → row offset
+	outFrom int      // the row offset of the first state where a keyword ends
 	out     [][]int32
 }
 
@@ -464,6 +466,9 @@ func buildAC(words []string, rule []int) acMachine {
 	trie := []node{{make([]int32, nc)}}
 	outs := [][]int32{nil}
 	for i, w := range words {
+		if w == "" {
+			panic("engine: an empty catalogue keyword") // the root must stay the start state
+		}
 		st := int32(0)
 		for j := 0; j < len(w); j++ {
 			c := m.class[w[j]]
@@ -498,37 +503,44 @@ func buildAC(words []string, rule []int) acMachine {
 			queue = append(queue, s)
 		}
 	}
-	if len(trie) >= acOut {
-		panic("engine: catalogue keywords exceed 32768 automaton states")
+	if len(trie)*nc > 1<<16 {
+		panic("engine: catalogue keywords exceed the automaton's 65536 uint16 table entries")
 	}
-	m.next = make([]uint16, len(trie)*nc)
-	for st, n := range trie {
-		for c, to := range n.next {
-			v := uint16(to)
-			if len(outs[to]) > 0 {
-				v |= acOut
+	// number the states without outputs first (the root, which has none, stays 0)
+	num := make([]int, len(trie))
+	k := 0
+	for pass := 0; pass < 2; pass++ {
+		for st := range trie {
+			if (len(outs[st]) > 0) == (pass == 1) {
+				num[st] = k
+				k++
 			}
-			m.next[st*nc+c] = v
+		}
+		if pass == 0 {
+			m.outFrom = k * nc
 		}
 	}
-	m.out = outs
+	m.next = make([]uint16, len(trie)*nc)
+	m.out = make([][]int32, len(trie))
+	for st, n := range trie {
+		for c, to := range n.next {
+			m.next[num[st]*nc+c] = uint16(num[to] * nc)
+		}
+		m.out[num[st]] = outs[st]
+	}
 	return m
 }
-
-// acOut marks, in a transition, a target state where a keyword ends.
-const acOut = 1 << 15
 
 // match runs the automaton over s (any case) and sets the bit of every rule a
 // keyword of which occurs; it reports whether any did.
 func (m *acMachine) match(s string, hits []uint32) bool {
 	any := false
 	st := 0
-	nc := m.classes
+	next, class, from, nc := m.next, &m.class, m.outFrom, uint32(m.classes)
 	for i := 0; i < len(s); i++ {
-		v := m.next[st*nc+int(m.class[s[i]])]
-		st = int(v &^ acOut)
-		if v&acOut != 0 {
-			for _, r := range m.out[st] {
+		st = int(next[st+int(class[s[i]])])
+		if st >= from {
+			for _, r := range m.out[uint32(st)/nc] {
 				hits[r>>5] |= 1 << (r & 31)
 			}
 			any = true

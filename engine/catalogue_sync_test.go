@@ -148,3 +148,24 @@ func generateCatalogue(t *testing.T, version string, vc gitleaks.ViperConfig) []
 	}
 	return src
 }
+
+// TestKeywordAutomaton: the keyword automaton sets the bit of exactly the rules one
+// of whose keywords occurs in the text, in any letter case, as a plain search would.
+func TestKeywordAutomaton(t *testing.T) {
+	words := []string{"he", "she", "his", "hers", "key", "api_key", "token", "ya29.", "sk-ant-"}
+	rule := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
+	m := buildAC(words, rule)
+	for _, text := range []string{"", "ushers", "HIS KEY", "an api_key here", "x ya29.a0 y", "Token: sk-ant-api03", "s h e", "hehe", "keyapi_ke", "ya29", "\xff\x00she\x80"} {
+		hits := make([]uint32, 1)
+		any := m.match(text, hits)
+		want := uint32(0)
+		for i, w := range words {
+			if strings.Contains(strings.ToLower(text), w) {
+				want |= 1 << rule[i]
+			}
+		}
+		if hits[0] != want || any != (want != 0) {
+			t.Errorf("%q: hits %09b (%v), want %09b", text, hits[0], any, want)
+		}
+	}
+}
