@@ -106,9 +106,9 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the upstream is gone; retry")
 		return
 	}
-	if sse {
+	if sse && !s.answeredFirst(w, r, st) {
 		s.serveSSE(w, r, st, 0)
-	} else {
+	} else if !sse {
 		s.serveJSON(w, r, st)
 	}
 	s.mu.Lock()
@@ -203,4 +203,53 @@ func writeErrorData(w http.ResponseWriter, status int, id json.RawMessage, code 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(jsonrpc.ErrorResponseObjectRaw(id, b))
+}
+
+// modernStatus is the HTTP status of a 2026-07-28 response: 400 Bad Request for the
+// revision's own errors (-32020 to -32022, whose HTTP status the spec fixes), 200 for
+// any other answer.
+func modernStatus(resp []byte) int {
+	var m struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(resp, &m) == nil && m.Error != nil &&
+		m.Error.Code <= CodeHeaderMismatch && m.Error.Code >= CodeUnsupportedProtocolVersion {
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// answeredFirst waits for the first message of a 2026-07-28 request's stream before
+// the SSE headers go out: when that message is a final error whose status is not 200
+// (modernStatus), it is written as a JSON response with that status and answeredFirst
+// reports true; otherwise the stream is served as SSE by the caller.
+func (s *session) answeredFirst(w http.ResponseWriter, r *http.Request, st *stream) bool {
+	for {
+		s.mu.Lock()
+		n, final := len(st.events), st.final
+		var resp []byte
+		if n > 0 {
+			resp = st.events[n-1].data
+		}
+		ch := st.notify
+		s.mu.Unlock()
+		if n > 0 {
+			if n != 1 || !final || modernStatus(resp) == http.StatusOK {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(modernStatus(resp))
+			_, _ = w.Write(resp)
+			return true
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return false
+		case <-s.done:
+			return false
+		}
+	}
 }

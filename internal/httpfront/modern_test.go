@@ -59,3 +59,24 @@ func httptestRequest(headers map[string]string) *http.Request {
 	}
 	return r
 }
+
+// TestModernStatus: the 2026-07-28 errors -32020 to -32022 answer 400 Bad Request;
+// results and other errors answer 200.
+func TestModernStatus(t *testing.T) {
+	for _, c := range []struct {
+		resp string
+		want int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"m","data":{"requiredCapabilities":{"sampling":{}}}}}`, http.StatusBadRequest},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"m"}}`, http.StatusBadRequest},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m"}}`, http.StatusBadRequest},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}`, http.StatusOK},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32019,"message":"m"}}`, http.StatusOK},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}`, http.StatusOK},
+		{`not json`, http.StatusOK},
+	} {
+		if got := modernStatus([]byte(c.resp)); got != c.want {
+			t.Errorf("%s: %d, want %d", c.resp, got, c.want)
+		}
+	}
+}

@@ -554,7 +554,11 @@ func (s *session) serveJSON(w http.ResponseWriter, r *http.Request, st *stream) 
 				w.Header().Set("Connection", "close")
 			}
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
+			status := http.StatusOK
+			if st.clientID != nil { // a 2026-07-28 request
+				status = modernStatus(resp)
+			}
+			w.WriteHeader(status)
 			_, _ = w.Write(resp)
 			return
 		}
