@@ -6,7 +6,10 @@
 // http://127.0.0.1:PORT/mcp (the reference run, without the gateway).
 import { createServer } from "node:http";
 import * as z from "zod";
-const { McpServer, createMcpHandler } = await import("@modelcontextprotocol/server");
+const {
+  McpServer, createMcpHandler, inputRequired, inputResponse, acceptedContent, completable,
+  createRequestStateCodec, fromJsonSchema, hostHeaderValidationResponse, localhostAllowedHostnames,
+} = await import("@modelcontextprotocol/server");
 
 // 1x1 red PNG and a 44-byte silent WAV.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -14,9 +17,115 @@ const WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 const text = (t) => ({ content: [{ type: "text", text: t }] });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// requestState is HMAC-sealed (input-required-result-tampered-state); one key per process,
+// as every round reaches the same process here.
+const codec = createRequestStateCodec({ key: "mcpgate-conformance-bed-request-state-key-0123456789" });
+// The client capabilities of a 2026-07-28 request's _meta envelope.
+const caps = (ctx) => ctx.mcpReq.envelope?.["io.modelcontextprotocol/clientCapabilities"] ?? {};
+// The multi round-trip scenarios (input-required-result-*): round 1 answers input_required,
+// the retry carrying the named inputResponses answers the tool's result.
+const mrtr = (s) => {
+  const elicit = (message, prop, type = "string") =>
+    inputRequired.elicit({ message, requestedSchema: { type: "object", properties: { [prop]: { type } }, required: [prop] } });
+  s.registerTool("test_input_required_result_elicitation", { description: "asks for a name" }, async (ctx) => {
+    const got = acceptedContent(ctx.mcpReq.inputResponses, "user_name");
+    if (!got?.name) return inputRequired({ inputRequests: { user_name: elicit("What is your name?", "name") } });
+    return text(`Hello, ${got.name}!`);
+  });
+  s.registerTool("test_input_required_result_sampling", { description: "asks for a completion" }, async (ctx) => {
+    const r = inputResponse(ctx.mcpReq.inputResponses, "capital_question");
+    if (r.kind !== "sampling") return inputRequired({ inputRequests: { capital_question: inputRequired.createMessage({
+      messages: [{ role: "user", content: { type: "text", text: "What is the capital of France?" } }], maxTokens: 100 }) } });
+    const c = r.result.content;
+    return text(`Sampling answered: ${Array.isArray(c) ? c.map((b) => b.text ?? "").join(" ") : c?.text ?? ""}`);
+  });
+  s.registerTool("test_input_required_result_list_roots", { description: "asks for the roots" }, async (ctx) => {
+    const r = inputResponse(ctx.mcpReq.inputResponses, "client_roots");
+    if (r.kind !== "roots") return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } });
+    return text(`Roots: ${r.roots.map((x) => x.uri).join(", ")}`);
+  });
+  s.registerTool("test_input_required_result_request_state", { description: "asks with state" }, async (ctx) => {
+    const st = ctx.mcpReq.requestState();
+    const ok = acceptedContent(ctx.mcpReq.inputResponses, "confirm");
+    if (st?.step !== "confirm" || ok === undefined) return inputRequired({
+      inputRequests: { confirm: elicit("Please confirm", "ok", "boolean") }, requestState: await codec.mint({ step: "confirm" }) });
+    return text(`state-ok: confirmed=${ok.ok}`);
+  });
+  s.registerTool("test_input_required_result_multiple_inputs", { description: "asks three things" }, async (ctx) => {
+    const ir = ctx.mcpReq.inputResponses;
+    const n = acceptedContent(ir, "user_name"), g = inputResponse(ir, "greeting"), r = inputResponse(ir, "client_roots");
+    if (ctx.mcpReq.requestState()?.step !== "all" || !n || g.kind !== "sampling" || r.kind !== "roots") return inputRequired({
+      inputRequests: {
+        user_name: elicit("What is your name?", "name"),
+        greeting: inputRequired.createMessage({ messages: [{ role: "user", content: { type: "text", text: "Generate a greeting" } }], maxTokens: 50 }),
+        client_roots: inputRequired.listRoots(),
+      },
+      requestState: await codec.mint({ step: "all" }),
+    });
+    return text(`All inputs received: name=${n.name}, roots=${r.roots.length}`);
+  });
+  s.registerTool("test_input_required_result_multi_round", { description: "asks twice" }, async (ctx) => {
+    const st = ctx.mcpReq.requestState(), ir = ctx.mcpReq.inputResponses;
+    const step1 = acceptedContent(ir, "step1"), step2 = acceptedContent(ir, "step2");
+    if (st?.round === 2 && step2?.color) return text(`Done: ${st.name} likes ${step2.color}`);
+    if (st?.round === 1 && step1?.name) return inputRequired({
+      inputRequests: { step2: elicit("Step 2: What is your favorite color?", "color") }, requestState: await codec.mint({ round: 2, name: step1.name }) });
+    return inputRequired({ inputRequests: { step1: elicit("Step 1: What is your name?", "name") }, requestState: await codec.mint({ round: 1 }) });
+  });
+  s.registerTool("test_input_required_result_tampered_state", { description: "state is sealed" }, async (ctx) => {
+    if (ctx.mcpReq.requestState()?.step === "sealed" && acceptedContent(ctx.mcpReq.inputResponses, "confirm")) return text("state verified");
+    return inputRequired({ inputRequests: { confirm: elicit("Please confirm", "ok", "boolean") }, requestState: await codec.mint({ step: "sealed" }) });
+  });
+  s.registerTool("test_input_required_result_capabilities", { description: "asks only what the client declared" }, async (ctx) => {
+    const declared = caps(ctx);
+    const reqs = {};
+    if (declared.elicitation) reqs.user_name = elicit("What is your name?", "name");
+    if (declared.sampling) reqs.greeting = inputRequired.createMessage({ messages: [{ role: "user", content: { type: "text", text: "Generate a greeting" } }], maxTokens: 50 });
+    if (declared.roots) reqs.client_roots = inputRequired.listRoots();
+    if (Object.keys(ctx.mcpReq.inputResponses ?? {}).length || !Object.keys(reqs).length) return text("capabilities respected");
+    return inputRequired({ inputRequests: reqs });
+  });
+  s.registerPrompt("test_input_required_result_prompt", { description: "asks for context" }, async (ctx) => {
+    const got = acceptedContent(ctx.mcpReq.inputResponses, "user_context");
+    if (!got?.context) return inputRequired({ inputRequests: { user_context: elicit("What context should the prompt use?", "context") } });
+    return { messages: [{ role: "user", content: { type: "text", text: `Prompt with context: ${got.context}` } }] };
+  });
+  // json-schema-2020-12: the schema's 2020-12 keywords reach tools/list unchanged.
+  s.registerTool("json_schema_2020_12_tool", { description: "JSON Schema 2020-12 keywords", inputSchema: fromJsonSchema({
+    $schema: "https://json-schema.org/draft/2020-12/schema", type: "object",
+    $defs: { address: { $anchor: "addressDef", type: "object", properties: { street: { type: "string" }, city: { type: "string" } } } },
+    properties: { name: { type: "string" }, address: { $ref: "#/$defs/address" }, contactMethod: { type: "string", enum: ["phone", "email"] }, phone: { type: "string" }, email: { type: "string" } },
+    allOf: [{ anyOf: [{ required: ["phone"] }, { required: ["email"] }] }],
+    if: { properties: { contactMethod: { const: "phone" } }, required: ["contactMethod"] }, then: { required: ["phone"] }, else: { required: ["email"] },
+    additionalProperties: false,
+  }) }, async () => text("ok"));
+  // http-custom-header-server-validation: arguments mirrored into Mcp-Param-* headers (x-mcp-header).
+  s.registerTool("test_custom_headers", { description: "mirrors region into a header", inputSchema: fromJsonSchema({
+    type: "object", properties: { region: { type: "string", "x-mcp-header": "Region" }, query: { type: "string" } }, required: ["region"],
+  }) }, async ({ region }) => text(`region ${region}`));
+  // server-stateless: diagnostic tools.
+  // Asks for sampling: the SDK's seam answers -32021 (requiredCapabilities {sampling: {}}) to a
+  // client that did not declare it (a throw inside a tool would become an isError result).
+  s.registerTool("test_missing_capability", { description: "needs sampling" }, async (ctx) => {
+    if (inputResponse(ctx.mcpReq.inputResponses, "probe").kind === "sampling") return text("sampling declared");
+    return inputRequired({ inputRequests: { probe: inputRequired.createMessage({ messages: [{ role: "user", content: { type: "text", text: "probe" } }], maxTokens: 10 }) } });
+  });
+  s.registerTool("test_streaming_elicitation", { description: "elicits on the response stream" }, async (ctx) => {
+    const got = acceptedContent(ctx.mcpReq.inputResponses, "answer");
+    if (!got) return inputRequired({ inputRequests: { answer: elicit("Continue?", "answer") } });
+    return text("streamed");
+  });
+  s.registerTool("test_logging_tool", { description: "logs at info" }, async (ctx) => {
+    await ctx.mcpReq.log("info", "test_logging_tool ran").catch(() => {});
+    return text("logged");
+  });
+};
+
 const factory = () => {
   const s = new McpServer({ name: "mcpgate-conformance-bed", version: "1.0.0" },
-    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true }, completions: {}, logging: {} } });
+    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true }, completions: {}, logging: {} },
+      requestState: { verify: codec.verify } });
+  mrtr(s);
 
   // tools-call-*
   s.registerTool("test_simple_text", { description: "simple text" }, async () => text("This is a simple text response for testing."));
@@ -35,7 +144,7 @@ const factory = () => {
   s.registerTool("test_error_handling", { description: "always fails" }, async () => ({
     isError: true, content: [{ type: "text", text: "This tool intentionally returns an error for testing" }],
   }));
-  s.registerTool("test_tool_with_progress", { description: "reports progress" }, async (_args, ctx) => {
+  s.registerTool("test_tool_with_progress", { description: "reports progress" }, async (ctx) => {
     const token = ctx?.mcpReq?._meta?.progressToken;
     for (const progress of [0, 50, 100]) {
       if (token !== undefined) await ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, progress, total: 100 } });
@@ -57,7 +166,8 @@ const factory = () => {
   s.registerPrompt("test_simple_prompt", { description: "simple" }, async () => ({
     messages: [{ role: "user", content: { type: "text", text: "This is a simple prompt for testing." } }],
   }));
-  s.registerPrompt("test_prompt_with_arguments", { description: "with arguments", argsSchema: z.object({ arg1: z.string().describe("First test argument"), arg2: z.string().describe("Second test argument") }) },
+  s.registerPrompt("test_prompt_with_arguments", { description: "with arguments", argsSchema: z.object({
+    arg1: completable(z.string().describe("First test argument"), (v) => ["paris", "park", "party"].filter((c) => c.startsWith(v ?? ""))), arg2: z.string().describe("Second test argument") }) },
     async ({ arg1, arg2 }) => ({ messages: [{ role: "user", content: { type: "text", text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }] }));
   s.registerPrompt("test_prompt_with_embedded_resource", { description: "embedded resource", argsSchema: z.object({ resourceUri: z.string() }) },
     async ({ resourceUri }) => ({
@@ -82,7 +192,14 @@ if (process.argv[2] === "http") {
   const { toNodeHandler } = await import("@modelcontextprotocol/node");
   const handler = toNodeHandler(createMcpHandler(factory));
   const port = Number(process.argv[3] ?? 0);
-  const srv = createServer((req, res) => (req.url?.startsWith("/mcp") ? handler(req, res) : (res.statusCode = 404, res.end())));
+  // dns-rebinding-protection: a Host or Origin that is not this loopback listener is refused.
+  const local = (h) => { try { return localhostAllowedHostnames().includes(new URL(`http://${h}`).hostname); } catch { return false; } };
+  const foreign = (req) => !local(req.headers.host ?? "") || (req.headers.origin !== undefined && !local(req.headers.origin.replace(/^[a-z]+:\/\//, "")));
+  const srv = createServer((req, res) => {
+    if (!req.url?.startsWith("/mcp")) return (res.statusCode = 404, res.end());
+    if (foreign(req)) return (res.statusCode = 403, res.end("forbidden host or origin"));
+    return handler(req, res);
+  });
   srv.listen(port, "127.0.0.1", () => console.error(`listening http://127.0.0.1:${srv.address().port}/mcp`));
 } else {
   const { serveStdio } = await import("@modelcontextprotocol/server/stdio");
