@@ -291,6 +291,12 @@ func hasBothCases(s string) bool {
 // or link. It returns where scanning resumes.
 func (t *textScan) markupBracket(i int) int {
 	s := t.s
+	// quick reject ("[pipeline] ..."): a first ']' that no '[' nests before ends the
+	// label, and only "](" or "][" after it makes a link
+	if j := strings.IndexByte(s[i+1:min(len(s), i+1+maxMarkup)], ']'); j < 0 || i+2+j >= len(s) ||
+		s[i+2+j] != '(' && s[i+2+j] != '[' && strings.IndexByte(s[i+1:i+1+j], '[') < 0 {
+		return i + 1
+	}
 	l, ok := mdLinkAt(s, i)
 	if !ok {
 		return i + 1
