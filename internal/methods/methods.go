@@ -192,6 +192,15 @@ type Method struct {
 // Filtered reports whether the rules read the message (its result, params).
 func (m *Method) Filtered() bool { return m != nil && m.Shape != NoText }
 
+// RequestPhase is the phase a client request's own params run on their way to the
+// server (tasks/update: pre), or "" when they run none.
+func (m *Method) RequestPhase() ctxapi.Phase {
+	if m == nil || m.Direction != ClientRequest || m.Shape != NoText {
+		return ""
+	}
+	return m.Phase
+}
+
 // AnswerPhase is the phase the client's answer to a server request runs (roots), or
 // "" when it runs none.
 func (m *Method) AnswerPhase() ctxapi.Phase {
@@ -260,7 +269,9 @@ var table = []Method{
 	{Name: "tasks/list", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "tasks", "*", "statusMessage")}, Block: ReplaceText, Route: Answered,
 		List: &List{Key: "tasks", Entry: "taskId", Capability: "tasks", Sep: "+"}},
-	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest, NameParam: "taskId", Route: ByTask},
+	// tasks/update carries the client's inputResponses for a task: they go through the
+	// input rules and the pre phase of the task's tool (RequestPhase).
+	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest, Phase: ctxapi.PhasePre, NameParam: "taskId", Route: ByTask},
 	{Name: "notifications/tasks/status", Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: statusMessage,
 		Block: ReplaceText},
 

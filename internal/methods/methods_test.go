@@ -12,7 +12,7 @@ import (
 // method is listed twice.
 func TestTableConsistent(t *testing.T) {
 	seen := map[string]bool{}
-	phases := map[ctxapi.Phase]bool{ctxapi.PhasePost: true, ctxapi.PhaseList: true, ctxapi.PhaseResource: true,
+	phases := map[ctxapi.Phase]bool{ctxapi.PhasePre: true, ctxapi.PhasePost: true, ctxapi.PhaseList: true, ctxapi.PhaseResource: true,
 		ctxapi.PhasePrompt: true, ctxapi.PhaseServerRequest: true, ctxapi.PhaseInstructions: true, ctxapi.PhaseRoots: true}
 	for _, m := range All() {
 		if seen[m.Name] {
@@ -37,6 +37,9 @@ func TestTableConsistent(t *testing.T) {
 		}
 		if m.Phase == ctxapi.PhaseRoots && (m.Direction != ServerRequest || m.Shape != NoText) {
 			t.Errorf("%s: the roots phase runs on the client's answer to a server request whose request carries no text", m.Name)
+		}
+		if m.Phase == ctxapi.PhasePre && (m.Direction != ClientRequest || m.Shape != NoText || m.RequestPhase() != ctxapi.PhasePre) {
+			t.Errorf("%s: the pre phase runs on a client request's own params, of a request whose response carries no text", m.Name)
 		}
 		if m.Phase == ctxapi.PhaseServerRequest && m.Direction != ServerRequest {
 			t.Errorf("%s: server_request phase on a %v", m.Name, m.Direction)

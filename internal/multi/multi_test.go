@@ -154,6 +154,8 @@ func TestRoute(t *testing.T) {
 		{"task", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"beta+t-9"}}`, "beta", `{"taskId":"t-9"}`, 0},
 		{"task result", `{"jsonrpc":"2.0","id":1,"method":"tasks/result","params":{"taskId":"alpha+t-1"}}`, "alpha", `{"taskId":"t-1"}`, 0},
 		{"task of no server", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-9"}}`, "", "", jsonrpc.CodeInvalidParams},
+		{"task update", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"beta+t-9","inputResponses":{"e1":{"action":"decline"}}}}`, "beta", `{"inputResponses":{"e1":{"action":"decline"}},"taskId":"t-9"}`, 0},
+		{"task update of no server", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"t-9","inputResponses":{}}}`, "", "", jsonrpc.CodeInvalidParams},
 		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"vendor/x"}`, "", "", jsonrpc.CodeMethodNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -568,20 +568,26 @@ func (r *run) block() Reply {
 // ok) the call ran and its result is withheld: the record's phase and the text say
 // which (docs/policies.md#pre-or-post).
 func (r *run) reject(rej *gate.Rejection, outcome vocab.Outcome) Reply {
+	return Reply{Result: noticedErrorResult(r.rejection(rej, outcome))}
+}
+
+// rejection records a policy rejection (see reject) and returns the Warn notice to
+// put before its text ("" for none) and the text.
+func (r *run) rejection(rej *gate.Rejection, outcome vocab.Outcome) (notice, text string) {
 	r.rec.setReason(rej.Code)
 	r.rec.setPolicy(rej.Policy)
 	r.rec.setOutcome(outcome)
 	r.rec.guardrail(rej.Policy)
 	r.rec.escalate(vocab.Block)
-	phase, text := ctxapi.PhasePre, rejectText
+	phase, textOf := ctxapi.PhasePre, rejectText
 	if outcome != vocab.OutcomeRejected {
 		r.rec.outputChanged()
-		phase, text = ctxapi.PhasePost, withheldText
+		phase, textOf = ctxapi.PhasePost, withheldText
 	}
 	r.rec.setPhase(string(phase))
 	r.policyError(rej, phase, false)
 	msg, notice := r.thrown(rej)
-	return Reply{Result: noticedErrorResult(notice, text(rej.Policy, msg, r.rec.eventID()))}
+	return notice, textOf(rej.Policy, msg, r.rec.eventID())
 }
 
 // thrown is the client-facing message of a rejection and, when that message quotes

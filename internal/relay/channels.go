@@ -190,7 +190,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		if x.Method == "tasks/result" {
 			c, ok := s.tasks.of(ch.Params)
 			if !ok { // forgotten while the request was in flight: no tool to judge it by
-				return s.unknownTaskError(msg.ID, x.Server)
+				return s.unknownTaskError(msg.ID, x.Method, x.Server)
 			}
 			ch.Tool, ch.Arguments = c.tool, c.args
 			ch.ToolAccess = s.tools.cached(c.tool) // never list here: this is the upstream's reader
@@ -420,27 +420,53 @@ func (t *taskIndex) len() int {
 	return len(t.tasks)
 }
 
-// unknownTask answers a client's tasks/result for a task the session does not hold
-// with -32602 (MCP's code for an unknown taskId) and one record, and reports true;
-// the server is never asked, since the post phase could not judge the result by its
-// tool (docs/decisions.md#tasks).
+// unknownTask answers a client's request for a task the session does not hold, of
+// a task method whose phase needs the task's tool (tasks/result: post; tasks/update:
+// pre), with -32602 (MCP's code for an unknown taskId) and one record, and reports
+// true; the server is never asked, since the phase could not judge it by its tool
+// (docs/decisions.md#tasks).
 func (s *Session) unknownTask(msg *jsonrpc.Message) bool {
-	if msg.Method != "tasks/result" || s.opts.Pipeline == nil {
+	if m := methods.Of(msg.Method); m == nil || m.Route != methods.ByTask || m.Phase == "" || s.opts.Pipeline == nil {
 		return false
 	}
 	if _, ok := s.tasks.of(msg.Params); ok {
 		return false
 	}
-	s.write(s.unknownTaskError(msg.ID, s.opts.Server))
+	s.write(s.unknownTaskError(msg.ID, msg.Method, s.opts.Server))
 	return true
 }
 
-// unknownTaskError records a refused tasks/result and returns its error response.
-func (s *Session) unknownTaskError(id json.RawMessage, server string) *jsonrpc.Message {
-	ev := s.recordRefusal("tasks/result", server, vocab.ReasonTaskUnknown, false)
+// unknownTaskError records a refused task request (method) and returns its error
+// response.
+func (s *Session) unknownTaskError(id json.RawMessage, method, server string) *jsonrpc.Message {
+	ev := s.recordRefusal(method, server, vocab.ReasonTaskUnknown, false)
 	return jsonrpc.NewErrorResponse(id, jsonrpc.CodeInvalidParams, "mcpgate: the task is not known to this session "+
-		"(its ttl passed, it was forgotten, or it was not created through the gateway), so its result cannot be "+
+		"(its ttl passed, it was forgotten, or it was not created through the gateway), so "+method+" cannot be "+
 		"filtered and is not relayed (audit log entry "+ev+")")
+}
+
+// filterRequest runs a client request whose row has a request phase (tasks/update)
+// through the input rules and that phase, with ctx.tool and ctx.params of the
+// tools/call that created its task (unknownTask ran first); a rejection is answered
+// here, and filterRequest reports true.
+func (s *Session) filterRequest(ctx context.Context, msg *jsonrpc.Message) bool {
+	if s.opts.Pipeline == nil || methods.Of(msg.Method).RequestPhase() == "" {
+		return false
+	}
+	c, _ := s.tasks.of(msg.Params)
+	server := s.opts.Server
+	if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
+		server = routed.Upstream
+	}
+	info, version := s.clientOf(msg.Params)
+	reply := s.opts.Pipeline.Request(ctx, pipeline.Channel{Method: msg.Method, Params: msg.Params, User: s.opts.User,
+		ClientInfo: info, ProtocolVersion: version, Server: server,
+		Tool: c.tool, ToolAccess: s.tools.cached(c.tool), Arguments: c.args})
+	if reply.Error == nil {
+		return false
+	}
+	s.write(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse, ID: msg.ID, Error: reply.Error})
+	return true
 }
 
 // of returns the tool and arguments of the task a tasks/result asks for.

@@ -268,7 +268,7 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if msg.Method == "initialize" {
 			s.noteClientInfo(msg.Params)
 		}
-		if s.hiddenEntry(ctx, msg) || s.unknownTask(msg) {
+		if s.hiddenEntry(ctx, msg) || s.unknownTask(msg) || s.filterRequest(ctx, msg) {
 			return
 		}
 		s.forwardRequest(msg)
