@@ -38,18 +38,42 @@ func revisionClient(t *testing.T, mode string, list bool, cmd []string) map[stri
 func revisionClientCfg(t *testing.T, conf map[string]any) map[string]json.RawMessage {
 	t.Helper()
 	nodeModule(t, "@modelcontextprotocol/client/package.json")
+	return scriptJSON(t, "revisions.mjs", conf)
+}
+
+// scriptJSON runs the test bed's script (testdata/e2e) on Node 22 with conf as its
+// JSON argument and returns the one JSON object it printed.
+func scriptJSON(t *testing.T, script string, conf map[string]any) map[string]json.RawMessage {
+	t.Helper()
 	cfg, _ := json.Marshal(conf)
-	c := harnessCmd(t, 2*time.Minute, node22(t), filepath.Join(root, "testdata", "e2e", "revisions.mjs"), string(cfg))
+	c := harnessCmd(t, 2*time.Minute, node22(t), filepath.Join(root, "testdata", "e2e", script), string(cfg))
 	c.Dir = filepath.Join(root, "testdata", "e2e")
 	b, err := c.Output()
 	if err != nil {
-		t.Fatalf("revisions.mjs: %v\n%s", c.explain(err), b)
+		t.Fatalf("%s: %v\n%s", script, c.explain(err), b)
 	}
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("revisions.mjs printed %q: %v", b, err)
+		t.Fatalf("%s printed %q: %v", script, b, err)
 	}
 	return out
+}
+
+// scriptHTTP starts the test bed's script on Node 22 with args, waits for it to
+// print "listening" on stderr, and returns http://<addr>/mcp; the script gets the
+// port as its last argument.
+func scriptHTTP(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(node22(t), append(append([]string{filepath.Join(root, "testdata", "e2e", script)}, args...), addr[strings.LastIndex(addr, ":")+1:])...)
+	log := &stderrLog{}
+	cmd.Stderr = log
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if !testwait.Within(testwait.Timeout, func() bool { return strings.Contains(log.String(), "listening") }) {
+		t.Fatalf("%s did not listen:\n%s", script, log.String())
+	}
+	return "http://" + addr + "/mcp"
 }
 
 // TestRevisionsStdioGatewayAnswers: a v2 client on 2026-07-28, through the gateway

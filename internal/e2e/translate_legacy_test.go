@@ -3,13 +3,10 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // legacyClient runs testdata/e2e/legacy-client.mjs (the v1 client SDK, 2025-11-25)
@@ -17,18 +14,7 @@ import (
 func legacyClient(t *testing.T, conf map[string]any) map[string]json.RawMessage {
 	t.Helper()
 	nodeModule(t, "@modelcontextprotocol/sdk/package.json")
-	cfg, _ := json.Marshal(conf)
-	c := harnessCmd(t, 2*time.Minute, node22(t), filepath.Join(root, "testdata", "e2e", "legacy-client.mjs"), string(cfg))
-	c.Dir = filepath.Join(root, "testdata", "e2e")
-	b, err := c.Output()
-	if err != nil {
-		t.Fatalf("legacy-client.mjs: %v\n%s", c.explain(err), b)
-	}
-	var out map[string]json.RawMessage
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("legacy-client.mjs printed %q: %v", b, err)
-	}
-	return out
+	return scriptJSON(t, "legacy-client.mjs", conf)
 }
 
 // mrtrServer is testdata/e2e/mrtr.mjs over stdio: a v2 server that speaks 2026-07-28
@@ -42,17 +28,7 @@ func mrtrServer(t *testing.T) []string {
 // returns its URL.
 func mrtrHTTP(t *testing.T) string {
 	nodeModule(t, "@modelcontextprotocol/node/package.json")
-	addr := freeAddr(t)
-	port := addr[strings.LastIndex(addr, ":")+1:]
-	cmd := exec.Command(node22(t), filepath.Join(root, "testdata", "e2e", "mrtr.mjs"), "http", port)
-	log := &stderrLog{}
-	cmd.Stderr = log
-	must(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if !testwait.Within(testwait.Timeout, func() bool { return strings.Contains(log.String(), "listening") }) {
-		t.Fatalf("mrtr.mjs http did not listen:\n%s", log.String())
-	}
-	return "http://" + addr + "/mcp"
+	return scriptHTTP(t, "mrtr.mjs", "http")
 }
 
 // legacyFront returns the legacy-client.mjs conf that reaches the gateway with args
@@ -123,25 +99,7 @@ func TestTranslateLegacyMatrix(t *testing.T) {
 // reaches the client; on stdio and the HTTP front, over a stdio and a url upstream,
 // and behind the multiplexer.
 func TestTranslateLegacyMRTR(t *testing.T) {
-	stdioUp := mrtrServer(t)
-	url := mrtrHTTP(t)
-	several := filepath.Join(t.TempDir(), "config.json")
-	writeJSON(t, several, map[string]any{"mcpServers": map[string]any{
-		"a": map[string]any{"command": stdioUp[0], "args": stdioUp[1:]},
-		"b": map[string]any{"url": url},
-	}})
-	urlOnly := filepath.Join(t.TempDir(), "config.json")
-	writeJSON(t, urlOnly, map[string]any{"mcpServers": map[string]any{"m": map[string]any{"url": url}}})
-	for _, c := range []struct {
-		name   string
-		args   []string
-		prefix string
-	}{
-		{"stdio upstream", append([]string{"--"}, stdioUp...), ""},
-		{"url upstream", []string{"--config", urlOnly}, ""},
-		{"several, stdio", []string{"--config", several}, "a_"},
-		{"several, url", []string{"--config", several}, "b_"},
-	} {
+	for _, c := range upstreamCases(t, mrtrServer(t), mrtrHTTP(t)) {
 		for _, http := range []bool{false, true} {
 			for _, answer := range []string{"accept", "decline"} {
 				name := fmt.Sprintf("%s, http=%v, %s", c.name, http, answer)

@@ -4,13 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestTranslateModernClient: a v2 client pinned to 2026-07-28, and one in auto mode,
@@ -78,24 +74,39 @@ func TestTranslateModernClient(t *testing.T) {
 	}
 }
 
+// upstreamCase is one way to reach a test server through the gateway: the gateway
+// run arguments, and the prefix of its tools.
+type upstreamCase struct {
+	name   string
+	args   []string
+	prefix string
+}
+
+// upstreamCases are the ways the translation tests reach their server: the same
+// server over stdio, as a url upstream, and each of the two behind the multiplexer.
+func upstreamCases(t *testing.T, stdioUp []string, url string) []upstreamCase {
+	several := filepath.Join(t.TempDir(), "config.json")
+	writeJSON(t, several, map[string]any{"mcpServers": map[string]any{
+		"a": map[string]any{"command": stdioUp[0], "args": stdioUp[1:]},
+		"b": map[string]any{"url": url},
+	}})
+	urlOnly := filepath.Join(t.TempDir(), "config.json")
+	writeJSON(t, urlOnly, map[string]any{"mcpServers": map[string]any{"m": map[string]any{"url": url}}})
+	return []upstreamCase{
+		{"stdio upstream", append([]string{"--"}, stdioUp...), ""},
+		{"url upstream", []string{"--config", urlOnly}, ""},
+		{"several, stdio", []string{"--config", several}, "a_"},
+		{"several, url", []string{"--config", several}, "b_"},
+	}
+}
+
 // askClient runs testdata/e2e/ask-client.mjs (the v2 client SDK pinned to
 // 2026-07-28, answering elicitation and sampling) with conf and returns what it
 // printed.
 func askClient(t *testing.T, conf map[string]any) map[string]json.RawMessage {
 	t.Helper()
 	nodeModule(t, "@modelcontextprotocol/client/package.json")
-	cfg, _ := json.Marshal(conf)
-	c := harnessCmd(t, 2*time.Minute, node22(t), filepath.Join(root, "testdata", "e2e", "ask-client.mjs"), string(cfg))
-	c.Dir = filepath.Join(root, "testdata", "e2e")
-	b, err := c.Output()
-	if err != nil {
-		t.Fatalf("ask-client.mjs: %v\n%s", c.explain(err), b)
-	}
-	var out map[string]json.RawMessage
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("ask-client.mjs printed %q: %v", b, err)
-	}
-	return out
+	return scriptJSON(t, "ask-client.mjs", conf)
 }
 
 // askServer is testdata/e2e/ask-v1.mjs over stdio: a v1 SDK server whose tools
@@ -108,16 +119,7 @@ func askServer(t *testing.T) []string {
 // askHTTP starts testdata/e2e/ask-v1.mjs over Streamable HTTP and returns its URL.
 func askHTTP(t *testing.T) string {
 	nodeModule(t, "@modelcontextprotocol/sdk/package.json")
-	addr := freeAddr(t)
-	cmd := exec.Command("node", filepath.Join(root, "testdata", "e2e", "ask-v1.mjs"), "http", addr[strings.LastIndex(addr, ":")+1:])
-	log := &stderrLog{}
-	cmd.Stderr = log
-	must(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if !testwait.Within(testwait.Timeout, func() bool { return strings.Contains(log.String(), "listening") }) {
-		t.Fatalf("ask-v1.mjs http did not listen:\n%s", log.String())
-	}
-	return "http://" + addr + "/mcp"
+	return scriptHTTP(t, "ask-v1.mjs", "http")
 }
 
 // TestTranslateModernMRTR: a v1 SDK server's tools elicit and sample while the
@@ -127,25 +129,7 @@ func askHTTP(t *testing.T) string {
 // stdio and the HTTP front, over a stdio and a url upstream, and behind the
 // multiplexer.
 func TestTranslateModernMRTR(t *testing.T) {
-	stdioUp := askServer(t)
-	url := askHTTP(t)
-	several := filepath.Join(t.TempDir(), "config.json")
-	writeJSON(t, several, map[string]any{"mcpServers": map[string]any{
-		"a": map[string]any{"command": stdioUp[0], "args": stdioUp[1:]},
-		"b": map[string]any{"url": url},
-	}})
-	urlOnly := filepath.Join(t.TempDir(), "config.json")
-	writeJSON(t, urlOnly, map[string]any{"mcpServers": map[string]any{"m": map[string]any{"url": url}}})
-	for _, c := range []struct {
-		name   string
-		args   []string
-		prefix string
-	}{
-		{"stdio upstream", append([]string{"--"}, stdioUp...), ""},
-		{"url upstream", []string{"--config", urlOnly}, ""},
-		{"several, stdio", []string{"--config", several}, "a_"},
-		{"several, url", []string{"--config", several}, "b_"},
-	} {
+	for _, c := range upstreamCases(t, askServer(t), askHTTP(t)) {
 		for _, http := range []bool{false, true} {
 			name := fmt.Sprintf("%s, http=%v", c.name, http)
 			conf := legacyFront(t, http, c.args...)
