@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ func TestPrePhaseNeverWaitsBehindPost(t *testing.T) {
 	}, func(o *Options) { o.PoolSize = 1; o.Timeout = 2 * time.Second * raceSlowdown })
 
 	postDone := make(chan Result, 1)
-	go func() { postDone <- run(g, postCall(`[{"type":"text","text":"x"}]`, "")) }()
+	postCtx, cancelPost := context.WithCancel(context.Background())
+	defer cancelPost()
+	go func() { postDone <- g.Current().Run(postCtx, postCall(`[{"type":"text","text":"x"}]`, "")) }()
 	testwait.For(t, "the post phase to hold the shared runtime", func() bool {
 		g.pool.mu.Lock()
 		defer g.pool.mu.Unlock()
@@ -33,6 +36,7 @@ func TestPrePhaseNeverWaitsBehindPost(t *testing.T) {
 		t.Fatalf("the pre phase finished only after the busy post phase (%+v): it waited for its runtime", res.Reject)
 	default:
 	}
+	cancelPost() // the busy post phase need not run to its deadline: a cancelled one stops as a timed-out one
 	if res := <-postDone; res.Reject == nil || res.Reject.Code != "policy_timeout" {
 		t.Fatalf("busy post phase: got %+v, want policy_timeout", res.Reject)
 	}
@@ -66,5 +70,20 @@ func TestPolicyBegunAfterCloseIsStopped(t *testing.T) {
 				t.Errorf("a policy begun after Close ran on past 10 deadlines")
 			}
 		})
+	}
+}
+
+// Load builds one runtime: the one the self-test proved serves the first call, and a
+// call that finds it idle builds no other.
+func TestSelfTestedRuntimeServes(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `ctx.params.a = 2;`})
+	if n, idle := len(g.pool.slots), len(g.pool.idle); n != 1 || idle != 1 {
+		t.Fatalf("after Load: %d runtimes, %d idle; want the self-tested one, idle", n, idle)
+	}
+	if res := run(g, preCall(`{"a":1}`)); res.Reject != nil || string(res.Params) != `{"a":2}` {
+		t.Fatalf("rejected %+v, params %s", res.Reject, res.Params)
+	}
+	if n := len(g.pool.slots); n != 1 {
+		t.Fatalf("after one call: %d runtimes, want 1", n)
 	}
 }

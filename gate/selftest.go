@@ -8,7 +8,9 @@ import (
 
 // selfTest proves the lockdown on a fresh runtime (sandbox's probes), and that ctx,
 // ctx.response and every function behind them are frozen, so nothing a policy writes
-// on one can reach the next call. Load fails when any check disagrees.
+// on one can reach the next call. Load fails when any check disagrees; a runtime that
+// passes is clean (the probes leave nothing behind, ResetGlobals checks) and becomes
+// the pool's first, so Load builds one runtime, not two.
 func selfTest(p *pool) error {
 	v, err := newVM(p)
 	if err != nil {
@@ -27,5 +29,7 @@ func selfTest(p *pool) error {
 			}
 		}
 	}
+	p.slots <- struct{}{} // a fresh pool: room for size+1
+	p.put(v)
 	return nil
 }
