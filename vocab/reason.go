@@ -28,13 +28,14 @@ const (
 	ReasonInternalError     Reason = "internal_error"     // a bug inside the pipeline: the call is blocked
 
 	// Channels other than tools/call (docs/channels.md).
-	ReasonToolHidden            Reason = "tool_hidden"             // a tools/call to a tool withheld from the caller's listing
-	ReasonListingUnavailable    Reason = "listing_unavailable"     // a tools/call rejected because no tools listing could be read to tell whether the tool is withheld
-	ReasonEntryHidden           Reason = "entry_hidden"            // a prompts/get or resources/read of a prompt or resource withheld from the caller's listing
-	ReasonPolicyHidden          Reason = "policy_hidden"           // a list policy removed the tool from the listing
-	ReasonToolDefinitionChanged Reason = "tool_definition_changed" // the tool differs from its pin and pins block
-	ReasonTaskUnknown           Reason = "task_unknown"            // a tasks/result for a task the session does not hold (expired, forgotten, or not created through it): refused, never relayed
-	ReasonRootOutsidePin        Reason = "root_outside_pin"        // a client's roots/list answer named a root outside the server's pinned roots: removed
+	ReasonToolHidden            Reason = "tool_hidden"               // a tools/call to a tool withheld from the caller's listing
+	ReasonListingUnavailable    Reason = "listing_unavailable"       // a tools/call rejected because no tools listing could be read to tell whether the tool is withheld
+	ReasonEntryHidden           Reason = "entry_hidden"              // a prompts/get or resources/read of a prompt or resource withheld from the caller's listing
+	ReasonPolicyHidden          Reason = "policy_hidden"             // a list policy removed the tool from the listing
+	ReasonToolDefinitionChanged Reason = "tool_definition_changed"   // the tool differs from its pin and pins block
+	ReasonTaskUnknown           Reason = "task_unknown"              // a tasks/result for a task the session does not hold (expired, forgotten, or not created through it): refused, never relayed
+	ReasonRootOutsidePin        Reason = "root_outside_pin"          // a client's roots/list answer named a root outside the server's pinned roots: removed
+	ReasonMissingCapability     Reason = "missing_client_capability" // an input_required result asked for input the request's clientCapabilities do not declare: answered -32021
 
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
@@ -55,6 +56,7 @@ var Reasons = []Reason{
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
+	ReasonMissingCapability,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }

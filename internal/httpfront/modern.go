@@ -21,7 +21,7 @@ const (
 	CodeHeaderMismatch = -32020
 	// CodeMissingClientCapability: the request needs a capability the client's
 	// _meta does not declare.
-	CodeMissingClientCapability = -32021
+	CodeMissingClientCapability = jsonrpc.CodeMissingRequiredClientCapability
 	// CodeUnsupportedProtocolVersion: the request's revision is not served.
 	CodeUnsupportedProtocolVersion = -32022
 )

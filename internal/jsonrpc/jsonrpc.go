@@ -33,6 +33,10 @@ const (
 	CodeUpstreamUnavailable = -32000
 	// CodeRequestTimeout matches the MCP SDKs' RequestTimeout code.
 	CodeRequestTimeout = -32001
+	// CodeMissingRequiredClientCapability (MCP 2026-07-28, schema.ts
+	// MissingRequiredClientCapability): the request needs a capability its _meta
+	// clientCapabilities do not declare; data is {requiredCapabilities}.
+	CodeMissingRequiredClientCapability = -32021
 )
 
 // DefaultMaxMessageBytes is the default per-message limit: 64 MiB (docs/decisions.md#message-size).

@@ -55,6 +55,10 @@ type Channel struct {
 	// SamplingContext is whether the client declared sampling.context; without it a
 	// sampling request's includeContext is narrowed to "none".
 	SamplingContext bool
+	// ClientCapabilities is the clientCapabilities of the 2026-07-28 request's _meta
+	// envelope (a response's request), nil when it has none: an input_required result
+	// asking for input it does not declare is answered -32021 (docs/channels.md#input-requests).
+	ClientCapabilities json.RawMessage
 	// Roots is Call.Roots, for the file: targets in every message read here
 	// (a tasks/result's CallToolResult, resources/read contents, prompts/get messages).
 	Roots []string
@@ -87,7 +91,7 @@ const blockedRequestCode = -1
 // not count toward the rate limit.
 func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	call := Call{User: c.User, ClientInfo: c.ClientInfo, ProtocolVersion: c.ProtocolVersion, Params: c.Params, Server: c.Server,
-		SamplingContext: c.SamplingContext, Roots: c.Roots}
+		SamplingContext: c.SamplingContext, ClientCapabilities: c.ClientCapabilities, Roots: c.Roots}
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
 	method := c.Method

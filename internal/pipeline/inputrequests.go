@@ -111,6 +111,9 @@ func (r *run) inputResponses(in *engine.Report) {
 // inputRequiredReply relays an input_required result answering m, its input requests
 // filtered (inputRequests); the record of m is the outer one.
 func (r *run) inputRequiredReply(m *methods.Method, resp *jsonrpc.Message) Reply {
+	if missing := missingCapabilities(r.c.ClientCapabilities, resp.Result); missing != nil {
+		return r.missingCapability(missing)
+	}
 	ch := Channel{User: r.c.User, ClientInfo: r.c.ClientInfo, ProtocolVersion: r.c.ProtocolVersion, Server: r.c.Server, Policies: r.set,
 		SamplingContext: r.c.SamplingContext}
 	via := "tools/call"

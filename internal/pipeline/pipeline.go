@@ -121,6 +121,8 @@ type Call struct {
 	// SamplingContext is Channel.SamplingContext, for the sampling requests among the
 	// input requests of an input_required result.
 	SamplingContext bool
+	// ClientCapabilities is Channel.ClientCapabilities.
+	ClientCapabilities json.RawMessage
 	// Roots are the file:// roots the client last declared to this server (after its
 	// pins, docs/channels.md#roots): a file: link in the result outside every one is
 	// output_ssrf_target. Nil means none are known.

@@ -186,6 +186,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 	case jsonrpc.KindResponse:
 		if x.Request != nil {
 			ch.Params = x.Request.Params
+			ch.ClientCapabilities = envelopeCapabilities(ch.Params)
 		}
 		if x.Method == "tasks/result" {
 			c, ok := s.tasks.of(ch.Params)
@@ -443,6 +444,19 @@ func (s *Session) unknownTaskError(id json.RawMessage, method, server string) *j
 	return jsonrpc.NewErrorResponse(id, jsonrpc.CodeInvalidParams, "mcpgate: the task is not known to this session "+
 		"(its ttl passed, it was forgotten, or it was not created through the gateway), so "+method+" cannot be "+
 		"filtered and is not relayed (audit log entry "+ev+")")
+}
+
+// envelopeCapabilities is the clientCapabilities of a 2026-07-28 request's _meta
+// envelope ({} when the envelope names none), nil for a request without one.
+func envelopeCapabilities(params json.RawMessage) json.RawMessage {
+	e, ok := methods.EnvelopeOf(params)
+	switch {
+	case !ok:
+		return nil
+	case len(e.ClientCapabilities) == 0:
+		return json.RawMessage(`{}`)
+	}
+	return e.ClientCapabilities
 }
 
 // filterRequest runs a client request whose row has a request phase (tasks/update)

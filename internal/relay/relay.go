@@ -433,7 +433,8 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			Hidden:     s.hiddenTool,
 			ClientInfo: info, ProtocolVersion: version,
 			Server: server, SamplingContext: s.clientSamplingContext(),
-			Roots: s.declaredRoots(server),
+			ClientCapabilities: envelopeCapabilities(msg.Params),
+			Roots:              s.declaredRoots(server),
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
