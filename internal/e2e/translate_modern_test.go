@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestTranslateModernClient: a v2 client pinned to 2026-07-28, and one in auto mode,
@@ -154,15 +157,18 @@ func TestTranslateModernMRTR(t *testing.T) {
 // whose message carries an OSC 52 escape is withheld as the input request of a
 // 2026-07-28 server would be: the client's handler is never asked, the call gets the
 // refusal that cites the record, the record names elicitation/create via
-// tools/call, and the escape reaches no log.
+// tools/call, and the escape reaches no log; and the v1 server's request is answered
+// with an error at once, as a withheld 2025-11-25 request is (the relay cancels the
+// request the withheld result answered, which ends the round).
 func TestTranslateModernMRTRBlocked(t *testing.T) {
 	t.Setenv("ELICIT_HOSTILE", "1")
 	for _, http := range []bool{false, true} {
 		var out map[string]json.RawMessage
 		var log string
 		tools := [][]any{{"confirm", map[string]any{"what": "prod"}}}
+		var g *httpGateway
 		if http {
-			g := startHTTPGateway(t, append([]string{"--filter-output", "--"}, askServer(t)...)...)
+			g = startHTTPGateway(t, append([]string{"--filter-output", "--"}, askServer(t)...)...)
 			out = askClient(t, map[string]any{"url": g.url, "prefix": "", "tools": tools})
 			log = g.stderr.String()
 		} else {
@@ -187,6 +193,9 @@ func TestTranslateModernMRTRBlocked(t *testing.T) {
 		}
 		if strings.Contains(log, "cm0gLXJmIH4") {
 			t.Errorf("http=%v: the elicitation's text reached the log", http)
+		}
+		if http && !testwait.Within(10*time.Second, func() bool { return strings.Contains(g.stderr.String(), "confirm: the elicitation failed") }) {
+			t.Errorf("the v1 server's elicitation was not answered:\n%s", g.stderr.String())
 		}
 	}
 }

@@ -144,5 +144,5 @@ func (r *run) withholdInputRequired(m *methods.Method, text string) Reply {
 	if m != nil {
 		block = m.Block
 	}
-	return Reply{Result: blockedResult(block, nil, text, "")}
+	return Reply{Result: blockedResult(block, nil, text, ""), Abandoned: true}
 }

@@ -21,12 +21,12 @@ func TestInputRequests(t *testing.T) {
 		return p.Handle(context.Background(), Call{Params: json.RawMessage(`{"name":"t","arguments":{}}`)}, upstreamReturning(result, nil))
 	}
 	clean := elicit("What is your name?")
-	if r := call(clean); !strings.Contains(string(r.Original), `"requestState":"opaque-state"`) || r.Result != nil {
+	if r := call(clean); !strings.Contains(string(r.Original), `"requestState":"opaque-state"`) || r.Result != nil || r.Abandoned {
 		t.Errorf("clean: %+v", r)
 	}
 	for _, c := range []struct{ msg, want string }{{blockPayload, "request blocked"}, {"reject me", "call rejected by policy ask.js"}} {
 		r := call(elicit(c.msg))
-		if out := string(r.Result); !strings.Contains(out, c.want) || !strings.Contains(out, `"isError":true`) || strings.Contains(out, "inputRequests") {
+		if out := string(r.Result); !strings.Contains(out, c.want) || !strings.Contains(out, `"isError":true`) || strings.Contains(out, "inputRequests") || !r.Abandoned {
 			t.Errorf("%q: %+v", c.msg, r)
 		}
 		rec.mu.Lock()

@@ -162,6 +162,10 @@ type Reply struct {
 	// HiddenAll, when set, withholds every entry, named or not: the listing could not
 	// be read and --fail-mode closed listed nothing (docs/channels.md#hidden).
 	HiddenAll *Hidden
+	// Abandoned: the result replaces an input_required one whose input request was
+	// withheld, so the client will not retry; the relay tells the server
+	// (notifications/cancelled) before it answers the client.
+	Abandoned bool
 }
 
 // noPolicies is the set a Pipeline without a Gate runs on: it has no policies.

@@ -197,6 +197,9 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 			ch.ToolAccess = s.tools.cached(c.tool) // never list here: this is the upstream's reader
 		}
 		reply := p.Response(s.ctx, ch, msg)
+		if reply.Abandoned {
+			s.abandonedInput(msg.ID, msg.Upstream)
+		}
 		if v := s.views[x.Method]; v != nil && msg.Error == nil {
 			hidden := reply.Hidden
 			if methods.Of(x.Method).List.Entry == "uri" {

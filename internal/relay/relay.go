@@ -445,6 +445,9 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			}
 			return resp, err
 		})
+		if reply.Abandoned {
+			s.abandonedInput(msg.ID, routed.Upstream)
+		}
 		switch {
 		case reply.NoReply:
 		case reply.Original != nil: // the upstream's response, unchanged
@@ -595,6 +598,17 @@ func (s *Session) sendAndWait(ctx context.Context, routed *jsonrpc.Message, own 
 		s.abandon(key, p, "mcpgate call timeout")
 		return nil, fmt.Errorf("%w (after %s)", pipeline.ErrTimeout, s.opts.CallTimeout)
 	}
+}
+
+// abandonedInput tells the server that the client will not retry the request id
+// answered: its input_required result had an input request withheld
+// (docs/channels.md#input-requests). Sent before the client's answer, so that no
+// later request under the same id can be taken for it.
+func (s *Session) abandonedInput(id json.RawMessage, upstream string) {
+	n := jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": id,
+		"reason": "mcpgate: an input request was withheld; the client will not retry"})
+	n.Upstream = upstream
+	_ = s.up.Send(n)
 }
 
 // abandon stops waiting for a request and, with a reason, tells the upstream with

@@ -402,7 +402,9 @@ func (s *modernState) setLevel(c *Conn, params map[string]json.RawMessage) {
 }
 
 // cancelled forwards the client's cancellation of a request under the id the server
-// saw; one of a request already answered (or never sent) is dropped.
+// saw; one of a request already answered (or never sent) is dropped. A cancellation
+// of the request a round answered (the relay's, when it withheld an input request)
+// ends the round: the server's requests get an error, the request is cancelled.
 func (s *modernState) cancelled(c *Conn, m *jsonrpc.Message) {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(m.Params, &p) != nil {
@@ -513,9 +515,8 @@ func (s *modernState) askInput(c *Conn, f *flight) {
 	b, _ := jsonrpc.Marshal(map[string]any{"resultType": "input_required", "inputRequests": reqs, "requestState": f.state})
 	c.enqueue(jsonrpc.NewResponse(f.clientID, b))
 	f.answered, f.waiting = true, false
-	if s.byClient[jsonrpc.IDKey(f.clientID)] == f {
-		delete(s.byClient, jsonrpc.IDKey(f.clientID))
-	}
+	// f stays under clientID until the retry: the relay cancels that id when it
+	// withheld an input request, and the round then ends at once.
 	state := f.state
 	f.expiry = time.AfterFunc(s.timeout, func() {
 		s.mu.Lock()

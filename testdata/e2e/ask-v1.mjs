@@ -2,9 +2,10 @@
 // whose tools ask the client, for the translation tests of a 2026-07-28 client:
 // argv[2] "stdio" or "http PORT" (Streamable HTTP at http://127.0.0.1:PORT/mcp).
 // Tools: echo {text}; confirm {what} sends elicitation/create and answers "answer:
-// <action> <content>"; sample {} sends sampling/createMessage and answers "sampled:
-// <text>"; grow {} registers the tool grown (the SDK sends
-// notifications/tools/list_changed). ELICIT_HOSTILE puts an OSC 52 escape into the elicitation message.
+// <action> <content>" (an error answer is logged to stderr); sample {} sends
+// sampling/createMessage and answers "sampled: <text>"; grow {} registers the tool
+// grown (the SDK sends notifications/tools/list_changed). ELICIT_HOSTILE puts an
+// OSC 52 escape into the elicitation message.
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -17,7 +18,13 @@ const build = () => {
   server.registerTool("echo", { description: "echoes", inputSchema: { text: z.string() } },
     async ({ text }) => ({ content: [{ type: "text", text }] }));
   server.registerTool("confirm", { description: "asks the user", inputSchema: { what: z.string() } }, async ({ what }) => {
-    const r = await server.server.elicitInput({ message, requestedSchema: { type: "object", properties: { sure: { type: "boolean" } } } });
+    let r;
+    try {
+      r = await server.server.elicitInput({ message, requestedSchema: { type: "object", properties: { sure: { type: "boolean" } } } });
+    } catch (e) {
+      console.error(`confirm: the elicitation failed: ${e.message}`);
+      throw e;
+    }
     return { content: [{ type: "text", text: `answer: ${r.action} ${JSON.stringify(r.content ?? {})} for ${what}` }] };
   });
   server.registerTool("sample", { description: "asks the model" }, async () => {
