@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,10 +39,11 @@ func hostile26Client(t *testing.T, conf map[string]any) map[string]json.RawMessa
 
 // TestHostileModernServer: a v2 client pinned to 2026-07-28, through the binary with
 // --filter-output on the stdio front and the HTTP front, in front of a hostile
-// modern-only v2 server. Per channel: server/discover's instructions lose their Tags
-// (one server/discover record, output_hidden_text); the listing loses the confusable
-// and the invisible-ending tool names (name_confusable, name_invisible) and a call to
-// the hidden one is rejected; on tools/call, prompts/get and resources/read, the
+// modern-only v2 server, with a list policy that hides one tool. Per channel:
+// server/discover's instructions lose their Tags (one server/discover record,
+// output_hidden_text); the listing loses the confusable and the invisible-ending tool
+// names (name_confusable, name_invisible) and the policy's tool, calls to them are
+// rejected, and the server's forged cacheScope "public" is "private"; on tools/call, prompts/get and resources/read, the
 // inputRequests of an input_required result reach the client's handlers sanitized
 // (no escape, no Tags; includeContext narrowed to "none", the sampling tools'
 // descriptions cleaned), the retry gets the server's final result, and an
@@ -52,17 +54,19 @@ func hostile26Client(t *testing.T, conf map[string]any) map[string]json.RawMessa
 // the requestState is never in a record or a log line.
 func TestHostileModernServer(t *testing.T) {
 	up := hostile26Server(t)
+	pol := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(pol, "hide-wipe.js"), []byte(`if (ctx.phase === "list") ctx.tools = ctx.tools.filter((t) => t.name !== "wipe");`), 0o644))
 	for _, http := range []bool{false, true} {
 		name := fmt.Sprintf("http=%v", http)
 		audit := filepath.Join(t.TempDir(), "audit.jsonl")
 		conf := map[string]any{}
 		var logs func() string
 		if http {
-			g := startHTTPGateway(t, append([]string{"--filter-output", "--audit-file", audit, "--"}, up...)...)
+			g := startHTTPGateway(t, append([]string{"--filter-output", "--policies", pol, "--audit-file", audit, "--"}, up...)...)
 			conf["url"] = g.url
 			logs = g.stderr.String
 		} else {
-			conf["cmd"] = append([]string{binary, "gateway", "run", "--filter-output", "--policies", emptyPolicies(t), "--audit-file", audit, "--"}, up...)
+			conf["cmd"] = append([]string{binary, "gateway", "run", "--filter-output", "--policies", pol, "--audit-file", audit, "--"}, up...)
 		}
 		out := hostile26Client(t, conf)
 		if logs == nil {
@@ -86,15 +90,19 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 		t.Errorf("%s: instructions %s", name, got)
 	}
 	var listing struct {
-		Tools []struct{ Name string }
+		CacheScope string
+		Tools      []struct{ Name string }
 	}
 	get(t, out["tools"], &listing)
 	var names []string
 	for _, tool := range listing.Tools {
 		names = append(names, tool.Name)
 	}
-	if !slices.Contains(names, "read_file") || slices.Contains(names, "reаd_file") || slices.Contains(names, "list_files\u200b") {
+	if !slices.Contains(names, "read_file") || slices.Contains(names, "reаd_file") || slices.Contains(names, "list_files\u200b") || slices.Contains(names, "wipe") {
 		t.Errorf("%s: listed %q", name, names)
+	}
+	if listing.CacheScope != "private" { // the server's "public" is forged: the listing was changed for this caller
+		t.Errorf("%s: the changed listing is cacheScope %q", name, listing.CacheScope)
 	}
 	for step, want := range map[string]string{
 		"call": "done: elicit,roots,sample", "prompt": "done: elicit,roots,sample", "read": "done: elicit,roots,sample",
@@ -102,6 +110,7 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 		"call_block": "[mcpgate: request blocked", "prompt_block": "[mcpgate: request blocked", "read_block": "[mcpgate: request blocked",
 		"call_sample": "[mcpgate: request blocked", "read_sample": "[mcpgate: request blocked",
 		"confusable": "not listed for this caller",
+		"wipe":       "not listed for this caller",
 	} {
 		if got := string(out[step]); !strings.Contains(got, want) || strings.Contains(got, `"error"`) {
 			t.Errorf("%s %s: got %s, want %s", name, step, got, want)
@@ -128,7 +137,7 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 			t.Errorf("%s %s: the client was asked %v", name, step, methods)
 		}
 	}
-	for _, step := range []string{"call_block", "prompt_block", "read_block", "call_sample", "read_sample", "confusable"} {
+	for _, step := range []string{"call_block", "prompt_block", "read_block", "call_sample", "read_sample", "confusable", "wipe"} {
 		if len(asked[step]) != 0 {
 			t.Errorf("%s %s: the client was asked %v", name, step, asked[step])
 		}

@@ -3,7 +3,7 @@
 // It declares elicitation (form), sampling with tools (without sampling.context) and roots; its
 // handlers answer elicitation/create (accept, password "hunter2"), sampling/createMessage
 // ("ok") and roots/list (file:///work), recording each request as it arrived. It
-// discovers, lists tools, calls ask, ask_block, ask_sample, note and the confusable reаd_file, gets the
+// discovers, lists tools, calls ask, ask_block, ask_sample, note, wipe and the confusable reаd_file, gets the
 // prompts ask and ask_block and reads ask://x, ask://block and ask://sample, and
 // prints one JSON object: per step the result or {error, code}, and "asked": per step
 // the input requests the handlers got; over stdio, "stderr": what the command wrote there.
@@ -53,6 +53,7 @@ try {
   await step("call_block", () => client.callTool({ name: "ask_block", arguments: {} }));
   await step("call_sample", () => client.callTool({ name: "ask_sample", arguments: {} }));
   await step("note", () => client.callTool({ name: "note", arguments: {} }));
+  await step("wipe", () => client.callTool({ name: "wipe", arguments: {} }));
   await step("confusable", () => client.callTool({ name: "reаd_file", arguments: {} }));
   await step("prompt", () => client.getPrompt({ name: "ask" }));
   await step("prompt_block", () => client.getPrompt({ name: "ask_block" }));
