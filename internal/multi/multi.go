@@ -641,9 +641,9 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 
 // discover answers a 2026-07-28 server/discover after asking every server with the
 // client's own request (its _meta envelope): the versions the gateway and every server
-// that answered serve, the servers' capabilities merged as initialize merges them
-// (tasks left out), their instructions each under its server's name, and the
-// gateway's serverInfo in _meta. A server that does not answer is left out; none
+// that answered serve, the capabilities at least one server has that the multiplexer
+// serves (servedCapabilities), their instructions each under its server's name, and
+// the gateway's serverInfo in _meta. A server that does not answer is left out; none
 // answering is -32603 naming the first error.
 func (m *Mux) discover(msg *jsonrpc.Message) {
 	type ans struct {
@@ -686,7 +686,7 @@ func (m *Mux) discover(msg *jsonrpc.Message) {
 				delete(versions, v)
 			}
 		}
-		m.mergeCapabilities(name, a.res["capabilities"], caps, "tasks")
+		m.mergeCapabilities(name, a.res["capabilities"], caps)
 		var ins string
 		if json.Unmarshal(a.res["instructions"], &ins) == nil && ins != "" {
 			instructions = append(instructions, name+": "+ins)
@@ -700,14 +700,9 @@ func (m *Mux) discover(msg *jsonrpc.Message) {
 	if supported == nil {
 		supported = []string{}
 	}
-	for _, k := range []string{"tools", "prompts", "resources"} {
-		if caps[k] != nil {
-			caps[k]["listChanged"] = true
-		}
-	}
 	res := map[string]any{
 		"supportedVersions": supported,
-		"capabilities":      caps,
+		"capabilities":      servedCapabilities(caps),
 		"_meta":             map[string]any{methods.MetaServerInfo: map[string]string{"name": "mcpgate", "version": cmp.Or(m.opts.Version, "dev")}},
 	}
 	if len(instructions) > 0 {
@@ -960,15 +955,12 @@ func prefixURI(obj map[string]json.RawMessage, prefix string) bool {
 // mergeCapabilities adds one server's capabilities (its initialize or server/discover
 // result member) into caps, leaving out the names in skip, and remembers every
 // capability the server offered for routing.
-func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[string]map[string]any, skip ...string) {
+func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[string]map[string]any) {
 	var c map[string]map[string]any
 	_ = json.Unmarshal(raw, &c)
 	offered := map[string]bool{}
 	for k, sub := range c {
 		offered[k] = true
-		if slices.Contains(skip, k) {
-			continue
-		}
 		if caps[k] == nil {
 			caps[k] = map[string]any{}
 		}
@@ -979,4 +971,45 @@ func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[strin
 	m.mu.Lock()
 	m.caps[name] = offered
 	m.mu.Unlock()
+}
+
+// discoverServes is what a server/discover answer of several servers may advertise
+// (docs/decisions.md#discover-capabilities): per server capability, the request that
+// must be routed with several servers for the multiplexer to serve it ("" for none
+// beyond the envelope every request carries), and per member the request its meaning
+// needs. A capability, or a member, not listed is never advertised: tasks (its
+// 2026-07-28 results are not namespaced by the multiplexer yet), experimental and
+// extensions (methods no row routes).
+var discoverServes = map[string]struct {
+	method  string
+	members map[string]string
+}{
+	"tools":       {"tools/call", map[string]string{"listChanged": "subscriptions/listen"}},
+	"prompts":     {"prompts/get", map[string]string{"listChanged": "subscriptions/listen"}},
+	"resources":   {"resources/read", map[string]string{"listChanged": "subscriptions/listen", "subscribe": "subscriptions/listen"}},
+	"completions": {"completion/complete", nil},
+	"logging":     {"", nil}, // the envelope's logLevel, on every request
+}
+
+// servedCapabilities is caps (the union of the servers' capabilities) less what the
+// multiplexer does not serve with several servers in 2026-07-28 (discoverServes).
+func servedCapabilities(caps map[string]map[string]any) map[string]map[string]any {
+	routedModern := func(method string) bool {
+		row := methods.In(method, methods.Rev20260728)
+		return method == "" || row != nil && row.Route != methods.Unrouted
+	}
+	out := map[string]map[string]any{}
+	for k, members := range caps {
+		serve, ok := discoverServes[k]
+		if !ok || !routedModern(serve.method) {
+			continue
+		}
+		out[k] = map[string]any{}
+		for member, v := range members {
+			if need, ok := serve.members[member]; ok && routedModern(need) {
+				out[k][member] = v
+			}
+		}
+	}
+	return out
 }

@@ -396,3 +396,46 @@ func TestTaskStatusNamespaced(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// TestDiscoverCapabilities: with several servers, server/discover advertises a
+// capability when at least one server has it and the multiplexer serves it with
+// several servers (docs/decisions.md#discover-capabilities): one server's prompts are
+// advertised beside the other's tools (a strict intersection would hide them);
+// tasks, experimental and extensions are left out, and so are listChanged and
+// subscribe, which need subscriptions/listen, not routed with several servers.
+func TestDiscoverCapabilities(t *testing.T) {
+	discovering := func(caps string) func(m *jsonrpc.Message) *jsonrpc.Message {
+		return func(m *jsonrpc.Message) *jsonrpc.Message {
+			if m.Method == "server/discover" {
+				return result(m, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":`+caps+`}`)
+			}
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		name, alpha, beta, want string
+	}{
+		{"union", `{"tools":{}}`, `{"prompts":{}}`, `{"prompts":{},"tools":{}}`},
+		{"both have it", `{"tools":{}}`, `{"tools":{}}`, `{"tools":{}}`},
+		{"none has it", `{}`, `{}`, `{}`},
+		{"list changes need subscriptions/listen", `{"tools":{"listChanged":true},"prompts":{"listChanged":true}}`, `{"resources":{"subscribe":true,"listChanged":true}}`, `{"prompts":{},"resources":{},"tools":{}}`},
+		{"completions and logging", `{"completions":{}}`, `{"logging":{}}`, `{"completions":{},"logging":{}}`},
+		{"tasks are left out", `{"tools":{},"tasks":{"list":{},"requests":{"tools":{"call":{}}}}}`, `{"tasks":{}}`, `{"tools":{}}`},
+		{"experimental and extensions are left out", `{"experimental":{"x":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}`, `{"resources":{}}`, `{"resources":{}}`},
+		{"unknown capabilities and members are left out", `{"sampling":{},"tools":{"future":true}}`, `{}`, `{"tools":{}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMux(t, map[string]*fakeServer{"alpha": newFake(discovering(tc.alpha)), "beta": newFake(discovering(tc.beta))})
+			r := ask(t, m, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+			var res struct {
+				Capabilities json.RawMessage `json:"capabilities"`
+			}
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				t.Fatalf("%s: %v", r.Raw, err)
+			}
+			if string(res.Capabilities) != tc.want {
+				t.Errorf("capabilities %s, want %s", res.Capabilities, tc.want)
+			}
+		})
+	}
+}
