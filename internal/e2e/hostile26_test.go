@@ -43,7 +43,9 @@ func hostile26Client(t *testing.T, conf map[string]any) map[string]json.RawMessa
 // server/discover's instructions lose their Tags (one server/discover record,
 // output_hidden_text); the listing loses the confusable and the invisible-ending tool
 // names (name_confusable, name_invisible) and the policy's tool, calls to them are
-// rejected, and the server's forged cacheScope "public" is "private"; on tools/call, prompts/get and resources/read, the
+// rejected, and the server's forged cacheScope "public" is "private"; a
+// subscriptions/listen stream gets the server's resources/updated (relayed intact, as
+// docs/channels.md says of notifications that carry no text); on tools/call, prompts/get and resources/read, the
 // inputRequests of an input_required result reach the client's handlers sanitized
 // (no escape, no Tags; includeContext narrowed to "none", the sampling tools'
 // descriptions cleaned), the retry gets the server's final result, and an
@@ -107,6 +109,7 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 	for step, want := range map[string]string{
 		"call": "done: elicit,roots,sample", "prompt": "done: elicit,roots,sample", "read": "done: elicit,roots,sample",
 		"note":       `"text":"noted"`,
+		"poke":       `"text":"poked"`,
 		"call_block": "[mcpgate: request blocked", "prompt_block": "[mcpgate: request blocked", "read_block": "[mcpgate: request blocked",
 		"call_sample": "[mcpgate: request blocked", "read_sample": "[mcpgate: request blocked",
 		"confusable": "not listed for this caller",
@@ -115,6 +118,17 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 		if got := string(out[step]); !strings.Contains(got, want) || strings.Contains(got, `"error"`) {
 			t.Errorf("%s %s: got %s, want %s", name, step, got, want)
 		}
+	}
+	// subscriptions/listen: the server's resources/updated for the URI the client asked
+	// for arrives on the stream; such a notification carries no text for the agent and
+	// is relayed with its members intact (docs/channels.md), its _meta's Tags included
+	var updated []struct {
+		URI  string
+		Meta map[string]any `json:"_meta"`
+	}
+	get(t, out["updated"], &updated)
+	if len(updated) != 1 || updated[0].URI != "ask://x" || !strings.Contains(string(out["honored"]), `"ask://x"`) {
+		t.Errorf("%s: listen honored %s, got %s", name, out["honored"], out["updated"])
 	}
 	var asked map[string][]struct {
 		Method string

@@ -3,7 +3,8 @@
 // It declares elicitation (form), sampling with tools (without sampling.context) and roots; its
 // handlers answer elicitation/create (accept, password "hunter2"), sampling/createMessage
 // ("ok") and roots/list (file:///work), recording each request as it arrived. It
-// discovers, lists tools, calls ask, ask_block, ask_sample, note, wipe and the confusable reаd_file, gets the
+// discovers, listens for ask://x ("updated": the notifications/resources/updated it got),
+// lists tools, calls poke, calls ask, ask_block, ask_sample, note, wipe and the confusable reаd_file, gets the
 // prompts ask and ask_block and reads ask://x, ask://block and ask://sample, and
 // prints one JSON object: per step the result or {error, code}, and "asked": per step
 // the input requests the handlers got; over stdio, "stderr": what the command wrote there.
@@ -48,7 +49,14 @@ try {
   await client.connect(transport);
   out.version = client.getNegotiatedProtocolVersion?.() ?? null;
   out.instructions = client.getInstructions?.() ?? null;
+  out.updated = [];
+  client.setNotificationHandler("notifications/resources/updated", (n) => { out.updated.push(n.params); });
+  const sub = await client.listen({ resourceSubscriptions: ["ask://x"] });
+  out.honored = sub.honoredFilter;
   await step("tools", () => client.listTools());
+  await step("poke", () => client.callTool({ name: "poke", arguments: {} }));
+  await new Promise((r) => setTimeout(r, 300));
+  await sub.close();
   await step("call", () => client.callTool({ name: "ask", arguments: {} }));
   await step("call_block", () => client.callTool({ name: "ask_block", arguments: {} }));
   await step("call_sample", () => client.callTool({ name: "ask_sample", arguments: {} }));
