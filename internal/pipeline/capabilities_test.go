@@ -66,7 +66,7 @@ func TestMissingCapabilityAnswered(t *testing.T) {
 	check := func(name string, r Reply) {
 		t.Helper()
 		var e jsonrpc.ErrorObject
-		if json.Unmarshal(r.Error, &e) != nil || e.Code != -32021 || string(e.Data) != `{"requiredCapabilities":{"elicitation":{"form":{}}}}` || !strings.Contains(e.Message, "elicitation") {
+		if json.Unmarshal(r.Error, &e) != nil || e.Code != -32021 || string(e.Data) != `{"requiredCapabilities":{"elicitation":{"form":{}}}}` || !strings.Contains(e.Message, "elicitation") || !r.Abandoned {
 			t.Fatalf("%s: %+v", name, r)
 		}
 		rec.mu.Lock()

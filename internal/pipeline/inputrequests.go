@@ -112,7 +112,9 @@ func (r *run) inputResponses(in *engine.Report) {
 // filtered (inputRequests); the record of m is the outer one.
 func (r *run) inputRequiredReply(m *methods.Method, resp *jsonrpc.Message) Reply {
 	if missing := missingCapabilities(r.c.ClientCapabilities, resp.Result); missing != nil {
-		return r.missingCapability(missing)
+		reply := r.missingCapability(missing)
+		reply.Abandoned = true
+		return reply
 	}
 	ch := Channel{User: r.c.User, ClientInfo: r.c.ClientInfo, ProtocolVersion: r.c.ProtocolVersion, Server: r.c.Server, Policies: r.set,
 		SamplingContext: r.c.SamplingContext}

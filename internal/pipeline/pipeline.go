@@ -162,9 +162,10 @@ type Reply struct {
 	// HiddenAll, when set, withholds every entry, named or not: the listing could not
 	// be read and --fail-mode closed listed nothing (docs/channels.md#hidden).
 	HiddenAll *Hidden
-	// Abandoned: the result replaces an input_required one whose input request was
-	// withheld, so the client will not retry; the relay tells the server
-	// (notifications/cancelled) before it answers the client.
+	// Abandoned: the answer replaces an input_required result (an input request
+	// withheld, or one the client's capabilities do not declare), so the client will
+	// not retry; the relay tells the server (notifications/cancelled) before it
+	// answers the client.
 	Abandoned bool
 }
 
