@@ -107,9 +107,10 @@ type compiledAllow struct {
 }
 
 var (
-	catGeneric    ruleIndex    = ^ruleIndex(0) // generic-api-key's index
-	catalogue     []*catActive                 // by ruleIndex - numRules
-	catKeywords   acMachine                    // keyword → rules
+	catGeneric    ruleIndex           = ^ruleIndex(0) // generic-api-key's index
+	catalogue     []*catActive                        // by ruleIndex - numRules
+	catKeywords   acMachine                           // keyword → rules
+	catEntities   = map[string]bool{}                 // the active rules' entities, lower case
 	catGlobal     []compiledAllow
 	catGlobalOnce sync.Once
 )
@@ -129,6 +130,7 @@ func catalogueRuleTable() []Rule {
 			continue
 		}
 		entity := strings.ReplaceAll(r.id, "-", "_")
+		catEntities[strings.ToLower(entity)] = true
 		a := &catActive{r: r, idx: numRules + ruleIndex(len(catalogue)), entity: entity, generic: r.id == "generic-api-key"}
 		for _, k := range r.keywords {
 			kws = append(kws, k)
@@ -234,7 +236,7 @@ const maxCatTokens = 4096
 // secret: 10+ bytes with a letter and a digit, 20+ with '_' or '-', or 16+ digits.
 func (t *textScan) noteToken(ws, we int) {
 	n := we - ws
-	if n < 10 {
+	if n < 10 || t.k.noCatalogue {
 		return
 	}
 	if w := t.s[ws:we]; n >= 10 && isDigit(w[0]) && isDigit(w[3]) && w[4] == '-' && isDigit(w[5]) && w[7] == '-' {

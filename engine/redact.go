@@ -94,10 +94,11 @@ func (a *Analyzer) AppendRedactMember(dst []byte, s, member string, strategy Str
 // context AnalyzeResult's scan gives it). The slice lives in st.
 func redactMatches(st *state, s, member string, kinds []string) []match {
 	st.k.collect = true
+	st.k.noCatalogue = !catalogueWanted(kinds)
 	st.k.matches = st.k.matches[:0]
 	st.k.key = member
 	scanText(&st.k, s, true, false)
-	st.k.key = "" // the state goes back to the pool: keep no caller's text
+	st.k.key, st.k.noCatalogue = "", false // the state goes back to the pool: keep no caller's text
 	ms := sortMatches(st.k.matches)
 	keep, last := ms[:0], 0
 	for _, m := range ms {
@@ -108,6 +109,22 @@ func redactMatches(st *state, s, member string, kinds []string) []match {
 		last = m.end
 	}
 	return keep
+}
+
+// catalogueWanted reports whether kinds (as wanted reads them) can ask for a catalogue
+// rule's match: none (all kinds), the family "secret", a rule id "secret_…" or a
+// catalogue entity in any case. A catalogue match displaces only secret matches
+// (claim), so skipping it when none is wanted changes nothing Redact returns.
+func catalogueWanted(kinds []string) bool {
+	if len(kinds) == 0 {
+		return true
+	}
+	for _, k := range kinds {
+		if k == FamilySecret || strings.HasPrefix(k, "secret_") || catEntities[strings.ToLower(k)] {
+			return true
+		}
+	}
+	return false
 }
 
 // sortMatches orders matches by start, longer first on ties.

@@ -117,3 +117,29 @@ func TestRedactMember(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactCatalogueKinds: a catalogue rule's match is redacted when kinds name it
+// by rule id, entity (any case) or family, or are empty, and a pass without the
+// catalogue (kinds that want none of its rules) redacts the rest as before.
+func TestRedactCatalogueKinds(t *testing.T) {
+	a, _ := New(Options{})
+	const tok = "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"
+	in := "SHOPIFY_TOKEN=" + tok + " mail bob@example.com Authorization: Bearer 7f3kQ9vZ2mX8pL4wR6tY1nB5cH0jD3sAq"
+	for _, c := range []struct {
+		kinds       []string
+		token, mail bool
+	}{
+		{nil, true, true},
+		{[]string{"secret"}, true, false},
+		{[]string{"secret_shopify_access_token"}, true, false},
+		{[]string{"SHOPIFY_ACCESS_TOKEN"}, true, false},
+		{[]string{"email"}, false, true},
+		{[]string{"pii"}, false, true},
+		{[]string{"secret_github_token", "email"}, false, true},
+	} {
+		got, _ := a.Redact(in, StrategyRedact, c.kinds)
+		if strings.Contains(got, tok) == c.token || strings.Contains(got, "bob@example.com") == c.mail {
+			t.Errorf("kinds %v: %q", c.kinds, got)
+		}
+	}
+}

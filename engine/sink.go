@@ -33,9 +33,11 @@ type sink struct {
 	// (AnalyzeResultWithin); nil when none are known.
 	roots []string
 
-	// Redact mode
-	collect bool
-	matches []match
+	// Redact mode; noCatalogue: the kinds asked for want no catalogue rule, so its
+	// pass is skipped (catalogueWanted)
+	collect     bool
+	noCatalogue bool
+	matches     []match
 
 	// preferSevere: once findings is full, a Medium or High finding replaces the
 	// latest Info or Low one (lowCursor walks down from the end, so the work stays
