@@ -73,6 +73,8 @@ type modernState struct {
 	byClient map[string]*flight // by the id the client is answered under
 	rounds   map[string]*flight // by requestState
 	timeout  time.Duration      // inputTimeout; tests shorten it
+	maxWait  int                // maxRounds; tests lower it
+	probeFor time.Duration      // probeTimeout; tests shorten it
 
 	out    outbox
 	pass   atomic.Bool // phase is passthrough: the outbox may hand over to direct sends
@@ -137,6 +139,12 @@ func (s *modernState) start(c *Conn, m *jsonrpc.Message) (consumed bool) {
 	if s.timeout == 0 {
 		s.timeout = inputTimeout
 	}
+	if s.maxWait == 0 {
+		s.maxWait = maxRounds
+	}
+	if s.probeFor == 0 {
+		s.probeFor = probeTimeout
+	}
 	s.flights, s.byClient, s.rounds = map[string]*flight{}, map[string]*flight{}, map[string]*flight{}
 	s.subs, s.subscribed = map[string]*subscription{}, map[string]int{}
 	s.env, _ = methods.EnvelopeOf(m.Params)
@@ -159,11 +167,11 @@ func (s *modernState) start(c *Conn, m *jsonrpc.Message) (consumed bool) {
 }
 
 func (s *modernState) armProbe(c *Conn) {
-	s.timer = time.AfterFunc(probeTimeout, func() {
+	s.timer = time.AfterFunc(s.probeFor, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.phase == phaseProbing && !s.closed {
-			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating", "after", probeTimeout)
+			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating", "after", s.probeFor)
 			s.initialize(c)
 		}
 	})
@@ -626,8 +634,8 @@ func (s *modernState) serverRequest(c *Conn, m *jsonrpc.Message) {
 			"mcpgate: the 2026-07-28 client takes "+m.Method+" only as an input request of the one client request it serves, and none (or more than one) is in flight"))
 		return
 	}
-	if f.state == "" && len(s.rounds) >= maxRounds {
-		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", maxRounds)))
+	if f.state == "" && len(s.rounds) >= s.maxWait {
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", s.maxWait)))
 		return
 	}
 	s.seq++

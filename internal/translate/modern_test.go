@@ -245,6 +245,40 @@ func TestModernInputExpires(t *testing.T) {
 	))
 }
 
+// TestModernProbeSilence: a server that never answers server/discover is taken for
+// 2025-11-25 after the probe's bound, and initialized.
+func TestModernProbeSilence(t *testing.T) {
+	f := newFake()
+	c := Wrap(f, Options{})
+	c.modern.probeFor = 50 * time.Millisecond
+	defer c.Close(context.Background(), 0)
+	mrun(t, c, f, []mstep{
+		{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + menv + `}}`},
+		{dir: ">s", want: []string{`"method":"server/discover"`}},
+		{dir: ">s", want: []string{`"method":"initialize"`}},
+		{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"v1","version":"1"}}}`},
+		{dir: ">s", want: []string{`"method":"notifications/initialized"`}},
+		{dir: ">s", want: []string{`"method":"tools/list"`}},
+	})
+}
+
+// TestModernRoundBound: past the bound of rounds waiting for the client, a server
+// request gets -32603 and the client is asked nothing more.
+func TestModernRoundBound(t *testing.T) {
+	f := newFake()
+	c := Wrap(f, Options{})
+	c.modern.maxWait = 1
+	defer c.Close(context.Background(), 0)
+	mrun(t, c, f, mscript(mopening,
+		mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"u",` + menv + `}}`},
+		mstep{dir: ">s", want: []string{`"name":"u"`}},
+		mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":100,"method":"roots/list","related":"mcpgate-tr-req-3"}`},
+		mstep{dir: ">c", want: []string{`"id":7`, `"input_required"`}},
+		mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":101,"method":"roots/list","related":"{up}"}`},
+		mstep{dir: ">s", want: []string{`"id":101`, `"code":-32603`}},
+	))
+}
+
 // TestModernStateIsPerConnection: a requestState one connection issued is unknown
 // on another (another caller's backend, or the server's connection after a
 // restart).
@@ -296,8 +330,11 @@ func playOn(t *testing.T, c jsonrpc.Conn, f *fakeServer, toClient chan *jsonrpc.
 		if err != nil {
 			t.Fatalf("script message %s: %v", s, err)
 		}
-		if strings.Contains(s, `"related"`) { // the script's way to say what the transport tells
-			m.Related = []byte(`"` + vars["up"] + `"`)
+		var rel struct {
+			Related json.RawMessage `json:"related"`
+		}
+		if json.Unmarshal(m.Raw, &rel) == nil && rel.Related != nil { // the script's way to say what the transport tells
+			m.Related = rel.Related
 		}
 		return m
 	}
