@@ -123,7 +123,7 @@ type textScan struct {
 // cut at the scan cap, so nothing at its end is "dangling".
 func scanText(k *sink, s string, piiOnly, cut bool) {
 	t := textScan{k: k, s: s, class: &classFull, pair: &pairFull, piiOnly: piiOnly, cut: cut, hiddenFrom: -1, prevLineStart: -1}
-	t.notice = !cut && !piiOnly && len(s) < 200 && GatewayNotice(s)
+	t.notice = len(s) > 0 && s[0] == '[' && len(s) < 200 && !cut && !piiOnly && GatewayNotice(s)
 	if piiOnly {
 		t.class, t.pair = &classPII, &pairPII
 	}
