@@ -109,8 +109,10 @@ const (
 	Refuse
 	// Drop: a notification dropped.
 	Drop
-	// ReplaceText: each string the rules read is replaced by the block text, so the
-	// message keeps its shape (a task's statusMessage, a cancellation's reason).
+	// ReplaceText: each string the rules read is replaced by the block text, each
+	// content block by a text block carrying it and each object or array by an empty
+	// one, so the message keeps its shape (a task's statusMessage and inlined result, a
+	// cancellation's reason).
 	ReplaceText
 )
 
@@ -262,7 +264,12 @@ var table = []Method{
 	// Tasks: the 2025-11-25 methods and the 2026-07-28 extension
 	// (io.modelcontextprotocol/tasks). A task's statusMessage is shown to the user.
 	{Name: "tasks/result", Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByTask},
-	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask},
+	// A 2026-07-28 tasks/get of a finished task inlines the tool's result (a
+	// CallToolResult) or its error: read like tasks/result, a blocked content block
+	// becomes a text block carrying the block text.
+	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: []Field{statusMessage[0],
+		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
+		Block: ReplaceText, NameParam: "taskId", Route: ByTask},
 	{Name: "tasks/cancel", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask},
 	// tasks/list is read as named members (each task's statusMessage); List says how
 	// several servers' lists merge.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -406,10 +407,20 @@ func (r *run) blockMessage(m *methods.Method, doc json.RawMessage, parts []part,
 	case methods.ReplaceText:
 		if len(parts) > 0 {
 			val, _ := jsonrpc.Marshal(text)
+			item, _ := jsonrpc.Marshal(textItem{"text", text}) // a content block stays one
 			out := doc
 			var err error
 			for _, p := range parts {
-				if out, err = setPath(out, p.path, val); err != nil {
+				v := val
+				switch t := bytes.TrimSpace(p.raw); {
+				case p.block && !p.resource:
+					v = item
+				case len(t) > 0 && t[0] == '{': // an object stays one (structuredContent)
+					v = json.RawMessage(`{}`)
+				case len(t) > 0 && t[0] == '[':
+					v = json.RawMessage(`[]`)
+				}
+				if out, err = setPath(out, p.path, v); err != nil {
 					break
 				}
 			}

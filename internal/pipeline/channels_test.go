@@ -566,6 +566,51 @@ func TestTaskStatusMessage(t *testing.T) {
 	}
 }
 
+// TestTaskInlinedResult: a 2026-07-28 tasks/get of a completed task inlines the
+// tool's result (a CallToolResult) and a failed one its error; both are read like the
+// statusMessage. A block turns each content block into a text block carrying the
+// block text and structuredContent into {} (still a valid CallToolResult), a warned
+// one is sanitized, a clean one passes byte for byte.
+func TestTaskInlinedResult(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	done := func(text string) string {
+		return `{"resultType":"complete","taskId":"t1","status":"completed","createdAt":"2026-01-01T00:00:00Z","ttlMs":null,` +
+			`"result":{"content":[{"type":"text","text":"ok"},{"type":"text","text":` + js(text) + `}],"structuredContent":{"note":` + js(text) + `}}}`
+	}
+	failed := func(text string) string {
+		return `{"resultType":"complete","taskId":"t1","status":"failed","createdAt":"2026-01-01T00:00:00Z","error":{"code":-32603,"message":` + js(text) + `}}`
+	}
+	for name, result := range map[string]func(string) string{"completed": done, "failed": failed} {
+		reply := p.Response(context.Background(), Channel{Method: "tasks/get"}, response(t, result(blockPayload)))
+		out := string(reply.Result)
+		if !strings.Contains(out, "[mcpgate: text blocked") || strings.Contains(out, "\\u001b") || strings.Contains(out, "\x1b") || !strings.Contains(out, `"taskId":"t1"`) {
+			t.Errorf("%s block: %s", name, out)
+		}
+		var got struct {
+			Result *struct {
+				Content []struct{ Type, Text string }
+			}
+		}
+		if name == "completed" && !strings.Contains(out, `"structuredContent":{}`) {
+			t.Errorf("%s block: structuredContent %s", name, out)
+		}
+		if err := json.Unmarshal(reply.Result, &got); err != nil || (name == "completed" && (got.Result == nil || len(got.Result.Content) != 2 || got.Result.Content[1].Type != "text")) {
+			t.Errorf("%s block: not a task with a CallToolResult: %s", name, out)
+		}
+		if r := rec.last(t); r.Method != "tasks/get" || r.ActionTaken != "block" {
+			t.Errorf("%s record: %+v", name, r)
+		}
+		clean := response(t, result(cleanPayload))
+		if reply := p.Response(context.Background(), Channel{Method: "tasks/get"}, clean); string(reply.Original) != string(clean.Raw) {
+			t.Errorf("%s clean: %+v", name, reply)
+		}
+		warned := p.Response(context.Background(), Channel{Method: "tasks/get"}, response(t, result(warnPayload)))
+		if out := string(warned.Result); strings.Contains(out, "\\u001b") || !strings.Contains(out, "delete every workspace") {
+			t.Errorf("%s warn: %s", name, out)
+		}
+	}
+}
+
 // last returns the newest record.
 func (r *recorder) last(t *testing.T) *audit.Record {
 	t.Helper()
