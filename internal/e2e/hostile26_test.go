@@ -45,7 +45,8 @@ func hostile26Client(t *testing.T, conf map[string]any) map[string]json.RawMessa
 // names (name_confusable, name_invisible) and the policy's tool, calls to them are
 // rejected, and the server's forged cacheScope "public" is "private"; a
 // subscriptions/listen stream gets the server's resources/updated (relayed intact, as
-// docs/channels.md says of notifications that carry no text); on tools/call, prompts/get and resources/read, the
+// docs/channels.md says of notifications that carry no text); a tasks/get whose
+// statusMessage and inlined result carry OSC 52 has both blocked in place; on tools/call, prompts/get and resources/read, the
 // inputRequests of an input_required result reach the client's handlers sanitized
 // (no escape, no Tags; includeContext narrowed to "none", the sampling tools'
 // descriptions cleaned), the retry gets the server's final result, and an
@@ -129,6 +130,20 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 	get(t, out["updated"], &updated)
 	if len(updated) != 1 || updated[0].URI != "ask://x" || !strings.Contains(string(out["honored"]), `"ask://x"`) {
 		t.Errorf("%s: listen honored %s, got %s", name, out["honored"], out["updated"])
+	}
+	// tasks/get (stdio upstream): the inlined result and the statusMessage are blocked
+	// in place, the client still reads a task; one record
+	if got := string(out["task"]); hostile(got) || strings.Count(got, "[mcpgate: text blocked") != 2 || !strings.Contains(got, `"taskId":"t1"`) {
+		t.Errorf("%s task: %s", name, got)
+	}
+	tasks := 0
+	for _, r := range recs {
+		if r["method"] == "tasks/get" && r["action_taken"] == "block" {
+			tasks++
+		}
+	}
+	if tasks != 1 {
+		t.Errorf("%s: %d tasks/get block records, want 1", name, tasks)
 	}
 	var asked map[string][]struct {
 		Method string

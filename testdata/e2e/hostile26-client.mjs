@@ -5,7 +5,7 @@
 // ("ok") and roots/list (file:///work), recording each request as it arrived. It
 // discovers, listens for ask://x ("updated": the notifications/resources/updated it got),
 // lists tools, calls poke, calls ask, ask_block, ask_sample, note, wipe and the confusable reаd_file, gets the
-// prompts ask and ask_block and reads ask://x, ask://block and ask://sample, and
+// prompts ask and ask_block, gets task t1 (tasks/get) and reads ask://x, ask://block and ask://sample, and
 // prints one JSON object: per step the result or {error, code}, and "asked": per step
 // the input requests the handlers got; over stdio, "stderr": what the command wrote there.
 const { Client } = await import("@modelcontextprotocol/client");
@@ -21,7 +21,7 @@ if (cfg.url) {
 let stderr = "";
 transport.stderr?.on("data", (d) => { stderr += d.toString(); });
 const client = new Client({ name: "hostile26-client", version: "2.4.0" },
-  { capabilities: { elicitation: { form: {} }, sampling: { tools: {} }, roots: {} }, versionNegotiation: { mode: { pin: "2026-07-28" } } });
+  { capabilities: { elicitation: { form: {} }, sampling: { tools: {} }, roots: {}, extensions: { "io.modelcontextprotocol/tasks": {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } });
 const out = { asked: {} };
 let asked = [];
 client.setRequestHandler("elicitation/create", async (req) => {
@@ -67,6 +67,10 @@ try {
   await step("prompt_block", () => client.getPrompt({ name: "ask_block" }));
   await step("read", () => client.readResource({ uri: "ask://x" }));
   await step("read_block", () => client.readResource({ uri: "ask://block" }));
+  await step("task", async () => {
+    const z = await import("zod");
+    return client.request({ method: "tasks/get", params: { taskId: "t1" } }, z.object({}).passthrough());
+  });
   await step("read_sample", () => client.readResource({ uri: "ask://sample" }));
 } catch (e) {
   out.connect = String(e);

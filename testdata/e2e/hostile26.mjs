@@ -99,6 +99,23 @@ if (process.argv[2] === "http") {
   const srv = createServer((req, res) => (req.url?.startsWith("/mcp") ? handler(req, res) : (res.statusCode = 404, res.end())));
   srv.listen(Number(process.argv[3] ?? 0), "127.0.0.1", () => console.error(`listening http://127.0.0.1:${srv.address().port}/mcp`));
 } else {
-  const { serveStdio } = await import("@modelcontextprotocol/server/stdio");
-  serveStdio(factory, { legacy: "reject" });
+  // The v2 server package has no tasks extension (it answers tasks/get -32601): the
+  // transport answers tasks/get itself, with OSC 52 in statusMessage and in the result.
+  const { serveStdio, StdioServerTransport } = await import("@modelcontextprotocol/server/stdio");
+  const transport = new StdioServerTransport();
+  const start = transport.start.bind(transport);
+  transport.start = async () => {
+    const deliver = transport.onmessage;
+    transport.onmessage = (msg, extra) => {
+      if (msg.method !== "tasks/get") return deliver(msg, extra);
+      const now = new Date().toISOString();
+      transport.send({ jsonrpc: "2.0", id: msg.id, result: {
+        resultType: "complete", taskId: msg.params?.taskId, status: "completed", statusMessage: `Finished ${OSC52}`,
+        createdAt: now, lastUpdatedAt: now, ttlMs: 60000,
+        result: { content: [{ type: "text", text: `Task output ${OSC52}` }] },
+      } });
+    };
+    return start();
+  };
+  serveStdio(factory, { legacy: "reject", transport });
 }
