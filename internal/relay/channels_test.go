@@ -266,8 +266,6 @@ func TestRelayReservedIDs(t *testing.T) {
 		{`"` + own + `mux-3"`, true},
 		{`"` + own + `reinit-1"`, true},
 		{escaped, true},
-		{`"mcpgate-t-1"`, true}, // the translation's, which has no random part yet
-		{`"mcpgate-tr-input-1"`, true},
 		{`"mcpgate-1"`, false},
 		{`"mcpgate-mux-3"`, false},
 		{`"mcpgate-reinit-1"`, false},
@@ -549,5 +547,44 @@ func TestRelaySamplingContext(t *testing.T) {
 				t.Fatalf("the client got %s", got)
 			}
 		})
+	}
+}
+
+// TestRelayAliasesFixedOwnIDs: a client request under an id of the translation's
+// fixed namespaces (another gateway's translation in front uses them, and so does
+// this one's) goes upstream under an id of this process's own and is answered under
+// the client's; a second request under the same id while it is in flight is refused
+// (id_in_use); the client's cancellation reaches the server under the alias, and a
+// cancellation of such an id with nothing in flight is dropped, so none reaches the
+// translation's own request.
+func TestRelayAliasesFixedOwnIDs(t *testing.T) {
+	h := newHarness(t, 0)
+	go func() {
+		for range h.recs.ch {
+		}
+	}()
+	for _, id := range []string{`"mcpgate-t-1"`, `"mcpgate-tr-discover-1"`, `"mcpgat\u0065-t-2"`} {
+		h.client(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":"file:///x"}}`)
+		up, err := jsonrpc.Parse([]byte(h.upstreamGets()))
+		if err != nil || !strings.HasPrefix(string(up.ID), `"`+jsonrpc.OwnIDPrefix+"c-") {
+			t.Fatalf("request id %s: upstream got %+v %v", id, up, err)
+		}
+		h.client(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":"file:///y"}}`)
+		if got := h.clientGets(); !strings.Contains(got, `"id":`+id) || !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "in use") {
+			t.Fatalf("request id %s again: %s", id, got)
+		}
+		h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`)
+		if got := h.upstreamGets(); !strings.Contains(got, `"requestId":`+string(up.ID)) {
+			t.Fatalf("cancellation of %s: upstream got %s", id, got)
+		}
+		h.up.lines <- `{"jsonrpc":"2.0","id":` + string(up.ID) + `,"result":{"contents":[]}}`
+		if got := h.clientGets(); !strings.Contains(got, `"id":`+id) || !strings.Contains(got, `"contents"`) {
+			t.Fatalf("request id %s: client got %s", id, got)
+		}
+	}
+	h.client(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcpgate-t-9"}}`)
+	h.client(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if got := h.upstreamGets(); !strings.Contains(got, "notifications/initialized") {
+		t.Fatalf("upstream got %s", got)
 	}
 }
