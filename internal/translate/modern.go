@@ -328,6 +328,12 @@ func (s *modernState) translateSend(c *Conn, m *jsonrpc.Message) {
 			return
 		}
 		_ = s.out.send(c, m)
+	case jsonrpc.KindResponse:
+		// A 2026-07-28 client is sent no requests: the server's reach it as input
+		// requests, and only a retry's inputResponses answer them, through the input
+		// rules and the roots pins. A response of its own (to a guessed id) would skip
+		// both, so it is dropped.
+		c.opts.Logger.Debug("translation: a response of the 2026-07-28 client dropped; the server's requests are answered by a retry's inputResponses")
 	default:
 		_ = s.out.send(c, m)
 	}
