@@ -124,7 +124,10 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 		l.phase, l.init = legacyProbing, m
 		l.mu.Unlock()
 		return c.up.Send(m)
-	case m.Kind == jsonrpc.KindResponse && strings.HasPrefix(m.IDKey(), `"`+ownPrefix):
+	case l.phase != legacyOpen && l.phase != legacyPassing && m.Kind == jsonrpc.KindResponse && strings.HasPrefix(m.IDKey(), `"`+ownPrefix):
+		// Only a hop that translates (or is about to) has input requests of its own:
+		// on one that passes, such an id is the server's (a second gateway's), and
+		// its answer goes to it.
 		c.answered(m) // unlocks
 		return nil
 	case l.phase != legacyTranslating:

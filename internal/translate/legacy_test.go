@@ -120,6 +120,16 @@ func TestLegacyScripts(t *testing.T) {
 			{">", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil},
 			{"S", "", []string{`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`}},
 		}},
+		{"a 2025-11-25 server's request under a translation-like id (a second gateway's) gets the client's answer", []step{
+			{">", initReq, nil},
+			{"S", "", []string{`"method":"initialize"`}},
+			{"<", `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"gw","version":"1"}}}`, nil},
+			{"C", "", []string{`"name":"gw"`}},
+			{"<", `{"jsonrpc":"2.0","id":"mcpgate-t-2","method":"roots/list"}`, nil},
+			{"C", "", []string{`"id":"mcpgate-t-2"`, `"method":"roots/list"`}},
+			{">", `{"jsonrpc":"2.0","id":"mcpgate-t-2","result":{"roots":[]}}`, nil},
+			{"S", "", []string{`"id":"mcpgate-t-2"`, `"roots":[]`}},
+		}},
 		{"initialize answered from server/discover; the envelope on every request", script(translated, []step{
 			{">", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil},
 			{"S", "", []string{`"id":2`, `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"io.modelcontextprotocol/clientInfo":{"name":"cl","version":"9"}`}},
