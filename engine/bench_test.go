@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,9 +28,22 @@ func repeatTo(s string, n int) string {
 	return strings.Repeat(s, n/len(s)+1)[:n]
 }
 
+// wantRules fails the benchmark unless r finds exactly the rules want (none for
+// clean text), so a benchmark never times a scan that stopped finding what it must.
+func wantRules(b *testing.B, r Report, want ...string) {
+	b.Helper()
+	if got := r.RuleIDs(); !slices.Equal(got, want) {
+		b.Fatalf("rules %v, want %v", got, want)
+	}
+}
+
+// mixedRules are what the rules find in mixedText: its e-mail address and phone number.
+var mixedRules = []string{"pii_email", "pii_phone"}
+
 func BenchmarkAnalyzeTextCleanASCII(b *testing.B) {
 	a, _ := New(Options{})
 	text := repeatTo(cleanProse, 1<<20)
+	wantRules(b, a.AnalyzeText(text))
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -40,6 +54,7 @@ func BenchmarkAnalyzeTextCleanASCII(b *testing.B) {
 func BenchmarkAnalyzeTextMixed1MiB(b *testing.B) {
 	a, _ := New(Options{})
 	text := repeatTo(mixedText, 1<<20)
+	wantRules(b, a.AnalyzeText(text), mixedRules...)
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -47,9 +62,14 @@ func BenchmarkAnalyzeTextMixed1MiB(b *testing.B) {
 	}
 }
 
-func benchResult(b *testing.B, text string) {
+func benchResult(b *testing.B, text string, want ...string) {
 	a, _ := New(Options{})
 	doc := []byte(`{"content":[{"type":"text","text":` + string(appendQuoted(nil, text)) + `}],"structuredContent":{"path":"/srv/app","count":3},"isError":false}`)
+	r, err := a.AnalyzeResult(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wantRules(b, r, want...)
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -63,10 +83,15 @@ func benchResult(b *testing.B, text string) {
 func BenchmarkAnalyzeResult4KiB(b *testing.B) { benchResult(b, repeatTo(cleanProse, 4<<10)) }
 
 // BenchmarkAnalyzeResult4KiBMixed is 4 KiB of mixed text (escapes, PII, emoji).
-func BenchmarkAnalyzeResult4KiBMixed(b *testing.B) { benchResult(b, repeatTo(mixedText, 4<<10)) }
+func BenchmarkAnalyzeResult4KiBMixed(b *testing.B) {
+	benchResult(b, repeatTo(mixedText, 4<<10), mixedRules...)
+}
 
 func BenchmarkSanitizeMixed1MiB(b *testing.B) {
 	text := repeatTo(mixedText, 1<<20)
+	if out := Sanitize(text); strings.ContainsRune(out, 0x1b) || len(out) >= len(text) {
+		b.Fatalf("Sanitize left an ESC or removed nothing (%d of %d bytes)", len(out), len(text))
+	}
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -77,6 +102,9 @@ func BenchmarkSanitizeMixed1MiB(b *testing.B) {
 func BenchmarkRedact4KiB(b *testing.B) {
 	a, _ := New(Options{})
 	text := repeatTo(mixedText, 4<<10)
+	if out, n := a.Redact(text, StrategyRedact, []string{"email"}); n != strings.Count(text, "ops@example.com") || strings.Contains(out, "@example.com") {
+		b.Fatalf("Redact replaced %d e-mail addresses of %d", n, strings.Count(text, "ops@example.com"))
+	}
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
