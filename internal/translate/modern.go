@@ -88,6 +88,9 @@ type flight struct {
 	upID     json.RawMessage // the id the server saw
 	clientID json.RawMessage // the id the client is answered under: the original, then each retry's
 	method   string
+	// name is the request's params member its method is named by (tools/call's and
+	// prompts/get's name, resources/read's uri): a retry must name the same.
+	name     string
 	answered bool             // clientID got an input_required result; a retry is awaited
 	waiting  bool             // a retry waits under clientID
 	final    *jsonrpc.Message // the server's response, kept until the retry
@@ -362,7 +365,7 @@ func (s *modernState) request(c *Conn, m *jsonrpc.Message) {
 		// unanswered: that request is abandoned.
 		s.abandon(c, s.byClient[k], "the client reused the request's id")
 	}
-	f := &flight{upID: s.nextID("req"), clientID: m.ID, method: m.Method}
+	f := &flight{upID: s.nextID("req"), clientID: m.ID, method: m.Method, name: nameOf(m.Method, params)}
 	s.flights[jsonrpc.IDKey(f.upID)] = f
 	s.byClient[m.IDKey()] = f
 	if err := s.out.send(c, jsonrpc.NewRequest(f.upID, m.Method, legacyParams(params, m.Params))); err != nil {
@@ -468,9 +471,11 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 	var token string
 	_ = json.Unmarshal(state, &token)
 	f := s.rounds[token]
-	if f == nil || f.method != m.Method {
+	// The retry's result is the issuing request's: one naming another tool, prompt
+	// or resource would have it judged and recorded under that name.
+	if f == nil || f.method != m.Method || f.name != nameOf(m.Method, params) {
 		c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams,
-			"mcpgate: requestState is not one this connection issued for "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
+			"mcpgate: requestState is not one this connection issued for this "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
 		return
 	}
 	delete(s.rounds, token)
@@ -500,6 +505,16 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 	case len(f.pending) > 0:
 		s.askInput(c, f)
 	}
+}
+
+// nameOf is the string params member method is named by (methods.Method.NameParam),
+// or "".
+func nameOf(method string, params map[string]json.RawMessage) string {
+	var name string
+	if mm := methods.Of(method); mm != nil && mm.NameParam != "" {
+		_ = json.Unmarshal(params[mm.NameParam], &name)
+	}
+	return name
 }
 
 func remove(rs []*serverRequest, r *serverRequest) []*serverRequest {
