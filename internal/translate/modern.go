@@ -655,6 +655,12 @@ func (s *modernState) serverRequest(c *Conn, m *jsonrpc.Message) {
 			"mcpgate: the 2026-07-28 client takes "+m.Method+" only as an input request of the one client request it serves, and none (or more than one) is in flight"))
 		return
 	}
+	if len(f.pending) >= maxInputRequests {
+		// The requests wait in memory until the client retries, and go to it in one
+		// result: a server that keeps asking must not grow either without bound.
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: %d input requests already wait for the client's answer to this request", maxInputRequests)))
+		return
+	}
 	if f.state == "" && len(s.rounds) >= s.maxWait {
 		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", s.maxWait)))
 		return

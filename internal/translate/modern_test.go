@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -465,4 +466,24 @@ func testwaitUp(s *upstream.Supervisor) bool {
 	case <-time.After(5 * time.Second):
 		return false
 	}
+}
+
+// TestModernInputRequestsBound: a server that keeps sending requests for one client
+// request gets an error past the bound of one round's inputRequests, instead of the
+// gateway keeping every one until the client retries.
+func TestModernInputRequestsBound(t *testing.T) {
+	f := newFake()
+	c := Wrap(f, Options{})
+	defer c.Close(context.Background(), 0)
+	steps := mscript(mopening, melicit, minputRequired)
+	for i := 1; i < maxInputRequests; i++ {
+		steps = append(steps, mstep{dir: "s>", msg: strings.Replace(melicit.msg, `"id":100`, `"id":`+strconv.Itoa(100+i), 1)})
+	}
+	steps = append(steps,
+		mstep{dir: "s>", msg: strings.Replace(melicit.msg, `"id":100`, `"id":999`, 1)},
+		mstep{dir: ">s", want: []string{`"id":999`, `"code":-32603`}},
+		mstep{dir: "c>", msg: strings.Replace(mretry.msg, `"{key}":{"action":"accept","content":{"n":"x"}}`, ``, 1)},
+		mstep{dir: ">c", want: []string{`"id":8`, `"input_required"`}},
+	)
+	mrun(t, c, f, steps)
 }
