@@ -248,11 +248,17 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 	}
 	l := &c.legacy
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	key := m.IDKey()
+	if l.phase == legacyProbing && l.init != nil && key == l.init.IDKey() {
+		out, probe := c.initAnswered(m)
+		l.mu.Unlock()
+		if probe != nil {
+			return c.sendProbe(probe)
+		}
+		return out
+	}
+	defer l.mu.Unlock()
 	switch {
-	case l.phase == legacyProbing && l.init != nil && key == l.init.IDKey():
-		return c.initAnswered(m)
 	case l.phase == legacyDiscovering && key == l.discover:
 		return c.discovered(m)
 	case l.phase != legacyTranslating:
@@ -271,16 +277,16 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 }
 
 // initAnswered reads the server's answer to the client's initialize: a refusal of
-// the revision (-32022) starts translation with a server/discover probe; any other
-// answer is the client's, and the hop passes through.
-func (c *Conn) initAnswered(m *jsonrpc.Message) *jsonrpc.Message {
+// the revision (-32022) starts translation with a server/discover probe, returned
+// for sendProbe; any other answer is the client's (out), and the hop passes through.
+func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	l := &c.legacy
 	var e struct {
 		Code int `json:"code"`
 	}
 	if m.Error == nil || json.Unmarshal(m.Error, &e) != nil || e.Code != CodeUnsupportedProtocolVersion {
 		l.phase, l.init = legacyPassing, nil
-		return m
+		return m, nil
 	}
 	var p struct {
 		Capabilities json.RawMessage `json:"capabilities"`
@@ -297,9 +303,20 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) *jsonrpc.Message {
 	l.metaRaw = mustMarshal(l.meta)
 	id := c.ownID()
 	l.phase, l.initErr, l.discover = legacyDiscovering, m, jsonrpc.IDKey(id)
-	req := jsonrpc.NewRequest(id, "server/discover", json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
-	if err := c.up.Send(req); err != nil {
+	return nil, jsonrpc.NewRequest(id, "server/discover", json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
+}
+
+// sendProbe sends the server/discover probe without the hop's lock: a server that
+// stopped reading must not keep Close (or the client's messages) waiting for it.
+func (c *Conn) sendProbe(probe *jsonrpc.Message) *jsonrpc.Message {
+	if err := c.up.Send(probe); err != nil {
+		l := &c.legacy
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		c.opts.Logger.Warn("server/discover could not be sent; the client's initialize gets the server's refusal", "err", err)
+		if l.phase != legacyDiscovering || l.discover != probe.IDKey() {
+			return nil
+		}
 		return c.untranslatable()
 	}
 	c.opts.Logger.Info("the server refused the 2025-era initialize; translating for the client (docs/http.md#translation)")

@@ -351,3 +351,45 @@ func BenchmarkLegacySend(b *testing.B) {
 		})
 	}
 }
+
+// stuckServer takes no message (a server that stopped reading its input) until it
+// is closed.
+type stuckServer struct{ *fakeServer }
+
+func (s stuckServer) Send(m *jsonrpc.Message) error {
+	if m.Method == "initialize" {
+		return nil
+	}
+	<-s.done
+	return io.ErrClosedPipe
+}
+
+// TestLegacyCloseWhileProbeBlocks: a server that refuses initialize and then stops
+// reading leaves the server/discover probe blocked in its send; Close still returns
+// (it closes the server, which ends the send) instead of waiting for the hop's lock
+// the blocked probe holds.
+func TestLegacyCloseWhileProbeBlocks(t *testing.T) {
+	f := stuckServer{newFake()}
+	c := Wrap(f, Options{})
+	go func() {
+		for {
+			if _, err := c.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	m, _ := jsonrpc.Parse([]byte(initReq))
+	if err := c.Send(m); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := jsonrpc.Parse([]byte(refused))
+	f.recv <- r
+	time.Sleep(50 * time.Millisecond) // the probe's send is blocked now
+	closed := make(chan struct{})
+	go func() { _ = c.Close(context.Background(), 0); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not return while the probe's send was blocked")
+	}
+}
