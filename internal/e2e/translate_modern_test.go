@@ -100,6 +100,9 @@ func upstreamCases(t *testing.T, stdioUp []string, url string) []upstreamCase {
 		{"url upstream", []string{"--config", urlOnly}, ""},
 		{"several, stdio", []string{"--config", several}, "a_"},
 		{"several, url", []string{"--config", several}, "b_"},
+		// the translation inside a second gateway, whose own input requests and
+		// answers the first relays
+		{"through a second gateway", append([]string{"--", binary, "gateway", "run", "--policies", emptyPolicies(t), "--"}, stdioUp...), ""},
 	}
 }
 

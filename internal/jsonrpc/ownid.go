@@ -30,20 +30,3 @@ func OwnID(kind string, n uint64) json.RawMessage {
 // IsOwnIDKey reports whether an id key (IDKey) is in this process's own namespace,
 // whatever escapes its spelling used: a client request under such an id is refused.
 func IsOwnIDKey(key string) bool { return strings.HasPrefix(key, `"`+OwnIDPrefix) }
-
-// fixedOwnPrefixes are namespaces of the gateway's own ids that have no random part
-// yet (the revision translation's, internal/translate), so another gateway's ids
-// in them look like this one's.
-var fixedOwnPrefixes = []string{`"mcpgate-t-`, `"mcpgate-tr-`}
-
-// IsFixedOwnIDKey reports whether an id key is in a fixed own namespace
-// (fixedOwnPrefixes): a client request under such an id goes upstream under an id of
-// OwnIDPrefix's instead (docs/decisions.md#reserved-ids).
-func IsFixedOwnIDKey(key string) bool {
-	for _, p := range fixedOwnPrefixes {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
-}

@@ -115,7 +115,6 @@ type Session struct {
 	vis     *visibility            // views["tools/list"]
 	tasks   taskIndex
 	ownSeq  atomic.Uint64
-	aliased aliases
 	calls   sync.WaitGroup
 	clientM sync.Mutex
 	client_ map[string]string // clientInfo from initialize
@@ -251,14 +250,6 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 			// gateway's own ids have another random part and pass.
 			s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request ids beginning with "+strconv.Quote(jsonrpc.OwnIDPrefix)+" are reserved for the gateway's own requests")
 			return
-		}
-		if jsonrpc.IsFixedOwnIDKey(msg.IDKey()) {
-			aliased, ok := s.alias(msg)
-			if !ok {
-				s.refuse(msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
-				return
-			}
-			msg = aliased
 		}
 		if s.draining.Load() {
 			s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
@@ -647,14 +638,6 @@ func (s *Session) cancelled(msg *jsonrpc.Message) *jsonrpc.Message {
 	}
 	key := jsonrpc.IDKey(p["requestId"])
 	switch {
-	case jsonrpc.IsFixedOwnIDKey(key): // the client's aliased request, under its alias
-		alias := s.aliasOf(key)
-		if alias == nil { // nothing of the client's in flight: it could only reach the translation's own
-			return nil
-		}
-		p["requestId"] = alias
-		params, _ := jsonrpc.Marshal(p)
-		msg, key = msg.WithParams(params), jsonrpc.IDKey(alias)
 	case jsonrpc.IsOwnIDKey(key):
 		// A request of the gateway's own (docs/decisions.md#reserved-ids): cancelling
 		// its tools listing would leave the gateway without the tools it withholds.
@@ -825,7 +808,7 @@ func conform(req *jsonrpc.Message, result json.RawMessage, private bool) json.Ra
 }
 
 func (s *Session) write(msg *jsonrpc.Message) {
-	if err := s.client.Send(s.unalias(msg)); err != nil {
+	if err := s.client.Send(msg); err != nil {
 		s.log.Debug("write to client failed", "err", err)
 	}
 }

@@ -42,7 +42,7 @@ const CodeUnsupportedProtocolVersion = -32022
 // probe, retries of input_required requests and the server-to-client requests they
 // become. It is apart from the relay's "mcpgate-N", the multiplexer's and the
 // supervisor's.
-const ownPrefix = "mcpgate-t-"
+var ownPrefix = jsonrpc.OwnIDPrefix + "t-"
 
 // inputRequiredMethods are the requests whose result may be input_required
 // (2026-07-28 "Multi Round-Trip Requests").

@@ -36,8 +36,11 @@ const (
 	// request is cancelled.
 	inputTimeout = 5 * time.Minute
 	maxRounds    = 64 // rounds waiting for a retry on one connection; past it a server request gets an error
-	idPrefix     = "mcpgate-tr-"
 )
+
+// idPrefix starts the ids of the translation's own messages, in the gateway's own
+// namespace (jsonrpc.OwnIDPrefix), which the relay refuses from clients.
+var idPrefix = jsonrpc.OwnIDPrefix + "tr-"
 
 type modernPhase uint8
 
