@@ -2,6 +2,8 @@ package translate
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -106,10 +108,33 @@ type ask struct {
 	method string
 }
 
-func (c *Conn) ownID() json.RawMessage {
+// askNonce is the random part of an input request's id (64 bits); a var so that the
+// tests' scripts can spell the ids.
+var askNonce = func() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ownID is the id of a request of the translation's own to the server (the probe,
+// a retry): ownPrefix and the hop's sequence.
+func (c *Conn) ownID() json.RawMessage { return c.idWith("") }
+
+// askID is the id of an input request the client is asked: ownID's and a random
+// part, so that only a client shown the request can answer it. The sequence and the
+// process's prefix are guessable from one earlier request, and an answer given ahead
+// of the relay (which pins a roots/list answer only for a request it forwarded) or
+// in place of a request it withheld would reach the server.
+func (c *Conn) askID() json.RawMessage { return c.idWith(askNonce()) }
+
+func (c *Conn) idWith(nonce string) json.RawMessage {
 	c.legacy.seq++
-	id, _ := jsonrpc.Marshal(ownPrefix + strconv.FormatUint(c.legacy.seq, 10))
-	return id
+	id := ownPrefix + strconv.FormatUint(c.legacy.seq, 10)
+	if nonce != "" {
+		id += "-" + nonce
+	}
+	b, _ := jsonrpc.Marshal(id)
+	return b
 }
 
 // sendLegacy forwards a 2025-11-25 client's message: as it is until the server has
@@ -435,7 +460,7 @@ func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
 		if len(e.Params) > 0 && string(e.Params) != "null" {
 			params = e.Params
 		}
-		req := jsonrpc.NewRequest(c.ownID(), e.Method, params)
+		req := jsonrpc.NewRequest(c.askID(), e.Method, params)
 		req.Related = x.orig.ID
 		reqs = append(reqs, out{k, req})
 	}

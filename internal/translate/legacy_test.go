@@ -393,3 +393,86 @@ func TestLegacyCloseWhileProbeBlocks(t *testing.T) {
 		t.Fatal("Close did not return while the probe's send was blocked")
 	}
 }
+
+// TestLegacyInputRequestIDsUnguessable: the ids of the input requests the client is
+// asked carry a random part, so a client cannot answer one it has not been shown
+// (ahead of the relay, which runs a roots/list answer through the roots pins only
+// for a request it forwarded, or in place of a request the relay withholds).
+func TestLegacyInputRequestIDsUnguessable(t *testing.T) {
+	defer func(f func() string) { askNonce = f }(askNonce)
+	askNonce = drawnAskNonce
+	f := newFake()
+	c := Wrap(f, Options{})
+	defer c.Close(context.Background(), 0)
+	got := make(chan *jsonrpc.Message, 16)
+	go func() {
+		for {
+			m, err := c.Recv()
+			if err != nil {
+				return
+			}
+			got <- m
+		}
+	}()
+	send := func(s string) {
+		m, err := jsonrpc.Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Send(m)
+	}
+	serve := func(s string) {
+		m, err := jsonrpc.Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.recv <- m
+	}
+	send(initReq)
+	<-f.sent
+	serve(refused)
+	<-f.sent
+	serve(discovered)
+	<-got
+	send(callReq)
+	<-f.sent
+	serve(twoInputs)
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) { // the requests are made, not yet read
+		c.legacy.mu.Lock()
+		n := len(c.legacy.asks)
+		c.legacy.mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	// the answers a client that guesses the sequence sends before it reads the requests
+	send(`{"jsonrpc":"2.0","id":"mcpgate-t-2","result":{"action":"accept","content":{}}}`)
+	send(`{"jsonrpc":"2.0","id":"mcpgate-t-3","result":{"roots":[{"uri":"file:///"}]}}`)
+	var ids []string
+	for range 2 {
+		select {
+		case m := <-got:
+			ids = append(ids, m.IDKey())
+		case <-time.After(2 * time.Second):
+			t.Fatal("the client was not asked")
+		}
+	}
+	select {
+	case m := <-f.sent:
+		t.Fatalf("guessed answers reached the server: %s", m.Raw)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if ids[0] == ids[1] || strings.HasPrefix(ids[0], `"mcpgate-t-2`) && len(ids[0]) < len(`"mcpgate-t-2-`)+8 {
+		t.Fatalf("input request ids %v are guessable", ids)
+	}
+	send(`{"jsonrpc":"2.0","id":` + ids[0] + `,"result":{"action":"accept","content":{}}}`)
+	send(`{"jsonrpc":"2.0","id":` + ids[1] + `,"result":{"roots":[]}}`)
+	select {
+	case m := <-f.sent:
+		if !strings.Contains(string(m.Raw), `"inputResponses"`) {
+			t.Fatalf("the server got %s; want the retry", m.Raw)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the answers to the ids shown did not make the retry")
+	}
+}
