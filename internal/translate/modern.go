@@ -31,6 +31,9 @@ import (
 // Bounds of the translation.
 const (
 	probeTimeout = 10 * time.Second // a server silent on server/discover is taken for 2025-11-25
+	// initTimeout bounds the gateway's initialize, as the supervisor bounds a replayed
+	// one: then the requests held for it fail.
+	initTimeout = 30 * time.Second
 	// inputTimeout is how long a round of input requests waits for the client's
 	// retry; then the server's requests are answered with an error and the original
 	// request is cancelled.
@@ -78,6 +81,7 @@ type modernState struct {
 	timeout  time.Duration      // inputTimeout; tests shorten it
 	maxWait  int                // maxRounds; tests lower it
 	probeFor time.Duration      // probeTimeout; tests shorten it
+	initFor  time.Duration      // initTimeout; tests shorten it
 
 	out    outbox
 	pass   atomic.Bool // phase is passthrough: the outbox may hand over to direct sends
@@ -151,6 +155,9 @@ func (s *modernState) start(c *Conn, m *jsonrpc.Message) (consumed bool) {
 	if s.probeFor == 0 {
 		s.probeFor = probeTimeout
 	}
+	if s.initFor == 0 {
+		s.initFor = initTimeout
+	}
 	s.flights, s.byClient, s.rounds = map[string]*flight{}, map[string]*flight{}, map[string]*flight{}
 	s.subs, s.subscribed = map[string]*subscription{}, map[string]int{}
 	s.env, _ = methods.EnvelopeOf(m.Params)
@@ -208,6 +215,10 @@ func (c *Conn) recvModern(m *jsonrpc.Message) *jsonrpc.Message {
 		return m
 	case phaseTranslated:
 		return s.translateRecv(c, m)
+	case phaseFailed:
+		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.initID {
+			return nil // a late answer to the initialize that timed out
+		}
 	}
 	return m
 }
@@ -257,30 +268,31 @@ func (s *modernState) initialize(c *Conn) {
 	s.initID = jsonrpc.IDKey(id)
 	_ = s.out.send(c, jsonrpc.NewRequest(id, "initialize", map[string]any{
 		"protocolVersion": methods.Version20251125, "capabilities": caps, "clientInfo": ci}))
+	// A server silent on initialize too must not hold the client's messages for ever.
+	key := s.initID
+	s.timer = time.AfterFunc(s.initFor, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.phase == phaseInitializing && s.initID == key && !s.closed {
+			c.opts.Logger.Warn("translation to 2025-11-25: the server did not answer initialize", "after", s.initFor)
+			s.fail(c, "mcpgate: the server offers no 2026-07-28 and did not answer its 2025-11-25 initialize within "+s.initFor.String())
+		}
+	})
 }
 
 // initialized takes the server's InitializeResult, completes the handshake and
 // sends what the client sent meanwhile.
 func (s *modernState) initialized(c *Conn, m *jsonrpc.Message) {
+	s.timer.Stop()
 	if m.Error != nil || json.Unmarshal(m.Result, &s.initRes) != nil || s.initRes == nil {
 		var eo jsonrpc.ErrorObject
 		_ = json.Unmarshal(m.Error, &eo)
-		s.phase = phaseFailed
-		s.initErr = "mcpgate: the server offers no 2026-07-28 and its 2025-11-25 initialize failed"
+		text := "mcpgate: the server offers no 2026-07-28 and its 2025-11-25 initialize failed"
 		if eo.Message != "" {
-			s.initErr += ": " + eo.Message
+			text += ": " + eo.Message
 		}
 		c.opts.Logger.Warn("translation to 2025-11-25: initialize failed", "code", eo.Code)
-		if s.probe != nil {
-			s.held = append([]*jsonrpc.Message{s.probe}, s.held...)
-			s.probe = nil
-		}
-		for _, h := range s.held {
-			if h.Kind == jsonrpc.KindRequest {
-				c.enqueue(jsonrpc.NewErrorResponse(h.ID, jsonrpc.CodeUpstreamUnavailable, s.initErr))
-			}
-		}
-		s.held = nil
+		s.fail(c, text)
 		return
 	}
 	c.opts.Logger.Info("the server speaks 2025-11-25 only: translating for the 2026-07-28 client")
@@ -295,6 +307,21 @@ func (s *modernState) initialized(c *Conn, m *jsonrpc.Message) {
 	for _, h := range held {
 		s.translateSend(c, h)
 	}
+}
+
+// fail ends the negotiation: every request held, and every later one, gets text.
+func (s *modernState) fail(c *Conn, text string) {
+	s.phase, s.initErr = phaseFailed, text
+	if s.probe != nil {
+		s.held = append([]*jsonrpc.Message{s.probe}, s.held...)
+		s.probe = nil
+	}
+	for _, h := range s.held {
+		if h.Kind == jsonrpc.KindRequest {
+			c.enqueue(jsonrpc.NewErrorResponse(h.ID, jsonrpc.CodeUpstreamUnavailable, s.initErr))
+		}
+	}
+	s.held = nil
 }
 
 // discoverResult answers server/discover from the server's InitializeResult

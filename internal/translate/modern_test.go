@@ -487,3 +487,23 @@ func TestModernInputRequestsBound(t *testing.T) {
 	)
 	mrun(t, c, f, steps)
 }
+
+// TestModernInitializeSilence: a server that refuses server/discover and then never
+// answers the gateway's initialize fails the requests held for it after
+// initialize's bound, instead of holding them (and every later message) for ever.
+func TestModernInitializeSilence(t *testing.T) {
+	f := newFake()
+	c := Wrap(f, Options{})
+	c.modern.initFor = 50 * time.Millisecond
+	defer c.Close(context.Background(), 0)
+	mrun(t, c, f, []mstep{
+		{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + menv + `}}`},
+		{dir: ">s", want: []string{`"method":"server/discover"`}},
+		{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","error":{"code":-32601,"message":"Method not found"}}`},
+		{dir: ">s", want: []string{`"method":"initialize"`}},
+		{dir: ">c", want: []string{`"id":1`, `"code":-32000`, `did not answer its 2025-11-25 initialize`}},
+		{dir: "c>", msg: `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + menv + `}}`},
+		{dir: ">c", want: []string{`"id":2`, `"code":-32000`}},
+		{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"late","version":"1"}}}`},
+	})
+}
