@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -118,6 +119,7 @@ type serverRequest struct {
 // sendModern forwards a 2026-07-28 client's message.
 func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	s := &c.modern
+	s.out.wait() // a server that reads nothing holds the client, not the queue
 	s.mu.Lock()
 	if s.phase == phasePassthrough && s.started {
 		s.mu.Unlock() // a send that blocks must not keep Recv from reading the server
@@ -719,15 +721,40 @@ func (s *modernState) close() {
 	s.out.stop()
 }
 
+// The outbox's bounds, in messages: past maxQueued a client's send waits for the
+// server as a direct send would; past maxOutboxQueue the translation's own messages
+// (answers to the server's pings and requests) are dropped, so a server that stops
+// reading cannot grow the queue either.
+const (
+	maxQueued      = 64
+	maxOutboxQueue = 256
+)
+
 // outbox sends the translation's messages to the server in order from one
 // goroutine, so that the reader (Recv) never blocks on a send to the server; in
 // passthrough, once it is empty, messages go straight to the server.
 type outbox struct {
-	mu     sync.Mutex
-	q      []*jsonrpc.Message
-	wake   chan struct{}
-	done   chan struct{}
-	direct bool
+	mu      sync.Mutex
+	q       []*jsonrpc.Message
+	wake    chan struct{}
+	done    chan struct{}
+	room    sync.Cond // signalled when q shrinks, or on stop; L is mu
+	direct  bool
+	stopped bool
+}
+
+// errOutboxFull is send's error past maxOutboxQueue.
+var errOutboxFull = errors.New("the server is not reading its input: the gateway's queue for it is full")
+
+// wait blocks while maxQueued messages or more wait for the server; a client's send
+// calls it before it takes the hop's lock, so that only the client waits.
+func (o *outbox) wait() {
+	o.mu.Lock()
+	for len(o.q) >= maxQueued && !o.stopped {
+		o.room.L = &o.mu
+		o.room.Wait()
+	}
+	o.mu.Unlock()
 }
 
 func (o *outbox) send(c *Conn, m *jsonrpc.Message) error {
@@ -739,6 +766,11 @@ func (o *outbox) send(c *Conn, m *jsonrpc.Message) error {
 	if o.wake == nil {
 		o.wake, o.done = make(chan struct{}, 1), make(chan struct{})
 		go o.run(c)
+	}
+	if len(o.q) >= maxOutboxQueue {
+		o.mu.Unlock()
+		c.opts.Logger.Debug("translation: a message for the server dropped; it reads nothing", "method", m.Method)
+		return errOutboxFull
 	}
 	o.q = append(o.q, m)
 	o.mu.Unlock()
@@ -768,6 +800,7 @@ func (o *outbox) run(c *Conn) {
 		}
 		m := o.q[0]
 		o.q = o.q[1:]
+		o.room.Broadcast()
 		o.mu.Unlock()
 		if err := c.up.Send(m); err != nil {
 			c.opts.Logger.Debug("translation: send to the server failed; it is probably exiting", "err", err)
@@ -778,6 +811,8 @@ func (o *outbox) run(c *Conn) {
 func (o *outbox) stop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.stopped = true
+	o.room.Broadcast()
 	if o.done != nil {
 		select {
 		case <-o.done:

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -506,4 +507,71 @@ func TestModernInitializeSilence(t *testing.T) {
 		{dir: ">c", want: []string{`"id":2`, `"code":-32000`}},
 		{dir: "s>", msg: `{"jsonrpc":"2.0","id":"{up}","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"late","version":"1"}}}`},
 	})
+}
+
+// gatedServer is a fakeServer that stops taking messages while hold is set, until
+// open is closed (a server that stopped reading its input).
+type gatedServer struct {
+	*fakeServer
+	hold atomic.Bool
+	open chan struct{}
+}
+
+func (g *gatedServer) Send(m *jsonrpc.Message) error {
+	if g.hold.Load() {
+		<-g.open
+	}
+	return g.fakeServer.Send(m)
+}
+
+// TestModernOutboxBackpressure: a translated server that stops reading makes the
+// client's sends wait once the bound of queued messages is reached, as a direct send
+// would, and its own pings' answers stop queueing at the hard bound, instead of the
+// queue growing with whatever the client and the server send.
+func TestModernOutboxBackpressure(t *testing.T) {
+	g := &gatedServer{fakeServer: newFake(), open: make(chan struct{})}
+	c := Wrap(g, Options{})
+	defer c.Close(context.Background(), 0)
+	mrun(t, c, g.fakeServer, mopening)
+	g.hold.Store(true)
+	for i := range 2 * maxOutboxQueue {
+		g.recv <- mustParse(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(1000+i)+`,"method":"ping"}`)
+	}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for range 2 * maxQueued {
+			_ = c.Send(mustParse(t, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`))
+		}
+	}()
+	select {
+	case <-sent:
+		t.Fatal("every send returned while the server read nothing")
+	case <-time.After(300 * time.Millisecond):
+	}
+	c.modern.out.mu.Lock()
+	n := len(c.modern.out.q)
+	c.modern.out.mu.Unlock()
+	if n > maxOutboxQueue {
+		t.Fatalf("%d messages queued for a server that reads nothing; want at most %d", n, maxOutboxQueue)
+	}
+	go func() {
+		for range g.sent {
+		}
+	}()
+	close(g.open)
+	select {
+	case <-sent:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's sends did not resume once the server read again")
+	}
+}
+
+func mustParse(t *testing.T, s string) *jsonrpc.Message {
+	t.Helper()
+	m, err := jsonrpc.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
