@@ -31,11 +31,15 @@ type Bridge struct {
 	TooDeep func()
 	// Broken marks the runtime as not to be reused (a Writer's guard fired).
 	Broken func()
+	// Keys is the intrinsic Object.keys, the Writer's key walk (one array and one value
+	// per key); nil: goja's Object.Keys, which makes two iterator closures per key more.
+	Keys goja.Callable
 	// MaxNesting bounds arrays and objects in both directions; MaxNodes the values one
 	// Writer visits.
 	MaxNesting, MaxNodes int
 
-	canonBuf []byte // FromJSON's reusable canonical-text buffer
+	canonBuf []byte   // FromJSON's reusable canonical-text buffer
+	keysBuf  []string // FromJSON's reusable stack of object keys
 }
 
 // MaxScratch bounds the buffers a Bridge or Writer keeps between uses, in bytes.
@@ -58,10 +62,14 @@ func (v *Bridge) FromJSON(text string) (val goja.Value, canon string, ok bool) {
 	if strings.Contains(text, `\ud`) || strings.Contains(text, `\uD`) {
 		return nil, "", false
 	}
-	r := jsonReader{v: v, s: text, canonOK: true, canon: v.canonBuf[:0]}
+	r := jsonReader{v: v, s: text, canonOK: true, canon: v.canonBuf[:0], keys: v.keysBuf[:0]}
 	defer func() {
 		if cap(r.canon) <= MaxScratch {
 			v.canonBuf = r.canon[:0]
+		}
+		if cap(r.keys) <= MaxScratch/16 {
+			clear(r.keys[:cap(r.keys)]) // keep no view of this text
+			v.keysBuf = r.keys[:0]
 		}
 	}()
 	val, ok = r.value(0)
@@ -303,21 +311,22 @@ func unescape(s string) (string, bool) {
 	if !utf8.ValidString(s) {
 		return "", false
 	}
-	b := make([]byte, 0, len(s))
+	var b strings.Builder // one allocation: the string itself
+	b.Grow(len(s))
 	for i := 0; i < len(s); {
 		k := strings.IndexByte(s[i:], '\\')
 		if k < 0 {
-			b = append(b, s[i:]...)
+			b.WriteString(s[i:])
 			break
 		}
-		b = append(b, s[i:i+k]...)
+		b.WriteString(s[i : i+k])
 		i += k
 		if i+1 >= len(s) {
 			return "", false
 		}
 		c := s[i+1]
 		if d, ok := jsonscan.Escaped(c); ok {
-			b = append(b, d)
+			b.WriteByte(d)
 			i += 2
 			continue
 		}
@@ -330,14 +339,14 @@ func unescape(s string) (string, bool) {
 			if err != nil || utf16.IsSurrogate(rune(n)) {
 				return "", false
 			}
-			b = utf8.AppendRune(b, rune(n))
+			b.WriteRune(rune(n))
 			i += 4
 		default:
 			return "", false
 		}
 		i += 2
 	}
-	return string(b), true
+	return b.String(), true
 }
 
 // defineKey gives the fresh plain object o the own data property k as JSON.parse does
