@@ -204,8 +204,17 @@ func (v *vm) bind(p *pool) error {
 		out, _ := lines.Remove(v.rt, text, prefixes)
 		return out
 	})
+	// a string member keeps the JS string of its last value (a JS string is immutable):
+	// ctx.phase and ctx.tool are read by most policies of a call, each read was a new one
 	str := func(f func(c *callState) string) goja.Value {
-		return fn(func(goja.FunctionCall) goja.Value { return rt.ToValue(f(st())) })
+		var last string
+		var lastVal goja.Value
+		return fn(func(goja.FunctionCall) goja.Value {
+			if s := f(st()); s != last || lastVal == nil {
+				last, lastVal = s, rt.ToValue(s)
+			}
+			return lastVal
+		})
 	}
 	// the whole ctx surface, one name to function(s) per field, in the order ctx lists
 	// them; buildCtx defines exactly these and the self-test checks each is frozen

@@ -63,15 +63,15 @@ func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft, budget 
 	return p
 }
 
-// acquire returns a runtime for a phase and the function that gives it back. A phase
-// other than pre (pre false) first takes a shared token, waiting for one while size
-// runtimes already serve such phases.
-func (p *pool) acquire(pre bool, done <-chan struct{}) (*vm, func(), error) {
+// acquire returns a runtime for a phase, which release gives back. A phase other than
+// pre (pre false) first takes a shared token, waiting for one while size runtimes
+// already serve such phases.
+func (p *pool) acquire(pre bool, done <-chan struct{}) (*vm, error) {
 	if !pre {
 		select {
 		case p.shared <- struct{}{}:
 		case <-done:
-			return nil, nil, errCancelled
+			return nil, errCancelled
 		}
 	}
 	v, err := p.get(done)
@@ -79,14 +79,17 @@ func (p *pool) acquire(pre bool, done <-chan struct{}) (*vm, func(), error) {
 		if !pre {
 			<-p.shared
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	return v, func() {
-		p.put(v)
-		if !pre {
-			<-p.shared
-		}
-	}, nil
+	return v, nil
+}
+
+// release gives back a runtime acquire returned for the same phase kind.
+func (p *pool) release(v *vm, pre bool) {
+	p.put(v)
+	if !pre {
+		<-p.shared
+	}
 }
 
 // get returns an idle runtime, builds one while fewer than size exist, or waits.

@@ -78,7 +78,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		res.Reject = &Rejection{Code: vocab.ReasonBadCtxShape, Message: "post phase without a response"}
 		return res
 	}
-	v, release, err := s.pool.acquire(spec.reserved, ctx.Done())
+	v, err := s.pool.acquire(spec.reserved, ctx.Done())
 	if err != nil {
 		res.Reject = &Rejection{Code: vocab.ReasonPolicyError, Message: "no policy runtime available"}
 		if errors.Is(err, errCancelled) {
@@ -87,7 +87,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		}
 		return res
 	}
-	defer release()
+	defer s.pool.release(v, spec.reserved)
 
 	c := &v.state // reused: nothing of a run outlives it but what res holds
 	*c = callState{set: s, call: call, phase: call.Phase}
