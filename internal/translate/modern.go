@@ -131,6 +131,13 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	}
 	switch s.phase {
 	case phaseProbing, phaseInitializing:
+		if len(s.held) >= maxOutboxQueue { // bounded like the queue the held messages go to
+			if m.Kind == jsonrpc.KindRequest {
+				c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, fmt.Sprintf(
+					"mcpgate: %d messages are already held until the server answers server/discover or initialize; retry later", maxOutboxQueue)))
+			}
+			return nil
+		}
 		s.held = append(s.held, m)
 		return nil
 	case phaseFailed:

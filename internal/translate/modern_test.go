@@ -575,3 +575,26 @@ func mustParse(t *testing.T, s string) *jsonrpc.Message {
 	}
 	return m
 }
+
+// TestModernHeldBound: while the server has not yet answered server/discover (or the
+// gateway's initialize), the client's messages are held only up to the outbox's hard
+// bound; a request past it gets -32000 at once instead of growing the hold.
+func TestModernHeldBound(t *testing.T) {
+	f := newFake()
+	c := Wrap(f, Options{})
+	defer c.Close(context.Background(), 0)
+	steps := []mstep{}
+	for i := range maxOutboxQueue + 1 {
+		steps = append(steps, mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/list","params":{` + menv + `}}`})
+	}
+	steps = append(steps,
+		mstep{dir: ">s", want: []string{`"method":"server/discover"`}},
+		mstep{dir: ">c", want: []string{`"id":` + strconv.Itoa(maxOutboxQueue), `"code":-32000`, `held`}})
+	mrun(t, c, f, steps)
+	c.modern.mu.Lock()
+	n := len(c.modern.held)
+	c.modern.mu.Unlock()
+	if n != maxOutboxQueue {
+		t.Fatalf("%d messages held; want %d", n, maxOutboxQueue)
+	}
+}
