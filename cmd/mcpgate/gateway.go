@@ -77,6 +77,13 @@ log and progress notifications (docs/channels.md). Each tools/call and each filt
 message writes one JSON audit record to stderr (or --audit-file); the rest of the
 protocol is relayed with its ids and unknown fields intact.
 
+Revisions (docs/http.md#revisions): the client may speak MCP 2025-11-25 or
+2026-07-28, on stdio and with --listen. Each server hop negotiates its own; where a
+server speaks only the other revision the gateway translates, elicitation, sampling
+and roots included (a 2025-11-25 server's requests become a 2026-07-28 client's
+input_required rounds, and the other way round). A log line at the first request
+says when a hop translates. The upstream may itself be an mcpgate (docs/servers.md).
+
 Tool pins (--pins, --pins-mode) remember each tool's first definition; a changed one
 is the finding tool_definition_changed, and with --pins-mode block it is hidden until
 mcpgate pins approve.
@@ -109,7 +116,18 @@ Environment:
     "command": "/usr/local/bin/mcpgate",
     "args": ["gateway", "run", "--filter-output", "--policies", "/etc/mcpgate/policies",
              "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me"]
-  }`,
+  }
+
+  # over Streamable HTTP at http://127.0.0.1:8080/mcp; the server sees only the
+  # client's roots under /home/me/projects
+  mcpgate gateway run --listen 127.0.0.1:8080 --filter-output --policies /etc/mcpgate/policies \
+      --root file:///home/me/projects -- npx -y @modelcontextprotocol/server-filesystem /home/me/projects
+
+  # several servers from --config (tools become <server>_<tool>, resource URIs <server>+<uri>):
+  #   {"mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me"],
+  #                          "roots": ["file:///home/me"]},
+  #                   "notes": {"url": "http://127.0.0.1:9000/mcp"}}}
+  mcpgate gateway run --filter-output --policies /etc/mcpgate/policies --config /etc/mcpgate/gateway.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {

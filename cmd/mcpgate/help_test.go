@@ -165,3 +165,25 @@ func TestVersionStamp(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayRunHelpTeaches: gateway run --help says what a platform engineer needs
+// beyond one stdio server: both revisions and that the gateway translates between
+// them, a gateway behind a gateway, and an example each of --listen, --root and
+// --config with mcpServers (several servers, their name prefixes, a url server).
+func TestGatewayRunHelpTeaches(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"gateway", "run", "--help"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	help := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{
+		"2025-11-25 or 2026-07-28", "the gateway translates", "docs/http.md#revisions",
+		"may itself be an mcpgate",
+		"mcpgate gateway run --listen 127.0.0.1:8080", "--root file:///",
+		`{"mcpServers": {"fs": {"command"`, `"roots": [`, `"url": "http://`, "<server>_<tool>", "--config /etc/mcpgate/gateway.json",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("gateway run --help does not say %q", want)
+		}
+	}
+}
