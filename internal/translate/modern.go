@@ -193,7 +193,7 @@ func (s *modernState) armProbe(c *Conn) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.phase == phaseProbing && !s.closed {
-			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating", "after", s.probeFor)
+			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating (docs/http.md#translation-modern)", "after", s.probeFor)
 			s.initialize(c)
 		}
 	})
@@ -304,7 +304,7 @@ func (s *modernState) initialized(c *Conn, m *jsonrpc.Message) {
 		s.fail(c, text)
 		return
 	}
-	c.opts.Logger.Info("the server speaks 2025-11-25 only: translating for the 2026-07-28 client")
+	c.opts.Logger.Info("the server speaks 2025-11-25 only: translating for the 2026-07-28 client (docs/http.md#translation-modern)")
 	_ = s.out.send(c, jsonrpc.NewNotification("notifications/initialized", nil))
 	s.phase = phaseTranslated
 	if s.probe != nil {
