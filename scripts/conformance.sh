@@ -15,7 +15,7 @@
 #      conformance-server.mjs, @modelcontextprotocol/server 2.4.0) alone over HTTP, and
 #      through `gateway run --listen` in front of it over stdio: the gateway must pass
 #      at least as many checks as the reference alone (docs/http.md#conformance), and
-#      both scores are printed.
+#      both scores are printed; the same for the suite's 2025-11-25 requirement set.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,8 +88,8 @@ gap=${MCPGATE_CONFORMANCE_2026_GAP:-0}
 gap_scenarios=${MCPGATE_CONFORMANCE_2026_GAP_SCENARIOS:-http-custom-header-server-validation}
 # passed_by_scenario file: "scenario passed" lines from the summary
 passed_by_scenario() { sed -n '/=== SUMMARY ===/,/^Total/p' "$1" | sed -nE 's/^[^ ]+ ([a-z0-9-]+): ([0-9]+) passed.*/\1 \2/p'; }
-run_next() { # url outfile
-  (cd "$root/testdata/e2e" && "$node22" "$next_js" server --url "$1" --requirements 2026-07-28 --timeout 10000) >"$2" 2>&1 || true
+run_next() { # url outfile [requirements]
+  (cd "$root/testdata/e2e" && "$node22" "$next_js" server --url "$1" --requirements "${3:-2026-07-28}" --timeout 10000) >"$2" 2>&1 || true
   grep -oE '^Total: [0-9]+ passed, [0-9]+ failed' "$2" | tail -1
 }
 (cd "$root/testdata/e2e" && exec "$node22" "$bed" http 0) 2>"$work/bed.log" &
@@ -102,6 +102,7 @@ for _ in $(seq 1 100); do
 done
 [ -n "$bed_url" ] || { echo "conformance: the test bed server did not start"; cat "$work/bed.log"; exit 1; }
 ref=$(run_next "$bed_url" "$work/next-ref.txt")
+ref25=$(run_next "$bed_url" "$work/next-ref-2025.txt" 2025-11-25)
 kill "$bed_pid" 2>/dev/null || true; wait "$bed_pid" 2>/dev/null || true; bed_pid=""
 "$work/mcpgate" gateway run --listen 127.0.0.1:0 --policies "$work/policies" --log-format json \
   -- "$node22" "$bed" stdio >/dev/null 2>"$work/gateway-next.log" &
@@ -114,8 +115,14 @@ for _ in $(seq 1 100); do
 done
 [ -n "$url" ] || { echo "conformance: gateway did not start"; cat "$work/gateway-next.log"; exit 1; }
 via=$(run_next "$url" "$work/next-gw.txt")
+via25=$(run_next "$url" "$work/next-gw-2025.txt" 2025-11-25)
 kill "$gw_pid" 2>/dev/null || true; wait "$gw_pid" 2>/dev/null || true; gw_pid=""
 echo "conformance: 2026-07-28 server set: reference alone: $ref; through the gateway: $via"
+echo "conformance: 2025-11-25 set of the same suite: reference alone: $ref25; through the gateway: $via25"
+r25=$(echo "$ref25" | grep -oE '[0-9]+' | head -1); v25=$(echo "$via25" | grep -oE '[0-9]+' | head -1)
+if [ -z "$r25" ] || [ -z "$v25" ] || [ "$v25" -lt "$r25" ]; then
+  echo "conformance: 2025-11-25 set through the gateway passes fewer checks than the reference alone"; status=1
+fi
 ref_n=$(echo "$ref" | grep -oE '[0-9]+' | head -1); via_n=$(echo "$via" | grep -oE '[0-9]+' | head -1)
 # the allowed scenarios' shortfall is added to the gap; any other scenario must match
 short=0

@@ -121,11 +121,61 @@ const mrtr = (s) => {
   });
 };
 
+// The 2025-11-25 scenarios that ask the client (tools-call-sampling, -elicitation,
+// elicitation-sep1034-defaults, -sep1330-enums): a push-style request on a 2025-era
+// request; a 2026-07-28 one (with the _meta envelope) answers input_required instead.
+const legacy = (s) => {
+  const ask = async (ctx, key, req) => {
+    if (ctx.mcpReq.envelope) {
+      const r = ctx.mcpReq.inputResponses?.[key];
+      if (r) return r;
+      return { inputRequired: inputRequired({ inputRequests: { [key]: req.method === "elicitation/create"
+        ? inputRequired.elicit(req.params) : inputRequired.createMessage(req.params) } }) };
+    }
+    return req.method === "elicitation/create" ? ctx.mcpReq.elicitInput(req.params) : ctx.mcpReq.requestSampling(req.params);
+  };
+  const elicited = (r) => r.inputRequired ?? text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+  s.registerTool("test_sampling", { description: "asks the client's model", inputSchema: z.object({ prompt: z.string() }) }, async ({ prompt }, ctx) => {
+    const r = await ask(ctx, "sample", { method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: prompt } }], maxTokens: 100 } });
+    return r.inputRequired ?? text(`LLM response: ${Array.isArray(r.content) ? r.content.map((b) => b.text ?? "").join(" ") : r.content?.text ?? ""}`);
+  });
+  s.registerTool("test_elicitation", { description: "asks the user", inputSchema: z.object({ message: z.string() }) }, async ({ message }, ctx) => {
+    const r = await ask(ctx, "user", { method: "elicitation/create", params: { message, requestedSchema: { type: "object",
+      properties: { username: { type: "string", description: "User's response" }, email: { type: "string", description: "User's email address" } }, required: ["username", "email"] } } });
+    return r.inputRequired ?? text(`User response: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+  });
+  s.registerTool("test_elicitation_sep1034_defaults", { description: "elicits with defaults" }, async (ctx) => elicited(await ask(ctx, "defaults", {
+    method: "elicitation/create", params: { message: "Defaults", requestedSchema: { type: "object", properties: {
+      name: { type: "string", default: "John Doe" }, age: { type: "integer", default: 30 }, score: { type: "number", default: 95.5 },
+      status: { type: "string", enum: ["active", "inactive", "pending"], default: "active" }, verified: { type: "boolean", default: true } } } } })));
+  s.registerTool("test_elicitation_sep1330_enums", { description: "elicits enums" }, async (ctx) => elicited(await ask(ctx, "enums", {
+    method: "elicitation/create", params: { message: "Enums", requestedSchema: { type: "object", properties: {
+      untitledSingle: { type: "string", enum: ["option1", "option2", "option3"] },
+      titledSingle: { type: "string", oneOf: [{ const: "value1", title: "First Option" }, { const: "value2", title: "Second Option" }, { const: "value3", title: "Third Option" }] },
+      legacyEnum: { type: "string", enum: ["opt1", "opt2", "opt3"], enumNames: ["Option One", "Option Two", "Option Three"] },
+      untitledMulti: { type: "array", items: { type: "string", enum: ["option1", "option2", "option3"] } },
+      titledMulti: { type: "array", items: { anyOf: [{ const: "value1", title: "First Choice" }, { const: "value2", title: "Second Choice" }, { const: "value3", title: "Third Choice" }] } },
+    } } } })));
+  // tools-call-with-logging: three info logs, 50 ms apart (the SDK sends none to a
+  // 2026-07-28 request without a logLevel).
+  s.registerTool("test_tool_with_logging", { description: "logs three times" }, async (ctx) => {
+    for (const [i, m] of ["Tool execution started", "Tool processing data", "Tool execution completed"].entries()) {
+      if (i) await sleep(50);
+      await ctx.mcpReq.log("info", m).catch(() => {});
+    }
+    return text("Logging test completed");
+  });
+  // resources-subscribe, resources-unsubscribe
+  s.server.setRequestHandler("resources/subscribe", async () => ({}));
+  s.server.setRequestHandler("resources/unsubscribe", async () => ({}));
+};
+
 const factory = () => {
   const s = new McpServer({ name: "mcpgate-conformance-bed", version: "1.0.0" },
-    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true }, completions: {}, logging: {} },
+    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true }, completions: {}, logging: {} },
       requestState: { verify: codec.verify } });
   mrtr(s);
+  legacy(s);
 
   // tools-call-*
   s.registerTool("test_simple_text", { description: "simple text" }, async () => text("This is a simple text response for testing."));
