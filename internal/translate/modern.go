@@ -776,7 +776,7 @@ func (o *outbox) send(c *Conn, m *jsonrpc.Message) error {
 	}
 	if len(o.q) >= maxOutboxQueue {
 		o.mu.Unlock()
-		c.opts.Logger.Debug("translation: a message for the server dropped; it reads nothing", "method", m.Method)
+		c.opts.Logger.Debug("translation: a message for the server dropped; it reads nothing")
 		return errOutboxFull
 	}
 	o.q = append(o.q, m)
