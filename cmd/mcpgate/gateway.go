@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/config"
@@ -271,6 +273,9 @@ func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Rea
 	}
 	g, err := gateway.New(ctx, cfg)
 	if err != nil {
+		if errors.Is(err, gate.ErrNoDir) && !isDir(cfg.PoliciesDir) && !fileExists(cfg.PoliciesDir) {
+			return fmt.Errorf("%w\n%s", err, noPoliciesHint(cfg.PoliciesDir))
+		}
 		return err
 	}
 	defer g.Close()
@@ -278,6 +283,36 @@ func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Rea
 		return g.ServeHTTP(ctx)
 	}
 	return g.ServeStdio(ctx, stdin, stdout)
+}
+
+// noPoliciesHint says how to make the missing --policies directory dir: empty (no
+// policies), or with the shipped set, where make install put it next to this binary
+// (PREFIX/share/mcpgate/policies) or in the source tree the binary was built in.
+func noPoliciesHint(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	shipped := "/usr/local/share/mcpgate/policies"
+	if exe, err := os.Executable(); err == nil {
+		for _, d := range []string{"../share/mcpgate/policies", "../policies"} {
+			if p := filepath.Join(filepath.Dir(exe), d); isDir(p) {
+				shipped = p
+				break
+			}
+		}
+	}
+	return "  make it: mkdir -p " + dir + " (an empty directory runs no policies), then for the shipped set\n" +
+		"  (secret, PII and e-mail redaction): cp -n " + shipped + "/*.js " + dir + "/"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 func parseLevel(s string) (slog.Level, error) {

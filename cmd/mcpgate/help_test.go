@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -184,6 +185,42 @@ func TestGatewayRunHelpTeaches(t *testing.T) {
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("gateway run --help does not say %q", want)
+		}
+	}
+}
+
+// TestMissingPoliciesDirSaysWhatToDo: a --policies directory that does not exist
+// stops start-up (exit 1) with the command that makes it and the one that copies the
+// shipped set into it; a missing --shadow directory, or a --policies path that is a
+// file, gets no such hint (mkdir would not help).
+func TestMissingPoliciesDirSaysWhatToDo(t *testing.T) {
+	tmp := t.TempDir()
+	missing, file := filepath.Join(tmp, "missing"), filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+		hint bool
+	}{
+		{[]string{"--policies", missing}, []string{"policies directory does not exist: " + missing, "mkdir -p " + missing + " (an empty directory runs no policies)", "/*.js " + missing + "/"}, true},
+		{[]string{"--policies", tmp, "--shadow", missing}, []string{"--shadow: gate: policies directory does not exist"}, false},
+		{[]string{"--policies", file}, []string{"is not a directory"}, false},
+	} {
+		var out, errb bytes.Buffer
+		argv := append(append([]string{"gateway", "run"}, tc.args...), "--", "true")
+		if code := run(context.Background(), argv, strings.NewReader(""), &out, &errb); code != exitError {
+			t.Fatalf("%q: exit %d, want %d: %s", tc.args, code, exitError, errb.String())
+		}
+		msg := errb.String()
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%q: stderr does not say %q: %s", tc.args, w, msg)
+			}
+		}
+		if got := strings.Contains(msg, "cp -n "); got != tc.hint {
+			t.Errorf("%q: hint %v, want %v: %s", tc.args, got, tc.hint, msg)
 		}
 	}
 }
