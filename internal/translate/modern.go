@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -619,7 +620,28 @@ func (s *modernState) finalResponse(f *flight, m *jsonrpc.Message) *jsonrpc.Mess
 		}
 		return m.WithID(f.clientID)
 	}
-	return jsonrpc.NewResponse(f.clientID, methods.Conform(methods.Of(f.method), methods.Version20260728, m.Result, false))
+	return jsonrpc.NewResponse(f.clientID, asModern(methods.Of(f.method), m.Result))
+}
+
+// asModern makes a 2025-11-25 server's result valid in 2026-07-28. The members
+// 2025-11-25 does not have are the gateway's, whatever the server wrote: resultType
+// "complete" (such a server asks for input with requests, never input_required), and
+// on cacheable results ttlMs 0 and cacheScope "private" (it promised nothing about
+// caching or sharing the result).
+func asModern(m *methods.Method, result json.RawMessage) json.RawMessage {
+	if bytes.Contains(result, []byte(`"resultType"`)) || bytes.Contains(result, []byte(`"ttlMs"`)) ||
+		bytes.Contains(result, []byte(`"cacheScope"`)) || bytes.Contains(result, []byte(`\u`)) {
+		var r map[string]json.RawMessage
+		if json.Unmarshal(result, &r) == nil && r != nil {
+			delete(r, "resultType")
+			delete(r, "ttlMs")
+			delete(r, "cacheScope")
+			if b, err := jsonrpc.Marshal(r); err == nil {
+				result = b
+			}
+		}
+	}
+	return methods.Conform(m, methods.Version20260728, result, true)
 }
 
 // translateRecv maps a 2025-11-25 server message for the 2026-07-28 client.
