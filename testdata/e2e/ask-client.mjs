@@ -6,16 +6,10 @@
 // sampling/createMessage with "hi there", recording each request it got, and prints
 // one JSON object: per tool, the result or the error text, what it was asked, and
 // with listen the filter the server honored and how many tools list_changed came.
+import { v2Transport } from "./client-common.mjs";
 const { Client } = await import("@modelcontextprotocol/client");
 const cfg = JSON.parse(process.argv[2]);
-let transport;
-if (cfg.url) {
-  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
-  transport = new StreamableHTTPClientTransport(new URL(cfg.url));
-} else {
-  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
-  transport = new StdioClientTransport({ command: cfg.cmd[0], args: cfg.cmd.slice(1), env: { ...process.env }, stderr: "ignore" });
-}
+const transport = await v2Transport(cfg);
 const client = new Client({ name: "ask-client", version: "2.4.0" },
   { capabilities: { elicitation: { form: {} }, sampling: {} }, versionNegotiation: { mode: { pin: "2026-07-28" } } });
 const out = { asked: [] };

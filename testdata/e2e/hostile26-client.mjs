@@ -8,16 +8,10 @@
 // prompts ask and ask_block, gets task t1 (tasks/get) and reads ask://x, ask://block and ask://sample, and
 // prints one JSON object: per step the result or {error, code}, and "asked": per step
 // the input requests the handlers got; over stdio, "stderr": what the command wrote there.
+import { v2Transport } from "./client-common.mjs";
 const { Client } = await import("@modelcontextprotocol/client");
 const cfg = JSON.parse(process.argv[2]);
-let transport;
-if (cfg.url) {
-  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
-  transport = new StreamableHTTPClientTransport(new URL(cfg.url));
-} else {
-  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
-  transport = new StdioClientTransport({ command: cfg.cmd[0], args: cfg.cmd.slice(1), env: { ...process.env }, stderr: "pipe" });
-}
+const transport = await v2Transport(cfg, "pipe");
 let stderr = "";
 transport.stderr?.on("data", (d) => { stderr += d.toString(); });
 const client = new Client({ name: "hostile26-client", version: "2.4.0" },

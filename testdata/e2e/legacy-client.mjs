@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { stepper } from "./client-common.mjs";
 const cfg = JSON.parse(process.argv[2]);
 const transport = cfg.url
   ? new StreamableHTTPClientTransport(new URL(cfg.url))
@@ -20,13 +21,7 @@ client.setRequestHandler(ElicitRequestSchema, async (req) => {
   if (cfg.answerDelayMs) await new Promise((r) => setTimeout(r, cfg.answerDelayMs));
   return cfg.answer ?? { action: "accept", content: { sure: true } };
 });
-const step = async (name, f) => {
-  try {
-    out[name] = await f();
-  } catch (e) {
-    out[name] = { error: String(e) };
-  }
-};
+const step = stepper(out);
 try {
   await client.connect(transport);
   out.capabilities = client.getServerCapabilities();

@@ -4,27 +4,14 @@
 // warn: whether to call the warn tool}.
 // It prints one JSON object: the negotiated version and, per step, the result or the
 // error text.
+import { v2Transport, stepper } from "./client-common.mjs";
 const { Client } = await import("@modelcontextprotocol/client");
 const cfg = JSON.parse(process.argv[2]);
-let transport;
-if (cfg.url) {
-  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
-  transport = new StreamableHTTPClientTransport(new URL(cfg.url));
-} else {
-  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
-  const [command, ...args] = cfg.cmd;
-  transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "ignore" });
-}
+const transport = await v2Transport(cfg);
 const mode = cfg.mode === "pin" ? { pin: "2026-07-28" } : cfg.mode;
 const client = new Client({ name: "revisions", version: "2.4.0" }, { versionNegotiation: { mode } });
 const out = {};
-const step = async (name, f) => {
-  try {
-    out[name] = await f();
-  } catch (e) {
-    out[name] = { error: String(e) };
-  }
-};
+const step = stepper(out);
 try {
   await client.connect(transport);
   out.version = client.getNegotiatedProtocolVersion?.() ?? null;
