@@ -218,21 +218,29 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 // elicitation/create) and runs the server_request phase. A blocked or rejected
 // request comes back as Error, to answer the server with; it never reaches the
 // client. Otherwise Original (forward raw as is) or Params (forward with these).
-func (p *Pipeline) ServerRequest(ctx context.Context, c Channel, raw []byte) (reply Reply) {
+func (p *Pipeline) ServerRequest(ctx context.Context, c Channel, raw []byte) Reply {
+	reply, rec := p.serverRequest(ctx, c, raw)
+	rec.emit(p)
+	return reply
+}
+
+// serverRequest is ServerRequest leaving the record to its caller to emit, so that an
+// input request's record can say whether its entry reached the client.
+func (p *Pipeline) serverRequest(ctx context.Context, c Channel, raw []byte) (reply Reply, rec *record) {
 	m := methods.Of(c.Method)
 	r := p.arriveChannel(ctx, c)
+	rec = r.rec
 	defer func() {
 		if v := recover(); v != nil {
 			p.logger().Error("server request filter panicked; request refused", "event_id", r.rec.eventID(), "method", r.rec.r.Method, "panic", fmt.Sprint(v))
 			r.rec.setReason(vocab.ReasonInternalError)
 			reply = r.refuse(requestBlockedText(r.rec.eventID()))
 		}
-		r.rec.emit(p)
 	}()
 	if !m.Filtered() {
-		return Reply{Original: raw}
+		return Reply{Original: raw}, rec
 	}
-	return r.flow(c, m, orObject(c.Params), raw)
+	return r.flow(c, m, orObject(c.Params), raw), rec
 }
 
 // Notification filters a server notification (notifications/message,

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 
 	"github.com/mcpgate/mcpgate/engine"
@@ -28,11 +29,14 @@ const maxRequestState = 1 << 20
 // inputRequests runs each entry of an input_required result's inputRequests through
 // the rules and the server_request phase of its own method, as ServerRequest runs a
 // 2025-11-25 server request, with one record each naming its method and via (the
-// method the result answers). requestState is the server's: relayed byte for byte,
-// never read, never shown to a policy or recorded; past maxRequestState the result
-// is withheld. It returns the result to relay (result itself when nothing changed),
-// or a non-empty withheld: the text of the refusal of an entry that blocked or that
-// a policy rejected, or of an entry the gateway does not know.
+// method the result answers). Every entry is evaluated, in key order, whether or not
+// an earlier one was withheld; when one is, the result is withheld whole and the
+// records of the others say outcome "cancelled" (they never reached the client).
+// requestState is the server's: relayed byte for byte, never read, never shown to a
+// policy or recorded; past maxRequestState the result is withheld. It returns the
+// result to relay (result itself when nothing changed), or a non-empty withheld: the
+// text of the refusal of the first entry (in key order) that blocked, that a policy
+// rejected, that the gateway does not know or that is not {method, params}.
 func (p *Pipeline) inputRequests(ctx context.Context, c Channel, via string, result json.RawMessage) (out json.RawMessage, withheld string) {
 	var res map[string]json.RawMessage
 	if json.Unmarshal(result, &res) != nil || res == nil {
@@ -47,39 +51,57 @@ func (p *Pipeline) inputRequests(ctx context.Context, c Channel, via string, res
 			return nil, "[mcpgate: request blocked — inputRequests is not an object]"
 		}
 	}
-	changed := false
-	for _, key := range slices.Sorted(func(yield func(string) bool) {
-		for k := range reqs {
-			if !yield(k) {
-				return
-			}
+	type entry struct {
+		rec     *record
+		relayed bool // would reach the client
+	}
+	var entries []entry
+	withhold := func(text string) {
+		if withheld == "" {
+			withheld = text
 		}
-	}) {
+	}
+	changed := false
+	for _, key := range slices.Sorted(maps.Keys(reqs)) {
 		var e map[string]json.RawMessage
 		var method string
 		if json.Unmarshal(reqs[key], &e) != nil || json.Unmarshal(e["method"], &method) != nil {
-			return nil, "[mcpgate: request blocked — an input request is not {method, params}]"
+			withhold("[mcpgate: request blocked — an input request is not {method, params}]")
+			continue
 		}
 		m := methods.Of(method)
 		if m == nil || m.Direction != methods.ServerRequest {
-			return nil, "[mcpgate: request blocked — an input request of a method the gateway does not filter]"
+			withhold("[mcpgate: request blocked — an input request of a method the gateway does not filter]")
+			continue
 		}
 		ch := c
 		ch.Method, ch.Params, ch.Via, ch.Tool, ch.ToolAccess, ch.Arguments = method, orObject(e["params"]), via, "", "", nil
 		raw := jsonrpc.Request(json.RawMessage(`"input"`), method, ch.Params)
-		reply := p.ServerRequest(ctx, ch, raw)
+		reply, rec := p.serverRequest(ctx, ch, raw)
 		switch {
 		case reply.Error != nil:
 			var eo jsonrpc.ErrorObject
 			_ = json.Unmarshal(reply.Error, &eo)
-			return nil, eo.Message
+			withhold(eo.Message)
+			entries = append(entries, entry{rec, false})
+			continue
 		case reply.Params != nil:
 			e["params"] = reply.Params
 			reqs[key], _ = jsonrpc.Marshal(e)
 			changed = true
 		}
+		entries = append(entries, entry{rec, true})
 	}
-	if !changed {
+	for _, e := range entries {
+		if e.relayed && withheld != "" {
+			e.rec.setOutcome(vocab.OutcomeCancelled)
+		}
+		e.rec.emit(p)
+	}
+	switch {
+	case withheld != "":
+		return nil, withheld
+	case !changed:
 		return result, ""
 	}
 	res["inputRequests"], _ = jsonrpc.Marshal(reqs)

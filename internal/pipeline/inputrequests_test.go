@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -64,5 +65,79 @@ func TestInputResponsesReadByInputRules(t *testing.T) {
 	}
 	if x := rec.last(t); len(x.InputRuleIDs) == 0 {
 		t.Errorf("record input_rule_ids: %v", x.InputRuleIDs)
+	}
+}
+
+// TestInputRequestsEveryEntryRecorded: every entry of an input_required result is
+// evaluated and recorded once, in key order, with its own verdict and method and via
+// the method the result answers, whether or not an earlier one was withheld (a rule
+// block, a policy throw, a policy error failing closed); when one is, the result is
+// withheld whole and the others' records say outcome cancelled (they never reached
+// the client). No record holds an entry's content or the requestState.
+func TestInputRequestsEveryEntryRecorded(t *testing.T) {
+	p, rec := newPipeline(t, map[string]string{"ask.js": `if (ctx.phase === "server_request") {
+		if (ctx.params.message === "reject me") throw new Error("no");
+		if (ctx.params.message === "break me") null.x;
+	}`}, true, true)
+	const (
+		clean  = "What is your name?"
+		reject = "reject me"
+		broken = "break me"
+	)
+	type want struct{ action, outcome string }
+	for _, c := range []struct {
+		name     string
+		messages [3]string // entries a, b, c
+		withheld string    // the refusal the client gets, "" when the result passes
+		want     [3]want
+	}{
+		{"none", [3]string{clean, clean, clean}, "", [3]want{{"pass", "ok"}, {"pass", "ok"}, {"pass", "ok"}}},
+		{"first", [3]string{blockPayload, clean, clean}, "request blocked", [3]want{{"block", "ok"}, {"pass", "cancelled"}, {"pass", "cancelled"}}},
+		{"middle", [3]string{clean, reject, clean}, "call rejected by policy ask.js: no", [3]want{{"pass", "cancelled"}, {"block", "ok"}, {"pass", "cancelled"}}},
+		{"last", [3]string{clean, clean, broken}, "call rejected by policy ask.js: TypeError", [3]want{{"pass", "cancelled"}, {"pass", "cancelled"}, {"block", "ok"}}},
+		{"all", [3]string{blockPayload, reject, broken}, "request blocked", [3]want{{"block", "ok"}, {"block", "ok"}, {"block", "ok"}}},
+		{"warned and withheld", [3]string{warnPayload, reject, clean}, "call rejected by policy ask.js: no", [3]want{{"warn", "cancelled"}, {"block", "ok"}, {"pass", "cancelled"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			entries := ""
+			for i, msg := range c.messages {
+				if i > 0 {
+					entries += ","
+				}
+				entries += `"` + string(rune('a'+i)) + `":{"method":"elicitation/create","params":{"message":` + js(msg) + `,"requestedSchema":{"type":"object","properties":{}}}}`
+			}
+			result := `{"resultType":"input_required","requestState":"opaque-state","inputRequests":{` + entries + `}}`
+			rec.mu.Lock()
+			rec.recs = nil
+			rec.mu.Unlock()
+			r := p.Handle(context.Background(), Call{Params: json.RawMessage(`{"name":"t","arguments":{}}`)}, upstreamReturning(result, nil))
+			switch out := string(r.Result); {
+			case c.withheld == "" && (r.Result != nil || r.Abandoned || !strings.Contains(string(r.Original), `"requestState":"opaque-state"`)):
+				t.Errorf("passed: %+v", r)
+			case c.withheld != "" && (!strings.Contains(out, c.withheld) || strings.Contains(out, "inputRequests") || strings.Contains(out, "opaque-state") || !r.Abandoned):
+				t.Errorf("withheld: want %q, got %+v", c.withheld, r)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			var got [][3]string
+			for _, x := range rec.recs {
+				b, _ := json.Marshal(x)
+				for _, s := range []string{"opaque-state", "What is your name", "reject me", "break me", "delete every workspace"} {
+					if strings.Contains(string(b), s) {
+						t.Errorf("record holds %q: %s", s, b)
+					}
+				}
+				if x.Via != "" {
+					got = append(got, [3]string{x.Method + " via " + x.Via, string(x.ActionTaken), string(x.Outcome)})
+				}
+			}
+			var exp [][3]string
+			for _, w := range c.want {
+				exp = append(exp, [3]string{"elicitation/create via tools/call", w.action, w.outcome})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(exp) {
+				t.Errorf("entry records\n got %v\nwant %v", got, exp)
+			}
+		})
 	}
 }
