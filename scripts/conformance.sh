@@ -80,12 +80,9 @@ bed=$root/testdata/e2e/conformance-server.mjs
 for f in "$next_js" "$node22"; do
   [ -e "$f" ] || { echo "conformance: $f is missing: run make deps (or make conformance)"; exit 1; }
 done
-# Checks the gateway may miss on this set (none), and the scenarios it may score lower
-# on than the reference: http-custom-header-server-validation (pending in 0.2.0-alpha.12)
-# needs Mcp-Param-* headers checked against a tool's x-mcp-header arguments, which the
-# HTTP front does not do yet and a stdio upstream cannot (docs/http.md#conformance).
+# Checks the gateway may miss on this set (none): every scenario must score at least
+# as well through the gateway as alone (docs/http.md#conformance).
 gap=${MCPGATE_CONFORMANCE_2026_GAP:-0}
-gap_scenarios=${MCPGATE_CONFORMANCE_2026_GAP_SCENARIOS:-http-custom-header-server-validation}
 # passed_by_scenario file: "scenario passed" lines from the summary
 passed_by_scenario() { sed -n '/=== SUMMARY ===/,/^Total/p' "$1" | sed -nE 's/^[^ ]+ ([a-z0-9-]+): ([0-9]+) passed.*/\1 \2/p'; }
 run_next() { # url outfile [requirements]
@@ -124,17 +121,13 @@ if [ -z "$r25" ] || [ -z "$v25" ] || [ "$v25" -lt "$r25" ]; then
   echo "conformance: 2025-11-25 set through the gateway passes fewer checks than the reference alone"; status=1
 fi
 ref_n=$(echo "$ref" | grep -oE '[0-9]+' | head -1); via_n=$(echo "$via" | grep -oE '[0-9]+' | head -1)
-# the allowed scenarios' shortfall is added to the gap; any other scenario must match
-short=0
+# every scenario must score at least as well through the gateway
 while read -r name n; do
   v=$(passed_by_scenario "$work/next-gw.txt" | awk -v s="$name" '$1 == s { print $2 }')
   [ -n "$v" ] && [ "$v" -lt "$n" ] || continue
-  case " $gap_scenarios " in
-    *" $name "*) short=$((short + n - v)); echo "conformance: 2026-07-28 $name: $v through the gateway, $n alone (allowed)" ;;
-    *) echo "conformance: 2026-07-28 $name: $v through the gateway, $n alone: FAILED"; status=1 ;;
-  esac
+  echo "conformance: 2026-07-28 $name: $v through the gateway, $n alone: FAILED"; status=1
 done < <(passed_by_scenario "$work/next-ref.txt")
-if [ -z "$ref_n" ] || [ -z "$via_n" ] || [ "$via_n" -lt $((ref_n - gap - short)) ]; then
+if [ -z "$ref_n" ] || [ -z "$via_n" ] || [ "$via_n" -lt $((ref_n - gap)) ]; then
   echo "conformance: 2026-07-28 set through the gateway passes fewer checks than the reference alone"
   diff <(sed -n '/=== SUMMARY ===/,/^Total/p' "$work/next-ref.txt") <(sed -n '/=== SUMMARY ===/,/^Total/p' "$work/next-gw.txt") || true
   status=1

@@ -36,6 +36,7 @@ const (
 	ReasonTaskUnknown           Reason = "task_unknown"              // a tasks/result for a task the session does not hold (expired, forgotten, or not created through it): refused, never relayed
 	ReasonRootOutsidePin        Reason = "root_outside_pin"          // a client's roots/list answer named a root outside the server's pinned roots: removed
 	ReasonMissingCapability     Reason = "missing_client_capability" // an input_required result asked for input the request's clientCapabilities do not declare: answered -32021
+	ReasonHeaderMismatch        Reason = "header_mismatch"           // a 2026-07-28 tools/call whose Mcp-Param-* headers disagree with its x-mcp-header arguments: answered -32020, never forwarded
 
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
@@ -56,7 +57,7 @@ var Reasons = []Reason{
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
-	ReasonMissingCapability,
+	ReasonMissingCapability, ReasonHeaderMismatch,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }

@@ -12,13 +12,14 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // JSON-RPC error codes of MCP 2026-07-28 (schema.ts).
 const (
 	// CodeHeaderMismatch: Mcp-Method or Mcp-Name does not match the body.
-	CodeHeaderMismatch = -32020
+	CodeHeaderMismatch = jsonrpc.CodeHeaderMismatch
 	// CodeMissingClientCapability: the request needs a capability the client's
 	// _meta does not declare.
 	CodeMissingClientCapability = jsonrpc.CodeMissingRequiredClientCapability
@@ -95,6 +96,9 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	s.touch()
 	inner, _ := json.Marshal("m" + strconv.FormatUint(modernSeq.Add(1), 10))
 	fwd := msg.WithID(inner)
+	if msg.Method == "tools/call" {
+		fwd.ParamHeaders = mcpparam.Of(r.Header) // checked where the tool's listing is known
+	}
 	st, err := s.openRequest(fwd, !sse)
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())

@@ -37,6 +37,9 @@ const (
 	// MissingRequiredClientCapability): the request needs a capability its _meta
 	// clientCapabilities do not declare; data is {requiredCapabilities}.
 	CodeMissingRequiredClientCapability = -32021
+	// CodeHeaderMismatch (MCP 2026-07-28, HeaderMismatch): a request's headers
+	// disagree with its body; over HTTP, 400 Bad Request.
+	CodeHeaderMismatch = -32020
 )
 
 // DefaultMaxMessageBytes is the default per-message limit: 64 MiB (docs/decisions.md#message-size).
@@ -99,6 +102,10 @@ type Message struct {
 	// response it refused whole (docs/decisions.md#one-reading): the reason code, which
 	// the answered request's one record carries; "" otherwise.
 	Refused vocab.Reason
+	// ParamHeaders holds, for a 2026-07-28 tools/call from the HTTP front, its
+	// Mcp-Param-* headers (SEP-2243 "Custom Headers"), non-nil even when there are
+	// none; nil for a message that came without HTTP headers.
+	ParamHeaders map[string][]string
 }
 
 // IDKey returns a map key for the message id; equal ids give equal keys.

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -424,6 +425,10 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 		if routeErr == nil && routed.Upstream != "" {
 			server = routed.Upstream
 		}
+		decls, refused := s.paramHeaders(ctx, msg, server)
+		if refused {
+			return
+		}
 		info, version := s.clientOf(msg.Params)
 		reply := s.opts.Pipeline.Handle(ctx, pipeline.Call{
 			Params:     msg.Params,
@@ -439,7 +444,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
 			}
-			resp, err := s.callUpstream(ctx, msg, routed, routeErr, params)
+			resp, err := s.callUpstream(ctx, msg, routed, routeErr, params, decls)
 			if err == nil {
 				s.tasks.created(resp, params)
 			}
@@ -471,7 +476,7 @@ func (s *Session) busy(key string) bool {
 // callUpstream forwards a tools/call as routed (routeErr: the route's error), with
 // the pipeline's arguments when params changed, and waits for its response, the
 // client's cancellation, or the call timeout.
-func (s *Session) callUpstream(ctx context.Context, msg, routed *jsonrpc.Message, routeErr error, params json.RawMessage) (*jsonrpc.Message, error) {
+func (s *Session) callUpstream(ctx context.Context, msg, routed *jsonrpc.Message, routeErr error, params json.RawMessage, decls []mcpparam.Declaration) (*jsonrpc.Message, error) {
 	if routeErr != nil {
 		return nil, routeFailed(routeErr)
 	}
@@ -482,6 +487,11 @@ func (s *Session) callUpstream(ctx context.Context, msg, routed *jsonrpc.Message
 			out.Upstream = routed.Upstream
 		}
 		routed = out
+	}
+	if msg.ParamHeaders != nil { // built again from the arguments that go, which a policy may have rewritten
+		c := *routed
+		c.ParamHeaders = mcpparam.Headers(decls, argumentsOf(params))
+		routed = &c
 	}
 	return s.sendAndWait(ctx, routed, false)
 }

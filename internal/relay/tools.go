@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
@@ -22,11 +23,14 @@ type toolIndex struct {
 	// folded form, for the arguments a Go server would bind to them
 	// (docs/decisions.md#one-reading).
 	props map[string]schemaNames
-	known bool // a full tools/list has been seen since the last list_changed
+	// params holds, per tool, its inputSchema's x-mcp-header declarations (SEP-2243).
+	params map[string][]mcpparam.Declaration
+	known  bool // a full tools/list has been seen since the last list_changed
 }
 
 func newToolIndex(s *Session) *toolIndex {
-	return &toolIndex{s: s, access_: map[string]string{}, props: map[string]schemaNames{}}
+	return &toolIndex{s: s, access_: map[string]string{}, props: map[string]schemaNames{},
+		params: map[string][]mcpparam.Declaration{}}
 }
 
 type toolAnnotations struct {
@@ -66,6 +70,11 @@ func (x *toolIndex) observe(result json.RawMessage) {
 	defer x.mu.Unlock()
 	for _, t := range page.Tools {
 		x.access_[t.Name] = accessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
+		if d := mcpparam.Declarations(t.InputSchema); d != nil {
+			x.params[t.Name] = d
+		} else {
+			delete(x.params, t.Name)
+		}
 		if names := namesOf(t.InputSchema); names != nil {
 			x.props[t.Name] = names
 		} else {
@@ -300,4 +309,21 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// paramDeclarations returns a tool's x-mcp-header declarations (SEP-2243) from the
+// listing, listing the tools first when the tool has not been seen in one.
+func (x *toolIndex) paramDeclarations(ctx context.Context, tool string) []mcpparam.Declaration {
+	x.mu.Lock()
+	d := x.params[tool]
+	_, listed := x.access_[tool]
+	known := x.known
+	x.mu.Unlock()
+	if d == nil && !listed && !known {
+		x.fetch(ctx)
+		x.mu.Lock()
+		d = x.params[tool]
+		x.mu.Unlock()
+	}
+	return d
 }

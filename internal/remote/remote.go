@@ -22,7 +22,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +33,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
@@ -319,7 +319,8 @@ func (c *Client) headers(req *http.Request) {
 // "Standard Request Headers"): MCP-Protocol-Version from its _meta envelope,
 // Mcp-Method, and Mcp-Name from the params member its method names (the server's own
 // name: a multiplexer has already taken off its prefix), as "=?base64?…?=" when it is
-// not visible ASCII. Such a message carries no session, so Mcp-Session-Id goes.
+// not visible ASCII; a tools/call's Mcp-Param-* headers (jsonrpc.Message.ParamHeaders).
+// Such a message carries no session, so Mcp-Session-Id goes.
 func modernHeaders(req *http.Request, m *jsonrpc.Message) {
 	e, ok := methods.EnvelopeOf(m.Params)
 	if !ok || methods.RevisionOf(e.ProtocolVersion) != methods.Rev20260728 {
@@ -327,6 +328,9 @@ func modernHeaders(req *http.Request, m *jsonrpc.Message) {
 	}
 	req.Header.Del("Mcp-Session-Id")
 	req.Header.Set("Mcp-Protocol-Version", e.ProtocolVersion)
+	for k, v := range m.ParamHeaders { // a tools/call's x-mcp-header arguments, as the relay built them
+		req.Header[k] = v
+	}
 	if m.Method == "" {
 		return
 	}
@@ -342,18 +346,8 @@ func modernHeaders(req *http.Request, m *jsonrpc.Message) {
 	}
 }
 
-// headerValue is v as a header value: itself when it is visible ASCII (and spaces
-// inside), otherwise "=?base64?<standard base64 of its UTF-8>?=".
-func headerValue(v string) string {
-	plain := v != "" && v[0] != ' ' && v[len(v)-1] != ' '
-	for i := 0; plain && i < len(v); i++ {
-		plain = v[i] >= 0x20 && v[i] < 0x7f
-	}
-	if plain && !strings.HasPrefix(v, "=?") {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
-}
+// headerValue is v as a header value (mcpparam.Encode).
+func headerValue(v string) string { return mcpparam.Encode(v) }
 
 // queueRaw parses one server message (compacted to one line when it is not) and
 // queues it; it returns the message, or nil when it was dropped as malformed.

@@ -111,8 +111,9 @@ func TestReadSSERelated(t *testing.T) {
 }
 
 // TestModernHeaders: a 2026-07-28 request goes out with MCP-Protocol-Version from its
-// envelope, Mcp-Method, and Mcp-Name (base64 when not ASCII), and no session id; a
-// 2025-11-25 one gets none of them.
+// envelope, Mcp-Method, and Mcp-Name (base64 when not ASCII), a tools/call's
+// Mcp-Param-* headers as the relay built them, and no session id; a 2025-11-25 one
+// gets none of them.
 func TestModernHeaders(t *testing.T) {
 	got := make(chan http.Header, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -130,16 +131,22 @@ func TestModernHeaders(t *testing.T) {
 	defer c.Close(context.Background(), time.Second)
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, c2 := range []struct{ body, method, name string }{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"échoir",` + meta + `}}`, "tools/call", "=?base64?w6ljaG9pcg==?="},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"échoir","arguments":{"region":"日本"},` + meta + `}}`, "tools/call", "=?base64?w6ljaG9pcg==?="},
 		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a",` + meta + `}}`, "resources/read", "file:///a"},
 		{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{` + meta + `}}`, "tools/list", ""},
 		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`, "", ""},
 	} {
 		m, _ := jsonrpc.Parse([]byte(c2.body))
+		if m.Method == "tools/call" {
+			m.ParamHeaders = map[string][]string{"Mcp-Param-Region": {"=?base64?5pel5pys?="}}
+		}
 		if err := c.Send(m); err != nil {
 			t.Fatal(err)
 		}
 		h := <-got
+		if want := map[bool]string{true: "=?base64?5pel5pys?="}[c2.method == "tools/call"]; h.Get("Mcp-Param-Region") != want {
+			t.Errorf("%s: Mcp-Param-Region %q, want %q", c2.body, h.Get("Mcp-Param-Region"), want)
+		}
 		if h.Get("Mcp-Method") != c2.method || h.Get("Mcp-Name") != c2.name || (c2.method != "") != (h.Get("Mcp-Protocol-Version") == "2026-07-28") {
 			t.Errorf("%s: Mcp-Method %q Mcp-Name %q MCP-Protocol-Version %q", c2.body, h.Get("Mcp-Method"), h.Get("Mcp-Name"), h.Get("Mcp-Protocol-Version"))
 		}
