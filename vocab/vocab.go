@@ -94,6 +94,10 @@ const (
 	OutcomeRejected      Outcome = "rejected" // a pre-phase rejection: the upstream was never called
 	// OutcomeUnknownTool: no configured server offers the tool, so none was called.
 	OutcomeUnknownTool Outcome = "unknown_tool"
+	// OutcomeInputRequired: the server answered a 2026-07-28 input_required round
+	// (MCP 2026-07-28, Multi Round-Trip Requests); the call goes on in the client's
+	// retry, which gets a record of its own.
+	OutcomeInputRequired Outcome = "input_required"
 )
 
 // Stage names one timed step of the tools/call path, a key of a record's stage_ms.

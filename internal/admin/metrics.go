@@ -32,7 +32,7 @@ const OtherTool = "_other"
 // the gate and emitter figures are read at scrape time.
 //
 //	mcpgate_tool_calls_total{tool,action}          counter: calls by final action (docs/decisions.md#ladder)
-//	mcpgate_tool_call_outcomes_total{outcome}      counter: ok, upstream_error, timeout, cancelled, rejected, unknown_tool
+//	mcpgate_tool_call_outcomes_total{outcome}      counter: ok, upstream_error, timeout, cancelled, rejected, unknown_tool, input_required
 //	mcpgate_channel_messages_total{method,action}  counter: filtered messages of the other channels (docs/channels.md)
 //	mcpgate_findings_total{rule,stage}             counter: calls in which a rule found something; stage input|output
 //	mcpgate_policy_eval_seconds{phase}             histogram: pre/post policy time (record stage_ms)

@@ -145,9 +145,11 @@ func (r *run) inputRequiredReply(m *methods.Method, resp *jsonrpc.Message) Reply
 		via = m.Name
 	}
 	out, withheld := r.p.inputRequests(r.ctx, ch, via, resp.Result)
-	switch {
-	case withheld != "":
+	if withheld != "" {
 		return r.withholdInputRequired(m, withheld)
+	}
+	r.rec.setOutcome(vocab.OutcomeInputRequired) // the round's record, not the call's end
+	switch {
 	case string(out) == string(resp.Result):
 		return Reply{Original: resp.Raw}
 	}

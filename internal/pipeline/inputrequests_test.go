@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // TestInputRequests: each input request of a 2026-07-28 input_required result goes
@@ -25,6 +28,19 @@ func TestInputRequests(t *testing.T) {
 	if r := call(clean); !strings.Contains(string(r.Original), `"requestState":"opaque-state"`) || r.Result != nil || r.Abandoned {
 		t.Errorf("clean: %+v", r)
 	}
+	// the call's record of a round says so: the call goes on in the retry
+	rec.mu.Lock()
+	var round *audit.Record
+	for i, x := range rec.recs {
+		if x.Method == "tools/call" {
+			round = rec.recs[i]
+		}
+	}
+	if round == nil || round.Outcome != vocab.OutcomeInputRequired || round.ActionTaken != vocab.Pass {
+		t.Errorf("the round's tools/call record: %+v", round)
+	}
+	rec.recs = nil
+	rec.mu.Unlock()
 	for _, c := range []struct{ msg, want string }{{blockPayload, "request blocked"}, {"reject me", "call rejected by policy ask.js"}} {
 		r := call(elicit(c.msg))
 		if out := string(r.Result); !strings.Contains(out, c.want) || !strings.Contains(out, `"isError":true`) || strings.Contains(out, "inputRequests") || !r.Abandoned {

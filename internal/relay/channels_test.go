@@ -549,4 +549,3 @@ func TestRelaySamplingContext(t *testing.T) {
 		})
 	}
 }
-
