@@ -98,7 +98,8 @@ type Record struct {
 	// Via is, for an input request of a 2026-07-28 input_required result (Method is
 	// its own method: elicitation/create, sampling/createMessage, roots/list), the
 	// method whose result carried it; for a server request sent in relation to a
-	// client request (translated from one, or on its HTTP stream), that request's.
+	// client request (translated from one, or on its HTTP stream), that request's;
+	// empty when MCP does not define that method (a made-up name may carry values).
 	Via string `json:"via,omitempty"`
 }
 

@@ -712,3 +712,21 @@ func TestChannelRoots(t *testing.T) {
 		}
 	}
 }
+
+// TestChannelViaKnownMethodOnly: a record's via names the client request's method
+// only when MCP defines it; a made-up method (a 2025-11-25 client's request under any
+// name, answered by a server request on its HTTP stream) may carry values.
+func TestChannelViaKnownMethodOnly(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	params := json.RawMessage(`{"message":"m","requestedSchema":{"type":"object","properties":{}}}`)
+	for _, c := range []struct{ via, want string }{
+		{"tools/call", "tools/call"},
+		{"x-ticket/4711-secret-value", ""},
+	} {
+		rec.recs = nil
+		p.ServerRequest(context.Background(), Channel{Method: "elicitation/create", Params: params, Via: c.via}, []byte("raw"))
+		if len(rec.recs) != 1 || rec.recs[0].Via != c.want {
+			t.Errorf("via %q: records %+v, want one with via %q", c.via, rec.recs, c.want)
+		}
+	}
+}
