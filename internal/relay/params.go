@@ -45,6 +45,15 @@ func (s *Session) paramHeaders(ctx context.Context, msg *jsonrpc.Message, server
 	return nil, true
 }
 
+// toolNameOf is the name member of a tools/call's params ("" when absent).
+func toolNameOf(params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name
+}
+
 // argumentsOf is the arguments member of a tools/call's params (nil when absent).
 func argumentsOf(params json.RawMessage) json.RawMessage {
 	var p struct {

@@ -488,7 +488,10 @@ func (s *Session) callUpstream(ctx context.Context, msg, routed *jsonrpc.Message
 		}
 		routed = out
 	}
-	if msg.ParamHeaders != nil { // built again from the arguments that go, which a policy may have rewritten
+	if msg.ParamHeaders == nil { // a client without headers (stdio, a translated 2025-11-25 one): the listing's
+		decls = s.tools.listedDeclarations(toolNameOf(msg.Params))
+	}
+	if msg.ParamHeaders != nil || len(decls) > 0 { // built again from the arguments that go, which a policy may have rewritten
 		c := *routed
 		c.ParamHeaders = mcpparam.Headers(decls, argumentsOf(params))
 		routed = &c

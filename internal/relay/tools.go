@@ -311,6 +311,15 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// listedDeclarations returns a tool's x-mcp-header declarations (SEP-2243) from the
+// listings seen so far (the call's access tag has listed the tools when the client
+// had not); nil when it declares none or was never listed.
+func (x *toolIndex) listedDeclarations(tool string) []mcpparam.Declaration {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.params[tool]
+}
+
 // paramDeclarations returns a tool's x-mcp-header declarations (SEP-2243) from the
 // listing, listing the tools first when the tool has not been seen in one.
 func (x *toolIndex) paramDeclarations(ctx context.Context, tool string) []mcpparam.Declaration {
