@@ -104,7 +104,9 @@ type Message struct {
 	Refused vocab.Reason
 	// ParamHeaders holds, for a 2026-07-28 tools/call from the HTTP front, its
 	// Mcp-Param-* headers (SEP-2243 "Custom Headers"), non-nil even when there are
-	// none; nil for a message that came without HTTP headers.
+	// none; nil for a message that came without HTTP headers. On the call the relay
+	// sends upstream, the headers built from the arguments that go (a url upstream
+	// sends them), whichever front the call came from.
 	ParamHeaders map[string][]string
 }
 
