@@ -46,10 +46,13 @@ func TestReplicasShareState(t *testing.T) {
 	cfg := filepath.Join(dir, "config.json")
 	must(t, os.WriteFile(cfg, []byte(`{"mcpgate": {"user": {"userID": "`+user+`"}}}`), 0o600))
 
+	// The store's timeout is far above any round trip of a loaded machine, so that only
+	// the pulled plug (refused at once) makes a replica fail open or closed: with 200 ms
+	// a slow Redis reply under load read as an outage and replica b rejected call 2.
 	var gws []*httpGateway
 	start := func(name, fail string) *httpClient {
 		g := startHTTPGateway(t, "--config", cfg, "--policies", pol, "--replica", name, "--admin", "127.0.0.1:0",
-			"--rate-limit-store", redisVia, "--rate-limit-fail", fail, "--rate-limit-timeout", "200ms",
+			"--rate-limit-store", redisVia, "--rate-limit-fail", fail, "--rate-limit-timeout", "5s",
 			"--audit-db", dsn, "--", fake)
 		gws = append(gws, g)
 		c := newHTTPClient(g.url)
