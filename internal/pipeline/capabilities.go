@@ -19,7 +19,9 @@ func required(method string, params json.RawMessage) (capability, member string)
 	_ = json.Unmarshal(params, &p)
 	switch method {
 	case "elicitation/create":
-		if string(p["mode"]) == `"url"` {
+		var mode string
+		_ = json.Unmarshal(p["mode"], &mode) // decoded, as the client reads it ("\u0075rl" is "url")
+		if mode == "url" {
 			return "elicitation", "url"
 		}
 		return "elicitation", "form"
@@ -62,6 +64,7 @@ func missingCapabilities(declared, result json.RawMessage) map[string]map[string
 			continue
 		}
 		have, ok := caps[capability]
+		ok = ok && have != nil // "elicitation": null declares nothing
 		_, hasMember := have[member]
 		if ok && (member == "" || hasMember || capability == "elicitation" && member == "form" && have["form"] == nil && have["url"] == nil) {
 			continue

@@ -39,6 +39,8 @@ func TestMissingCapabilities(t *testing.T) {
 		{"unknown method is inputRequests' matter", `{}`, result(`"x":{"method":"tools/list"}`), ""},
 		{"no input requests", `{}`, json.RawMessage(`{"resultType":"input_required"}`), ""},
 		{"unreadable capabilities declare nothing", `[]`, result(roots), `{"roots":{}}`},
+		{"an escaped url mode is url", `{"elicitation":{"form":{}}}`, result(`"e":{"method":"elicitation/create","params":{"mode":"\u0075rl","message":"log in","url":"https://example.org/login","elicitationId":"e"}}`), `{"elicitation":{"url":{}}}`},
+		{"null declares nothing", `{"elicitation":null,"roots":null}`, result(form, roots), `{"elicitation":{"form":{}},"roots":{}}`},
 	} {
 		var declared json.RawMessage
 		if tc.declared != "" {

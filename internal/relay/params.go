@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -34,7 +35,7 @@ func (s *Session) paramHeaders(ctx context.Context, msg *jsonrpc.Message, server
 		return decls, false
 	}
 	s.log.Warn("client message refused: an Mcp-Param header disagrees with the arguments", "reason", vocab.ReasonHeaderMismatch,
-		"method", msg.Method, "header", m.Header, "why", m.Reason)
+		"method", msg.Method, "header", bound.Truncate(m.Header, bound.ToolName), "why", m.Reason)
 	text := m.Message()
 	if eventID := s.recordRefusal(msg.Method, server, vocab.ReasonHeaderMismatch, false); eventID != "" {
 		text += " (audit log entry " + eventID + ")"
