@@ -70,8 +70,10 @@ type legacyState struct {
 	// answers it); initErr is the server's refusal, returned when discover fails.
 	init    *jsonrpc.Message
 	initErr *jsonrpc.Message
-	// discover is the id key of the server/discover probe.
+	// discover is the id key of the server/discover probe; probed is closed once its
+	// send has returned (nil before a probe), and the client's sends wait for it.
 	discover string
+	probed   chan struct{}
 	// meta is the per-request _meta envelope every request to the server carries,
 	// built from the client's initialize (and logLevel after logging/setLevel).
 	meta    map[string]json.RawMessage
@@ -156,7 +158,11 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 		c.answered(m) // unlocks
 		return nil
 	case l.phase != legacyTranslating:
+		probed := l.probed
 		l.mu.Unlock()
+		if probed != nil {
+			<-probed // the probe goes first
+		}
 		return c.up.Send(m)
 	}
 	// translating
@@ -278,7 +284,7 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 		out, probe := c.initAnswered(m)
 		l.mu.Unlock()
 		if probe != nil {
-			return c.sendProbe(probe)
+			go c.sendProbe(probe)
 		}
 		return out
 	}
@@ -327,25 +333,34 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	}
 	l.metaRaw = mustMarshal(l.meta)
 	id := c.ownID()
-	l.phase, l.initErr, l.discover = legacyDiscovering, m, jsonrpc.IDKey(id)
+	l.phase, l.initErr, l.discover, l.probed = legacyDiscovering, m, jsonrpc.IDKey(id), make(chan struct{})
 	return nil, jsonrpc.NewRequest(id, "server/discover", json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
 }
 
-// sendProbe sends the server/discover probe without the hop's lock: a server that
-// stopped reading must not keep Close (or the client's messages) waiting for it.
-func (c *Conn) sendProbe(probe *jsonrpc.Message) *jsonrpc.Message {
-	if err := c.up.Send(probe); err != nil {
-		l := &c.legacy
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		c.opts.Logger.Warn("server/discover could not be sent; the client's initialize gets the server's refusal", "err", err)
-		if l.phase != legacyDiscovering || l.discover != probe.IDKey() {
-			return nil
-		}
-		return c.untranslatable()
+// sendProbe sends the server/discover probe on a goroutine of its own, without the
+// hop's lock: a server that stopped reading must keep neither Recv nor Close waiting
+// for it (Close ends the send). The client's sends wait for it (probed), so the
+// probe reaches the server first; if it cannot be sent, the client's initialize
+// gets the server's refusal through the queue.
+func (c *Conn) sendProbe(probe *jsonrpc.Message) {
+	err := c.up.Send(probe)
+	l := &c.legacy
+	l.mu.Lock()
+	close(l.probed)
+	if err == nil {
+		l.mu.Unlock()
+		c.opts.Logger.Info("the server refused the 2025-era initialize; translating for the client (docs/http.md#translation)")
+		return
 	}
-	c.opts.Logger.Info("the server refused the 2025-era initialize; translating for the client (docs/http.md#translation)")
-	return nil
+	c.opts.Logger.Warn("server/discover could not be sent; the client's initialize gets the server's refusal", "err", err)
+	var out *jsonrpc.Message
+	if l.phase == legacyDiscovering && l.discover == probe.IDKey() {
+		out = c.untranslatable()
+	}
+	l.mu.Unlock()
+	if out != nil {
+		c.enqueue(out)
+	}
 }
 
 // untranslatable gives the client the server's refusal of its initialize.

@@ -476,3 +476,42 @@ func TestLegacyInputRequestIDsUnguessable(t *testing.T) {
 		t.Fatal("the answers to the ids shown did not make the retry")
 	}
 }
+
+// TestLegacyProbeDoesNotBlockRecv: the server/discover probe is sent off the
+// reader's goroutine, so a server that refuses initialize and then stops reading
+// does not stop Recv from returning the server's next message.
+func TestLegacyProbeDoesNotBlockRecv(t *testing.T) {
+	f := stuckServer{newFake()}
+	c := Wrap(f, Options{})
+	defer c.Close(context.Background(), 0)
+	got := make(chan *jsonrpc.Message, 4)
+	go func() {
+		for {
+			m, err := c.Recv()
+			if err != nil {
+				return
+			}
+			got <- m
+		}
+	}()
+	m, _ := jsonrpc.Parse([]byte(initReq))
+	if err := c.Send(m); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := jsonrpc.Parse([]byte(refused))
+	f.recv <- r
+	n, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`))
+	select {
+	case f.recv <- n:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Recv is blocked in the probe's send: the server's next message is not read")
+	}
+	select {
+	case m := <-got:
+		if m.Method != "notifications/message" {
+			t.Fatalf("got %s, want the server's notification", m.Method)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Recv is blocked in the probe's send: the server's next message is not returned")
+	}
+}
