@@ -525,12 +525,24 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 	}
 	var answers map[string]json.RawMessage
 	_ = json.Unmarshal(params["inputResponses"], &answers)
+	var out []*jsonrpc.Message
+	var done []*serverRequest
 	for _, r := range f.shown {
 		a, ok := answers[r.key]
 		if !ok || len(a) == 0 || a[0] != '{' {
 			continue // asked again in the next round
 		}
-		_ = s.out.send(c, jsonrpc.NewResponse(r.id, a))
+		out, done = append(out, jsonrpc.NewResponse(r.id, a)), append(done, r)
+	}
+	if err := s.out.send(c, out...); err != nil {
+		// The server reads nothing: its answers cannot reach it, so the round ends
+		// here rather than going on as if it had them.
+		c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError,
+			"mcpgate: the server is not reading its input, so the answers to its input requests could not be sent: send the request again later"))
+		s.abandon(c, f, "the server stopped reading its input")
+		return
+	}
+	for _, r := range done {
 		f.pending = remove(f.pending, r)
 	}
 	f.shown = nil
@@ -786,22 +798,29 @@ func (o *outbox) wait() {
 	o.mu.Unlock()
 }
 
-func (o *outbox) send(c *Conn, m *jsonrpc.Message) error {
+// send queues ms for the server in order, all or none: errOutboxFull (and none
+// queued) when they do not fit under maxOutboxQueue.
+func (o *outbox) send(c *Conn, ms ...*jsonrpc.Message) error {
 	o.mu.Lock()
 	if o.direct {
 		o.mu.Unlock()
-		return c.up.Send(m)
+		for _, m := range ms {
+			if err := c.up.Send(m); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if o.wake == nil {
 		o.wake, o.done = make(chan struct{}, 1), make(chan struct{})
 		go o.run(c)
 	}
-	if len(o.q) >= maxOutboxQueue {
+	if len(o.q)+len(ms) > maxOutboxQueue {
 		o.mu.Unlock()
 		c.opts.Logger.Debug("translation: a message for the server dropped; it reads nothing")
 		return errOutboxFull
 	}
-	o.q = append(o.q, m)
+	o.q = append(o.q, ms...)
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:

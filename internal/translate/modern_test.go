@@ -606,3 +606,64 @@ func TestModernHeldBound(t *testing.T) {
 		t.Fatalf("%d messages held; want %d", n, maxOutboxQueue)
 	}
 }
+
+// TestModernRetryOutboxFull: when the answers a retry carries for the server cannot
+// be queued (the server reads nothing and the outbox is at its hard bound), the
+// retry gets a JSON-RPC error and the round ends, instead of the answers being
+// dropped while the round goes on as if the server had them.
+func TestModernRetryOutboxFull(t *testing.T) {
+	g := &gatedServer{fakeServer: newFake(), open: make(chan struct{})}
+	c := Wrap(g, Options{})
+	defer c.Close(context.Background(), 0)
+	defer close(g.open)
+	toClient := make(chan *jsonrpc.Message, 64)
+	go func() {
+		for {
+			m, err := c.Recv()
+			if err != nil {
+				return
+			}
+			toClient <- m
+		}
+	}()
+	vars := playOn(t, c, g.fakeServer, toClient, mscript(mopening, melicit, minputRequired))
+	g.hold.Store(true)
+	for i := range maxOutboxQueue + 1 {
+		g.recv <- mustParse(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(1000+i)+`,"method":"ping"}`)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.modern.out.mu.Lock()
+		n := len(c.modern.out.q)
+		c.modern.out.mu.Unlock()
+		if n >= maxOutboxQueue {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox holds %d messages; want %d", n, maxOutboxQueue)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	retry := mretry.msg
+	for k, v := range vars {
+		retry = strings.ReplaceAll(retry, "{"+k+"}", v)
+	}
+	// The retry as it reaches the translation once the client's wait is over (a
+	// server's ping answer can fill the outbox between the wait and the lock).
+	s := &c.modern
+	s.mu.Lock()
+	s.request(c, mustParse(t, retry))
+	flights := len(s.flights)
+	s.mu.Unlock()
+	select {
+	case m := <-toClient:
+		if string(m.ID) != "8" || m.Error == nil {
+			t.Fatalf("the retry got %s; want a JSON-RPC error", m.Raw)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the retry got no answer")
+	}
+	if flights != 0 {
+		t.Fatalf("%d flights left after the failed retry; want the round ended", flights)
+	}
+}
