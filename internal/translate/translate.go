@@ -9,6 +9,7 @@ package translate
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -34,6 +35,18 @@ const (
 	legacyClient      // the client opened with initialize (2025-11-25): legacy.go
 	modernClient      // the client's requests carry the 2026-07-28 _meta envelope: modern.go
 )
+
+// maxQueue bounds Conn.queue, in messages. Past it a client's send is refused
+// (errQueueFull): the client is then not reading what the relay hands it, and each
+// send can add an answer. The queue's other producers add at most one message per
+// piece of state the translation already holds and frees as it does (a flight's or
+// exchange's expiry, a probe's failure, a subscription's copy of a server
+// notification Recv reads), and Recv empties the queue before it reads the server
+// again.
+const maxQueue = 1024
+
+// errQueueFull is Send's error past maxQueue; the relay answers the request -32000.
+var errQueueFull = fmt.Errorf("%w: the translation's queue for the client is full (the client reads nothing)", jsonrpc.ErrNotDelivered)
 
 // Conn is a server connection seen in the client's revision (upstream.Conn).
 type Conn struct {
@@ -67,6 +80,10 @@ func Wrap(up upstream.Conn, opts Options) *Conn {
 // Send forwards a client message, translated when the server speaks another revision.
 func (c *Conn) Send(m *jsonrpc.Message) error {
 	c.mu.Lock()
+	if len(c.queue) >= maxQueue {
+		c.mu.Unlock()
+		return errQueueFull
+	}
 	if c.mode == undecided && m.Kind == jsonrpc.KindRequest {
 		if m.Method == "initialize" {
 			c.mode = legacyClient
