@@ -322,6 +322,15 @@ func init() {
 // Of returns the row of a method, or nil for a method the gateway does not know.
 func Of(name string) *Method { return byName[name] }
 
+// Known returns name when it is a method of the table, else "": a name the sender
+// made up may carry values, and stays out of records and log lines.
+func Known(name string) string {
+	if byName[name] == nil {
+		return ""
+	}
+	return name
+}
+
 // In returns the row of a method as revision rev has it, or nil when rev has no such
 // method.
 func In(name string, rev Revision) *Method {

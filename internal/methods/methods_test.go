@@ -117,3 +117,16 @@ func TestEnvelopeOf(t *testing.T) {
 		}
 	}
 }
+
+// TestKnown: a method name is kept only when the table has it (a record or log line
+// never holds a name the sender made up).
+func TestKnown(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"tools/call", "tools/call"}, {"elicitation/create", "elicitation/create"},
+		{"sk-live-secret/x", ""}, {"", ""}, {"TOOLS/CALL", ""},
+	} {
+		if got := Known(c.name); got != c.want {
+			t.Errorf("Known(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -100,7 +100,7 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 		method = bound.Truncate(method, bound.ToolName)
 	}
 	r.rec.setMethod(method)
-	r.rec.r.Via = KnownMethod(c.Via) // a made-up method may carry values
+	r.rec.r.Via = methods.Known(c.Via) // a made-up method may carry values
 	if c.Tool != "" {
 		r.tool = c.Tool
 		r.rec.setTool(c.Tool, c.ToolAccess, false)

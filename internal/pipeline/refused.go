@@ -15,7 +15,7 @@ import (
 // (outcome upstream_error, else rejected). The record names the reason code only:
 // the message's members and values stay out of it.
 func (p *Pipeline) Refused(c Channel, reason vocab.Reason, fromServer bool) string {
-	c.Method = KnownMethod(c.Method)
+	c.Method = methods.Known(c.Method)
 	r := p.arriveChannel(context.Background(), c)
 	r.rec.setMethod(c.Method)
 	r.rec.setReason(reason)
@@ -26,13 +26,4 @@ func (p *Pipeline) Refused(c Channel, reason vocab.Reason, fromServer bool) stri
 	r.rec.escalate(vocab.Block)
 	r.rec.emit(p)
 	return r.rec.eventID()
-}
-
-// KnownMethod returns method when MCP defines it, else "": a name the sender made up
-// may carry values, and stays out of records and log lines.
-func KnownMethod(method string) string {
-	if methods.Of(method) == nil {
-		return ""
-	}
-	return method
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -25,7 +26,7 @@ func (s *Session) recordRefusal(method, server string, reason vocab.Reason, from
 // refuseClient answers a client message with more than one reading with -32600 under
 // its id (null when the id itself is ambiguous); the server never sees it.
 func (s *Session) refuseClient(a *jsonrpc.AmbiguousError) {
-	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", pipeline.KnownMethod(a.Method))
+	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", methods.Known(a.Method))
 	id := s.recordRefusal(a.Method, s.opts.Server, a.Reason, false)
 	s.replyError(a.ID, jsonrpc.CodeInvalidRequest, a.Refusal(id))
 }
@@ -39,7 +40,7 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 	if server == "" {
 		server = s.opts.Server
 	}
-	s.log.Warn("upstream message refused: it has more than one reading", "upstream", server, "reason", a.Reason, "method", pipeline.KnownMethod(a.Method))
+	s.log.Warn("upstream message refused: it has more than one reading", "upstream", server, "reason", a.Reason, "method", methods.Known(a.Method))
 	switch {
 	case a.Kind == jsonrpc.KindRequest:
 		id := s.recordRefusal(a.Method, server, a.Reason, true)

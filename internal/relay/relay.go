@@ -293,7 +293,7 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 // and the log line name the reason code and a method MCP defines, never the
 // message's values; text, which may quote the id, goes to the client only.
 func (s *Session) refuse(id json.RawMessage, method string, code int, reason vocab.Reason, text string) {
-	s.log.Warn("client message refused", "reason", reason, "method", pipeline.KnownMethod(method))
+	s.log.Warn("client message refused", "reason", reason, "method", methods.Known(method))
 	if eventID := s.recordRefusal(method, s.opts.Server, reason, false); eventID != "" {
 		text += " (audit log entry " + eventID + ")"
 	}

@@ -30,14 +30,3 @@ func TestOwnIDsInTheGatewaysNamespace(t *testing.T) {
 var drawnAskNonce = askNonce
 
 func init() { askNonce = func() string { return "" } }
-
-// TestLogMethodNamesOnlyTableMethods: a log line names a method the client chose only
-// when it is an MCP method of the table.
-func TestLogMethodNamesOnlyTableMethods(t *testing.T) {
-	if got := logMethod("tools/call"); got != "tools/call" {
-		t.Errorf("logMethod(tools/call) = %q", got)
-	}
-	if got := logMethod("sk-live-secret/x"); strings.Contains(got, "secret") {
-		t.Errorf("logMethod leaked a client-chosen method: %q", got)
-	}
-}

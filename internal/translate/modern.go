@@ -605,7 +605,7 @@ func (s *modernState) askInput(c *Conn, f *flight) {
 		if s.closed || s.rounds[state] != f {
 			return
 		}
-		c.opts.Logger.Warn("a Multi Round-Trip retry did not come in time: the server's input requests get an error and its request is cancelled", "method", logMethod(f.method), "after", s.timeout)
+		c.opts.Logger.Warn("a Multi Round-Trip retry did not come in time: the server's input requests get an error and its request is cancelled", "method", methods.Known(f.method), "after", s.timeout)
 		s.abandon(c, f, "the client did not retry within "+s.timeout.String())
 	})
 }
@@ -1001,14 +1001,4 @@ func (s *modernState) notifySubscriptions(c *Conn, m *jsonrpc.Message) *jsonrpc.
 		c.enqueue(x)
 	}
 	return out[0]
-}
-
-// logMethod names a client-chosen method in a log line only when it is one of the
-// table's (internal/methods): any other string could carry the client's data, which
-// no log line may hold.
-func logMethod(name string) string {
-	if methods.Of(name) != nil {
-		return name
-	}
-	return "(a method outside the MCP table)"
 }
