@@ -30,3 +30,20 @@ func TestOwnIDsInTheGatewaysNamespace(t *testing.T) {
 var drawnAskNonce = askNonce
 
 func init() { askNonce = func() string { return "" } }
+
+// toClientOf pumps c's Recv into a channel of the given size, closed when Recv ends,
+// so a test reads what the client would see with a timeout of its own.
+func toClientOf(c *Conn, size int) <-chan *jsonrpc.Message {
+	out := make(chan *jsonrpc.Message, size)
+	go func() {
+		defer close(out)
+		for {
+			m, err := c.Recv()
+			if err != nil {
+				return
+			}
+			out <- m
+		}
+	}()
+	return out
+}

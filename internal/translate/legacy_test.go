@@ -242,17 +242,7 @@ func TestLegacyScripts(t *testing.T) {
 func run(t *testing.T, steps []step) {
 	f := newFake()
 	c := Wrap(f, Options{})
-	got := make(chan *jsonrpc.Message, 64)
-	go func() {
-		for {
-			m, err := c.Recv()
-			if err != nil {
-				close(got)
-				return
-			}
-			got <- m
-		}
-	}()
+	got := toClientOf(c, 64)
 	defer c.Close(context.Background(), time.Second)
 	const wait = 2 * time.Second
 	for i, s := range steps {
@@ -272,7 +262,7 @@ func run(t *testing.T, steps []step) {
 			}
 			f.recv <- m
 		case "S", "C":
-			ch := f.sent
+			var ch <-chan *jsonrpc.Message = f.sent
 			if s.dir == "C" {
 				ch = got
 			}
@@ -404,16 +394,7 @@ func TestLegacyInputRequestIDsUnguessable(t *testing.T) {
 	f := newFake()
 	c := Wrap(f, Options{})
 	defer c.Close(context.Background(), 0)
-	got := make(chan *jsonrpc.Message, 16)
-	go func() {
-		for {
-			m, err := c.Recv()
-			if err != nil {
-				return
-			}
-			got <- m
-		}
-	}()
+	got := toClientOf(c, 16)
 	send := func(s string) {
 		m, err := jsonrpc.Parse([]byte(s))
 		if err != nil {
@@ -484,16 +465,7 @@ func TestLegacyProbeDoesNotBlockRecv(t *testing.T) {
 	f := stuckServer{newFake()}
 	c := Wrap(f, Options{})
 	defer c.Close(context.Background(), 0)
-	got := make(chan *jsonrpc.Message, 4)
-	go func() {
-		for {
-			m, err := c.Recv()
-			if err != nil {
-				return
-			}
-			got <- m
-		}
-	}()
+	got := toClientOf(c, 4)
 	m, _ := jsonrpc.Parse([]byte(initReq))
 	if err := c.Send(m); err != nil {
 		t.Fatal(err)

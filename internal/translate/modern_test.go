@@ -320,23 +320,13 @@ var (
 // mrun plays steps against c over f and returns the captured variables.
 func mrun(t *testing.T, c *Conn, f *fakeServer, steps []mstep) map[string]string {
 	t.Helper()
-	toClient := make(chan *jsonrpc.Message, 64)
-	go func() {
-		for {
-			m, err := c.Recv()
-			if err != nil {
-				close(toClient)
-				return
-			}
-			toClient <- m
-		}
-	}()
+	toClient := toClientOf(c, 64)
 	return playOn(t, c, f, toClient, steps)
 }
 
 // playOn plays steps against conn (a Conn, or a supervisor over Conns) over f,
 // reading what the client gets from toClient.
-func playOn(t *testing.T, c jsonrpc.Conn, f *fakeServer, toClient chan *jsonrpc.Message, steps []mstep) map[string]string {
+func playOn(t *testing.T, c jsonrpc.Conn, f *fakeServer, toClient <-chan *jsonrpc.Message, steps []mstep) map[string]string {
 	t.Helper()
 	vars := map[string]string{}
 	subst := func(s string) string {
@@ -372,7 +362,7 @@ func playOn(t *testing.T, c jsonrpc.Conn, f *fakeServer, toClient chan *jsonrpc.
 			}
 		case ">s", ">c":
 			var m *jsonrpc.Message
-			src := f.sent
+			var src <-chan *jsonrpc.Message = f.sent
 			if st.dir == ">c" {
 				src = toClient
 			}
@@ -616,16 +606,7 @@ func TestModernRetryOutboxFull(t *testing.T) {
 	c := Wrap(g, Options{})
 	defer c.Close(context.Background(), 0)
 	defer close(g.open)
-	toClient := make(chan *jsonrpc.Message, 64)
-	go func() {
-		for {
-			m, err := c.Recv()
-			if err != nil {
-				return
-			}
-			toClient <- m
-		}
-	}()
+	toClient := toClientOf(c, 64)
 	vars := playOn(t, c, g.fakeServer, toClient, mscript(mopening, melicit, minputRequired))
 	g.hold.Store(true)
 	for i := range maxOutboxQueue + 1 {
