@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"encoding/json"
 	"errors"
+	"github.com/mcpgate/mcpgate/internal/costtest"
 	"strings"
 	"testing"
 )
@@ -121,4 +122,23 @@ func TestEscaped(t *testing.T) {
 			t.Errorf("Escaped(%q) = %q, %v; encoding/json gives %q, %v", byte(c), got, ok, want, err)
 		}
 	}
+}
+
+// A string with an escape every 80 bytes costs the same per byte at 4 KiB and 1 MiB
+// (the skipper once rescanned to the closing quote after each escape: quadratic).
+func TestStringLinear(t *testing.T) {
+	shape := func(n int) []byte {
+		b := []byte{'"'}
+		for len(b) < n-2 {
+			b = append(b, strings.Repeat("x", 78)...)
+			b = append(b, '\\', 'n')
+		}
+		return append(b, '"')
+	}
+	small, big := shape(4<<10), shape(1<<20)
+	if end, esc := String(big, 0); end != len(big) || !esc {
+		t.Fatalf("String(big) = %d, %v; want %d, true", end, esc, len(big))
+	}
+	costtest.Linear(t, small, big, func(b []byte) { String(b, 0) })
+	costtest.Linear(t, small, big, func(b []byte) { Deeper(b, 64) })
 }
