@@ -427,4 +427,7 @@ func (v *docVisitor) scanBytes(b []byte, isKey bool) {
 		}
 	}
 	scanText(&v.st.k, s, false, cut)
+	if v.mode == modeArguments && !isKey {
+		v.scanDecoded(s)
+	}
 }

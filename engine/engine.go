@@ -101,6 +101,10 @@ type Finding struct {
 	// InKey is true when the match lies in an object member's name rather than its
 	// value; Pointer then names that member.
 	InKey bool `json:"in_key,omitempty"`
+	// Decoded names the encoding ("base64", "hex", "url") when the match lies in the
+	// decoded form of an argument's encoded run; Start and End are then offsets in that
+	// decoded text (docs/engine.md#decoded-arguments). Results are never decoded so.
+	Decoded string `json:"decoded,omitempty"`
 }
 
 // Report is the result of one analysis. Verdict follows the highest severity.

@@ -28,6 +28,9 @@ type sink struct {
 	// plain text, array elements and member names): context for the value rules
 	// (Authorization, Cookie, aws_secret_access_key, *version).
 	key string
+	// decoded names the encoding of the text being scanned when it is the decoded form
+	// of an argument's encoded run (scanDecoded), "" otherwise.
+	decoded string
 
 	// roots are the clean paths of the client's declared roots for this document
 	// (AnalyzeResultWithin); nil when none are known.
@@ -84,7 +87,7 @@ func (k *sink) add(r ruleIndex, entity string, start, end int) {
 		}
 		k.ptrDone = true
 	}
-	f := Finding{RuleID: ruleTable[r].ID, Severity: sev, Entity: entity, Pointer: k.ptr, Start: start, End: end, InKey: k.inKey}
+	f := Finding{RuleID: ruleTable[r].ID, Severity: sev, Entity: entity, Pointer: k.ptr, Start: start, End: end, InKey: k.inKey, Decoded: k.decoded}
 	if full {
 		k.findings, k.lowCursor = replaceLow(k.findings, k.lowCursor, f)
 		return
