@@ -163,7 +163,7 @@ func unhex(c byte) byte {
 	case c >= '0' && c <= '9':
 		return c - '0'
 	case c|0x20 >= 'a' && c|0x20 <= 'f':
-		return c|0x20 - 'a' + 10
+		return c | 0x20 - 'a' + 10
 	}
 	return 0
 }
