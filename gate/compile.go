@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -108,6 +109,26 @@ func readFS(fsys fs.FS) (names []string, srcs [][]byte, err error) {
 		srcs = append(srcs, b)
 	}
 	return names, srcs, nil
+}
+
+// BuiltinPrefix names the policies of Options.Builtin in a set's Files and records.
+const BuiltinPrefix = "builtin/"
+
+// withBuiltin puts the top-level *.js of builtin, named BuiltinPrefix+name, before
+// names; a built-in file whose name is among names is left out.
+func withBuiltin(builtin fs.FS, names []string, srcs [][]byte) ([]string, [][]byte, error) {
+	bn, bs, err := readFS(builtin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gate: built-in policies: %w", err)
+	}
+	var outN []string
+	var outS [][]byte
+	for i, n := range bn {
+		if !slices.Contains(names, n) {
+			outN, outS = append(outN, BuiltinPrefix+n), append(outS, bs[i])
+		}
+	}
+	return append(outN, names...), append(outS, srcs...), nil
 }
 
 // hashSources is the sha256 (hex) over each file's name and contents in run order.

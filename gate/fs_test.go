@@ -41,3 +41,28 @@ func TestLoadFS(t *testing.T) {
 		t.Fatalf("%d files in an empty FS", n)
 	}
 }
+
+// TestLoadBuiltin: Options.Builtin's policies run first, named builtin/<file>, and a
+// file of the same name among the operator's replaces the built-in one.
+func TestLoadBuiltin(t *testing.T) {
+	builtin := fstest.MapFS{
+		"redact.js": {Data: []byte(`ctx.warn("builtin redact")`)},
+		"other.js":  {Data: []byte(`ctx.warn("builtin other")`)},
+	}
+	own := fstest.MapFS{
+		"10-a.js":   {Data: []byte(`ctx.warn("a")`)},
+		"redact.js": {Data: []byte(`ctx.warn("own redact")`)},
+	}
+	g, err := Load(context.Background(), Options{FS: own, Builtin: builtin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if got, want := g.Current().Files, []string{"builtin/other.js", "10-a.js", "redact.js"}; !slices.Equal(got, want) {
+		t.Fatalf("files %v, want %v", got, want)
+	}
+	want := []Warning{{"builtin/other.js", "builtin other"}, {"10-a.js", "a"}, {"redact.js", "own redact"}}
+	if r := run(g, preCall(`{}`)); !slices.Equal(r.Warnings, want) {
+		t.Fatalf("warnings %v", r.Warnings)
+	}
+}

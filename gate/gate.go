@@ -45,7 +45,12 @@ type Options struct {
 	Dir string // policies directory; top-level *.js only, lexical order
 	// FS, when Dir is "", holds the policies instead: its top-level *.js, in lexical
 	// order. Reload reads it again; Watch needs Dir.
-	FS         fs.FS
+	FS fs.FS
+	// Builtin, when set, holds policies that run before those of Dir or FS, under the
+	// name "builtin/<file>" (the strict profile's shipped redaction policies,
+	// docs/policies.md#profiles); a file of Dir or FS with the same base name replaces
+	// the built-in one, so an operator's copy of a shipped policy does not run twice.
+	Builtin    fs.FS
 	PoolSize   int           // runtimes phases other than pre share; one more is kept for pre phases; 0 means GOMAXPROCS
 	Timeout    time.Duration // per policy; 0 means DefaultTimeout
 	Evaluators string        // GATE_EVALUATORS; "" means "goja"; unknown names are an error
@@ -184,6 +189,11 @@ func (g *Gate) build(gen uint64) (*Set, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if g.opts.Builtin != nil {
+		if names, srcs, err = withBuiltin(g.opts.Builtin, names, srcs); err != nil {
+			return nil, err
+		}
 	}
 	set := &Set{
 		Generation: gen,

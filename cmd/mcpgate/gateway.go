@@ -29,6 +29,7 @@ func init() { subcommands = append(subcommands, newGatewayCmd) }
 
 // gatewayFlags are the flags of `mcpgate gateway run`.
 type gatewayFlags struct {
+	profile        string // --profile: default or strict ("" reads the config's "profile")
 	filterOutput   bool
 	policies       string
 	failMode       string
@@ -55,6 +56,9 @@ type gatewayFlags struct {
 	telemetry      telemetryFlags // sinks and the admin listener (telemetry.go)
 	http           httpFlags      // the Streamable HTTP front (gateway_http.go)
 	shared         sharedFlags    // state several replicas share (shared.go)
+	// changed reports whether the user gave the named flag, which then wins over the
+	// profile; nil means none was given.
+	changed func(name string) bool
 }
 
 func newGatewayCmd() *cobra.Command {
@@ -135,6 +139,7 @@ Environment:
 			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
 				return fmt.Errorf("put the upstream command after --, as in:\n  mcpgate gateway run%s -- %s", setFlags(cmd), strings.Join(args, " "))
 			}
+			f.changed = cmd.Flags().Changed
 			return runGateway(cmd.Context(), f, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -142,6 +147,7 @@ Environment:
 	// Stop at the first non-flag word: "run --policies p npx -y server" then fails
 	// with the "put it after --" hint instead of "unknown shorthand flag: 'y'".
 	fl.SetInterspersed(false)
+	fl.StringVar(&f.profile, "profile", "", `default or strict: strict turns on the output filter, blocks changed tools, runs the shipped redaction policies built in and refuses calls whose arguments break the tool's schema or leave the roots (mcpgate rules --profile strict lists each change); a flag given explicitly wins over the profile (default: the config's "profile", else default)`)
 	fl.BoolVar(&f.filterOutput, "filter-output", false, "apply the output filter: block, warn or allow each tool result (off: rules only report)")
 	fl.StringVar(&f.policies, "policies", "./policies", "directory of *.js policies (top level only, lexical order); must exist")
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
@@ -204,6 +210,19 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 			return gateway.Config{}, err
 		}
 	}
+	profile, err := file.ProfileName(f.profile)
+	if err != nil {
+		return gateway.Config{}, err
+	}
+	strict := profile == config.ProfileStrict
+	if strict { // the profile's defaults; a flag given explicitly wins
+		if !f.given("filter-output") {
+			f.filterOutput = true
+		}
+		if !f.given("pins-mode") {
+			f.pinsMode = "block"
+		}
+	}
 	if f.pinsMode != "warn" && f.pinsMode != "block" && f.pinsMode != "off" {
 		return gateway.Config{}, fmt.Errorf("--pins-mode %q: want warn, block or off", f.pinsMode)
 	}
@@ -239,6 +258,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	return gateway.Config{
 		Kind:                audit.KindGateway,
 		File:                file,
+		Strict:              strict,
 		Version:             buildVersion(),
 		PoliciesDir:         f.policies,
 		Evaluators:          os.Getenv("GATE_EVALUATORS"),
@@ -265,6 +285,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		Pins:                gateway.Pins{File: f.pins, Block: f.pinsMode == "block", Off: f.pinsMode == "off", Name: f.pinsName},
 	}, nil
 }
+
+// given reports whether the user set the flag name on the command line.
+func (f gatewayFlags) given(name string) bool { return f.changed != nil && f.changed(name) }
 
 func runGateway(ctx context.Context, f gatewayFlags, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg, err := f.config(argv, stderr)

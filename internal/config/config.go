@@ -1,5 +1,9 @@
 // Package config reads mcpgate's one JSON configuration file: an "mcpServers" block
 // in the Claude Desktop convention plus an "mcpgate" key (docs/decisions.md#configuration).
+//
+// The profile (default or strict, profile.go) is resolved here once, from --profile
+// or "mcpgate": {"profile": ...}, into the Strict bool that gateway.Config and the
+// pipeline carry; StrictChanges lists what strict changes.
 package config
 
 import (
@@ -55,6 +59,8 @@ type UpstreamOAuth struct {
 
 // Gate is the "mcpgate" key.
 type Gate struct {
+	// Profile is "default" or "strict" (profile.go); --profile wins over it.
+	Profile string `json:"profile,omitempty"`
 	// User is the local caller on stdio: ctx.user for every call.
 	User ctxapi.User `json:"user"`
 	// Callers maps a callerId to a caller class; an exact-match lookup, so resolution
@@ -198,6 +204,9 @@ func (c *Config) validate() error {
 		if cl != "" && !validClass(cl) {
 			errs = append(errs, fmt.Errorf("%s: caller class %q is not one of %s", where, cl, strings.Join(CallerClasses, ", ")))
 		}
+	}
+	if _, err := ParseProfile(c.Gate.Profile); err != nil {
+		errs = append(errs, fmt.Errorf(`"mcpgate.profile": %w`, err))
 	}
 	checkClass(`"mcpgate.user.callerClass"`, c.Gate.User.CallerClass)
 	for _, id := range sortedKeys(c.Gate.Callers) {

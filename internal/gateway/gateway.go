@@ -38,6 +38,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/ratelimit"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/upstream"
+	"github.com/mcpgate/mcpgate/policies"
 )
 
 // Config is everything a gateway is started with. The zero value of each field is a
@@ -60,6 +61,12 @@ type Config struct {
 	Evaluators string
 	// PolicyConsole gives policies console.log (debug only: it carries content).
 	PolicyConsole bool
+	// Strict is the strict profile (internal/config's profile.go,
+	// docs/policies.md#profiles): the shipped redaction policies run built in before
+	// the policies of PoliciesDir or Policies, and the pipeline enforces where the
+	// default records (pipeline.Pipeline.Strict). The flags the profile changes
+	// (FilterOutput, Pins.Block) are resolved by the caller, flags first.
+	Strict bool
 	// FilterOutput and FailClosed are --filter-output and --fail-mode closed
 	// (docs/decisions.md#output-filter, #fail-modes).
 	FilterOutput bool
@@ -242,6 +249,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if cfg.PoliciesDir == "" && cfg.Policies == nil {
 		gopts.FS = noPolicies{}
 	}
+	if cfg.Strict {
+		gopts.Builtin = policies.FS
+	}
 	if g.gate, err = gate.Load(ctx, gopts); err != nil {
 		return nil, err
 	}
@@ -304,6 +314,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		StructureSeverities: g.file.StructureSeverities(),
 		Budget:              budget.New(budget.Options{MaxCalls: cfg.MaxInflightCalls, MaxBytes: cfg.MaxInflightBytes}),
 		Health:              &pipeline.Health{},
+		Strict:              cfg.Strict,
 	}
 	g.health = g.pipe.Health
 	if cfg.ShadowDir != "" {
@@ -582,7 +593,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, stdin io.Reader, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	g.log.Info("upstream started", "servers", max(len(g.cfg.Servers), 1), "filter_output", g.cfg.FilterOutput, "fail_closed", g.cfg.FailClosed)
+	g.log.Info("upstream started", "servers", max(len(g.cfg.Servers), 1), "profile", profileName(g.cfg.Strict), "filter_output", g.cfg.FilterOutput, "fail_closed", g.cfg.FailClosed)
 	runErr := relay.New(g.relayOptions(g.file.Gate.User), up).Run(ctx, stdin, stdout)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -592,6 +603,14 @@ func (g *Gateway) ServeStdio(ctx context.Context, stdin io.Reader, stdout io.Wri
 	}
 	g.log.Info("client closed the session; gateway exiting")
 	return nil
+}
+
+// profileName is the profile's name for the log.
+func profileName(strict bool) string {
+	if strict {
+		return config.ProfileStrict
+	}
+	return config.ProfileDefault
 }
 
 // Close stops the admin listener, flushes the audit records and stops the gate. It

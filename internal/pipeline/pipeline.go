@@ -100,6 +100,10 @@ type Pipeline struct {
 	// its command line or a name the user gave, so that two gateways sharing a pin
 	// file keep their servers' pins apart (docs/channels.md#pinning).
 	PinServer string
+	// Strict is the strict profile (docs/policies.md#profiles): the checks that
+	// record by default refuse, withhold or block instead. The gateway resolves it
+	// once from --profile or the configuration's "profile".
+	Strict bool
 }
 
 // Capturer receives one entry per tools/call; it must not block.

@@ -1,0 +1,40 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestProfileName: the flag wins over the file's "profile", which wins over the
+// default; a bad name in either is an error naming where it came from.
+func TestProfileName(t *testing.T) {
+	for _, tc := range []struct {
+		file, flag string
+		want       string
+		wantErr    string
+	}{
+		{file: `{}`, want: ProfileDefault},
+		{file: `{"mcpgate":{"profile":"strict"}}`, want: ProfileStrict},
+		{file: `{"mcpgate":{"profile":"strict"}}`, flag: "default", want: ProfileDefault},
+		{file: `{}`, flag: "strict", want: ProfileStrict},
+		{file: `{}`, flag: "paranoid", wantErr: "--profile \"paranoid\": want default or strict"},
+	} {
+		c, err := Parse([]byte(tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ProfileName(tc.flag)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s %q: err %v, want %q", tc.file, tc.flag, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s %q: %q, %v; want %q", tc.file, tc.flag, got, err, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(`{"mcpgate":{"profile":"lax"}}`)); err == nil || !strings.Contains(err.Error(), `"mcpgate.profile"`) {
+		t.Fatalf("bad profile in the file: %v", err)
+	}
+}
