@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/mcpgate/mcpgate/internal/costtest"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +110,30 @@ func BenchmarkRedact4KiB(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		a.Redact(text, StrategyRedact, []string{"email"})
+	}
+}
+
+// jsonIDLines is log text with an id and a timestamp on every line: the shape that
+// once merged every catalogue window into one that spanned the whole text.
+const jsonIDLines = `{"id":"req_5f2a9c1e0042","ts":"2026-12-02T14:51:07.113Z","level":"info","msg":"cache miss for session key"}
+{"id":"req_7d01bb34a917","ts":"2026-12-02T14:51:07.118Z","level":"debug","msg":"token refreshed for user 1042"}
+14:51:07.120 INFO handled request sha=037cc07e4b1f9a2d in 1.42ms
+`
+
+// The scan costs the same per byte at 4 KiB and 1 MiB of text with a catalogue token
+// on every line (docs/engine.md#linear-cost): its windows once merged into one.
+func TestAnalyzeTextLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing property")
+	}
+	a, _ := New(Options{MaxScanBytes: 2 << 20})
+	for name, shape := range map[string]string{"json-ids": jsonIDLines} {
+		t.Run(name, func(t *testing.T) {
+			small, big := repeatTo(shape, 4<<10), repeatTo(shape, 1<<20)
+			if rs, rb := a.AnalyzeText(small).RuleIDs(), a.AnalyzeText(big).RuleIDs(); !slices.Equal(rs, rb) {
+				t.Fatalf("rules differ: %v at 4 KiB, %v at 1 MiB", rs, rb)
+			}
+			costtest.Linear(t, []byte(small), []byte(big), func(b []byte) { a.AnalyzeText(string(b)) })
+		})
 	}
 }

@@ -228,9 +228,20 @@ func shannon(s string) float64 {
 // catToken is a word the main scan noted for the catalogue.
 type catToken struct{ start, end int }
 
-// maxCatTokens bounds the tokens one string notes (further ones extend the last
-// window; docs/engine.md, "Limits").
+// maxCatTokens bounds the windows one string keeps noted at a time: past it, the
+// windows well behind the scan (catFlushMargin) are scanned and dropped, so memory
+// stays bounded and no window grows (docs/engine.md, "Limits").
 const maxCatTokens = 4096
+
+// catMaxWindow bounds one window: a token further than this from its window's start
+// opens a window of its own, so text with a token on every line (JSON with ids, logs)
+// is scanned in small windows instead of one that spans it all.
+const catMaxWindow = 1024
+
+// catFlushMargin is how far behind the current token a window must end before it is
+// scanned early: no hand rule's match reaches back that far, so the claims it makes
+// later cannot overlap.
+const catFlushMargin = 4096
 
 // noteToken records the word s[ws:we] for the catalogue when it can be part of a
 // secret: 10+ bytes with a letter and a digit, 20+ with '_' or '-', or 16+ digits.
@@ -256,13 +267,20 @@ func (t *textScan) noteToken(ws, we int) {
 	if !(letter && (digit || sep && n >= 20) || !letter && !sep && n >= 16) {
 		return
 	}
-	if k := len(t.cat); k > 0 && ws <= t.cat[k-1].end+catBefore {
+	if k := len(t.cat); k > 0 && ws <= t.cat[k-1].end+catBefore && we-t.cat[k-1].start <= catMaxWindow {
 		t.cat[k-1].end = max(t.cat[k-1].end, we) // the same window
 		return
 	}
 	if len(t.cat) >= maxCatTokens {
-		t.cat[len(t.cat)-1].end = we
-		return
+		n := 0 // the windows that end well behind this token
+		for n < len(t.cat) && t.cat[n].end+catFlushMargin < ws {
+			n++
+		}
+		if n == 0 {
+			return // cannot happen: 4096 windows of 10+ bytes span more than the margin
+		}
+		t.catalogueWindows(t.cat[:n])
+		t.cat = t.cat[:copy(t.cat, t.cat[n:])]
 	}
 	t.cat = append(t.cat, catToken{ws, we})
 }
@@ -278,7 +296,10 @@ func secretByte(c byte) bool {
 }
 
 // catalogueScan runs the catalogue over the windows of the noted tokens.
-func (t *textScan) catalogueScan() {
+func (t *textScan) catalogueScan() { t.catalogueWindows(t.cat) }
+
+// catalogueWindows runs the catalogue over the windows of cat.
+func (t *textScan) catalogueWindows(cat []catToken) {
 	catGlobalOnce.Do(func() { catGlobal = compileAllow(gitleaksGlobalAllow[:]) })
 	s := t.s
 	hits := t.k.catHits // rule bitset
@@ -286,16 +307,16 @@ func (t *textScan) catalogueScan() {
 		hits = make([]uint32, (len(catalogue)+31)/32)
 		t.k.catHits = hits
 	}
-	for i := 0; i < len(t.cat); {
-		ws := max(0, t.cat[i].start-catBefore)
-		we := t.cat[i].end
+	for i := 0; i < len(cat); {
+		ws := max(0, cat[i].start-catBefore)
+		we := cat[i].end
 		for {
-			for we < len(s) && we-t.cat[i].end < 1024 && secretByte(s[we]) {
+			for we < len(s) && we-cat[i].end < 1024 && secretByte(s[we]) {
 				we++
 			}
-			if i+1 < len(t.cat) && t.cat[i+1].start-catBefore <= we {
+			if i+1 < len(cat) && cat[i+1].start-catBefore <= we && cat[i+1].end-ws <= catMaxWindow+catBefore {
 				i++
-				we = max(we, t.cat[i].end)
+				we = max(we, cat[i].end)
 				continue
 			}
 			break
