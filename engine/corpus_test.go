@@ -101,7 +101,9 @@ func loadBenign(t testing.TB) []sample {
 	return out
 }
 
-// publicCase is one file of testdata/cases (the public output-filter cases, docs/decisions.md#public-cases).
+// publicCase is one file of testdata/cases (the public output-filter cases,
+// docs/decisions.md#public-cases) or a tools/call case of testdata/report-cases (the
+// classes of public reports; their other channels are tested where those are read).
 type publicCase struct {
 	Name   string          `json:"name"`
 	Result json.RawMessage `json:"result"`
@@ -122,6 +124,11 @@ func loadPublicCases(t testing.TB) []publicCase {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no public cases: %v", err)
 	}
+	reports, err := filepath.Glob("../testdata/report-cases/*.json")
+	if err != nil || len(reports) == 0 {
+		t.Fatalf("no report cases: %v", err)
+	}
+	files = append(files, reports...)
 	var out []publicCase
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -131,6 +138,12 @@ func loadPublicCases(t testing.TB) []publicCase {
 		var c publicCase
 		if err := json.Unmarshal(b, &c); err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		var tier struct {
+			Tier string `json:"tier"`
+		}
+		if json.Unmarshal(b, &tier); tier.Tier == "channel" {
+			continue // its result is only a control; the channel's own tests read it
 		}
 		c.file = filepath.Base(f)
 		out = append(out, c)
@@ -311,6 +324,7 @@ var publicCaseRules = map[string]string{
 	"github-app-stateless-token.json":       RuleGitHubToken,
 	"google-oauth-refresh-token.json":       RuleGoogleOAuth,
 	"telegram-bot-token-in-env.json":        RuleTelegramBot,
+	"cloudflare-token-json.json":            RuleCloudflareToken,
 }
 
 // TestPrecisionRecall computes precision and recall per rule family over the benign
@@ -407,7 +421,8 @@ func TestPrecisionRecall(t *testing.T) {
 	type rc struct{ tp, fp, fn int }
 	perRule := map[string]*rc{}
 	newRules := []string{RuleExfilURL, RuleHiddenInstruction, RuleInjectedOrders, RuleSSRFTarget, RuleShellIntegration, RuleHyperlinkScheme,
-		RuleUSSSN, RulePaymentCard, RuleGitHubToken, RuleGoogleOAuth, RuleTelegramBot, RuleSupabaseKey, RuleStripeWebhook}
+		RuleUSSSN, RulePaymentCard, RuleGitHubToken, RuleGoogleOAuth, RuleTelegramBot, RuleSupabaseKey, RuleStripeWebhook,
+		RuleCloudflareToken}
 	for _, id := range newRules {
 		perRule[id] = &rc{}
 	}
@@ -441,7 +456,7 @@ func TestPrecisionRecall(t *testing.T) {
 		scoreRule(want, r.RuleIDs())
 	}
 	nc := 0
-	for _, c := range classes2026Cases() {
+	for _, c := range append(classes2026Cases(), contentClassCases()...) {
 		scoreRule(c.want, a.AnalyzeText(c.text).RuleIDs())
 		nc++
 	}

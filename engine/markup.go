@@ -243,7 +243,7 @@ func urlCarriesData(u string, image bool) bool {
 		if e := strings.IndexByte(kv, '='); e >= 0 {
 			v = kv[e+1:]
 		}
-		if strings.Contains(v, "@") || strings.Contains(strings.ToLower(v), "%40") || strings.Count(v, "%") >= 3 {
+		if mailAt(v) || strings.Contains(strings.ToLower(v), "%40") || strings.Count(v, "%") >= 3 {
 			return true
 		}
 		if len(v) >= minQ && dataLike(v) {
@@ -254,6 +254,22 @@ func urlCarriesData(u string, image bool) bool {
 		if len(seg) >= 32 && dataLike(seg) && hasBothCases(seg) {
 			return true
 		}
+	}
+	return false
+}
+
+// mailAt reports a raw '@' between a word byte and a letter, as in an address
+// ("jane@corp.example"); a font axis ("wght@400") or a version ("pkg@1.2") is not one.
+func mailAt(v string) bool {
+	for k := strings.IndexByte(v, '@'); k >= 0; {
+		if k > 0 && isWordByte(v[k-1]) && k+1 < len(v) && isAlpha(v[k+1]) {
+			return true
+		}
+		n := strings.IndexByte(v[k+1:], '@')
+		if n < 0 {
+			return false
+		}
+		k += 1 + n
 	}
 	return false
 }
@@ -324,6 +340,9 @@ func (t *textScan) markupAngle(i int) int {
 	s := t.s
 	if i+1 >= len(s) {
 		return i + 1
+	}
+	if isAlpha(s[i+1]) {
+		t.fetchTag(i) // <source srcset>, <video poster>, SVG <image href>, ... (renderfetch.go)
 	}
 	switch c := s[i+1] | 0x20; {
 	case c == 'i':
@@ -578,6 +597,19 @@ func (t *textScan) shortOrders() {
 
 // exfilURLs appends to dst the spans of the URLs in s that output_exfil_url reports.
 func exfilURLs(s string, dst [][2]int) [][2]int {
+	n := len(dst)
+	dst = markdownExfilURLs(s, dst)
+	m := len(dst)
+	dst = fetchURLs(s, dst)
+	if m > n && len(dst) > m {
+		sortSpans(dst[n:])
+	}
+	return dst
+}
+
+// markdownExfilURLs appends the Markdown image and link URLs and the <img src>
+// URLs of s that output_exfil_url reports.
+func markdownExfilURLs(s string, dst [][2]int) [][2]int {
 	if !strings.Contains(s, "](") && !strings.Contains(s, "]:") && !hasImgTag(s) {
 		return dst
 	}
@@ -604,6 +636,15 @@ func exfilURLs(s string, dst [][2]int) [][2]int {
 		}
 	}
 	return dst
+}
+
+// sortSpans sorts spans by start (few: an insertion sort).
+func sortSpans(sp [][2]int) {
+	for i := 1; i < len(sp); i++ {
+		for j := i; j > 0 && sp[j][0] < sp[j-1][0]; j-- {
+			sp[j], sp[j-1] = sp[j-1], sp[j]
+		}
+	}
 }
 
 // hasImgTag reports whether s may hold an HTML <img> tag ("<img", any case).

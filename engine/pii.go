@@ -183,6 +183,9 @@ func (t *textScan) assignedIPv4(i int) int {
 // sign handles '+' and '(' that may open a phone number.
 func (t *textScan) sign(i int) int {
 	s := t.s
+	if s[i] == '(' && i >= 3 && s[i-1]|0x20 == 'l' && !t.piiOnly {
+		t.cssURL(i) // CSS url(...) (renderfetch.go)
+	}
 	if i+1 < len(s) && isDigit(s[i+1]) && numberBoundary(s, i) && i >= t.done {
 		end := t.numeric(i)
 		t.done = max(t.done, end)

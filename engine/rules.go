@@ -49,6 +49,7 @@ const (
 	RuleTelegramBot       = "secret_telegram_bot_token"
 	RuleSupabaseKey       = "secret_supabase_key"
 	RuleStripeWebhook     = "secret_stripe_webhook_secret"
+	RuleCloudflareToken   = "secret_cloudflare_api_token"
 )
 
 // Rule families, as reported in Rule.Family.
@@ -120,6 +121,7 @@ const (
 	rTelegram
 	rSupabase
 	rStripeWebhook
+	rCloudflare
 	numRules // built-in rules; the catalogue's follow (catalogue.go)
 )
 
@@ -175,6 +177,7 @@ var builtinRules = [numRules]Rule{
 	rTelegram:         {RuleTelegramBot, FamilySecret, SeverityInfo, "Telegram bot token: bot id, a colon, and a 35-character secret starting AA (bare, in a .env line or a Bot API URL)"},
 	rSupabase:         {RuleSupabaseKey, FamilySecret, SeverityInfo, "Supabase personal access token (sbp_) or secret API key (sb_secret_)"},
 	rStripeWebhook:    {RuleStripeWebhook, FamilySecret, SeverityInfo, "Stripe webhook signing secret (whsec_)"},
+	rCloudflare:       {RuleCloudflareToken, FamilySecret, SeverityInfo, "Cloudflare scannable credential: user or account API token (cfut_, cfat_) or global API key (cfk_), 40 alphanumerics and an 8-hex-digit checksum"},
 }
 
 // ruleByID maps rule ids to their index.

@@ -59,6 +59,11 @@ var tokenRules = [...]tokenRule{
 	{"sbp_", 40, 40, hexLower, rSupabase, "supabase_token"},
 	{"sb_secret_", 20, 0, base64URL, rSupabase, "supabase_secret_key"},
 	{"whsec_", 16, 0, alnum, rStripeWebhook, "stripe_webhook_secret"},
+	// Cloudflare's scannable formats: 40 characters, then an 8-hex-digit checksum
+	// (developers.cloudflare.com/fundamentals/api/get-started/token-formats)
+	{"cfut_", 48, 48, alnum, rCloudflare, "cloudflare_user_api_token"},
+	{"cfat_", 48, 48, alnum, rCloudflare, "cloudflare_account_api_token"},
+	{"cfk_", 48, 48, alnum, rCloudflare, "cloudflare_global_api_key"},
 }
 
 // tokenRulesByFirst lists, by the first byte of a prefix, the indexes of the
@@ -87,6 +92,9 @@ func (t *textScan) providerToken(ws, we int) bool {
 		// the OpenAI marker is no randomness: a placeholder around it stays one
 		if len(body) < r.min || r.max > 0 && len(body) > r.max || !allIn(body, r.set) || !varied(strings.Replace(body, "T3BlbkFJ", "", 1)) {
 			return false
+		}
+		if r.rule == rCloudflare && (!allIn(body[40:], hexLower) || !mixedClasses(body[:40])) {
+			return false // the checksum is lower-case hex; the body is random
 		}
 		end := we
 		if r.rule == rStripeWebhook {
@@ -641,6 +649,9 @@ func (t *textScan) colon(i int) int {
 	s := t.s
 	if i+2 < len(s) && s[i+1] == '/' && s[i+2] == '/' {
 		return t.url(i)
+	}
+	if i >= 3 && s[i-1]|0x20 == 'g' && !t.piiOnly {
+		t.mermaidImg(i) // a Mermaid node's img: (renderfetch.go)
 	}
 	if i > 0 && (isAlpha(s[i-1]) || s[i-1] == '"' || s[i-1] == '\'') {
 		if j := t.header(i); j > i {
