@@ -276,3 +276,61 @@ func TestRulesListed(t *testing.T) {
 		t.Errorf("duplicate rule ids")
 	}
 }
+
+// TestAsksCredentialOtherLanguages: a credential named in another language than
+// English, beside look-alikes in the same languages.
+func TestAsksCredentialOtherLanguages(t *testing.T) {
+	yes := []string{"Contraseña", "contraseña de la cuenta", "Senha", "Mot de passe", "Passwort", "Kennwort", "wachtwoord",
+		"Hasło", "Şifre", "Пароль", "Clave de API", "clave", "API-Schlüssel", "Chiave API", "chave de acesso", "Jeton d'accès",
+		"Número de tarjeta", "Numéro de carte", "Código de verificación", "密码", "パスワード", "비밀번호", "Lösenord", "Salasana"}
+	no := []string{"Palabra clave", "palabras clave", "Nombre de usuario", "Correo electrónico", "Rama", "Nom du dépôt",
+		"Benutzername", "Mot-clé", "Parola chiave", "用户名", "ユーザー名", "Número de pedido", "Clave de ordenación de la tabla"}
+	for _, s := range yes {
+		if !AsksCredential(s) {
+			t.Errorf("AsksCredential(%q) = false, want true", s)
+		}
+	}
+	for _, s := range no {
+		if AsksCredential(s) {
+			t.Errorf("AsksCredential(%q) = true, want false", s)
+		}
+	}
+	for _, c := range []struct {
+		params string
+		want   bool
+	}{
+		{`{"mode":"form","message":"Para continuar, introduzca la contraseña de su cuenta.","requestedSchema":{"type":"object","properties":{"valor":{"type":"string"}}}}`, true},
+		{`{"mode":"form","message":"Pour continuer, saisissez votre mot de passe.","requestedSchema":{"type":"object","properties":{"v":{"type":"string","title":"Valeur"}}}}`, true},
+		{`{"mode":"form","message":"Bitte geben Sie Ihr Passwort ein.","requestedSchema":{"type":"object","properties":{"eingabe":{"type":"string"}}}}`, true},
+		{`{"mode":"form","message":"¿Qué rama quiere desplegar?","requestedSchema":{"type":"object","properties":{"rama":{"type":"string","title":"Rama"}}}}`, false},
+	} {
+		if got := len(Elicitation(json.RawMessage(c.params))) > 0; got != c.want {
+			t.Errorf("Elicitation(%s) flagged %v, want %v", c.params, got, c.want)
+		}
+	}
+}
+
+// TestSpoofedSubdomain: a URL-mode elicitation to a host that puts another site's
+// name before its own domain is a look-alike; a company's own host for a brand is not.
+func TestSpoofedSubdomain(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"https://github.com.session-check.example/login/oauth/authorize", RuleElicitationLookalikeHost},
+		{"https://accounts.google.com.signin-flow.example/o/oauth2/auth", RuleElicitationLookalikeHost},
+		{"https://login.microsoftonline.com.tenant-verify.example/", RuleElicitationLookalikeHost},
+		{"https://www.paypal.co.uk.evil.example/", RuleElicitationLookalikeHost},
+		{"https://github.login-verify.example/", RuleElicitationLookalikeHost},
+		{"https://slack-workspace.secure-session.example/", RuleElicitationLookalikeHost},
+		{"https://github.com/login/oauth/authorize", ""},
+		{"https://accounts.google.com/o/oauth2/auth", ""},
+		{"https://login.microsoftonline.com/common/oauth2/v2.0/authorize", ""},
+		{"https://github.acme-corp.com/login/oauth/authorize", ""},
+		{"https://acme.okta.com/oauth2/v1/authorize", ""},
+		{"https://auth.example.com/login", ""},
+		{"https://docs.github.com/en/apps", ""},
+		{"https://my-app.us.auth0.com/authorize", ""},
+	} {
+		if got := URLRule(tc.url); got != tc.want {
+			t.Errorf("URLRule(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}

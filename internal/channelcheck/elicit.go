@@ -135,12 +135,86 @@ var (
 	notTokenBefore = map[string]bool{"max": true, "min": true, "maximum": true, "minimum": true, "total": true, "output": true, "input": true, "prompt": true, "completion": true, "context": true}
 )
 
+// Credentials named in other languages than English (docs/channels.md#structure):
+// intlCredentialWords name one on their own; intlKeyWords are "key" and "token",
+// a credential next to an owner ("clave de API", "API-Schlüssel", "jeton d'accès");
+// intlCredentialPhrases are several words ("mot de passe", "número de tarjeta");
+// intlCredentialRunes are written without spaces (Chinese, Japanese, Korean).
+var (
+	intlCredentialWords = map[string]bool{
+		"contraseña": true, "contrasena": true, "senha": true, "passwort": true, "kennwort": true, "wachtwoord": true,
+		"hasło": true, "haslo": true, "şifre": true, "sifre": true, "пароль": true, "heslo": true,
+		"salasana": true, "lösenord": true, "losenord": true, "passord": true, "adgangskode": true, "adgangsord": true,
+		"jelszó": true, "jelszo": true, "parolă": true, "wachtwoorden": true, "contraseñas": true, "senhas": true,
+		"zugangsdaten": true, "anmeldedaten": true, "kartennummer": true, "bestätigungscode": true, "sicherheitscode": true,
+		"einmalpasswort": true, "einmalcode": true, "zugangstoken": true, "passwörter": true, "credenciales": true,
+		"credenciais": true, "identifiants": true, "credenziali": true, "токен": true, "mdp": true, "пин": true,
+	}
+	intlKeyWords          = map[string]bool{"clave": true, "chave": true, "clé": true, "cle": true, "chiave": true, "schlüssel": true, "sleutel": true, "klucz": true, "ключ": true, "jeton": true, "llave": true, "nøkkel": true, "nyckel": true}
+	intlKeyOwners         = map[string]bool{"api": true, "privada": true, "privée": true, "privee": true, "privata": true, "secreta": true, "secrète": true, "secrete": true, "segreta": true, "acceso": true, "accès": true, "acces": true, "acesso": true, "accesso": true, "geheimer": true, "privater": true, "zugriff": true, "ssh": true, "доступа": true}
+	intlCredentialPhrases = []string{
+		"mot de passe", "mots de passe", "numéro de carte", "numero de carte", "code de vérification", "code de sécurité", "code secret", "code pin",
+		"número de tarjeta", "numero de tarjeta", "código de verificación", "codigo de verificacion", "código de seguridad", "palabra secreta",
+		"número do cartão", "numero do cartao", "código de verificação", "codigo de verificacao", "código de segurança",
+		"numero di carta", "numero della carta", "codice di verifica", "codice di sicurezza", "parola d'ordine", "parola chiave segreta",
+		"номер карты", "код подтверждения", "секретный ключ",
+	}
+	intlCredentialRunes = []string{"密码", "密碼", "口令", "验证码", "驗證碼", "パスワード", "暗証番号", "認証コード", "秘密鍵", "비밀번호", "암호", "인증번호", "인증 코드", "カード番号", "卡号"}
+	intlNotKeyBefore    = map[string]bool{"palabra": true, "palabras": true, "palavra": true, "palavras": true, "parola": true, "mot": true, "mots": true}
+)
+
+// asksCredentialIntl reports a credential named in another language than English
+// (intlCredentialWords and kin).
+func asksCredentialIntl(s string, w []string) bool {
+	for i, x := range w {
+		switch {
+		case intlCredentialWords[x]:
+			return true
+		case intlKeyWords[x]:
+			prev, next := "", ""
+			if i > 0 {
+				prev = w[i-1]
+			}
+			if i+1 < len(w) {
+				next = w[i+1]
+			}
+			if intlNotKeyBefore[prev] {
+				continue // "palabra clave": a keyword
+			}
+			if intlKeyOwners[next] || intlKeyOwners[prev] || x == "jeton" || x == "clave" && i == len(w)-1 && len(w) <= 2 {
+				return true
+			}
+			if i+2 < len(w) && intlKeyOwners[w[i+2]] && (next == "de" || next == "d" || next == "di" || next == "da" || next == "do") {
+				return true // "clave de API", "chiave di accesso"
+			}
+		}
+	}
+	if len(w) > 1 {
+		j := " " + strings.Join(w, " ") + " "
+		for _, p := range intlCredentialPhrases {
+			if strings.Contains(j, " "+strings.ReplaceAll(p, "'", " ")+" ") {
+				return true
+			}
+		}
+	}
+	for _, r := range intlCredentialRunes {
+		if strings.Contains(s, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // AsksCredential reports whether a form field's name or title asks for a credential:
 // a password (not a password hint or policy), a token (not a token count or max
 // tokens), an API, private, secret or access key, a secret, a card number or CVV, a
-// one-time code or PIN.
+// one-time code or PIN; in English or in another language (asksCredentialIntl:
+// "Contraseña", "mot de passe", "API-Schlüssel", "密码").
 func AsksCredential(s string) bool {
 	w := words(s)
+	if asksCredentialIntl(s, w) {
+		return true
+	}
 	for i, x := range w {
 		next, prev := "", ""
 		if i+1 < len(w) {
@@ -173,7 +247,14 @@ func AsksCredential(s string) bool {
 
 // askVerbs are the words with which a message asks the user to hand something over.
 var askVerbs = map[string]bool{"paste": true, "enter": true, "provide": true, "type": true, "give": true, "share": true,
-	"send": true, "input": true, "submit": true, "supply": true, "confirm": true}
+	"send": true, "input": true, "submit": true, "supply": true, "confirm": true,
+	// es, pt, fr, de, it, nl, pl, ru
+	"introduzca": true, "introduce": true, "ingrese": true, "ingresa": true, "escriba": true, "escribe": true, "proporcione": true,
+	"proporciona": true, "pegue": true, "pega": true, "indique": true, "facilite": true, "digite": true, "insira": true, "informe": true,
+	"forneça": true, "cole": true, "entrez": true, "saisissez": true, "saisir": true, "fournissez": true, "collez": true, "indiquez": true,
+	"renseignez": true, "geben": true, "eingeben": true, "einfügen": true, "angeben": true, "inserisci": true, "inserire": true,
+	"inserisca": true, "digita": true, "fornisci": true, "incolla": true, "voer": true, "vul": true, "plak": true, "wpisz": true,
+	"podaj": true, "введите": true, "укажите": true, "вставьте": true}
 
 // messageAsksCredential reports whether a form's message asks the user to hand over a
 // credential: an asking verb followed, within eight words, by a credential.

@@ -10,6 +10,7 @@ import (
 
 	"go.mau.fi/util/confusable"
 	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
 )
 
 // URLRule returns the rule a URL-mode elicitation's url breaks, or "": not https
@@ -27,7 +28,7 @@ func URLRule(raw string) string {
 	if PrivateHost(host) {
 		return RuleElicitationPrivateHost
 	}
-	if LookalikeHost(host) {
+	if LookalikeHost(host) || SpoofedSubdomain(host) {
 		return RuleElicitationLookalikeHost
 	}
 	return ""
@@ -195,4 +196,81 @@ func mixedScript(s string) bool {
 		}
 	}
 	return true
+}
+
+// brands are the names phishing pages most often put in a subdomain to pass for the
+// real sign-in page ("github.login-check.example").
+var brands = map[string]bool{
+	"github": true, "gitlab": true, "bitbucket": true, "atlassian": true, "google": true, "gmail": true,
+	"microsoft": true, "microsoftonline": true, "office365": true, "outlook": true, "azure": true, "live": true,
+	"apple": true, "icloud": true, "paypal": true, "amazon": true, "aws": true, "okta": true, "auth0": true,
+	"slack": true, "dropbox": true, "facebook": true, "linkedin": true, "openai": true, "anthropic": true,
+	"stripe": true, "cloudflare": true, "npmjs": true, "docker": true, "salesforce": true, "zoom": true,
+}
+
+// lureWords are the words a phishing domain adds to a brand ("session-check",
+// "secure-login", "account-verify").
+var lureWords = []string{"login", "logon", "signin", "sign-in", "auth", "secure", "verify", "verif", "session",
+	"account", "sso", "oauth", "confirm", "update", "support", "check", "recover", "unlock", "security", "wallet"}
+
+// SpoofedSubdomain reports whether a host (lower case) puts another site's name in
+// front of its own registrable domain (eTLD+1, golang.org/x/net/publicsuffix), the
+// subdomain spoofing the MCP 2026-07-28 elicitation section tells clients to guard
+// against: a whole domain as labels ("github.com.session-check.example",
+// "accounts.google.com.evil.example"), or a brand's name as a label (or a label's
+// first word) under a domain that carries a lure word ("github.login-verify.example",
+// "paypal-secure.account-check.example"). A company's own host for a brand
+// ("github.acme.com" for GitHub Enterprise) is not one: its domain names no lure.
+func SpoofedSubdomain(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	reg, err := publicsuffix.EffectiveTLDPlusOne(host)
+	if err != nil || len(reg) >= len(host) {
+		return false
+	}
+	sub := strings.Split(host[:len(host)-len(reg)-1], ".")
+	for i, l := range sub {
+		if i > 0 && (genericTLDs[l] || i > 1 && secondLevels[sub[i-1]] && icannTLD(l)) {
+			return true // "<name>.com." or "<name>.co.uk." before the real domain
+		}
+	}
+	regName := reg[:strings.IndexByte(reg, '.')]
+	if brands[regName] {
+		return false // the brand's own domain
+	}
+	lure := false
+	for _, w := range lureWords {
+		lure = lure || strings.Contains(regName, w)
+	}
+	if !lure {
+		return false
+	}
+	for _, l := range sub {
+		first := l
+		if k := strings.IndexAny(l, "-_"); k > 0 {
+			first = l[:k]
+		}
+		if brands[first] {
+			return true
+		}
+	}
+	return false
+}
+
+// genericTLDs are the top-level domains that, as a label inside a host, can only be
+// another site's name ("github.com.<domain>"); a country code alone is often a
+// region ("app.us.auth0.com"), so it counts only after a second level (secondLevels:
+// "paypal.co.uk.<domain>").
+var (
+	genericTLDs  = map[string]bool{"com": true, "net": true, "org": true, "io": true, "dev": true, "app": true, "ai": true, "gov": true, "edu": true, "info": true, "biz": true}
+	secondLevels = map[string]bool{"co": true, "com": true, "org": true, "net": true, "gov": true, "ac": true, "edu": true}
+)
+
+// icannTLD reports whether a label is a top-level domain of the ICANN section of the
+// public suffix list ("com", "io", "uk"), as a host's last label.
+func icannTLD(l string) bool {
+	if l == "" || !isASCII(l) {
+		return false
+	}
+	ps, icann := publicsuffix.PublicSuffix("x." + l)
+	return icann && ps == l
 }

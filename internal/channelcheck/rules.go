@@ -28,7 +28,8 @@ const (
 	RuleElicitationPrivateHost = "elicitation_url_private_host"
 	// RuleElicitationLookalikeHost: a URL-mode elicitation to a host that imitates
 	// another (a mixed-script or ASCII-confusable IDN label, bad punycode, or user
-	// info before the host). High: refused.
+	// info before the host, another site's domain or a brand as a subdomain). High:
+	// refused.
 	RuleElicitationLookalikeHost = "elicitation_url_lookalike_host"
 	// RuleSamplingContextNarrowed: a sampling request's includeContext other than
 	// "none" to a client that did not declare sampling.context; it is narrowed to
@@ -40,9 +41,9 @@ const (
 // `mcpgate rules` and docs.
 func Rules() []engine.Rule {
 	return []engine.Rule{
-		{ID: RuleElicitationCredential, Family: Family, Severity: engine.SeverityHigh, Summary: "a form elicitation whose field or message asks for a credential: password, token, API key, secret, card number, one-time code"},
+		{ID: RuleElicitationCredential, Family: Family, Severity: engine.SeverityHigh, Summary: "a form elicitation whose field or message asks for a credential: password, token, API key, secret, card number, one-time code, in English or another language (contraseña, mot de passe, Passwort, 密码, ...)"},
 		{ID: RuleElicitationInsecureURL, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation whose URL is not https"},
-		{ID: RuleElicitationLookalikeHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a look-alike host: a mixed-script or ASCII-confusable IDN label, bad punycode, or user info before the host"},
+		{ID: RuleElicitationLookalikeHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a look-alike host: a mixed-script or ASCII-confusable IDN label, bad punycode, user info before the host, another site's domain as labels (github.com.<domain>) or a brand as a label under a lure domain"},
 		{ID: RuleElicitationPrivateHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a loopback, private, link-local or internal-only host"},
 		{ID: RuleNameConfusable, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool or prompt name confusable (UTS #39 skeleton) with another listed name"},
 		{ID: RuleNameInvisible, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool or prompt name that begins or ends in invisible characters"},
