@@ -37,12 +37,14 @@ const (
 	ReasonRootOutsidePin        Reason = "root_outside_pin"          // a client's roots/list answer named a root outside the server's pinned roots: removed
 	ReasonMissingCapability     Reason = "missing_client_capability" // an input_required result asked for input the request's clientCapabilities do not declare: answered -32021
 	ReasonHeaderMismatch        Reason = "header_mismatch"           // a 2026-07-28 tools/call whose Mcp-Param-* headers disagree with its x-mcp-header arguments: answered -32020, never forwarded
+	ReasonRetryMismatch         Reason = "retry_mismatch"            // a translated 2026-07-28 retry whose params (arguments, name, uri) differ from the request its requestState was issued for: answered -32602, never forwarded
 
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
 	ReasonDuplicateMember   Reason = "duplicate_member"    // two members of one object equal, or equal under Unicode simple case folding
 	ReasonCaseVariantMember Reason = "case_variant_member" // a member named like a JSON-RPC or MCP member only under case folding ("METHOD", "Arguments")
 	ReasonInvalidMemberName Reason = "invalid_member_name" // a member name with invalid UTF-8 or a lone surrogate
+	ReasonInexactID         Reason = "inexact_id"          // a numeric id that is not an integer within ±(2^53−1): peers reading ids as doubles (or truncating them) read it as another id
 
 	// Client messages refused whole as they arrive, never forwarded.
 	ReasonBatchRefused     Reason = "batch_refused"     // a JSON-RPC batch (a JSON array): MCP has none
@@ -57,8 +59,8 @@ var Reasons = []Reason{
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
-	ReasonMissingCapability, ReasonHeaderMismatch,
-	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName,
+	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch,
+	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName, ReasonInexactID,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }
 

@@ -118,6 +118,9 @@ func attacks(prefix string) []string {
 		call(108, `"method":"tools/call","params":{"name":"`+p+`act","arguments":{"force":false,"FORCE":true}}`),
 		// One argument named like a schema property only under folding.
 		call(109, `"method":"tools/call","params":{"name":"`+p+`act","arguments":{"Force":true}}`),
+		// An id a double cannot hold (docs/decisions.md#exact-ids): mcp-go answers it
+		// as 9007199254740992, which the gateway would take for another request.
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"` + p + `safe","arguments":{}}}`,
 	}
 }
 
@@ -154,7 +157,7 @@ func checkRefusalRecords(t *testing.T, log *stderrLog, n int) {
 	refusals := func() (out []map[string]any) {
 		for _, r := range log.allRecords() {
 			switch r["reason"] {
-			case "duplicate_member", "case_variant_member", "invalid_member_name":
+			case "duplicate_member", "case_variant_member", "invalid_member_name", "inexact_id":
 				out = append(out, r)
 			}
 		}

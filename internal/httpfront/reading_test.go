@@ -29,6 +29,7 @@ func TestFrontRefusesAmbiguousMessages(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","METHOD":"ping","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe","NAME":"wipe"}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"safe","Arguments":{"force":true}}}`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"safe"}}`,
 	} {
 		w := post(f, body, nil)
 		var m struct {
@@ -43,7 +44,7 @@ func TestFrontRefusesAmbiguousMessages(t *testing.T) {
 			t.Fatalf("%s: HTTP %d %s", body, w.Code, w.Body)
 		}
 	}
-	if len(got) != 3 || got[0] != vocab.ReasonCaseVariantMember && got[0] != vocab.ReasonDuplicateMember || got[1] != vocab.ReasonDuplicateMember || got[2] != vocab.ReasonCaseVariantMember {
+	if len(got) != 4 || got[0] != vocab.ReasonCaseVariantMember && got[0] != vocab.ReasonDuplicateMember || got[1] != vocab.ReasonDuplicateMember || got[2] != vocab.ReasonCaseVariantMember || got[3] != vocab.ReasonInexactID {
 		t.Fatalf("recorded %v", got)
 	}
 	if started != 0 {

@@ -42,5 +42,16 @@ func FuzzIDKey(f *testing.F) {
 		if (ra.Cmp(rb) == 0) != (ka == kb) {
 			t.Fatalf("%s (key %q) and %s (key %q): equal in value %v", a, ka, b, kb, ra.Cmp(rb) == 0)
 		}
+		// ExactID: an integer within ±(2^53−1), whatever its spelling.
+		limit := new(big.Rat).SetInt64(maxExactID)
+		for _, c := range []struct {
+			text string
+			r    *big.Rat
+		}{{a, ra}, {b, rb}} {
+			want := c.r.IsInt() && new(big.Rat).Abs(c.r).Cmp(limit) <= 0
+			if got := ExactID(json.RawMessage(c.text)); got != want {
+				t.Fatalf("ExactID(%s) = %v, want %v", c.text, got, want)
+			}
+		}
 	})
 }

@@ -274,8 +274,38 @@ func Parse(line []byte) (*Message, error) {
 		return m, errors.New("jsonrpc: a request id must be a string or a number, not null")
 	case m.Kind != KindNotification && !validID(m.ID):
 		return m, errors.New("jsonrpc: id must be a string, a number or null")
+	case m.Kind != KindNotification && !ExactID(m.ID):
+		// Peers would answer or match it under another id: refuse it whole
+		// (docs/decisions.md#exact-ids).
+		a := &AmbiguousError{Reason: vocab.ReasonInexactID, Kind: m.Kind, ID: m.ID, Method: m.Method, Answers: m.Result != nil || m.Error != nil}
+		m.Kind = KindInvalid
+		return m, a
 	}
 	return m, nil
+}
+
+// maxExactID is the largest integer id every peer reads as itself: 2^53−1,
+// JavaScript's Number.MAX_SAFE_INTEGER.
+const maxExactID = 1<<53 - 1
+
+// ExactID reports whether a raw id (a JSON string, number or null) means the same id
+// to every peer: a string, null, or a number whose value is an integer from
+// −(2^53−1) to 2^53−1, in any spelling (7e1 and 70.0 are 70). Past that range
+// JSON.parse and mcp-go round it to a double (9007199254740993 reads as
+// 9007199254740992), and go-sdk truncates a fraction to an integer (1.5 reads as 1),
+// so two ids the gateway keys apart would be one id to them
+// (docs/decisions.md#exact-ids).
+func ExactID(id json.RawMessage) bool {
+	id = bytes.TrimSpace(id)
+	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
+		return true
+	}
+	k, ok := decimalKey(id)
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseInt(k, 10, 64) // an integer written out in digits; a fraction or exponent form fails
+	return err == nil && n >= -maxExactID && n <= maxExactID
 }
 
 func validID(id json.RawMessage) bool {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 func TestParse(t *testing.T) {
@@ -225,4 +227,48 @@ func FuzzPeekID(f *testing.F) {
 			t.Fatalf("PeekID returned invalid JSON %q", id)
 		}
 	})
+}
+
+// TestExactIDs: a numeric id passes only as an integer every peer reads as itself
+// (docs/decisions.md#exact-ids); Parse refuses any other, in every kind of message
+// that has an id, as a message with more than one reading (inexact_id).
+func TestExactIDs(t *testing.T) {
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{`1`, true}, {`0`, true}, {`-0`, true}, {`7e1`, true}, {`70.0`, true}, {`1E0`, true},
+		{`9007199254740991`, true}, {`-9007199254740991`, true}, {`90071992547409910e-1`, true},
+		{`"9007199254740993"`, true}, {`"x"`, true}, {`null`, true},
+		{`9007199254740992`, false}, {`9007199254740993`, false}, {`-9007199254740993`, false},
+		{`9007199254740993.0`, false}, {`1e16`, false}, {`1e400`, false}, {`12345678901234567890`, false},
+		{`1.5`, false}, {`0.1`, false}, {`5e-1`, false}, {`1.0000000000000001`, false},
+	}
+	for _, tt := range tests {
+		if got := ExactID(json.RawMessage(tt.id)); got != tt.want {
+			t.Errorf("ExactID(%s) = %v, want %v", tt.id, got, tt.want)
+		}
+	}
+	for _, line := range []struct {
+		text string
+		kind Kind
+	}{
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"read_db"}}`, KindRequest},
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"roots/list"}`, KindRequest},
+		{`{"jsonrpc":"2.0","id":9007199254740992,"result":{"content":[]}}`, KindResponse},
+		{`{"jsonrpc":"2.0","id":1.5,"error":{"code":-1,"message":"x"}}`, KindResponse},
+	} {
+		m, err := Parse([]byte(line.text))
+		var a *AmbiguousError
+		if !errors.As(err, &a) || a.Reason != vocab.ReasonInexactID || a.Kind != line.kind || m.Kind != KindInvalid {
+			t.Errorf("Parse(%s) = %v (kind %v), want an inexact_id refusal of a %v", line.text, err, m.Kind, line.kind)
+			continue
+		}
+		if !strings.Contains(a.Refusal("ev"), "9007199254740991") {
+			t.Errorf("refusal %q does not say which ids pass", a.Refusal("ev"))
+		}
+	}
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`)); err != nil {
+		t.Errorf("the largest exact id was refused: %v", err)
+	}
 }

@@ -37,6 +37,10 @@ type AmbiguousError struct {
 func (e *AmbiguousError) Refusal(eventID string) string {
 	t := "mcpgate: message refused: it has more than one reading (" + string(e.Reason) + "): " +
 		"send each member once, spelled exactly as JSON-RPC and MCP spell it"
+	if e.Reason == vocab.ReasonInexactID {
+		t = "mcpgate: message refused: it has more than one reading (" + string(e.Reason) + "): " +
+			"a numeric id must be an integer from -9007199254740991 to 9007199254740991, which every peer reads alike; use a string id or a smaller number"
+	}
 	if eventID != "" {
 		t += " (audit log entry " + eventID + ")"
 	}
@@ -49,6 +53,8 @@ func (e *AmbiguousError) Error() string {
 		return "jsonrpc: an object holds two members whose names are equal, or equal under Unicode case folding"
 	case vocab.ReasonCaseVariantMember:
 		return "jsonrpc: a member name differs from a JSON-RPC or MCP member name only by case"
+	case vocab.ReasonInexactID:
+		return "jsonrpc: a numeric id is not an integer within ±(2^53−1), so peers that read ids as doubles read it as another id"
 	}
 	return "jsonrpc: a member name is not valid Unicode (invalid UTF-8 or a lone surrogate)"
 }

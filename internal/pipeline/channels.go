@@ -193,7 +193,7 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 		r.rec.emit(p)
 	}()
 	if resp.Refused != "" {
-		return r.refusedResponse(resp.Refused)
+		return r.refusedResponse(resp)
 	}
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)

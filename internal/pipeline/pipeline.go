@@ -271,7 +271,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 	}
 	defer free()
 	if resp.Refused != "" {
-		return r.refusedResponse(resp.Refused)
+		return r.refusedResponse(resp)
 	}
 	if resp.Error != nil {
 		return r.filterUpstreamError(resp.Error)
@@ -717,11 +717,23 @@ func (r *run) upstreamFailed(err error) Reply {
 // refusedResponse fails a request whose response the gateway refused because peers
 // could read it two ways (docs/decisions.md#one-reading): this record, the request's
 // only one, carries the reason code and outcome upstream_error; the client gets
-// -32603 citing it.
-func (r *run) refusedResponse(reason vocab.Reason) Reply {
+// -32603 citing it. A retry the revision translation refused because it is not the
+// request its round was issued for (retry_mismatch, docs/decisions.md#retry-binding)
+// keeps the translation's error (-32602), with outcome rejected.
+func (r *run) refusedResponse(resp *jsonrpc.Message) Reply {
+	reason := resp.Refused
 	r.rec.setReason(reason)
-	r.rec.setOutcome(vocab.OutcomeUpstreamError)
 	r.rec.escalate(vocab.Block)
+	if reason == vocab.ReasonRetryMismatch {
+		r.rec.setOutcome(vocab.OutcomeRejected)
+		var eo jsonrpc.ErrorObject
+		if json.Unmarshal(resp.Error, &eo) != nil || eo.Code == 0 {
+			eo = jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: the retry is not the request its requestState was issued for"}
+		}
+		b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: eo.Code, Message: eo.Message + " (audit log entry " + r.rec.eventID() + ")"})
+		return Reply{Error: b}
+	}
+	r.rec.setOutcome(vocab.OutcomeUpstreamError)
 	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError,
 		Message: "mcpgate: the upstream's response was dropped: it has more than one reading (" + string(reason) + "; audit log entry " + r.rec.eventID() + ")"})
 	return Reply{Error: b}

@@ -633,3 +633,25 @@ case "prompt": throw m;
 		})
 	}
 }
+
+// TestRetryMismatchIsRecorded: a retry the revision translation refused because its
+// arguments are not the ones the server ran (docs/decisions.md#retry-binding) keeps
+// its -32602, cites its record, and the record says rejected, retry_mismatch.
+func TestRetryMismatchIsRecorded(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	reply := p.Handle(context.Background(), call(`{"table":"public"}`), func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+		m := jsonrpc.NewErrorResponse(json.RawMessage("1"), jsonrpc.CodeInvalidParams, "mcpgate: a retry must repeat the request")
+		m.Refused = vocab.ReasonRetryMismatch
+		return m, nil
+	})
+	var e jsonrpc.ErrorObject
+	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("client got %s", reply.Error)
+	}
+	if len(rec.recs) != 1 {
+		t.Fatalf("%d records", len(rec.recs))
+	}
+	if r := rec.recs[0]; r.Reason != vocab.ReasonRetryMismatch || r.Outcome != vocab.OutcomeRejected || !strings.Contains(e.Message, r.EventID) {
+		t.Fatalf("record reason %q outcome %q; client got %s", r.Reason, r.Outcome, reply.Error)
+	}
+}

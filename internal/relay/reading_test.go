@@ -19,7 +19,7 @@ func (r records) refusal(t *testing.T) *audit.Record {
 		select {
 		case rec := <-r.ch:
 			switch rec.Reason {
-			case vocab.ReasonDuplicateMember, vocab.ReasonCaseVariantMember, vocab.ReasonInvalidMemberName:
+			case vocab.ReasonDuplicateMember, vocab.ReasonCaseVariantMember, vocab.ReasonInvalidMemberName, vocab.ReasonInexactID:
 				return rec
 			}
 		case <-time.After(5 * time.Second):

@@ -46,6 +46,8 @@ func TestRelayRefusalsLeaveOneRecord(t *testing.T) {
 		{"oversized", strings.Replace(callID("2"), canary, canary+strings.Repeat("a", 2000), 1), -32600, vocab.ReasonMessageTooLarge},
 		{"id in use", callID("7e1"), -32600, vocab.ReasonIDInUse},
 		{"id in use as 70.0", callID("70.0"), -32600, vocab.ReasonIDInUse},
+		{"id past 2^53", callID("9007199254740993"), -32600, vocab.ReasonInexactID},
+		{"fractional id", callID("0.5"), -32600, vocab.ReasonInexactID},
 		{"BOM", "\ufeff" + callID("3"), -32700, vocab.ReasonMalformedMessage},
 		{"comment", strings.Replace(callID("4"), `{"jsonrpc"`, `{/*c*/"jsonrpc"`, 1), -32700, vocab.ReasonMalformedMessage},
 		{"jsonrpc with a space", strings.Replace(callID("5"), `"2.0"`, `"2.0 "`, 1), -32600, vocab.ReasonMalformedMessage},
@@ -89,16 +91,40 @@ func TestRelayRefusalsLeaveOneRecord(t *testing.T) {
 	}
 }
 
-// TestRelayIDPrecision: ids are keyed by exact value, so a server's answer under an
-// id that only equals the client's after float64 rounding answers nothing; an answer
-// under an equal id in another spelling reaches the client with the client's bytes.
+// TestRelayIDPrecision: ids are keyed by exact value, and a numeric id that peers
+// reading ids as doubles (JSON.parse, mcp-go) or truncating them (go-sdk) would read
+// as another id is refused in either direction (docs/decisions.md#exact-ids): a
+// client's call under 9007199254740993 never reaches the server, which would answer
+// it as 9007199254740992, and a server's roots/list under such an id never reaches
+// the client, whose answer the roots pins would then not recognise. An answer under
+// an equal id in another spelling reaches the client with the client's bytes.
 func TestRelayIDPrecision(t *testing.T) {
 	h := newHarness(t, 0)
-	h.client(`{"jsonrpc":"2.0","id":9007199254740993,"method":"resources/list"}`)
-	h.upstreamGets()
-	h.up.lines <- `{"jsonrpc":"2.0","id":9007199254740992,"result":{"resources":["wrong"]}}`
-	h.up.lines <- `{"jsonrpc":"2.0","id":9007199254740993.0,"result":{"resources":[]}}`
-	if got := h.clientGets(); !strings.Contains(got, `"id":9007199254740993,`) || !strings.Contains(got, `"resources":[]`) {
+	for _, id := range []string{"9007199254740993", "9007199254740992", "-9007199254740993", "1.5"} {
+		h.client(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"read_db","arguments":{}}}`)
+		got := h.clientGets()
+		if errorCode(t, got) != -32600 || !strings.Contains(got, `"id":`+id+`,`) {
+			t.Fatalf("client got %s", got)
+		}
+		if rec := h.recs.refusal(t); rec.Reason != vocab.ReasonInexactID || rec.Method != "tools/call" || !strings.Contains(got, rec.EventID) {
+			t.Fatalf("record %+v for %s", rec, got)
+		}
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":9007199254740993,"method":"roots/list"}`
+	if got := h.upstreamGets(); errorCode(t, got) != -32600 || !strings.Contains(got, `"id":9007199254740993,`) {
+		t.Fatalf("upstream got %s", got)
+	}
+	if rec := h.recs.refusal(t); rec.Reason != vocab.ReasonInexactID || rec.Method != "roots/list" {
+		t.Fatalf("record %+v", rec)
+	}
+	h.client(`{"jsonrpc":"2.0","id":9007199254740991,"method":"resources/list"}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"id":9007199254740991,`) {
+		t.Fatalf("upstream got %s", got)
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":9007199254740992,"result":{"resources":["wrong"]}}` // refused: answers nothing
+	h.recs.refusal(t)
+	h.up.lines <- `{"jsonrpc":"2.0","id":9007199254740991.0,"result":{"resources":[]}}`
+	if got := h.clientGets(); !strings.Contains(got, `"id":9007199254740991,`) || !strings.Contains(got, `"resources":[]`) {
 		t.Fatalf("client got %q", got)
 	}
 	h.client(`{"jsonrpc":"2.0","id":70,"method":"prompts/list"}`)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // This file translates for a 2026-07-28 client (its requests carry the per-request
@@ -99,7 +100,10 @@ type flight struct {
 	method   string
 	// name is the request's params member its method is named by (tools/call's and
 	// prompts/get's name, resources/read's uri): a retry must name the same.
-	name     string
+	name string
+	// bound is the request's params as the server ran them (bindingOf): a retry must
+	// carry the same, so that the policies judge, and the record names, what ran.
+	bound    string
 	answered bool             // clientID got an input_required result; a retry is awaited
 	waiting  bool             // a retry waits under clientID
 	final    *jsonrpc.Message // the server's response, kept until the retry
@@ -405,7 +409,7 @@ func (s *modernState) request(c *Conn, m *jsonrpc.Message) {
 		// unanswered: that request is abandoned.
 		s.abandon(c, s.byClient[k], "the client reused the request's id")
 	}
-	f := &flight{upID: s.nextID("req"), clientID: m.ID, method: m.Method, name: nameOf(m.Method, params)}
+	f := &flight{upID: s.nextID("req"), clientID: m.ID, method: m.Method, name: nameOf(m.Method, params), bound: bindingOf(params)}
 	s.flights[jsonrpc.IDKey(f.upID)] = f
 	s.byClient[m.IDKey()] = f
 	if err := s.out.send(c, jsonrpc.NewRequest(f.upID, m.Method, legacyParams(params, m.Params))); err != nil {
@@ -518,6 +522,17 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 			"mcpgate: requestState is not one this connection issued for this "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
 		return
 	}
+	if bindingOf(params) != f.bound {
+		// The server ran the original request: a retry with other arguments would be
+		// judged, and recorded, by arguments that never ran (docs/decisions.md#retry-binding).
+		// The round stays open for the request it was issued for.
+		c.opts.Logger.Warn("a Multi Round-Trip retry refused: its params differ from the request the server ran", "method", methods.Known(m.Method))
+		e := jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams,
+			"mcpgate: a retry must repeat the request its requestState was issued for: its arguments (and every params member but _meta, inputResponses and requestState) differ from the request the server is running")
+		e.Refused = vocab.ReasonRetryMismatch
+		c.enqueue(e)
+		return
+	}
 	delete(s.rounds, token)
 	f.state = ""
 	if f.expiry != nil {
@@ -557,6 +572,32 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 	case len(f.pending) > 0:
 		s.askInput(c, f)
 	}
+}
+
+// bindingOf is a request's params as its round binds them: every member but _meta,
+// inputResponses and requestState (no arguments counting as {}), decoded (so "\u0070ayroll" is "payroll", as the
+// server reads it) and written again with sorted keys and numbers as they were
+// written. A retry is the same request when its binding is equal.
+func bindingOf(params map[string]json.RawMessage) string {
+	rest := make(map[string]any, len(params))
+	for k, v := range params {
+		switch k {
+		case "_meta", "inputResponses", "requestState":
+			continue
+		}
+		var x any
+		d := json.NewDecoder(bytes.NewReader(v))
+		d.UseNumber()
+		if d.Decode(&x) != nil {
+			x = "\x00raw:" + string(v) // not JSON: compared as it was written
+		}
+		rest[k] = x
+	}
+	if _, ok := rest["arguments"]; !ok {
+		rest["arguments"] = map[string]any{} // none is no arguments, as the server reads it
+	}
+	b, _ := json.Marshal(rest)
+	return string(b)
 }
 
 // nameOf is the string params member method is named by (methods.Method.NameParam),

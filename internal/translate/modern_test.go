@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/upstream"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // mstep is one exchange of a script: "c>" the client sends msg, "s>" the server
@@ -166,6 +167,15 @@ func TestModernTranslation(t *testing.T) {
 			mstep{dir: ">c", want: []string{`"id":8`, `"code":-32602`}},
 			mretry,
 			mstep{dir: ">s", want: []string{`"id":100`}},
+		)},
+		{"a retry with other arguments is refused: the server runs the original's, which the policies must judge", mscript(mopening, melicit, minputRequired,
+			mstep{dir: "c>", msg: strings.Replace(mretry.msg, `"arguments":{}`, `"arguments":{"table":"public"}`, 1)},
+			mstep{dir: ">c", want: []string{`"id":8`, `"code":-32602`, `differ from the request the server is running`}},
+			mstep{dir: "c>", msg: strings.Replace(mretry.msg, `"arguments":{}`, `"arguments":{},"extra":1`, 1)},
+			mstep{dir: ">c", want: []string{`"id":8`, `"code":-32602`}},
+			// The round stays open for the request it was issued for, in any spelling.
+			mstep{dir: "c>", msg: strings.Replace(mretry.msg, `"arguments":{}`, `"arguments":{ }`, 1)},
+			mstep{dir: ">s", want: []string{`"id":100`, `"result":{"action":"accept"`}},
 		)},
 		{"a server request with nothing in flight gets an error", mscript(mopening,
 			mstep{dir: "s>", msg: `{"jsonrpc":"2.0","id":"mcpgate-tr-req-3","result":{"content":[]}}`},
@@ -646,5 +656,66 @@ func TestModernRetryOutboxFull(t *testing.T) {
 	}
 	if flights != 0 {
 		t.Fatalf("%d flights left after the failed retry; want the round ended", flights)
+	}
+}
+
+// TestBindingOf: a retry is the request its round was issued for when its params,
+// but for _meta, inputResponses and requestState, are equal as the server reads them
+// (docs/decisions.md#retry-binding).
+func TestBindingOf(t *testing.T) {
+	orig := `{"name":"read","arguments":{"table":"payroll","limit":10}}`
+	tests := []struct {
+		retry string
+		same  bool
+	}{
+		{`{"name":"read","arguments":{"limit":10,"table":"payroll"},"requestState":"s","inputResponses":{"k":{}},"_meta":{"x":1}}`, true},
+		{`{"arguments":{"table":"\u0070ayroll","limit":10},"name":"r\u0065ad"}`, true},
+		{`{"name":"read","arguments":{"table":"public","limit":10}}`, false},
+		{`{"name":"read","arguments":{"table":"payroll"}}`, false},
+		{`{"name":"read","arguments":{"table":"payroll","limit":10,"extra":true}}`, false},
+		{`{"name":"read","arguments":{"table":"payroll","limit":10},"task":{"ttl":1}}`, false},
+		{`{"name":"other","arguments":{"table":"payroll","limit":10}}`, false},
+	}
+	params := func(s string) map[string]json.RawMessage {
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(s), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	want := bindingOf(params(orig))
+	for _, tt := range tests {
+		if got := bindingOf(params(tt.retry)) == want; got != tt.same {
+			t.Errorf("bindingOf(%s) equal to the original's: %v, want %v", tt.retry, got, tt.same)
+		}
+	}
+	if bindingOf(params(`{"name":"t"}`)) != bindingOf(params(`{"name":"t","arguments":{}}`)) {
+		t.Error("no arguments must bind like {}")
+	}
+}
+
+// TestModernRetryMismatchRecorded: the -32602 a retry with other arguments gets is
+// marked retry_mismatch, so the pipeline's record of the retry carries the reason.
+func TestModernRetryMismatchRecorded(t *testing.T) {
+	f := newFake()
+	c := Wrap(f, Options{})
+	defer c.Close(context.Background(), 0)
+	toClient := toClientOf(c, 64)
+	steps := mscript(mopening, melicit, minputRequired)
+	vars := playOn(t, c, f, toClient, steps)
+	retry := strings.Replace(mretry.msg, `"arguments":{}`, `"arguments":{"table":"public"}`, 1)
+	for k, v := range vars {
+		retry = strings.ReplaceAll(retry, "{"+k+"}", v)
+	}
+	if err := c.Send(mustParse(t, retry)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-toClient:
+		if m.Refused != vocab.ReasonRetryMismatch || m.Error == nil {
+			t.Fatalf("client got %s (refused %q)", m.Raw, m.Refused)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to the retry")
 	}
 }
