@@ -127,8 +127,9 @@ func TestOAuthHTTP(t *testing.T) {
 	if got := httpResultText(c.call(t, 2, "whoami", nil)); !strings.Contains(got, "user=alice client=test-client class=trusted roles=dev,ops scopes=mcp,admin") {
 		t.Fatalf("ctx.user: %q", got)
 	}
-	// The same subject with a fresh token keeps its session (a refreshed token).
-	c.token = is.Token(is.Claims("alice", resource, nil))
+	// The same subject with a fresh token that grants the same keeps its session (a
+	// refreshed token); one that grants less does not (TestOAuthTokenPerRequest).
+	c.token = is.Token(is.Claims("alice", resource, map[string]any{"scope": "mcp admin", "roles": []string{"dev"}}))
 	c.mustEcho(t, 3)
 
 	// An opaque token, introspected.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,11 +21,23 @@ import (
 var ErrUnauthorized = errors.New("a valid bearer token is required (Authorization: Bearer …)")
 
 // Identity is the caller of one HTTP request: the user the policies see as ctx.user
-// and a key that binds a session to the caller that created it. The key names the
-// token entry, never the token.
+// and a key that names the caller (a subject, a token entry, a certificate name: never
+// the token), by which the per-caller caps count. A session and a 2026-07-28 backend
+// are bound to the key and to the whole User, so a later token of the same caller
+// that grants other scopes, another client or other roles never runs with the first
+// token's (docs/decisions.md#principal-per-token).
 type Identity struct {
 	User ctxapi.User
 	Key  string
+}
+
+// grant is the digest of everything a token grants: the whole ctx.user (subject,
+// client id, caller class, roles, scopes, in their order). Two requests share a
+// backend only when their grants are equal.
+func grant(u ctxapi.User) string {
+	b, _ := json.Marshal(u)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // Authenticator identifies the caller of a request, or returns ErrUnauthorized.

@@ -304,9 +304,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 			httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session not found (it ended or never existed): start a new one with initialize")
 			return
 		}
-		if s.key != id.Key {
-			f.wrongCaller(r, s, id)
-			httpError(w, http.StatusForbidden, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+		if !f.boundTo(w, r, s, id, msg.ID) {
 			return
 		}
 		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !supportedVersions[v] {
@@ -406,9 +404,7 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 		httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session not found: start a new one with initialize")
 		return
 	}
-	if s.key != id.Key {
-		f.wrongCaller(r, s, id)
-		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+	if !f.boundTo(w, r, s, id, nil) {
 		return
 	}
 	if f.draining.Load() {
@@ -427,6 +423,27 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	w.Header().Set("Mcp-Session-Id", s.id)
 	s.serveSSE(w, r, st, after)
+}
+
+// boundTo reports whether the request may use session s: its caller must be the one
+// that opened it (else 403), and its token must grant exactly what the opening token
+// granted (else 403 too: the session's backend judges every message as the user it
+// was opened for, so a token with fewer scopes, another client or other roles must
+// start a session of its own, docs/decisions.md#principal-per-token).
+func (f *Front) boundTo(w http.ResponseWriter, r *http.Request, s *session, id Identity, rid json.RawMessage) bool {
+	if s.key != id.Key {
+		f.wrongCaller(r, s, id)
+		httpError(w, http.StatusForbidden, rid, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+		return false
+	}
+	if s.grant != grant(id.User) {
+		f.log.Warn("request rejected: the token grants other scopes, client or roles than the session's (403)", "method", r.Method,
+			"remote", r.RemoteAddr, "session", s.id, "user_id", id.User.UserID, "caller_id", id.User.CallerID)
+		httpError(w, http.StatusForbidden, rid, jsonrpc.CodeInvalidRequest, "mcpgate: this session was opened with a token that grants other scopes, "+
+			"client or roles than this one: start a new session (initialize) with this token")
+		return false
+	}
+	return true
 }
 
 // wrongCaller logs a 403 for a request naming another caller's session.

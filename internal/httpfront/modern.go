@@ -3,6 +3,7 @@ package httpfront
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -90,7 +91,11 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	}
 	s, err := f.modernSession(id)
 	if err != nil {
-		httpError(w, http.StatusBadGateway, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
+		status := http.StatusBadGateway
+		if errors.Is(err, errCallerSessions) {
+			status = http.StatusTooManyRequests
+		}
+		httpError(w, status, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
 		return
 	}
 	s.touch()
@@ -126,36 +131,66 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	}
 }
 
-// modernSession returns the caller's 2026-07-28 backend, starting it once. It counts
-// toward neither session cap: it is one per caller, whatever its clients do.
+// modernSession returns the backend of the caller's 2026-07-28 requests made with
+// tokens that grant what id.User holds, starting it once: requests whose tokens grant
+// other scopes, another client or other roles get a backend of their own, since a
+// backend judges every request as the user it was started for
+// (docs/decisions.md#principal-per-token). It counts toward neither session cap, but
+// one caller holds at most MaxSessionsPerCaller such backends at once (past it,
+// errCallerSessions: HTTP 429).
 func (f *Front) modernSession(id Identity) (*session, error) {
+	slotKey := id.Key + "\x00" + grant(id.User)
 	f.mu.Lock()
 	if f.modernBy == nil {
 		f.modernBy = map[string]*modernSlot{}
 	}
-	slot := f.modernBy[id.Key]
-	if slot != nil && slot.s != nil {
-		slot.s.mu.Lock()
-		ended := slot.s.ended
-		slot.s.mu.Unlock()
-		if ended {
-			slot = nil
-		}
+	slot := f.modernBy[slotKey]
+	if slot != nil && slot.ended() {
+		slot = nil
 	}
 	if slot == nil {
+		n := 0
+		for k, o := range f.modernBy {
+			if o.ended() {
+				delete(f.modernBy, k)
+			} else if strings.HasPrefix(k, id.Key+"\x00") {
+				n++
+			}
+		}
+		if n >= f.opts.MaxSessionsPerCaller {
+			f.mu.Unlock()
+			f.log.Warn("2026-07-28 request refused: the caller holds as many backends as it may (429)", "user_id", id.User.UserID,
+				"caller_id", id.User.CallerID, "max_sessions_per_caller", f.opts.MaxSessionsPerCaller)
+			return nil, errCallerSessions
+		}
 		slot = &modernSlot{}
-		f.modernBy[id.Key] = slot
+		f.modernBy[slotKey] = slot
 	}
 	f.mu.Unlock()
-	slot.once.Do(func() { slot.s, slot.err = f.startSession(id, true) })
+	slot.once.Do(func() {
+		s, err := f.startSession(id, true)
+		f.mu.Lock() // ended reads slot.s under f.mu
+		slot.s, slot.err = s, err
+		f.mu.Unlock()
+	})
 	if slot.err != nil {
 		f.mu.Lock()
-		if f.modernBy[id.Key] == slot {
-			delete(f.modernBy, id.Key)
+		if f.modernBy[slotKey] == slot {
+			delete(f.modernBy, slotKey)
 		}
 		f.mu.Unlock()
 	}
 	return slot.s, slot.err
+}
+
+// ended reports whether the slot's backend started and has ended since; f.mu is held.
+func (m *modernSlot) ended() bool {
+	if m.s == nil {
+		return false
+	}
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	return m.s.ended
 }
 
 // checkHeaders checks the standard headers of a 2026-07-28 request against its body

@@ -29,6 +29,9 @@ type session struct {
 	f   *Front
 	id  string
 	key string // the caller identity key it is bound to
+	// grant is the digest of the user it was opened for (grant): a request whose
+	// token grants anything else may not use it
+	grant string
 	// modern: a caller's backend of 2026-07-28 requests, never named to the client
 	modern bool
 
@@ -73,7 +76,7 @@ type event struct {
 
 func newSession(f *Front, id string, who Identity) *session {
 	s := &session{
-		f: f, id: id, key: who.Key,
+		f: f, id: id, key: who.Key, grant: grant(who.User),
 		streams:  map[string]*stream{},
 		waiters:  map[string]*stream{},
 		progress: map[string]*stream{},
