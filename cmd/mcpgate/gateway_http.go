@@ -35,6 +35,7 @@ func (h *httpFlags) register(fl *pflag.FlagSet, session string, sessions int) {
 	fl.IntVar(&h.maxDepth, "max-json-depth", httpfront.DefaultMaxDepth, "with --listen: deepest JSON nesting accepted in a client message")
 	fl.StringVar(&h.oauth.Issuer, "oauth-issuer", "", "with --listen: accept OAuth access tokens from this authorization server (its issuer URL; scopes, claims and introspection in mcpgate.oauth of --config, docs/http.md#oauth)")
 	fl.StringVar(&h.oauth.Audience, "oauth-audience", "", "with --oauth-issuer: the resource URI a token's aud must hold (default: the front's public URL of /mcp, http(s)://LISTEN/mcp)")
+	fl.BoolVar(&h.oauth.AcceptMissingAudience, "oauth-accept-missing-audience", false, "with --oauth-issuer: accept an introspected token whose answer names no audience (aud) as meant for this gateway (mcpgate.oauth.acceptMissingAudience); any resource that introspects as the same client then accepts it too (docs/http.md#audience)")
 	fl.StringVar(&h.tls.Cert, "tls-cert", "", "with --listen: serve HTTPS with this PEM certificate chain (reloaded when the file changes)")
 	fl.StringVar(&h.tls.Key, "tls-key", "", "with --tls-cert: its PEM private key (reloaded when the file changes)")
 	fl.StringVar(&h.tls.ClientCA, "tls-client-ca", "", "with --tls-cert: accept client certificates signed by these PEM CAs; a verified one names the caller (mTLS)")
@@ -48,6 +49,9 @@ func (h *httpFlags) check() error {
 		if f.v != "" && !h.enabled() {
 			return fmt.Errorf("%s needs --listen: OAuth and TLS are for the Streamable HTTP front (stdio has one local caller)", f.name)
 		}
+	}
+	if h.oauth.AcceptMissingAudience && !h.enabled() {
+		return fmt.Errorf("--oauth-accept-missing-audience needs --listen: OAuth and TLS are for the Streamable HTTP front (stdio has one local caller)")
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func TestOAuthHTTP(t *testing.T) {
 	c.mustEcho(t, 3)
 
 	// An opaque token, introspected.
-	is.Opaque("opaque-token-of-bob", map[string]any{"active": true, "sub": "bob", "client_id": "cli", "scope": "mcp", "exp": time.Now().Add(time.Hour).Unix()})
+	is.Opaque("opaque-token-of-bob", map[string]any{"active": true, "sub": "bob", "client_id": "cli", "scope": "mcp", "exp": time.Now().Add(time.Hour).Unix(), "aud": resource})
 	ob := newHTTPClient(g.url)
 	ob.token = "opaque-token-of-bob"
 	ob.initialize(t)

@@ -103,8 +103,11 @@ func TestOAuthSDKClientCredentials(t *testing.T) {
 // the v2 and v1 SDK clients with no token discover the metadata, sign in by the
 // authorization code flow with PKCE (headless, at the provider's login form), and
 // call a tool; the gateway introspects the provider's opaque token, and ctx.user and
-// the record carry its subject, client and scopes. A client credentials token, which
-// that provider issues for its own service user only, is refused as inactive.
+// the record carry its subject, client and scopes. The provider's introspection
+// answers name no audience, so the gateway runs with acceptMissingAudience (and warns
+// at start; TestOAuthAudienceRealServer shows the refusal without it). A client
+// credentials token, which that provider issues for its own service user only, is
+// refused as inactive.
 func TestOAuthRealServer(t *testing.T) {
 	issuer := testsvc.OIDCIssuer(t)
 	pol := t.TempDir()
@@ -118,8 +121,11 @@ func TestOAuthRealServer(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.json")
 	httpWriteFile(t, cfg, fmt.Sprintf(`{"mcpServers":{"up":{"url":%q,"headers":{"Authorization":"Bearer upstream-credential"},
    "oauth":{"tokenURL":%q,"clientID":"sid1","clientSecret":"verysecret","scopes":["openid"]}}},
- "mcpgate":{"oauth":{"scopes":["openid"],"introspection":{"clientID":"web","clientSecret":"secret"}}}}`, up.URL+"/mcp", strings.TrimSuffix(issuer, "/")+"/oauth/token"))
+ "mcpgate":{"oauth":{"scopes":["openid"],"acceptMissingAudience":true,"introspection":{"clientID":"web","clientSecret":"secret"}}}}`, up.URL+"/mcp", strings.TrimSuffix(issuer, "/")+"/oauth/token"))
 	g := startHTTPGateway(t, "--config", cfg, "--policies", pol, "--oauth-issuer", issuer)
+	if !strings.Contains(g.stderr.String(), "names no audience is taken as meant for this gateway") {
+		t.Fatalf("no start-up warning for acceptMissingAudience:\n%s", g.stderr.String())
+	}
 	for _, sdk := range []string{"v2", "v1"} {
 		t.Run(sdk, func(t *testing.T) {
 			r := runOAuthClient(t, map[string]any{"url": g.url, "sdk": sdk, "flow": "code", "clientId": "web", "clientSecret": "secret",

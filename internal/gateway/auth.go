@@ -28,6 +28,9 @@ import (
 type OAuth struct {
 	Issuer   string // --oauth-issuer
 	Audience string // --oauth-audience; default the front's public URL of /mcp
+	// AcceptMissingAudience is --oauth-accept-missing-audience: it sets
+	// mcpgate.oauth.acceptMissingAudience (docs/http.md#audience).
+	AcceptMissingAudience bool
 }
 
 // TLS is --tls-cert, --tls-key and --tls-client-ca.
@@ -55,6 +58,9 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 	if h.OAuth.Audience != "" {
 		cfg.Audience = h.OAuth.Audience
 	}
+	if h.OAuth.AcceptMissingAudience {
+		cfg.AcceptMissingAudience = true
+	}
 	var v *oauth.Validator
 	if cfg.Issuer != "" {
 		if cfg.Audience == "" {
@@ -71,7 +77,12 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 			return nil, nil, err
 		}
 		log.Info("OAuth: accepting access tokens", "issuer", cfg.Issuer, "audience", cfg.Audience, "scopes", cfg.Scopes)
-	} else if cfg.Audience != "" || file.Gate.OAuth != nil {
+		if cfg.AcceptMissingAudience {
+			log.Warn("OAuth: an introspected token whose answer names no audience is taken as meant for this gateway (--oauth-accept-missing-audience): "+
+				"every other resource that introspects as the same client accepts the same tokens; turn it off once the issuer answers with aud (docs/http.md#audience)",
+				"audience", cfg.Audience)
+		}
+	} else if cfg.Audience != "" || cfg.AcceptMissingAudience || file.Gate.OAuth != nil {
 		return nil, nil, errors.New("OAuth is configured without an issuer: give --oauth-issuer URL or mcpgate.oauth.issuer")
 	}
 	if len(file.Gate.Tokens) > 0 || v != nil || h.TLS.ClientCA != "" {

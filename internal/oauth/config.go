@@ -36,6 +36,12 @@ type Config struct {
 	ScopeRoles   map[string][]string `json:"scopeRoles,omitempty"`
 	// Introspection checks tokens that are not JWTs with the issuer (RFC 7662).
 	Introspection *Introspection `json:"introspection,omitempty"`
+	// AcceptMissingAudience accepts an introspection answer that names no audience
+	// (no aud, no resource) as meant for this gateway. Off by default: without it
+	// such a token is refused, 401 invalid_token "audience not confirmed". Any other
+	// resource that introspects as the same client then accepts the same tokens
+	// (docs/http.md#audience). A JWT access token needs aud whatever this says.
+	AcceptMissingAudience bool `json:"acceptMissingAudience,omitempty"`
 }
 
 // Claims names the claims read from a token or an introspection answer. A name with

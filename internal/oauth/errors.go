@@ -24,3 +24,10 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Descript
 func invalid(reason, description string) *Error {
 	return &Error{Code: CodeInvalidToken, Reason: reason, Description: description}
 }
+
+// The audience refusals (docs/http.md#audience): aud names only other resources, or
+// the token's claims or its introspection answer name none at all.
+var (
+	errWrongAudience        = invalid("wrong_audience", "the token is not for this resource (aud)")
+	errAudienceNotConfirmed = invalid("audience_not_confirmed", "audience not confirmed: the token names no audience (aud), so it cannot be shown to be for this resource")
+)

@@ -67,3 +67,20 @@ func FuzzIntrospectionAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCanonicalResource: canonicalResource never panics, is idempotent, and two
+// strings it makes equal are URIs with one scheme and one host, case aside.
+func FuzzCanonicalResource(f *testing.F) {
+	for _, s := range []string{"https://mcp.example.org/mcp", "HTTP://[::1]:80/x?y", "web", "", "https://a:443", "http://u@h/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := canonicalResource(s)
+		if canonicalResource(c) != c {
+			t.Fatalf("not idempotent: %q → %q → %q", s, c, canonicalResource(c))
+		}
+		if audience(map[string]any{"aud": s}, s) != audienceConfirmed {
+			t.Fatalf("%q does not name itself", s)
+		}
+	})
+}

@@ -106,9 +106,11 @@ func (in *introspector) ask(ctx context.Context, token string) (introEntry, erro
 	return in.judge(claims), nil
 }
 
-// judge reads an introspection answer: active, then exp, nbf, iss and aud when given.
-// The issuer answers active only for a token it issued to a client the introspecting
-// client may see; an answer without aud is taken as for us (docs/http.md#oauth).
+// judge reads an introspection answer: active, then exp, nbf and iss when given, and
+// the audience: aud (or the RFC 8707 resource the provider answers with) must name
+// the gateway's resource URI. An answer that names no audience is refused as
+// audience_not_confirmed — two resources that introspect as one client would accept
+// each other's tokens — unless AcceptMissingAudience is set (docs/http.md#audience).
 func (in *introspector) judge(c map[string]any) introEntry {
 	now := in.v.now()
 	bad := func(e *Error) introEntry { return introEntry{err: e, until: now.Add(min(in.ttl, inactiveTTL))} }
@@ -130,8 +132,13 @@ func (in *introspector) judge(c map[string]any) introEntry {
 	if iss, ok := c["iss"]; ok && iss != in.v.cfg.Issuer {
 		return bad(invalid("wrong_issuer", "the token was issued by another issuer"))
 	}
-	if aud, ok := c["aud"]; ok && !hasAudience(aud, in.v.cfg.Audience) {
-		return bad(invalid("wrong_audience", "the token is not for this resource (aud)"))
+	switch audience(c, in.v.cfg.Audience) {
+	case audienceOther:
+		return bad(errWrongAudience)
+	case audienceMissing:
+		if !in.v.cfg.AcceptMissingAudience {
+			return bad(errAudienceNotConfirmed)
+		}
 	}
 	return introEntry{claims: c, until: until}
 }
@@ -146,20 +153,6 @@ func numericDate(v any) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(int64(f), 0), true
-}
-
-func hasAudience(aud any, want string) bool {
-	switch a := aud.(type) {
-	case string:
-		return a == want
-	case []any:
-		for _, x := range a {
-			if s, _ := x.(string); s == want {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // redactURLError drops the request from a *url.Error: its text is the endpoint and

@@ -208,7 +208,10 @@ func TestValidateJWT(t *testing.T) {
 		{"valid", good.sign(t, cl(nil)), "", ""},
 		{"aud in a list", good.sign(t, cl(map[string]any{"aud": []string{"other", testAudience}})), "", ""},
 		{"wrong audience", good.sign(t, cl(map[string]any{"aud": "https://other.example.org/mcp"})), CodeInvalidToken, "wrong_audience"},
-		{"no audience", good.sign(t, cl(map[string]any{"aud": nil})), CodeInvalidToken, "wrong_audience"},
+		{"no audience", good.sign(t, cl(map[string]any{"aud": nil})), CodeInvalidToken, "audience_not_confirmed"},
+		{"empty audience list", good.sign(t, cl(map[string]any{"aud": []string{}})), CodeInvalidToken, "audience_not_confirmed"},
+		{"audience in canonical form", good.sign(t, cl(map[string]any{"aud": "HTTPS://MCP.example.org:443/mcp"})), "", ""},
+		{"audience with another path", good.sign(t, cl(map[string]any{"aud": testAudience + "/"})), CodeInvalidToken, "wrong_audience"},
 		{"wrong issuer", good.sign(t, cl(map[string]any{"iss": "https://evil.example.org"})), CodeInvalidToken, "wrong_issuer"},
 		{"expired", good.sign(t, cl(map[string]any{"exp": clk.now().Add(-2 * time.Minute).Unix()})), CodeInvalidToken, "token_expired"},
 		{"expired within the skew", good.sign(t, cl(map[string]any{"exp": clk.now().Add(-30 * time.Second).Unix()})), "", ""},
@@ -334,14 +337,16 @@ func TestIntrospection(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	v := newValidator(t, ti, clk, nil)
 	exp := clk.now().Add(2 * time.Minute).Unix()
-	ti.active["opaque-good"] = map[string]any{"active": true, "sub": "bob", "client_id": "cli", "scope": "mcp", "exp": exp, "iss": ti.srv.URL}
+	ti.active["opaque-good"] = map[string]any{"active": true, "sub": "bob", "client_id": "cli", "scope": "mcp", "exp": exp, "iss": ti.srv.URL, "aud": []any{"cli", testAudience}}
+	ti.active["opaque-noaud"] = map[string]any{"active": true, "sub": "bob", "client_id": "cli", "scope": "mcp"}
 	ti.active["opaque-aud"] = map[string]any{"active": true, "sub": "bob", "scope": "mcp", "aud": "https://other/mcp"}
-	ti.active["opaque-iss"] = map[string]any{"active": true, "sub": "bob", "scope": "mcp", "iss": "https://evil"}
-	ti.active["opaque-exp"] = map[string]any{"active": true, "sub": "bob", "scope": "mcp", "exp": clk.now().Add(-time.Hour).Unix()}
-	ti.active["opaque-nbf"] = map[string]any{"active": true, "sub": "bob", "scope": "mcp", "nbf": clk.now().Add(time.Hour).Unix()}
-	ti.active["opaque-noscope"] = map[string]any{"active": true, "sub": "bob", "scope": "other"}
+	ti.active["opaque-iss"] = map[string]any{"active": true, "sub": "bob", "scope": "mcp", "iss": "https://evil", "aud": testAudience}
+	ti.active["opaque-exp"] = map[string]any{"active": true, "sub": "bob", "scope": "mcp", "exp": clk.now().Add(-time.Hour).Unix(), "aud": testAudience}
+	ti.active["opaque-nbf"] = map[string]any{"active": true, "sub": "bob", "scope": "mcp", "nbf": clk.now().Add(time.Hour).Unix(), "aud": testAudience}
+	ti.active["opaque-noscope"] = map[string]any{"active": true, "sub": "bob", "scope": "other", "aud": testAudience}
 	for tok, reason := range map[string]string{"opaque-good": "", "opaque-aud": "wrong_audience", "opaque-iss": "wrong_issuer",
-		"opaque-exp": "token_expired", "opaque-nbf": "token_not_yet_valid", "opaque-unknown": "token_inactive", "opaque-noscope": "insufficient_scope"} {
+		"opaque-exp": "token_expired", "opaque-nbf": "token_not_yet_valid", "opaque-unknown": "token_inactive", "opaque-noscope": "insufficient_scope",
+		"opaque-noaud": "audience_not_confirmed"} {
 		p, err := v.Validate(context.Background(), tok)
 		if reason == "" {
 			if err != nil || p.Subject != "bob" || p.ClientID != "cli" {
@@ -509,5 +514,78 @@ func TestJWTCache(t *testing.T) {
 	clk.add(jwtCacheTTL - 30*time.Second)
 	if _, err := v.Validate(context.Background(), tok); err == nil || err.(*Error).Reason != "unknown_key" {
 		t.Fatalf("past the cache TTL, with its key withdrawn: %v", err)
+	}
+}
+
+// TestIntrospectionAudience: an introspection answer must name the gateway's resource
+// URI in aud, or in resource where the provider answers with the RFC 8707 resource
+// indicators; one that names none is refused as audience_not_confirmed unless
+// AcceptMissingAudience is set, and one that names only others is refused whatever
+// it says.
+func TestIntrospectionAudience(t *testing.T) {
+	ti := newTestIssuer(t)
+	clk := &clock{t: time.Now()}
+	strict := newValidator(t, ti, clk, nil)
+	lenient := newValidator(t, ti, clk, func(c *Config) { c.AcceptMissingAudience = true })
+	answers := []struct {
+		name            string
+		answer          map[string]any
+		strict, lenient string // reason, "" for accepted
+	}{
+		{"aud names us", map[string]any{"aud": testAudience}, "", ""},
+		{"aud list names us", map[string]any{"aud": []any{"web", testAudience}}, "", ""},
+		{"resource names us", map[string]any{"resource": testAudience}, "", ""},
+		{"resource list names us, aud the client", map[string]any{"aud": "web", "resource": []any{testAudience}}, "", ""},
+		{"no audience", map[string]any{}, "audience_not_confirmed", ""},
+		{"null aud", map[string]any{"aud": nil}, "audience_not_confirmed", ""},
+		{"aud names another", map[string]any{"aud": "https://other.example.org/mcp"}, "wrong_audience", "wrong_audience"},
+		{"aud names the client only", map[string]any{"aud": []any{"web"}}, "wrong_audience", "wrong_audience"},
+		{"resource names another", map[string]any{"resource": "https://other.example.org/mcp"}, "wrong_audience", "wrong_audience"},
+	}
+	for i, a := range answers {
+		tok := fmt.Sprintf("opaque-aud-%d", i)
+		ans := map[string]any{"active": true, "sub": "bob", "scope": "mcp"}
+		for k, v := range a.answer {
+			ans[k] = v
+		}
+		ti.active[tok] = ans
+		for _, c := range []struct {
+			v    *Validator
+			want string
+		}{{strict, a.strict}, {lenient, a.lenient}} {
+			_, err := c.v.Validate(context.Background(), tok)
+			var e *Error
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("%s (accept missing %v): %v", a.name, c.v == lenient, err)
+			case c.want != "" && (!errors.As(err, &e) || e.Reason != c.want || e.Code != CodeInvalidToken):
+				t.Errorf("%s (accept missing %v): got %v, want %s", a.name, c.v == lenient, err, c.want)
+			case c.want == "audience_not_confirmed" && !strings.Contains(err.Error(), "audience not confirmed"):
+				t.Errorf("%s: %v", a.name, err)
+			}
+		}
+	}
+}
+
+// TestCanonicalResource: resource URIs compare in RFC 8707 / RFC 3986 canonical form.
+func TestCanonicalResource(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://mcp.example.org/mcp", "HTTPS://MCP.Example.org/mcp", true},
+		{"https://mcp.example.org/mcp", "https://mcp.example.org:443/mcp", true},
+		{"http://127.0.0.1:80/mcp", "http://127.0.0.1/mcp", true},
+		{"https://mcp.example.org", "https://mcp.example.org/", true},
+		{"https://mcp.example.org/mcp", "https://mcp.example.org/MCP", false},
+		{"https://mcp.example.org/mcp", "https://mcp.example.org/mcp/", false},
+		{"https://mcp.example.org/mcp", "http://mcp.example.org/mcp", false},
+		{"https://mcp.example.org/mcp", "https://mcp.example.org:8443/mcp", false},
+		{"https://mcp.example.org/mcp", "https://user@mcp.example.org/mcp", false},
+		{"web", "WEB", false},
+	} {
+		if got := canonicalResource(c.a) == canonicalResource(c.b); got != c.same {
+			t.Errorf("%q vs %q: same=%v, want %v", c.a, c.b, got, c.same)
+		}
 	}
 }

@@ -285,7 +285,7 @@ func (v *Validator) checkJWT(ctx context.Context, token string, hdr jwtHeader, p
 		return nil
 	})
 	_, err := jwt.Parse([]byte(token), jwt.WithKeyProvider(kp), jwt.WithValidate(true),
-		jwt.WithIssuer(v.cfg.Issuer), jwt.WithAudience(v.cfg.Audience), jwt.WithAcceptableSkew(v.skew),
+		jwt.WithIssuer(v.cfg.Issuer), jwt.WithAcceptableSkew(v.skew),
 		jwt.WithClock(jwt.ClockFunc(v.now)), jwt.WithRequiredClaim("exp"), jwt.WithRequiredClaim("sub"))
 	if err != nil {
 		return nil, jwtError(keyErr, err)
@@ -295,6 +295,14 @@ func (v *Validator) checkJWT(ctx context.Context, token string, hdr jwtHeader, p
 	d.UseNumber()
 	if d.Decode(&claims) != nil {
 		return nil, invalid("malformed", "the token's claims are not a JSON object")
+	}
+	// RFC 9068 §4: aud must name this resource; a JWT access token without aud is
+	// never accepted (AcceptMissingAudience is for introspection answers only).
+	switch audience(claims, v.cfg.Audience) {
+	case audienceOther:
+		return nil, errWrongAudience
+	case audienceMissing:
+		return nil, errAudienceNotConfirmed
 	}
 	return claims, nil
 }
