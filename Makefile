@@ -119,7 +119,7 @@ console-notice:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  echo "NOTICE: chromium is not installed, so TestConsoleE2E (the audit console in a browser) was SKIPPED; apt-get install chromium to run it"
 	@test -n "$$MCPGATE_TEST_OIDC_ISSUER" || \
-	  echo "NOTICE: MCPGATE_TEST_OIDC_ISSUER is not set, so TestOAuthRealServer (the SDK clients against a real OpenID provider) was SKIPPED; .ci/run starts $(TESTBED_BIN)/oidc-server for it (internal/testsvc)"
+	  echo "NOTICE: MCPGATE_TEST_OIDC_ISSUER is not set, so TestOAuthRealServer and TestOAuthAudienceRealServer (the SDK clients and the audience checks against a real OpenID provider) were SKIPPED; .ci/run starts $(TESTBED_BIN)/oidc-server for it (internal/testsvc)"
 
 # skip-notices: the end-to-end tests that skip without a service, each named with how
 # to get it (README "Test services"); CI sets them all, and a missing one fails there.

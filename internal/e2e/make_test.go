@@ -25,19 +25,25 @@ func makeTarget(t *testing.T, target string, env ...string) string {
 	return string(out)
 }
 
-// TestMakeNotices: `make test` says when the browser test was skipped, and a cold
-// build says it is compiling instead of staying silent for minutes.
+// TestMakeNotices: `make test` says when the browser test or the real OpenID
+// provider's test was skipped, and a cold build says it is compiling instead of
+// staying silent for minutes. The environment is set for each case, so the test
+// holds whether or not MCPGATE_TEST_OIDC_ISSUER is set where it runs.
 func TestMakeNotices(t *testing.T) {
+	const issuer = "MCPGATE_TEST_OIDC_ISSUER=http://localhost:9412/"
 	empty := t.TempDir() // a PATH without chromium
-	if out := makeTarget(t, "console-notice", "PATH="+empty); !strings.Contains(out, "TestConsoleE2E") || !strings.Contains(out, "SKIPPED") {
-		t.Errorf("no notice without chromium: %q", out)
+	if out := makeTarget(t, "console-notice", "PATH="+empty, issuer); !strings.Contains(out, "TestConsoleE2E") || !strings.Contains(out, "SKIPPED") || strings.Contains(out, "TestOAuthRealServer") {
+		t.Errorf("no notice (or more than one) without chromium: %q", out)
 	}
 	withChromium := t.TempDir()
 	if err := os.WriteFile(filepath.Join(withChromium, "chromium"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out := makeTarget(t, "console-notice", "PATH="+withChromium); out != "" {
-		t.Errorf("a notice although chromium is there: %q", out)
+	if out := makeTarget(t, "console-notice", "PATH="+withChromium, issuer); out != "" {
+		t.Errorf("a notice although chromium and the provider are there: %q", out)
+	}
+	if out := makeTarget(t, "console-notice", "PATH="+withChromium, "MCPGATE_TEST_OIDC_ISSUER="); !strings.Contains(out, "TestOAuthRealServer") || strings.Contains(out, "TestConsoleE2E") {
+		t.Errorf("no notice (or the wrong one) without the provider: %q", out)
 	}
 
 	bin := filepath.Join(t.TempDir(), "mcpgate")
