@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/vet"
 )
 
 func init() { subcommands = append(subcommands, newRulesCmd) }
@@ -49,6 +50,7 @@ default profile, and the flag that overrides each change (docs/policies.md#profi
 
 func printRules(w io.Writer, format string) error {
 	rules := append(engine.Rules(), channelcheck.Rules()...)
+	rules = append(rules, vet.Rules()...)
 	slices.SortFunc(rules, func(a, b engine.Rule) int { return strings.Compare(a.ID, b.ID) })
 	switch format {
 	case "json":

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/oauth"
+	"github.com/mcpgate/mcpgate/internal/vet"
 )
 
 // Config is the whole file.
@@ -87,6 +88,12 @@ type Gate struct {
 	// (NAME, or PREFIX* for every name it begins; "*" for all) beside the minimal set
 	// they always get; --pass-env adds to it (docs/servers.md#environment).
 	PassEnv []string `json:"passEnv,omitempty"`
+	// AllowedServers are names mcpgate vet and start-up accept as well-known besides
+	// the shipped list: never a look-alike (docs/vet.md#lookalike).
+	AllowedServers []string `json:"allowedServers,omitempty"`
+	// VetAllow maps a server name to the vet rule ids ("*" for all) whose findings
+	// are reported but keep it from nothing (docs/vet.md#allow).
+	VetAllow map[string][]string `json:"vetAllow,omitempty"`
 }
 
 // Audit is "mcpgate": {"audit": {...}}. Zero values mean "not set": the flag's
@@ -219,6 +226,16 @@ func (c *Config) validate() error {
 	for _, r := range channelcheck.Rules() {
 		known[r.ID] = true
 	}
+	for _, r := range vet.Rules() {
+		known[r.ID] = true
+	}
+	for _, name := range sortedKeys(c.Gate.VetAllow) {
+		for i, id := range c.Gate.VetAllow[name] {
+			if id != "*" && !vet.Known(id) {
+				errs = append(errs, fmt.Errorf(`"mcpgate.vetAllow.%s[%d]": %q is no vet rule id (mcpgate rules lists them)`, name, i, id))
+			}
+		}
+	}
 	for _, id := range sortedKeys(c.Gate.Rules) {
 		if !known[id] {
 			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": no such rule id (mcpgate rules lists them)`, id))
@@ -283,6 +300,17 @@ func CheckPassEnv(p string) error {
 	return nil
 }
 
+// VetSeverities returns the overrides of the vet rules (internal/vet).
+func (c *Config) VetSeverities() map[string]engine.Severity {
+	m := map[string]engine.Severity{}
+	for id, name := range c.Gate.Rules {
+		if vet.Known(id) {
+			m[id], _ = engine.ParseSeverity(name)
+		}
+	}
+	return m
+}
+
 // Severities returns the overrides of the engine's rules (engine.Options.Severities).
 func (c *Config) Severities() map[string]engine.Severity { return c.severities(false) }
 
@@ -293,7 +321,7 @@ func (c *Config) StructureSeverities() map[string]engine.Severity { return c.sev
 func (c *Config) severities(structure bool) map[string]engine.Severity {
 	var m map[string]engine.Severity
 	for id, name := range c.Gate.Rules {
-		if channelcheck.Known(id) != structure {
+		if channelcheck.Known(id) != structure || vet.Known(id) {
 			continue
 		}
 		if m == nil {

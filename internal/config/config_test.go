@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/engine"
 )
 
 func TestParse(t *testing.T) {
@@ -124,5 +126,22 @@ func TestGateEnvNamesWhatTheGatewayRead(t *testing.T) {
 	slices.Sort(c.GateEnv)
 	if got := strings.Join(c.GateEnv, " "); got != "ADMIN_HASH CID UID" {
 		t.Errorf("GateEnv %q, want ADMIN_HASH CID UID", got)
+	}
+}
+
+func TestVetKeys(t *testing.T) {
+	c, err := Parse([]byte(`{"mcpgate": {"allowedServers": ["@acme/server-x"], "vetAllow": {"api": ["vet_plaintext_transport"], "b": ["*"]},
+		"rules": {"vet_unpinned_package": "high", "pii_email": "high"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Severities()["vet_unpinned_package"]; ok {
+		t.Error("a vet rule reached the engine's severities")
+	}
+	if c.VetSeverities()["vet_unpinned_package"] != engine.SeverityHigh || len(c.VetSeverities()) != 1 {
+		t.Errorf("VetSeverities %v", c.VetSeverities())
+	}
+	if _, err := Parse([]byte(`{"mcpgate": {"vetAllow": {"api": ["vet_nope"]}}}`)); err == nil || !strings.Contains(err.Error(), "vetAllow.api[0]") {
+		t.Errorf("bad vetAllow rule: %v", err)
 	}
 }

@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/gateway"
+	"github.com/mcpgate/mcpgate/internal/pins"
+	"github.com/mcpgate/mcpgate/internal/vet"
+)
+
+func init() { subcommands = append(subcommands, newVetCmd) }
+
+// vetFlags are the flags of mcpgate vet.
+type vetFlags struct {
+	format, config, baseline, endpoint, pins, lockFile, profile string
+	entries                                                     []string
+	lock                                                        bool
+}
+
+func newVetCmd() *cobra.Command {
+	var f vetFlags
+	cmd := &cobra.Command{
+		Use:   "vet [--format text|json] [--config FILE] [--entry FILE ...] [--baseline FILE] [--endpoint URL] [--lock]",
+		Short: "Review MCP servers before they run: look-alike names, unpinned packages, transport, scopes, drift",
+		Long: `vet reviews servers without starting them (docs/vet.md) and reports:
+
+  vet_lookalike_name             a package or registry name one or two edits from, or
+                                 confusable with, a well-known server's (or one in
+                                 "mcpgate.allowedServers") and not itself one
+  vet_unverified_official_claim  a registry entry calling itself official, unverified
+  vet_unpinned_package           npx / uvx / pipx / docker run with no exact version or digest
+  vet_integrity_mismatch         a package whose integrity differs from mcpgate.lock
+  vet_plaintext_transport        http:// or ws:// to a host that is not loopback
+  vet_tls_verification_off       NODE_TLS_REJECT_UNAUTHORIZED=0, --insecure, insecureSkipVerify
+  vet_identity_unproven          --endpoint claims an --entry's name but is none of its remotes[]
+  vet_excessive_scope            write/delete OAuth scopes for a server whose tools (from
+                                 --pins) are all readOnlyHint
+  vet_drift_*                    against --baseline: TLS, fail mode, filtering, pins or
+                                 environment weakened; hosts, roots or scopes widened; a
+                                 server added with no pins
+
+Inputs (any mix):
+  --config FILE    an mcpServers file: mcpgate's --config, Claude Desktop's or Cursor's
+                   config, VS Code's mcp.json ("servers") or settings.json ("mcp.servers")
+  --entry FILE     an MCP registry server.json entry (repeatable)
+  --baseline FILE  a reviewed earlier version of --config to compare against
+  --endpoint URL   a remote MCP server's URL (with --entry: the name it claims)
+  --pins FILE      a tool pin file (mcpgate gateway run --pins): the tools each server listed
+
+--lock resolves each pinned npm package's dist.integrity (from $npm_config_registry
+or registry.npmjs.org) and each image digest, and writes mcpgate.lock next to
+--config. Later runs, and gateway run at start-up, resolve them again and report a
+package whose integrity differs.
+
+Findings name the rule, severity, server, a JSON Pointer into the input and a
+message; never an environment or header value. A finding the configuration allows
+("mcpgate": {"vetAllow": {"SERVER": ["RULE_ID"]}}) is printed as allowed and counts
+for nothing. --profile strict raises vet_plaintext_transport and vet_lookalike_name
+to high, as gateway run in the strict profile does.
+
+Exit status: 0 nothing found (or only low and allowed findings), 3 a warn-level
+(medium) finding, 4 a block-level (high) one, 1 a usage or I/O error.`,
+		Example: `  mcpgate vet --config ~/Library/Application\ Support/Claude/claude_desktop_config.json
+  mcpgate vet --config .vscode/mcp.json --format json | jq -r '.rule_id'
+  mcpgate vet --entry server.json
+  mcpgate vet --entry server.json --endpoint https://mcp.example.com/mcp
+  mcpgate vet --config gateway.json --baseline gateway.reviewed.json
+  mcpgate vet --config gateway.json --pins /var/lib/mcpgate/mcpgate-pins.json
+  mcpgate vet --config gateway.json --lock && git add mcpgate.lock
+  mcpgate vet --config gateway.json || echo "vet: exit $?"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runVet(cmd.Context(), f, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.format, "format", "text", "output format: text, or json (one object per finding, a line each)")
+	fl.StringVar(&f.config, "config", "", "mcpServers configuration to review (mcpgate, Claude Desktop, Cursor, VS Code)")
+	fl.StringArrayVar(&f.entries, "entry", nil, "MCP registry server.json entry to review (repeatable)")
+	fl.StringVar(&f.baseline, "baseline", "", "reviewed earlier configuration: settings weaker than it are findings")
+	fl.StringVar(&f.endpoint, "endpoint", "", "remote MCP server URL to review")
+	fl.StringVar(&f.pins, "pins", "", "tool pin file: the tools each server listed (scope check, servers added)")
+	fl.BoolVar(&f.lock, "lock", false, "write "+vet.LockFileName+" with each pinned package's resolved version and integrity")
+	fl.StringVar(&f.lockFile, "lock-file", "", "the lock file (default: "+vet.LockFileName+" next to --config)")
+	fl.StringVar(&f.profile, "profile", "default", "default, or strict: plaintext transport and look-alike names are high")
+	return cmd
+}
+
+func runVet(ctx context.Context, f vetFlags, w io.Writer) error {
+	if f.format != "text" && f.format != "json" {
+		return fmt.Errorf("vet: --format must be text or json, not %q", f.format)
+	}
+	if f.profile != "default" && f.profile != "strict" {
+		return fmt.Errorf("vet: --profile must be default or strict, not %q", f.profile)
+	}
+	if f.config == "" && len(f.entries) == 0 && f.endpoint == "" {
+		return errors.New("vet: nothing to review: give --config, --entry or --endpoint")
+	}
+	if (f.baseline != "" || f.lock) && f.config == "" {
+		return errors.New("vet: --baseline and --lock need --config")
+	}
+	in := vet.Input{ConfigFile: f.config, Endpoint: f.endpoint}
+	opts := vet.Options{Strict: f.profile == "strict"}
+	if f.config != "" {
+		c, err := readVetConfig(f.config)
+		if err != nil {
+			return err
+		}
+		in.Config = c
+		if opts.Severities, err = vetSeverities(c); err != nil {
+			return fmt.Errorf("vet: %s: %w", f.config, err)
+		}
+	}
+	if f.baseline != "" {
+		b, err := readVetConfig(f.baseline)
+		if err != nil {
+			return err
+		}
+		in.Baseline = b
+	}
+	for _, name := range f.entries {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("vet: %w", err)
+		}
+		e, err := vet.ParseEntry(b)
+		if err != nil {
+			return fmt.Errorf("vet: %s: %w", name, err)
+		}
+		in.Entries = append(in.Entries, e)
+		in.EntryFiles = append(in.EntryFiles, name)
+	}
+	if f.pins != "" {
+		tools, err := pinnedTools(f.pins)
+		if err != nil {
+			return fmt.Errorf("vet: %w", err)
+		}
+		in.Tools = tools
+	}
+	if in.Config != nil {
+		lockPath := f.lockFile
+		if lockPath == "" {
+			lockPath = filepath.Join(filepath.Dir(f.config), vet.LockFileName)
+		}
+		if f.lock {
+			refs := vet.Lockable(in.Config)
+			l, errs := vet.NewLock(refs, (vet.Resolver{}).Resolve(ctx, refs))
+			if len(errs) > 0 {
+				return fmt.Errorf("vet --lock: %w", errors.Join(errs...))
+			}
+			if err := vet.WriteLock(lockPath, l); err != nil {
+				return fmt.Errorf("vet --lock: %w", err)
+			}
+			fmt.Fprintf(w, "wrote %s: %s\n", lockPath, plural(len(l.Packages), "package", "packages"))
+		}
+		l, err := vet.ReadLock(lockPath)
+		if err != nil {
+			return fmt.Errorf("vet: %w", err)
+		}
+		if l != nil {
+			in.Lock = l
+			in.Resolved = (vet.Resolver{}).Resolve(ctx, vet.Lockable(in.Config))
+		}
+	}
+	fs := vet.Run(in, opts)
+	if f.format == "json" {
+		enc := json.NewEncoder(w)
+		for _, fd := range fs {
+			if err := enc.Encode(fd); err != nil {
+				return err
+			}
+		}
+	} else if err := writeVetText(w, fs); err != nil {
+		return err
+	}
+	switch engine.VerdictFor(vet.Highest(fs)) {
+	case engine.Block:
+		return exitStatus(exitBlock)
+	case engine.Warn:
+		return exitStatus(exitWarn)
+	}
+	return nil
+}
+
+func readVetConfig(name string) (*vet.Config, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("vet: %w", err)
+	}
+	c, err := vet.ParseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("vet: %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// vetSeverities reads the vet rules' overrides from "mcpgate.rules".
+func vetSeverities(c *vet.Config) (map[string]engine.Severity, error) {
+	m := map[string]engine.Severity{}
+	for id, name := range c.Rules {
+		if !vet.Known(id) {
+			continue
+		}
+		s, err := engine.ParseSeverity(name)
+		if err != nil {
+			return nil, fmt.Errorf(`"mcpgate.rules.%s": %w`, id, err)
+		}
+		m[id] = s
+	}
+	return m, nil
+}
+
+// pinnedTools reads the tool definitions of a pin file, by server.
+func pinnedTools(path string) (map[string][]vet.Tool, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	st, err := pins.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	defs := map[string][]json.RawMessage{}
+	for _, p := range ps {
+		defs[p.Server] = append(defs[p.Server], p.Definition)
+	}
+	out := map[string][]vet.Tool{}
+	for s, d := range defs {
+		out[s] = vet.ToolsFromDefinitions(d)
+	}
+	return out, nil
+}
+
+func writeVetText(w io.Writer, fs []vet.Finding) error {
+	var b bytes.Buffer
+	block, warn := 0, 0
+	for _, f := range fs {
+		switch {
+		case f.Allowed:
+		case f.Severity >= engine.SeverityHigh:
+			block++
+		case f.Severity >= engine.SeverityMedium:
+			warn++
+		}
+	}
+	fmt.Fprintf(&b, "vet: %s (%d block-level, %d warn-level)\n", plural(len(fs), "finding", "findings"), block, warn)
+	for _, f := range fs {
+		where := f.Pointer
+		if f.File != "" {
+			where = f.File + "#" + f.Pointer
+		}
+		server := f.Server
+		if server == "" {
+			server = "-"
+		}
+		allowed := ""
+		if f.Allowed {
+			allowed = " (allowed)"
+		}
+		fmt.Fprintf(&b, "  %-6s %-30s %s  %s%s\n         %s\n", f.Severity, f.RuleID, server, where, allowed, f.Message)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// vetAtStartup runs the vet checks on the servers gateway run is about to start
+// (docs/vet.md#startup): each finding is logged with its rule, severity, server and
+// pointer. With enforce (the strict profile), a server with a block-level finding
+// not allowed by "mcpgate.vetAllow" is left out, and the log says how to allow it;
+// the others start, under the names they would have had. Leaving out every server
+// is an error. A lock next to --config is checked against the npm registry.
+func vetAtStartup(ctx context.Context, file *config.Config, configPath string, servers []gateway.Server, enforce bool, log *slog.Logger) ([]gateway.Server, error) {
+	c := &vet.Config{AllowedServers: file.Gate.AllowedServers, Allow: file.Gate.VetAllow, PassEnv: file.Gate.PassEnv}
+	for _, s := range servers {
+		vs := vet.Server{Name: s.Name, Command: s.Server.Command, Args: s.Server.Args, Env: s.Server.Env, URL: s.Server.URL,
+			Headers: s.Server.Headers, Roots: s.Server.Roots}
+		if s.Name != "" {
+			vs.Pointer = "/mcpServers/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(s.Name)
+		}
+		if s.Server.OAuth != nil {
+			vs.Scopes = s.Server.OAuth.Scopes
+		}
+		c.Servers = append(c.Servers, vs)
+	}
+	in := vet.Input{Config: c, ConfigFile: configPath}
+	if configPath != "" {
+		l, err := vet.ReadLock(filepath.Join(filepath.Dir(configPath), vet.LockFileName))
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			in.Lock, in.Resolved = l, (vet.Resolver{}).Resolve(rctx, vet.Lockable(c))
+			cancel()
+		}
+	}
+	fs := vet.Run(in, vet.Options{Strict: enforce, Severities: file.VetSeverities()})
+	for _, f := range fs {
+		lv := slog.LevelInfo
+		if f.Severity >= engine.SeverityMedium && !f.Allowed {
+			lv = slog.LevelWarn
+		}
+		log.Log(ctx, lv, "vet finding", "rule_id", f.RuleID, "severity", f.Severity.String(), "server", f.Server,
+			"pointer", f.Pointer, "allowed", f.Allowed, "detail", f.Message)
+	}
+	if !enforce {
+		return servers, nil
+	}
+	blocked := vet.Blocked(fs)
+	if len(blocked) == 0 {
+		return servers, nil
+	}
+	var keep []gateway.Server
+	for _, s := range servers {
+		if !containsString(blocked, s.Name) {
+			keep = append(keep, s)
+			continue
+		}
+		var rules []string
+		for _, f := range fs {
+			if f.Server == s.Name && !f.Allowed && f.Severity >= engine.SeverityHigh && !containsString(rules, f.RuleID) {
+				rules = append(rules, f.RuleID)
+			}
+		}
+		log.Error("vet: server not started: it has block-level findings", "server", s.Name, "rule_ids", rules,
+			"allow", fmt.Sprintf(`after review, allow it with "mcpgate": {"vetAllow": {%q: [%q]}} in --config, or fix the finding (mcpgate vet --config FILE shows it)`, s.Name, strings.Join(rules, `", "`)))
+	}
+	if len(keep) == 0 {
+		return nil, fmt.Errorf("vet: every server has block-level findings and none was started (%s); mcpgate vet --config %s shows them", strings.Join(blocked, ", "), configPath)
+	}
+	if len(keep) < len(servers) && len(servers) > 1 {
+		file.Gate.PrefixNames = true // the servers left keep their <server>_ prefix
+	}
+	return keep, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestVet feeds mcpgate vet the shapes of the vectors it is for (look-alike and
+// "official" registry entries, swapped packages, drift from a baseline, an endpoint
+// claiming a name it cannot prove, over-broad scopes, plaintext transport), each
+// with its benign twin, and checks the exit status and the rules reported.
+func TestVet(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	squat := write("squat.json", `{"name": "io.github.moddelcontextprotocol/filesystem", "displayName": "Filesystem (official)", "publisher": "unverified"}`)
+	genuine := write("genuine.json", `{"name": "io.github.modelcontextprotocol/filesystem", "displayName": "Filesystem", "publisher": "verified"}`)
+	payments := write("payments.json", `{"name": "acme/payments", "remotes": [{"type": "streamable-http", "url": "https://mcp.acme.example/mcp"}]}`)
+	baseline := write("baseline.json", `{"mcpServers": {"api": {"url": "https://api.internal/mcp", "tls": "required", "allowedHosts": ["api.internal"]}}}`)
+	drifted := write("drifted.json", `{"mcpServers": {"api": {"url": "https://api.internal/mcp", "tls": "optional", "allowedHosts": ["api.internal", "*"]}}}`)
+	plain := write("plain.json", `{"mcpServers": {"vendor": {"url": "http://mcp.vendor.example/rpc"}}}`)
+	tlsOn := write("tls.json", `{"mcpServers": {"vendor": {"url": "https://mcp.vendor.example/rpc"}}}`)
+	scopes := func(name, s string) string {
+		return write(name, `{"mcpServers": {"cal": {"url": "https://cal.example/mcp", "oauth": {"tokenURL": "https://as.example/token", "clientID": "c", "clientSecret": "s", "scopes": `+s+`}}}}`)
+	}
+	broad := scopes("broad.json", `["calendar.read", "calendar.write", "calendar.delete", "contacts.read", "mail.send"]`)
+	narrow := scopes("narrow.json", `["calendar.read"]`)
+	pinsFile := write("pins.json", `{"version": 1, "pins": [{"server": "cal", "tool": "get_calendar", "sha256": "x", "first_seen": "2026-12-01T00:00:00Z",
+		"definition": {"name": "get_calendar", "description": "Read calendar events.", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}}]}`)
+	vscode := write("mcp.json", `{"inputs": [], "servers": {"github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"}}}`)
+
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		code    int
+		want    []string
+		notWant []string
+	}{
+		{"squatting", []string{"--entry", squat}, exitWarn, []string{"vet_lookalike_name", "vet_unverified_official_claim", "io.github.modelcontextprotocol/filesystem"}, nil},
+		{"squatting benign", []string{"--entry", genuine}, exitOK, []string{"vet: 0 findings"}, nil},
+		{"impersonation", []string{"--entry", payments, "--endpoint", "https://mcp.attacker.example/mcp"}, exitBlock, []string{"vet_identity_unproven", "acme/payments"}, nil},
+		{"impersonation benign", []string{"--entry", payments, "--endpoint", "https://mcp.acme.example/mcp"}, exitOK, nil, []string{"vet_"}},
+		{"drift", []string{"--config", drifted, "--baseline", baseline}, exitWarn, []string{"vet_drift_weakened", "/mcpServers/api/tls", "vet_drift_widened", "/mcpServers/api/allowedHosts", `wildcard "*"`}, nil},
+		{"drift benign", []string{"--config", baseline, "--baseline", baseline}, exitOK, nil, []string{"vet_"}},
+		{"plaintext", []string{"--config", plain}, exitWarn, []string{"MEDIUM vet_plaintext_transport", "/mcpServers/vendor/url"}, nil},
+		{"plaintext strict", []string{"--config", plain, "--profile", "strict"}, exitBlock, []string{"HIGH   vet_plaintext_transport"}, nil},
+		{"plaintext endpoint", []string{"--endpoint", "http://mcp.vendor.example/rpc"}, exitWarn, []string{"vet_plaintext_transport"}, nil},
+		{"tls benign", []string{"--config", tlsOn, "--profile", "strict"}, exitOK, nil, []string{"vet_"}},
+		{"tls endpoint benign", []string{"--endpoint", "https://mcp.vendor.example/rpc"}, exitOK, nil, []string{"vet_"}},
+		{"scopes", []string{"--config", broad, "--pins", pinsFile}, exitWarn, []string{"vet_excessive_scope", "/mcpServers/cal/oauth/scopes/1", "/mcpServers/cal/oauth/scopes/4"}, []string{"scopes/0", "scopes/3"}},
+		{"scopes benign", []string{"--config", narrow, "--pins", pinsFile}, exitOK, nil, []string{"vet_"}},
+		{"vscode", []string{"--config", vscode}, exitOK, nil, []string{"vet_"}},
+		{"nothing to review", nil, exitError, nil, nil},
+		{"bad format", []string{"--config", vscode, "--format", "yaml"}, exitError, nil, nil},
+		{"not a config", []string{"--config", squat}, exitError, nil, nil},
+		{"missing file", []string{"--config", filepath.Join(dir, "nope.json")}, exitError, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), append([]string{"vet"}, tc.args...), strings.NewReader(""), &out, &errb)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, out.String(), errb.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("stdout has %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestVetJSON(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(p, []byte(`{"mcpServers": {"a": {"url": "http://mcp.vendor.example/rpc", "env": {"NODE_TLS_REJECT_UNAUTHORIZED": "0"}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"vet", "--config", p, "--format", "json"}, strings.NewReader(""), &out, &out); code != exitBlock {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	sc := bufio.NewScanner(&out)
+	var rules []string
+	for sc.Scan() {
+		var f map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		for _, k := range []string{"rule_id", "severity", "server", "message", "pointer"} {
+			if _, ok := f[k]; !ok {
+				t.Fatalf("line %q lacks %s", sc.Text(), k)
+			}
+		}
+		rules = append(rules, fmt.Sprint(f["rule_id"], " ", f["severity"], " ", f["pointer"]))
+	}
+	want := []string{"vet_tls_verification_off HIGH /mcpServers/a/env/NODE_TLS_REJECT_UNAUTHORIZED", "vet_plaintext_transport MEDIUM /mcpServers/a/url"}
+	if fmt.Sprint(rules) != fmt.Sprint(want) {
+		t.Fatalf("rules %q, want %q", rules, want)
+	}
+}
+
+// The supply-chain shape: vet --lock records a package's integrity from the npm
+// registry (a fake one on loopback); when the registry later serves another
+// artifact for the same version, vet reports it block-level.
+func TestVetLockSwap(t *testing.T) {
+	var mu sync.Mutex
+	integrity := "sha512-reviewed"
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.EscapedPath() != "/@acme%2fdb-tools/1.4.0" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, `{"name":"@acme/db-tools","version":"1.4.0","dist":{"integrity":%q,"tarball":"%s/x.tgz"}}`, integrity, "http://127.0.0.1")
+	}))
+	defer reg.Close()
+	t.Setenv("npm_config_registry", reg.URL)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"db": {"command": "npx", "args": ["-y", "@acme/db-tools@1.4.0"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"vet", "--config", cfg, "--lock"}, strings.NewReader(""), &out, &out); code != exitOK {
+		t.Fatalf("--lock: exit %d: %s", code, out.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "mcpgate.lock"))
+	if err != nil || !strings.Contains(string(b), `"integrity": "sha512-reviewed"`) {
+		t.Fatalf("lock %s %v", b, err)
+	}
+	mu.Lock()
+	integrity = "sha512-swapped"
+	mu.Unlock()
+	out.Reset()
+	if code := run(context.Background(), []string{"vet", "--config", cfg}, strings.NewReader(""), &out, &out); code != exitBlock || !strings.Contains(out.String(), "vet_integrity_mismatch") {
+		t.Fatalf("swapped: exit %d: %s", code, out.String())
+	}
+}
+
+func TestVetHelpTeaches(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"vet", "--help"}, strings.NewReader(""), &out, &out); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, w := range []string{"mcpgate vet --config", "--entry server.json --endpoint", "--baseline", "--lock", "vetAllow", "Exit status: 0"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("help lacks %q", w)
+		}
+	}
+}
