@@ -169,7 +169,7 @@ Environment:
 	fl.StringVar(&f.pins, "pins", "", "tool pins file: the first definition of every tool, to catch a changed one (default: "+pins.FileName+" next to --audit-db or --audit-file; without them the pins are kept in memory for this process)")
 	fl.StringVar(&f.pinsName, "pins-name", "", "the name the pins of the server after -- are kept under, as mcpgate pins approve NAME TOOL takes it (default: its command line)")
 	fl.StringVar(&f.pinsMode, "pins-mode", "warn", "a tool whose definition changed since it was pinned: warn (finding tool_definition_changed), block (hidden until mcpgate pins approve) or off")
-	fl.StringVar(&f.vetMode, "vet-mode", "report", "the mcpgate vet checks at start-up: report (log each finding), enforce (also leave out a server with a block-level finding; the strict profile's) or off")
+	fl.StringVar(&f.vetMode, "vet-mode", "report", "the mcpgate vet checks at start-up (docs/vet.md): report (log each finding), enforce (also leave out a server with a block-level finding; the strict profile's default) or off")
 	fl.StringArrayVar(&f.roots, "root", nil, "pin the roots the server after -- may see: a file:// URI of an absolute directory (repeatable); a root of the client's roots/list answer outside every pin is removed and recorded (root_outside_pin). The servers of --config take mcpServers.NAME.roots")
 	fl.StringSliceVar(&f.passEnv, "pass-env", nil, "always hand this variable of the gateway's environment to the upstreams (NAME, PREFIX* or *; repeatable, or comma-separated), as a credential the command after -- needs (GITHUB_TOKEN)")
 	fl.StringVar(&f.upstreamEnv, "upstream-env", "inherit", "the environment of the command after --: inherit (the gateway's, less MCPGATE_*, what the gateway itself read, and every variable whose name or value looks like a credential) or minimal (PATH, HOME, USER, LOGNAME, SHELL, TERM, TMPDIR, TZ and the locale). The servers of --config always get the minimal one plus their env. Either way --pass-env adds to it, and the names left out are logged at start-up")
@@ -224,6 +224,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		if !f.given("pins-mode") {
 			f.pinsMode = "block"
 		}
+		if !f.given("vet-mode") {
+			f.vetMode = "enforce"
+		}
 	}
 	if f.pinsMode != "warn" && f.pinsMode != "block" && f.pinsMode != "off" {
 		return gateway.Config{}, fmt.Errorf("--pins-mode %q: want warn, block or off", f.pinsMode)
@@ -242,6 +245,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 			}
 		}
 		servers[0].Server.Roots = f.roots
+	}
+	if f.vetMode == "" {
+		f.vetMode = "report"
 	}
 	if f.vetMode != "report" && f.vetMode != "enforce" && f.vetMode != "off" {
 		return gateway.Config{}, fmt.Errorf("--vet-mode %q: want report, enforce or off", f.vetMode)

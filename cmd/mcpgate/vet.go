@@ -96,7 +96,7 @@ Exit status: 0 nothing found (or only low and allowed findings), 3 a warn-level
 	fl.StringVar(&f.pins, "pins", "", "tool pin file: the tools each server listed (scope check, servers added)")
 	fl.BoolVar(&f.lock, "lock", false, "write "+vet.LockFileName+" with each pinned package's resolved version and integrity")
 	fl.StringVar(&f.lockFile, "lock-file", "", "the lock file (default: "+vet.LockFileName+" next to --config)")
-	fl.StringVar(&f.profile, "profile", "default", "default, or strict: plaintext transport and look-alike names are high")
+	fl.StringVar(&f.profile, "profile", "", `default, or strict: plaintext transport and look-alike names are high (default: the config's "mcpgate.profile", else default)`)
 	return cmd
 }
 
@@ -104,8 +104,8 @@ func runVet(ctx context.Context, f vetFlags, w io.Writer) error {
 	if f.format != "text" && f.format != "json" {
 		return fmt.Errorf("vet: --format must be text or json, not %q", f.format)
 	}
-	if f.profile != "default" && f.profile != "strict" {
-		return fmt.Errorf("vet: --profile must be default or strict, not %q", f.profile)
+	if _, err := config.ParseProfile(f.profile); err != nil {
+		return fmt.Errorf("vet: --%w", err)
 	}
 	if f.config == "" && len(f.entries) == 0 && f.endpoint == "" {
 		return errors.New("vet: nothing to review: give --config, --entry or --endpoint")
@@ -114,13 +114,16 @@ func runVet(ctx context.Context, f vetFlags, w io.Writer) error {
 		return errors.New("vet: --baseline and --lock need --config")
 	}
 	in := vet.Input{ConfigFile: f.config, Endpoint: f.endpoint}
-	opts := vet.Options{Strict: f.profile == "strict"}
+	opts := vet.Options{Strict: f.profile == config.ProfileStrict}
 	if f.config != "" {
 		c, err := readVetConfig(f.config)
 		if err != nil {
 			return err
 		}
 		in.Config = c
+		if f.profile == "" && c.Profile == config.ProfileStrict {
+			opts.Strict = true
+		}
 		if opts.Severities, err = vetSeverities(c); err != nil {
 			return fmt.Errorf("vet: %s: %w", f.config, err)
 		}

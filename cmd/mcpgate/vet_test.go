@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -167,5 +168,67 @@ func TestVetHelpTeaches(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("help lacks %q", w)
 		}
+	}
+}
+
+// TestVetAtStartup: in the strict profile gateway run leaves out exactly the server
+// with a block-level finding (plaintext transport to a remote host), logs why and how
+// to allow it, and keeps the others under their prefixed names; the default profile
+// logs the finding and starts every server; vetAllow lets the server start.
+func TestVetAtStartup(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	servers := `"mcpServers": {"good": {"command": "node", "args": ["server.js"]}, "plain": {"url": "http://mcp.vendor.example/rpc"}}`
+	cfg := write("c.json", `{`+servers+`}`)
+	allowed := write("allowed.json", `{`+servers+`, "mcpgate": {"vetAllow": {"plain": ["vet_plaintext_transport"]}}}`)
+	onlyBad := write("bad.json", `{"mcpServers": {"plain": {"url": "http://mcp.vendor.example/rpc"}}}`)
+	for _, tc := range []struct {
+		name, config, profile, vetMode string
+		want                           []string // servers started
+		log                            []string
+	}{
+		{"default", cfg, "", "", []string{"good", "plain"}, []string{`"msg":"vet finding"`, `"rule_id":"vet_plaintext_transport"`, `"server":"plain"`}},
+		{"strict", cfg, "strict", "", []string{"good"}, []string{`"msg":"vet: server not started: it has block-level findings"`, `"server":"plain"`, `vetAllow`}},
+		{"strict allowed", allowed, "strict", "", []string{"good", "plain"}, []string{`"allowed":true`}},
+		{"strict vet off", cfg, "strict", "off", []string{"good", "plain"}, nil},
+		{"enforce without strict", cfg, "", "enforce", []string{"good"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := gatewayFlags{configPath: tc.config, profile: tc.profile, vetMode: tc.vetMode, pinsMode: "warn", failMode: "open",
+				upstreamStderr: "relay", upstreamEnv: "inherit", logFormat: "json", logLevel: "info"}
+			f.changed = func(n string) bool { return n == "vet-mode" && tc.vetMode != "" }
+			f.registerOthers()
+			var log bytes.Buffer
+			gc, err := f.config(nil, &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range gc.Servers {
+				got = append(got, s.Name)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("servers %v, want %v\n%s", got, tc.want, log.String())
+			}
+			if len(tc.want) == 1 && !gc.File.Gate.PrefixNames {
+				t.Error("the server left lost its prefix")
+			}
+			for _, w := range tc.log {
+				if !strings.Contains(log.String(), w) {
+					t.Errorf("log lacks %s:\n%s", w, log.String())
+				}
+			}
+		})
+	}
+	f := gatewayFlags{configPath: onlyBad, profile: "strict", pinsMode: "warn", failMode: "open", upstreamStderr: "relay", upstreamEnv: "inherit", logFormat: "json", logLevel: "info"}
+	f.registerOthers()
+	if _, err := f.config(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "none was started") {
+		t.Fatalf("every server left out: %v", err)
 	}
 }

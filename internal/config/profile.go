@@ -40,6 +40,7 @@ var StrictChanges = []Change{
 	{Setting: "output filter", Default: "off: findings only recorded", Strict: "on: High blocks, Medium warns", Flag: "--filter-output"},
 	{Setting: "injection finding in a result", Default: "recorded", Strict: "High blocks, Medium warns", Flag: "--filter-output"},
 	{Setting: "changed tool definition", Default: "warn", Strict: "block until mcpgate pins approve", Flag: "--pins-mode"},
+	{Setting: "server vetted at start-up with a block-level finding (docs/vet.md)", Default: "logged, started", Strict: "not started (the others are); plaintext transport and look-alike names are block-level", Flag: "--vet-mode"},
 	{Setting: "shipped redaction policies", Default: "only --policies' files", Strict: "built in, before --policies' files"},
 }
 

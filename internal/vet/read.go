@@ -43,6 +43,8 @@ type Config struct {
 	// PassEnv is "mcpgate.passEnv"; AllowedHosts "mcpgate.admin.allowedHosts".
 	PassEnv      []string
 	AllowedHosts []string
+	// Profile is "mcpgate.profile": "", "default" or "strict".
+	Profile string
 	// Doc is the whole file decoded, for the drift walk.
 	Doc any
 }
@@ -97,6 +99,7 @@ func ParseConfig(b []byte) (*Config, error) {
 	if g := top["mcpgate"]; g != nil {
 		var gate struct {
 			AllowedServers []string            `json:"allowedServers"`
+			Profile        string              `json:"profile"`
 			VetAllow       map[string][]string `json:"vetAllow"`
 			Rules          map[string]string   `json:"rules"`
 			PassEnv        []string            `json:"passEnv"`
@@ -108,7 +111,7 @@ func ParseConfig(b []byte) (*Config, error) {
 			return nil, fmt.Errorf("/mcpgate: %w", err)
 		}
 		c.AllowedServers, c.Allow, c.Rules = gate.AllowedServers, gate.VetAllow, gate.Rules
-		c.PassEnv, c.AllowedHosts = gate.PassEnv, gate.Admin.AllowedHosts
+		c.PassEnv, c.AllowedHosts, c.Profile = gate.PassEnv, gate.Admin.AllowedHosts, gate.Profile
 	}
 	return c, nil
 }
