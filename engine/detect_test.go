@@ -220,6 +220,7 @@ func TestDetect(t *testing.T) {
 		{"stripe publishable", "pk_live_51HqLyjWDarjtT1zdp7dcXzK3", nil},
 		{"google", "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", []string{"secret_google_api_key/google_api_key"}},
 		{"jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", []string{"secret_jwt/jwt"}},
+		{"jwt with an escaped header name", "eyJcdTAwNjFsZyI6IkhTMjU2In0.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", []string{"secret_jwt/jwt"}},
 		{"not jwt", "eyJub3QiOiJqd3QifQ.eyJ4IjoxfQ.c2ln eyJhbGciOiJIUzI1NiJ9", nil},
 		{"pem private", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY/PuoAoGCCqGSM49\n-----END EC PRIVATE KEY-----", []string{"secret_private_key/private_key"}},
 		{"certificate and public key", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4x user@host", nil},

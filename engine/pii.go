@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 // PII and secret matchers. Each validates what it finds (Luhn, mod-97, SSA rules,
@@ -1080,7 +1082,7 @@ func (t *textScan) jwt(ws, we int) int {
 		return q
 	}
 	h := buf[:dn]
-	if len(h) < 2 || h[0] != '{' || !strings.Contains(string(h), `"alg"`) {
+	if len(h) < 2 || h[0] != '{' || !jsonscan.MayHold(h, `"alg"`) { // "\u0061lg" too, as a JWT library reads it
 		return q
 	}
 	t.k.add(rJWT, "jwt", ws, q)

@@ -20,6 +20,13 @@ func TestSubscriptionMeta(t *testing.T) {
 	if got := string(subscriptionMeta(r.WithID(json.RawMessage(`42`)), json.RawMessage(`42`)).Raw); !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":42`) || !strings.Contains(got, `"id":42`) {
 		t.Errorf("response: %s", got)
 	}
+	// the member name is read decoded, as the client reads it
+	for _, name := range []string{`"io.modelcontextprotocol/subscription\u0049d"`, `"io.modelcontextprotocol\/subscriptionId"`} {
+		e, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{` + name + `:"m7"}}}`))
+		if got := string(subscriptionMeta(e, json.RawMessage(`42`)).Raw); !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":42`) {
+			t.Errorf("%s: %s", name, got)
+		}
+	}
 	plain, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`))
 	if got := subscriptionMeta(plain, json.RawMessage(`42`)); got != plain {
 		t.Errorf("plain notification changed: %s", got.Raw)

@@ -1,7 +1,6 @@
 package httpfront
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 var errSessionEnded = errors.New("httpfront: session ended")
@@ -307,7 +307,7 @@ func (s *session) subscriptionLocked(msg *jsonrpc.Message) *stream {
 // subscriptionID is the subscriptionId member of a message's params._meta (or, for a
 // response, of its result's), or nil.
 func subscriptionID(doc json.RawMessage) json.RawMessage {
-	if !bytes.Contains(doc, []byte(subscriptionKey)) {
+	if !jsonscan.MayHold(doc, subscriptionKey) {
 		return nil
 	}
 	var p struct {

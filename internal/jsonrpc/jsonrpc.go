@@ -510,7 +510,7 @@ func PeekID(line []byte) (json.RawMessage, bool) {
 		if valEnd < 0 {
 			return nil, false
 		}
-		if string(key) == `"id"` {
+		if string(key) == `"id"` || bytes.IndexByte(key, '\\') >= 0 && decodedName(key) == "id" {
 			id := line[i:valEnd]
 			if validID(id) && json.Valid(id) {
 				return bytes.Clone(id), true
@@ -523,6 +523,13 @@ func PeekID(line []byte) (json.RawMessage, bool) {
 		}
 		i++
 	}
+}
+
+// decodedName is the member name key (a JSON string with its quotes) decoded, or "".
+func decodedName(key []byte) string {
+	var s string
+	_ = json.Unmarshal(key, &s)
+	return s
 }
 
 func skipSpace(b []byte, i int) int { return jsonscan.Space(b, i) }

@@ -207,6 +207,8 @@ func TestPeekID(t *testing.T) {
 		{`{"jsonrpc":"2.0","result":{"deep":` + deep + `},"id":3}`, "3", true},
 		{`{"jsonrpc":"2.0","id":9,"result":{"cut short`, "9", true},
 		{`{"jsonrpc":"2.0","result":{"cut short`, "", false},
+		{`{"jsonrpc":"2.0","\u0069d":8,"result":{"cut short`, "8", true}, // the name read decoded
+		{`{"jsonrpc":"2.0","i\u0064x":8,"id":4,"result":{"cut short`, "4", true},
 		{`{"jsonrpc":"2.0","id":{"no":1}}`, "", false},
 		{`[1,2]`, "", false},
 		{`not json`, "", false},

@@ -9,7 +9,10 @@
 // does while skipping it.
 package jsonscan
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // String returns the offset just past the closing quote of the JSON string whose
 // opening quote is b[i], and whether the string holds a backslash escape; end is -1
@@ -94,4 +97,39 @@ func Escaped(c byte) (byte, bool) {
 		return '\t', true
 	}
 	return 0, false
+}
+
+// MayHold reports whether the JSON text b may hold s in a member name or a string
+// value once decoded: s stands in b literally, or b has an escape that can spell one
+// of s's bytes (\u always; \/, \", \\, \b, \f, \n, \r, \t when s holds that byte). A
+// false answer is exact (b cannot hold s), so a caller may skip decoding b; a true
+// one means "decode and look" (docs/decisions.md#decoded-values). Decoding reads
+// invalid UTF-8 as U+FFFD, so a non-ASCII s is also held by any b that is not UTF-8.
+func MayHold(b []byte, s string) bool {
+	if bytes.Contains(b, []byte(s)) {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			if !utf8.Valid(b) {
+				return true
+			}
+			break
+		}
+	}
+	for i := bytes.IndexByte(b, '\\'); i >= 0 && i+1 < len(b); {
+		c := b[i+1]
+		if c == 'u' {
+			return true
+		}
+		if e, ok := Escaped(c); ok && bytes.IndexByte([]byte(s), e) >= 0 {
+			return true
+		}
+		j := bytes.IndexByte(b[i+2:], '\\')
+		if j < 0 {
+			break
+		}
+		i += 2 + j
+	}
+	return false
 }

@@ -142,3 +142,61 @@ func TestStringLinear(t *testing.T) {
 	costtest.Linear(t, small, big, func(b []byte) { String(b, 0) })
 	costtest.Linear(t, small, big, func(b []byte) { Deeper(b, 64) })
 }
+
+func TestMayHold(t *testing.T) {
+	for _, tc := range []struct {
+		in, s string
+		want  bool
+	}{
+		{`{"inputResponses":{}}`, "inputResponses", true},
+		{`{"input\u0052esponses":{}}`, "inputResponses", true},
+		{`{"a":"b\n"}`, "inputResponses", false},
+		{`{"a":"b\\"}`, "inputResponses", false},
+		{`{"io.modelcontextprotocol\/protocolVersion":"x"}`, "io.modelcontextprotocol/protocolVersion", true},
+		{`{"a\/b":1}`, "inputResponses", false},
+		{`{"a":"x\ty"}`, "x\ty", true},
+		{`{"a":"plain"}`, "resultType", false},
+		{`"trailing\`, "z", false},
+	} {
+		if got := MayHold([]byte(tc.in), tc.s); got != tc.want {
+			t.Errorf("MayHold(%q, %q) = %v, want %v", tc.in, tc.s, got, tc.want)
+		}
+	}
+}
+
+// FuzzMayHold checks that a false MayHold is exact: no decoded member name or string
+// value of a valid document holds the string.
+func FuzzMayHold(f *testing.F) {
+	f.Add(`{"input\u0052esponses":{"a":"\/"}}`, "inputResponses")
+	f.Add(`{"a":["x\ty",{"b\\":"c"}]}`, "x\ty")
+	f.Add(`{"resultType":"input\u005frequired"}`, "input_required")
+	f.Fuzz(func(t *testing.T, doc, s string) {
+		var v any
+		if s == "" || json.Unmarshal([]byte(doc), &v) != nil || MayHold([]byte(doc), s) {
+			return
+		}
+		if holds(v, s) {
+			t.Fatalf("MayHold(%q, %q) = false, but a decoded string holds it", doc, s)
+		}
+	})
+}
+
+func holds(v any, s string) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.Contains(v, s)
+	case []any:
+		for _, e := range v {
+			if holds(e, s) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.Contains(k, s) || holds(e, s) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -98,6 +98,11 @@ func TestConform(t *testing.T) {
 		{"tools/list", "2026-07-28", `{"tools":[],"ttlMs":-1,"cacheScope":"shared"}`, false, `{"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":0}`},
 		{"tools/call", "2026-07-28", `{"resultType":"input_required","inputRequests":{}}`, false, `{"resultType":"input_required","inputRequests":{}}`},
 		{"tools/call", "2026-07-28", `[1]`, false, `[1]`},
+		// values are read decoded, as every peer reads them
+		{"tools/list", "2026-07-28", `{"tools":[],"resultType":"\u0063omplete","ttlMs":86400000,"cacheScope":"public"}`, true, `{"cacheScope":"private","resultType":"\u0063omplete","tools":[],"ttlMs":86400000}`},
+		{"tools/list", "2026-07-28", `{"tools":[],"resultType":"complete","ttlMs":5000,"cacheScope":"\u0070ublic"}`, true, `{"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":5000}`},
+		{"tools/list", "2026-07-28", `{"tools":[],"resultType":"complete","ttlMs":5000,"cacheScope":"\u0070ublic"}`, false, `{"tools":[],"resultType":"complete","ttlMs":5000,"cacheScope":"\u0070ublic"}`},
+		{"tools/list", "2026-07-28", `{"tools":[],"resultType":"complete","ttlMs":-5,"cacheScope":"\u0070rivate"}`, false, `{"cacheScope":"\u0070rivate","resultType":"complete","tools":[],"ttlMs":0}`},
 	} {
 		if got := string(Conform(Of(c.method), c.version, []byte(c.in), c.private)); got != c.want {
 			t.Errorf("%s %s %s private=%v: got %s, want %s", c.method, c.version, c.in, c.private, got, c.want)
@@ -110,6 +115,16 @@ func TestEnvelopeOf(t *testing.T) {
 	e, ok := EnvelopeOf([]byte(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}`))
 	if !ok || e.ProtocolVersion != "2026-07-28" || string(e.ClientInfo) != `{"name":"c","version":"1"}` {
 		t.Errorf("got %+v %v", e, ok)
+	}
+	// names read decoded, as every peer reads them
+	for _, p := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocol\u0056ersion":"2026-07-28"}}`,
+		`{"_meta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28"}}`,
+		`{"_m\u0065ta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+	} {
+		if e, ok := EnvelopeOf([]byte(p)); !ok || e.ProtocolVersion != "2026-07-28" {
+			t.Errorf("%s: got %+v %v", p, e, ok)
+		}
 	}
 	for _, p := range []string{`{}`, `{"_meta":{"io.modelcontextprotocol/protocolversion":"2026-07-28"}}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}`, `null`, `{"x":"io.modelcontextprotocol/protocolVersion"}`} {
 		if _, ok := EnvelopeOf([]byte(p)); ok {

@@ -1,10 +1,10 @@
 package methods
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 // Members of the 2026-07-28 per-request _meta envelope (schema.ts "RequestMetaObject")
@@ -30,7 +30,7 @@ type Envelope struct {
 // no string _meta protocolVersion (a 2025-11-25 request). Members are read by their
 // exact names.
 func EnvelopeOf(params json.RawMessage) (e Envelope, ok bool) {
-	if !bytes.Contains(params, []byte(MetaProtocolVersion)) {
+	if !jsonscan.MayHold(params, MetaProtocolVersion) {
 		return e, false // the common case of a legacy request, without decoding
 	}
 	var p struct {
@@ -76,12 +76,12 @@ func Conform(m *Method, version string, result json.RawMessage, private bool) js
 	if _, ok := r["resultType"]; !ok {
 		set("resultType", `"complete"`)
 	}
-	if m != nil && m.Cacheable && string(r["resultType"]) == `"complete"` {
+	if m != nil && m.Cacheable && decodedString(r["resultType"]) == "complete" {
 		var ttl float64
 		if json.Unmarshal(r["ttlMs"], &ttl) != nil || ttl < 0 || ttl != float64(int64(ttl)) {
 			set("ttlMs", `0`)
 		}
-		if s := string(r["cacheScope"]); private && s != `"private"` || s != `"private"` && s != `"public"` {
+		if s := decodedString(r["cacheScope"]); private && s != "private" || s != "private" && s != "public" {
 			set("cacheScope", `"private"`)
 		}
 	}
@@ -93,4 +93,12 @@ func Conform(m *Method, version string, result json.RawMessage, private bool) js
 		return result
 	}
 	return b
+}
+
+// decodedString is the JSON string v decoded ("\u0063omplete" is "complete", as
+// every peer reads it; docs/decisions.md#decoded-values), or "" when v is not a string.
+func decodedString(v json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(v, &s)
+	return s
 }

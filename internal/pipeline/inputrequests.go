@@ -18,9 +18,12 @@ import (
 // roots/list). Each goes through what such a request goes through
 // (docs/channels.md#input-requests).
 
-// inputRequired reports whether a result is a 2026-07-28 input_required result.
+// inputRequired reports whether a result is a 2026-07-28 input_required result: its
+// resultType decoded, as every peer reads it ("input\u005frequired" is
+// "input_required"; docs/decisions.md#decoded-values).
 func inputRequired(result json.RawMessage) bool {
-	return string(field(result, "resultType")) == `"input_required"`
+	var t string
+	return json.Unmarshal(field(result, "resultType"), &t) == nil && t == "input_required"
 }
 
 // maxRequestState bounds the opaque requestState the gateway relays, in bytes.

@@ -1,10 +1,10 @@
 package relay
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
@@ -63,7 +63,7 @@ func (s *Session) answerRoots(msg *jsonrpc.Message) *jsonrpc.Message {
 // ListRootsResult: a member "roots") through Pipeline.Roots for the server the
 // request goes to, as answerRoots does a 2025-11-25 answer.
 func (s *Session) pinInputRoots(msg *jsonrpc.Message) *jsonrpc.Message {
-	if !bytes.Contains(msg.Params, []byte(`"inputResponses"`)) {
+	if !jsonscan.MayHold(msg.Params, "inputResponses") { // "input\u0052esponses" too
 		return msg
 	}
 	server := s.opts.Server

@@ -86,6 +86,27 @@ func TestRelayPinnedInputRoots(t *testing.T) {
 	}
 }
 
+// TestRelayPinnedInputRootsDecoded: the names are read decoded, as the server reads
+// them: however inputResponses and roots are spelled, the answer reaches the server
+// held to its pinned roots, with the roots phase's record.
+func TestRelayPinnedInputRootsDecoded(t *testing.T) {
+	for _, c := range []struct{ responses, roots string }{
+		{`"input\u0052esponses"`, `"roots"`},
+		{`"inputResponse\u0073"`, `"r\u006fots"`},
+		{`"\u0069nputResponses"`, `"roots"`},
+	} {
+		h := newHarness(t, 0, func(o *Options) { o.Roots = map[string][]string{"": {"file:///srv/data"}} })
+		h.client(`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p",` + c.responses + `:{"r":{` + c.roots + `:[{"uri":"file:///etc"},{"uri":"file:///srv/data/a"}]}}}}`)
+		if got := h.upstreamGets(); strings.Contains(got, `file:///etc`) || !strings.Contains(got, `file:///srv/data/a`) {
+			t.Errorf("%s %s: the server got %s", c.responses, c.roots, got)
+			continue
+		}
+		if rec := <-h.recs.ch; rec.Method != "roots/list" || rec.Via != "prompts/get" || rec.Reason != vocab.ReasonRootOutsidePin {
+			t.Errorf("%s %s: record %+v", c.responses, c.roots, rec)
+		}
+	}
+}
+
 // TestRelayResultOutsideRoots: a tools/call result's resource_link to a file outside
 // the roots the client last declared to the server (after its pins) is
 // output_ssrf_target; a link inside one stays clean, and with no roots declared only

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
@@ -424,7 +425,7 @@ func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
 	var kind struct {
 		ResultType string `json:"resultType"`
 	}
-	if m.Error != nil || !bytes.Contains(m.Result, []byte(`"input_required"`)) || json.Unmarshal(m.Result, &kind) != nil || kind.ResultType != "input_required" {
+	if m.Error != nil || !jsonscan.MayHold(m.Result, "input_required") || json.Unmarshal(m.Result, &kind) != nil || kind.ResultType != "input_required" {
 		c.endLocked(x)
 		return m.WithID(x.orig.ID)
 	}

@@ -190,6 +190,12 @@ func TestLegacyScripts(t *testing.T) {
 			{"<", `{"jsonrpc":"2.0","id":"mcpgate-t-2","result":{"content":[],"resultType":"complete"}}`, nil},
 			{"C", "", []string{`"id":7`, `"content":[]`}},
 		})},
+		{"resultType is read decoded: input\\u005frequired starts a round", script(translated, []step{
+			{">", callReq, nil},
+			{"S", "", []string{`"id":7`}},
+			{"<", `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input\u005frequired","inputRequests":{"r":{"method":"roots/list"}}}}`, nil},
+			{"C", "", []string{`"id":"mcpgate-t-2"`, `"method":"roots/list"`}},
+		})},
 		{"an input request of an unknown method fails the request", script(translated, []step{
 			{">", callReq, nil},
 			{"S", "", []string{`"id":7`}},
