@@ -154,7 +154,7 @@ Environment:
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
 	fl.StringVar(&f.auditFile, "audit-file", "", "append audit records (JSONL) to this file instead of stderr")
 	fl.StringVar(&f.configPath, "config", "", "JSON configuration file (mcpServers + mcpgate key; see README)")
-	fl.StringVar(&f.logFormat, "log-format", "auto", "log format: auto (text on a terminal, else JSON), text or json")
+	fl.StringVar(&f.logFormat, "log-format", "auto", "log format: auto (text on a terminal, else JSON), text or json (colours only on a terminal and without NO_COLOR)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.upstreamStderr, "upstream-stderr", "relay", `the upstream's stderr: relay (prefixed "[upstream] ", escapes removed) or drop`)
 	fl.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "longest wait for the upstream to answer a tools/call (0 = no limit)")

@@ -57,7 +57,11 @@ func New(w io.Writer, format Format, level slog.Level) *slog.Logger {
 		}
 	}
 	if format == FormatText {
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", ReplaceAttr: replaceAttr}))
+		// Colours only on a terminal, and never with NO_COLOR set (no-color.org): a
+		// redirected file or pipe gets plain text.
+		f, ok := terminal(w)
+		noColor := !ok || !isatty.IsTerminal(f.Fd()) || os.Getenv("NO_COLOR") != ""
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", ReplaceAttr: replaceAttr, NoColor: noColor}))
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr}))
 }

@@ -3,8 +3,11 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +102,26 @@ func TestStripUserinfo(t *testing.T) {
 		if got := StripUserinfo(in); got != want {
 			t.Errorf("StripUserinfo(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// --log-format text into a file or pipe writes plain text: no SGR colours.
+func TestTextFormatNoColourWhenRedirected(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	for _, w := range []io.Writer{f, &buf, NewLineWriter(f)} {
+		New(w, FormatText, slog.LevelDebug).Warn("upstream exited", "err", errors.New("exit status 1"), "n", 3)
+	}
+	got, _ := os.ReadFile(f.Name())
+	got = append(got, buf.Bytes()...)
+	if bytes.Contains(got, []byte("\x1b")) || bytes.Contains(got, []byte("[0m")) || bytes.Contains(got, []byte(`\x1b`)) {
+		t.Fatalf("colours in redirected text log: %q", got)
+	}
+	if !bytes.Contains(got, []byte("upstream exited")) {
+		t.Fatalf("message missing: %q", got)
 	}
 }
