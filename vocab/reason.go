@@ -38,6 +38,7 @@ const (
 	ReasonMissingCapability     Reason = "missing_client_capability" // an input_required result asked for input the request's clientCapabilities do not declare: answered -32021
 	ReasonHeaderMismatch        Reason = "header_mismatch"           // a 2026-07-28 tools/call whose Mcp-Param-* headers disagree with its x-mcp-header arguments: answered -32020, never forwarded
 	ReasonRetryMismatch         Reason = "retry_mismatch"            // a translated 2026-07-28 retry whose params (arguments, name, uri) differ from the request its requestState was issued for: answered -32602, never forwarded
+	ReasonRequestStateInvalid   Reason = "request_state_invalid"     // a Multi Round-Trip retry whose requestState the gateway did not issue to this caller, session and request, or that expired or was used: answered -32602, never forwarded
 
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
@@ -59,7 +60,7 @@ var Reasons = []Reason{
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
-	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch,
+	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch, ReasonRequestStateInvalid,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName, ReasonInexactID,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
+	"github.com/mcpgate/mcpgate/internal/reqstate"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -87,6 +88,9 @@ type Options struct {
 	// server of the -- form): a root of the client's roots/list answer outside them is
 	// removed (docs/channels.md#roots). A server without an entry sees the client's.
 	Roots map[string][]string
+	// RequestState seals the requestState of input_required results and opens it in
+	// the client's retry (docs/decisions.md#request-state); reqstate.Default() when nil.
+	RequestState *reqstate.Sealer
 }
 
 // Session relays one MCP session between a client and an upstream.
@@ -127,6 +131,9 @@ type Session struct {
 	// samplingContext is whether the client's initialize declared
 	// capabilities.sampling.context (docs/channels.md#sampling).
 	samplingContext atomic.Bool
+	// stateSession is this session's random id, to which the requestStates it seals
+	// are bound (reqstate.go).
+	stateSession string
 }
 
 // pending is a request in flight upstream: a client's, or the gateway's own.
@@ -135,6 +142,9 @@ type pending struct {
 	id    json.RawMessage       // the id as the client sent it, which its answer carries back
 	route string                // the server it went to ("" with one server)
 	ch    chan *jsonrpc.Message // set when the gateway itself waits for the response
+	// bind is, for a client's request, what a requestState in its answer is sealed
+	// for (the client's own method, name and arguments); nil for the gateway's own.
+	bind *reqstate.Binding
 }
 
 // New returns a session over the given upstream.
@@ -151,6 +161,8 @@ func New(opts Options, up Upstream) *Session {
 		up:       up,
 		pending:  map[string]*pending{},
 		inflight: map[string]context.CancelFunc{},
+
+		stateSession: newStateSession(),
 	}
 	s.views = map[string]*visibility{}
 	for _, m := range methods.Listings() {
@@ -262,6 +274,9 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if s.opts.Pipeline != nil {
 			msg = s.pinInputRoots(msg)
 		}
+		if msg = s.openState(msg); msg == nil {
+			return
+		}
 		if msg.Method == "tools/call" {
 			s.toolCall(ctx, msg)
 			return
@@ -343,7 +358,8 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 		s.refuse(msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
-	p := &pending{req: routed, route: routed.Upstream, id: msg.ID}
+	bind := s.stateBinding(msg.Method, msg.Params)
+	p := &pending{req: routed, route: routed.Upstream, id: msg.ID, bind: &bind}
 	s.pending[key] = p
 	s.mu.Unlock()
 	err = s.up.Send(routed)
@@ -453,14 +469,15 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 		if reply.Abandoned {
 			s.abandonedInput(msg.ID, routed.Upstream)
 		}
+		bind := s.stateBinding(msg.Method, msg.Params)
 		switch {
 		case reply.NoReply:
-		case reply.Original != nil: // the upstream's response, unchanged
-			s.write(&jsonrpc.Message{Raw: reply.Original, Kind: jsonrpc.KindResponse, ID: msg.ID})
+		case reply.Original != nil: // the upstream's response, unchanged but for its requestState
+			s.write(s.sealState(bind, &jsonrpc.Message{Raw: reply.Original, Kind: jsonrpc.KindResponse, ID: msg.ID}))
 		case reply.Error != nil:
 			s.write(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse, ID: msg.ID, Error: reply.Error})
 		default:
-			s.write(jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false)))
+			s.write(s.sealState(bind, jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false))))
 		}
 	}()
 }
@@ -702,6 +719,7 @@ func (s *Session) readUpstream() {
 
 func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 	x := &Exchange{Msg: msg, Method: msg.Method, Server: msg.Upstream}
+	var bind *reqstate.Binding // a client request's response: its requestState is sealed
 	if x.Server == "" {
 		x.Server = s.opts.Server
 	}
@@ -731,6 +749,7 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			return
 		}
 		x.Msg, x.Method, x.Request = msg, p.req.Method, p.req
+		bind = p.bind
 		switch p.req.Method {
 		case "tools/list":
 			s.tools.observe(msg.Result)
@@ -765,6 +784,9 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		if out = s.opts.Intercept(s.ctx, x); out == nil {
 			return
 		}
+	}
+	if bind != nil {
+		out = s.sealState(*bind, out)
 	}
 	s.write(out)
 }

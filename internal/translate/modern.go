@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/reqstate"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -81,6 +82,7 @@ type modernState struct {
 	flights  map[string]*flight // by the id the server saw
 	byClient map[string]*flight // by the id the client is answered under
 	rounds   map[string]*flight // by requestState
+	sealID   string             // this connection's id in the states it seals (newState)
 	timeout  time.Duration      // inputTimeout; tests shorten it
 	maxWait  int                // maxRounds; tests lower it
 	probeFor time.Duration      // probeTimeout; tests shorten it
@@ -515,6 +517,13 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 	var token string
 	_ = json.Unmarshal(state, &token)
 	f := s.rounds[token]
+	if f != nil {
+		// sealed for this connection, method and name; used once by s.rounds, so a
+		// retry refused below for its arguments leaves the round open
+		if reqstate.Default().Check(reqstate.Binding{Session: s.sealID, Method: m.Method, Name: nameOf(m.Method, params)}, token) != nil {
+			f = nil
+		}
+	}
 	// The retry's result is the issuing request's: one naming another tool, prompt
 	// or resource would have it judged and recorded under that name.
 	if f == nil || f.method != m.Method || f.name != nameOf(m.Method, params) {
@@ -632,7 +641,7 @@ func (s *modernState) askInput(c *Conn, f *flight) {
 		reqs[r.key] = e
 	}
 	f.shown = append([]*serverRequest(nil), f.pending...)
-	f.state = newState()
+	f.state = s.newState(f)
 	s.rounds[f.state] = f
 	b, _ := jsonrpc.Marshal(map[string]any{"resultType": "input_required", "inputRequests": reqs, "requestState": f.state})
 	c.enqueue(jsonrpc.NewResponse(f.clientID, b))
@@ -651,12 +660,20 @@ func (s *modernState) askInput(c *Conn, f *flight) {
 	})
 }
 
-// newState is a requestState: 128 random bits, unguessable, meaningful only on the
-// connection that issued it.
-func newState() string {
+// newState is a requestState for f: 128 random bits sealed by reqstate (the
+// mechanism the relay seals a server's state with, docs/decisions.md#request-state)
+// for this connection, f's method and name, so it opens on no other; the caller
+// holds s.mu.
+func (s *modernState) newState(f *flight) string {
+	if s.sealID == "" {
+		var id [12]byte
+		_, _ = rand.Read(id[:])
+		s.sealID = base64.RawURLEncoding.EncodeToString(id[:])
+	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return "mcpgate:" + base64.RawURLEncoding.EncodeToString(b[:])
+	tok, _ := reqstate.Default().Seal(reqstate.Binding{Session: s.sealID, Method: f.method, Name: f.name}, base64.RawURLEncoding.EncodeToString(b[:]))
+	return tok
 }
 
 // finalResponse is the server's response to a flight, under the id the client waits
