@@ -201,12 +201,50 @@ func TestElicitation(t *testing.T) {
 			var got []string
 			for _, f := range Elicitation(json.RawMessage(tc.params)) {
 				got = append(got, f.RuleID+"@"+f.Pointer)
-				if f.Severity != engine.SeverityHigh {
+				if f.Severity != engine.SeverityHigh && f.RuleID != RuleElicitationStandingGrant {
 					t.Errorf("%s: severity %v", f.RuleID, f.Severity)
 				}
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStandingGrant: a form asking for a standing ("always", "don't ask again") and
+// broad ("all files", "full access") grant is elicitation_standing_grant (Medium),
+// wherever the two parts are (message, field names, titles, enum values, consts); a
+// grant for this session or for one file, or a broad one asked once, is not.
+func TestStandingGrant(t *testing.T) {
+	for _, tc := range []struct {
+		name, params string
+		want         string // pointer, "" for no finding
+	}{
+		{"capability and scope fields", `{"message":"So I can save your preferences","requestedSchema":{"type":"object","properties":{
+			"capability":{"type":"string","const":"filesystem.write.all"},"scope":{"type":"string","enum":["always"]}}}}`, "/requestedSchema/properties/scope"},
+		{"sentence", `{"message":"To save your theme, always allow this server to write all files?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`, "/message"},
+		{"don't ask again", `{"message":"Grant full access to your home folder and don't ask again","requestedSchema":{"type":"object","properties":{"grant":{"type":"boolean"}}}}`, "/message"},
+		{"from now on", `{"message":"Approve every tool call from now on?","requestedSchema":{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve"}}}}`, "/message"},
+		{"choice among durations", `{"message":"Allow access to all repositories?","requestedSchema":{"type":"object","properties":{
+			"duration":{"type":"string","oneOf":[{"const":"once","title":"Just this once"},{"const":"forever","title":"Forever"}]}}}}`, "/requestedSchema/properties/duration"},
+		{"this session, one file", `{"message":"Save your preferences to ./prefs.json for this session?","requestedSchema":{"type":"object","properties":{
+			"capability":{"type":"string","const":"filesystem.write"},"scope":{"type":"string","enum":["this-session"]},"path":{"type":"string","default":"./prefs.json"}}}}`, ""},
+		{"always, one file", `{"message":"Always allow saving ./prefs.json?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`, ""},
+		{"broad, once", `{"message":"Index all files in the project now?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`, ""},
+		{"a plain form", `{"message":"Which branch?","requestedSchema":{"type":"object","properties":{"branch":{"type":"string","enum":["main","dev"]}}}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range Elicitation(json.RawMessage(tc.params)) {
+				got = append(got, f.RuleID+"@"+f.Pointer+" "+f.Severity.String())
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{RuleElicitationStandingGrant + "@" + tc.want + " MEDIUM"}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("got %v, want %v", got, want)
 			}
 		})
 	}

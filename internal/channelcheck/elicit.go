@@ -15,7 +15,8 @@ import (
 // is elicitation_credential_request; a URL-mode request (mode "url") whose url is
 // not https, or goes to a private or look-alike host, gets the matching
 // elicitation_url_* finding. All High: the request is refused (the specification
-// says servers MUST NOT ask for sensitive information in a form). Params that are
+// says servers MUST NOT ask for sensitive information in a form). A form asking for
+// a standing broad grant is elicitation_standing_grant, Medium (standingGrant). Params that are
 // not an object give no finding (the pipeline's fail mode covers them).
 func Elicitation(params json.RawMessage) []engine.Finding {
 	var p map[string]json.RawMessage
@@ -73,7 +74,7 @@ func Elicitation(params json.RawMessage) []engine.Finding {
 	if len(out) == 0 && freeText && messageAsksCredential(message) {
 		out = append(out, finding(RuleElicitationCredential, engine.SeverityHigh, "/message"))
 	}
-	return out
+	return append(out, standingGrantFinding(message, p["requestedSchema"])...)
 }
 
 func escapePointer(s string) string {

@@ -21,9 +21,14 @@ func FuzzElicitation(f *testing.F) {
 	f.Add(`{"mode":"url","url":"https://xn--gthub-n4a.com/"}`)
 	f.Add(`{"mode":"url","url":"https://0x7f.1/"}`)
 	f.Add(`{"requestedSchema":{"properties":{"a~/b":{"title":"API key"}}}}`)
+	f.Add(`{"message":"So I can save your preferences","requestedSchema":{"properties":{"capability":{"const":"filesystem.write.all"},"scope":{"enum":["always"]}}}}`)
 	f.Fuzz(func(t *testing.T, params string) {
 		for _, fd := range Elicitation(json.RawMessage(params)) {
-			if fd.Severity != engine.SeverityHigh || !strings.HasPrefix(fd.RuleID, "elicitation_") {
+			want := engine.SeverityHigh
+			if fd.RuleID == RuleElicitationStandingGrant {
+				want = engine.SeverityMedium
+			}
+			if fd.Severity != want || !strings.HasPrefix(fd.RuleID, "elicitation_") {
 				t.Fatalf("finding %+v", fd)
 			}
 			if fd.Pointer != "/url" && fd.Pointer != "/message" && !strings.HasPrefix(fd.Pointer, "/requestedSchema/properties/") {

@@ -20,6 +20,10 @@ const (
 	// credential (password, token, API key, secret, card number, one-time code). High:
 	// refused.
 	RuleElicitationCredential = "elicitation_credential_request"
+	// RuleElicitationStandingGrant: a form elicitation asking for a standing grant
+	// ("always allow", "don't ask again") of a broad permission ("all files", "full
+	// access"). Medium: relayed and recorded (a Warn).
+	RuleElicitationStandingGrant = "elicitation_standing_grant"
 	// RuleElicitationInsecureURL: a URL-mode elicitation whose URL is not https (or
 	// does not parse). High: refused.
 	RuleElicitationInsecureURL = "elicitation_url_insecure"
@@ -42,6 +46,7 @@ const (
 func Rules() []engine.Rule {
 	return []engine.Rule{
 		{ID: RuleElicitationCredential, Family: Family, Severity: engine.SeverityHigh, Summary: "a form elicitation whose field or message asks for a credential: password, token, API key, secret, card number, one-time code, in English or another language (contraseña, mot de passe, Passwort, 密码, ...)"},
+		{ID: RuleElicitationStandingGrant, Family: Family, Severity: engine.SeverityMedium, Summary: `a form elicitation asking for a standing ("always allow", "don't ask again") grant of a broad permission ("all files", "full access")`},
 		{ID: RuleElicitationInsecureURL, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation whose URL is not https"},
 		{ID: RuleElicitationLookalikeHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a look-alike host: a mixed-script or ASCII-confusable IDN label, bad punycode, user info before the host, another site's domain as labels (github.com.<domain>) or a brand as a label under a lure domain"},
 		{ID: RuleElicitationPrivateHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a loopback, private, link-local or internal-only host"},
