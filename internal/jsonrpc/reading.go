@@ -66,14 +66,15 @@ func (e *AmbiguousError) Error() string {
 // protocol's own levels (the envelope, params, result, error, content items, _meta
 // and the rest of MCP's structures, content blocks wherever they stand, not the data
 // they carry: arguments, structuredContent, schemas, data, metadata, an
-// ElicitResult's content) are also checked for members named like an MCP member only
-// under folding.
+// ElicitResult's content, that is the content of a message's result or of an
+// inputResponses entry holding action, content and _meta alone) are also checked for
+// members named like an MCP member only under folding.
 func checkReading(b []byte) vocab.Reason {
 	r := readers.Get().(*reader)
 	r.b, r.why = b, ""
 	i := jsonscan.Space(b, 0)
 	if i < len(b) {
-		r.value(i, levelProtocol, 0)
+		r.value(i, levelEnvelope, 0)
 	}
 	why := r.why
 	r.b, r.fold, r.keys, r.name = nil, r.fold[:0], r.keys[:0], r.name[:0]
@@ -95,7 +96,50 @@ const (
 	levelData     level = iota // duplicates only
 	levelProtocol              // duplicates and case variants of MCP member names
 	levelMeta                  // _meta: its own names are checked as protocol names, its values are data
+	// Protocol objects that say where an ElicitResult may stand (the only place a
+	// "content" object is data): a message's result (a client's answer to
+	// elicitation/create), and an entry of a request's params.inputResponses (a
+	// 2026-07-28 answer to an input request).
+	levelEnvelope       // the message (or a batch's element)
+	levelParams         // its params
+	levelInputResponses // params.inputResponses: free keys, each value an answer
+	levelAnswer         // the message's result, or an entry of params.inputResponses
+	// inputRequests of an input_required result: free keys, each value a request.
+	levelInputRequests
 )
+
+// namesChecked reports whether the member names of an object of level lv are
+// checked as MCP names (a protocol object's; not data's, nor the free keys of
+// inputRequests and inputResponses).
+func (lv level) namesChecked() bool {
+	return lv != levelData && lv != levelInputRequests && lv != levelInputResponses
+}
+
+// within is the level of the value of member name of an object of level lv.
+func (lv level) within(name string) level {
+	switch lv {
+	case levelData, levelMeta:
+		return levelData
+	case levelInputResponses:
+		return levelAnswer // whatever the key: an answer, never data by its key's name
+	case levelInputRequests:
+		return levelProtocol // whatever the key: a request {method, params}
+	}
+	child := childLevel(name)
+	switch {
+	case child != levelProtocol:
+		return child
+	case lv == levelEnvelope && name == "result":
+		return levelAnswer
+	case lv == levelEnvelope && name == "params":
+		return levelParams
+	case lv == levelParams && name == "inputResponses":
+		return levelInputResponses
+	case name == "inputRequests":
+		return levelInputRequests
+	}
+	return levelProtocol
+}
 
 // maxDepth bounds the walk (Parse's encoding/json already refuses deeper documents).
 const maxDepth = 10000
@@ -214,19 +258,14 @@ func (r *reader) memberList(i int, lv level, depth, base int) int {
 			}
 		}
 		r.keys = append(r.keys, keyRef{off, len(r.fold)})
-		child := levelData
-		if lv != levelData {
-			if !protocolNames[string(name)] && foldedProtocolNames[string(folded)] {
-				r.why = vocab.ReasonCaseVariantMember
-				return len(r.b)
-			}
-			if lv == levelProtocol {
-				child = childLevel(string(name))
-			}
+		if lv.namesChecked() && !protocolNames[string(name)] && foldedProtocolNames[string(folded)] {
+			r.why = vocab.ReasonCaseVariantMember
+			return len(r.b)
 		}
+		child := lv.within(string(name))
 		i = jsonscan.Space(r.b, end)
 		i = jsonscan.Space(r.b, i+1) // ':'
-		if child == levelProtocol && r.b[i] == '{' && string(name) == "content" && hasMember(r.b, start, "action") {
+		if lv == levelAnswer && r.b[i] == '{' && string(name) == "content" && elicitResult(r.b, start) {
 			child = levelData // an ElicitResult's content: the user's own fields
 		}
 		i = jsonscan.Space(r.b, r.value(i, child, depth))
@@ -241,18 +280,28 @@ func (r *reader) memberList(i int, lv level, depth, base int) int {
 	return len(r.b)
 }
 
-// hasMember reports whether the object at b[i] == '{' has a member spelled exactly
-// name: a "content" beside "action" is an ElicitResult's, the one content that is
-// data; every other content object or array is content blocks.
-func hasMember(b []byte, i int, name string) bool {
+// elicitResult reports whether the object at b[i] == '{', standing where an answer
+// stands (a message's result, an entry of params.inputResponses), is an ElicitResult:
+// a member spelled exactly "action", and none but "action", "content" and "_meta".
+// Its "content" is the one content object that is data (the user's own fields);
+// every other content object or array is content blocks, whatever stands beside it
+// (a prompt or sampling message with an "action" member included).
+func elicitResult(b []byte, i int) bool {
 	var r reader
+	action := false
 	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
 		end, escaped := jsonscan.String(b, i)
 		if end < 0 {
 			return false
 		}
-		if n, ok := r.decodeName(b[i+1:end-1], escaped); ok && string(n) == name {
-			return true
+		n, ok := r.decodeName(b[i+1:end-1], escaped)
+		switch {
+		case !ok:
+			return false
+		case string(n) == "action":
+			action = true
+		case string(n) != "content" && string(n) != "_meta":
+			return false
 		}
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
@@ -261,7 +310,10 @@ func hasMember(b []byte, i int, name string) bool {
 		if i = skipValue(b, skipSpace(b, i+1)); i < 0 {
 			return false
 		}
-		if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+		if i = skipSpace(b, i); i < len(b) && b[i] == '}' {
+			return action
+		}
+		if i >= len(b) || b[i] != ',' {
 			return false
 		}
 		i = skipSpace(b, i+1)

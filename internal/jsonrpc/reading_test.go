@@ -69,6 +69,18 @@ func TestParseRefusesAmbiguousMessages(t *testing.T) {
 		{"tool result content array Text", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok"},{"type":"text","Text":"EXFIL"}]}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
 		{"content beside a case-variant action", `{"jsonrpc":"2.0","id":3,"result":{"Action":"accept","content":{"type":"text","Text":"EXFIL"}}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
 		{"ElicitResult content duplicate", `{"jsonrpc":"2.0","id":3,"result":{"action":"accept","content":{"Name":"x","name":"y"}}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		// Only a real ElicitResult's content is data: an "action" beside a prompt or
+		// sampling message's content, or beside a CreateMessageResult's, makes no data
+		// of it; nor does the name of the key an answer or request stands under.
+		{"prompts/get message with action, MimeType", `{"jsonrpc":"2.0","id":3,"result":{"messages":[{"role":"user","action":"accept","content":{"type":"resource","resource":{"uri":"file:///a","MimeType":"text/plain","blob":"G101MjtjO2NtMGdMWEptSUg0PQc="}}}]}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
+		{"prompts/get message with action, Text", `{"jsonrpc":"2.0","id":3,"result":{"messages":[{"role":"user","action":"x","content":{"type":"text","Text":"EXFIL"}}]}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
+		{"sampling message with action", `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"messages":[{"role":"user","action":"accept","content":{"type":"text","Text":"EXFIL"}}],"maxTokens":9}}`, vocab.ReasonCaseVariantMember, KindRequest, "3", "sampling/createMessage"},
+		{"CreateMessageResult with action", `{"jsonrpc":"2.0","id":3,"result":{"role":"assistant","action":"accept","content":{"type":"text","Text":"EXFIL"},"model":"m"}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
+		{"input request under the key data", `{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","inputRequests":{"data":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","Text":"EXFIL"}}],"maxTokens":9}}}}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
+		{"input request message with action", `{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","inputRequests":{"q":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","action":"accept","content":{"type":"text","Text":"EXFIL"}}],"maxTokens":9}}}}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
+		{"input response under the key metadata", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","inputResponses":{"metadata":{"role":"assistant","content":{"type":"text","Text":"EXFIL"},"model":"m"}}}}`, vocab.ReasonCaseVariantMember, KindRequest, "3", "tools/call"},
+		{"input response: CreateMessageResult with action", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","inputResponses":{"q":{"role":"assistant","action":"accept","content":{"type":"text","Text":"EXFIL"},"model":"m"}}}}`, vocab.ReasonCaseVariantMember, KindRequest, "3", "tools/call"},
+		{"action and content nested in a tool result", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"resource","resource":{"uri":"file:///a","action":"x","content":{"Text":"EXFIL"}}}]}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
 		// Names that are not Unicode.
 		{"lone surrogate", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a\ud800":1}}`, vocab.ReasonInvalidMemberName, KindRequest, "1", "x"},
 		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\xff\":1}}", vocab.ReasonInvalidMemberName, KindRequest, "1", "x"},
@@ -115,6 +127,11 @@ func TestParseKeepsOneReadingMessages(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"Name":"x","name2":"y","Text":"t","Type":1}}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"content":{"Text":"t","MimeType":"m"},"action":"accept"}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"content":{"Text":"t"},"\u0061ction":"accept"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"Name":"Bob"},"_meta":{"k":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"inputResponses":{"q":{"action":"accept","content":{"Name":"Bob","Text":"t"}},"r":{"roots":[]}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"t","inputResponses":{"Name":{"action":"accept","content":{"MimeType":"free"}}}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"Name":{"method":"roots/list"},"TEXT":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"Text":{"type":"string"}}}}}}}}`,
+		`[{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"Name":"Bob"}}}]`,
 		`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"a"}}],"maxTokens":9}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"a"},"model":"m","stopReason":"endTurn"}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"messages":[{"role":"user","content":{"type":"resource","resource":{"uri":"file:///a","text":"t"}}}]}}`,

@@ -313,3 +313,33 @@ func TestRelayRefusedResponseOneRecord(t *testing.T) {
 		t.Fatalf("client got %s; records of the call: %+v", got, calls)
 	}
 }
+
+// TestRelayActionBesideContent: an "action" member makes no data of a prompt or
+// sampling message's content (only a real ElicitResult's content is data): a
+// prompts/get result whose message hides its mimeType as "MimeType" beside an
+// "action" fails the client's request, and never reaches it unscanned; a sampling
+// request doing the same is refused to its server.
+func TestRelayActionBesideContent(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":"p1","method":"prompts/get","params":{"name":"p"}}`)
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":"p1","result":{"messages":[{"role":"user","action":"accept","content":{"type":"resource","resource":{"uri":"file:///a","MimeType":"text/plain","blob":"G101MjtjO2NtMGdMWEptSUg0PQc="}}}]}}`
+	if got := h.clientGets(); errorCode(t, got) != -32603 || !strings.Contains(got, `"id":"p1"`) || strings.Contains(got, "G101") {
+		t.Fatalf("client got %s", got)
+	}
+	if rec := h.recs.refusal(t); rec.Method != "prompts/get" || rec.Reason != vocab.ReasonCaseVariantMember || rec.Outcome != vocab.OutcomeUpstreamError {
+		t.Fatalf("record %+v", rec)
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[{"role":"user","action":"accept","content":{"type":"text","Text":"EXFIL"}}],"maxTokens":9}}`
+	if got := h.upstreamGets(); errorCode(t, got) != -32600 || !strings.Contains(got, `"id":"s1"`) {
+		t.Fatalf("upstream got %s", got)
+	}
+	h.recs.refusal(t)
+	// A real ElicitResult answering the server keeps its user's own field names.
+	h.up.lines <- `{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"Name":{"type":"string"}}}}}`
+	h.clientGets()
+	h.client(`{"jsonrpc":"2.0","id":"e1","result":{"action":"accept","content":{"Name":"Bob"}}}`)
+	if got := h.upstreamGets(); !strings.Contains(got, `"Name":"Bob"`) {
+		t.Fatalf("upstream got %s", got)
+	}
+}
