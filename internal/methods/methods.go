@@ -279,7 +279,10 @@ var table = []Method{
 	// tasks/update carries the client's inputResponses for a task: they go through the
 	// input rules and the pre phase of the task's tool (RequestPhase).
 	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest, Phase: ctxapi.PhasePre, NameParam: "taskId", Route: ByTask},
-	{Name: "notifications/tasks/status", Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: statusMessage,
+	// A status may carry the finished task's result as tasks/get does: read alike, and
+	// judged by the post phase of the task's tool (docs/decisions.md#task-results).
+	{Name: "notifications/tasks/status", Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: []Field{statusMessage[0],
+		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
 		Block: ReplaceText},
 
 	// Server → client requests.

@@ -1,0 +1,131 @@
+package relay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gate"
+)
+
+// TestToolResultPathsRunPost: every path by which a tool's result reaches the client
+// runs the post phase of the tool that produced it (docs/decisions.md#task-results).
+// The shipped redact-email.js redacts the address on each: the plain call, the
+// 2025-11-25 tasks/result, a 2026-07-28 tasks/get that inlines the finished task's
+// result, and a notifications/tasks/status that carries it; with one server and with
+// several (routed by name). A tasks/get or status carrying a result for a task the
+// session does not hold is refused, never relayed.
+func TestToolResultPathsRunPost(t *testing.T) {
+	const mail = "bob@example.com"
+	result := `{"content":[{"type":"text","text":"write to ` + mail + `"}],"structuredContent":{"to":"` + mail + `"}}`
+	paths := []struct {
+		name string
+		// fetch is what the client sends for the task's result ("" for none), and the
+		// server's answer to it or its own notification (%s: the tool's result).
+		fetch, answer string
+		task          bool
+	}{
+		{"direct tools/call", "", "", false},
+		{"tasks/result", `{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t-1"}}`,
+			`{"jsonrpc":"2.0","id":2,"result":%s}`, true},
+		{"tasks/get inlining the result", `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"t-1"}}`,
+			`{"jsonrpc":"2.0","id":2,"result":{"taskId":"t-1","status":"completed","resultType":"complete","result":%s}}`, true},
+		{"notifications/tasks/status with the result", "",
+			`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t-1","status":"completed","result":%s}}`, true},
+	}
+	pol := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "policies", "redact-email.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pol, "redact-email.js"), src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withPolicy := func(o *Options) {
+		g, err := gate.Load(context.Background(), gate.Options{Dir: pol, Analyzer: o.Pipeline.Analyzer, Logger: o.Logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		o.Pipeline.Gate = g
+	}
+	for _, servers := range []string{"one server", "several servers"} {
+		for _, p := range paths {
+			t.Run(servers+"/"+p.name, func(t *testing.T) {
+				up := newFakeUpstream()
+				tool := "lookup"
+				var h *harness
+				if servers == "one server" {
+					h = newHarnessWith(t, up, withPolicy)
+				} else {
+					var calls atomic.Int32
+					tool = "crm_lookup"
+					h = newHarnessOver(t, countingRouter{up, &calls}, up, withPolicy)
+				}
+				task := ""
+				if p.task {
+					task = `,"task":{"ttl":60000}`
+				}
+				h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"q":1}` + task + `}}`)
+				list := h.upstreamGets()
+				h.up.lines <- `{"jsonrpc":"2.0","id":` + list[strings.Index(list, `"id":`)+5:strings.Index(list, `,"method"`)] + `,"result":{"tools":[{"name":"` + tool + `","inputSchema":{"type":"object"}}]}}`
+				h.upstreamGets()
+				if !p.task {
+					h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":` + result + `}`
+					checkRedacted(t, h.clientGets(), mail)
+					if rec := h.recs.call(); rec.Tool != tool || len(rec.GuardrailsTriggered) == 0 {
+						t.Fatalf("record %+v", rec)
+					}
+					return
+				}
+				h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t-1","status":"working","ttl":60000}}}`
+				if got := h.clientGets(); !strings.Contains(got, `"t-1"`) {
+					t.Fatalf("tools/call: %s", got)
+				}
+				h.recs.call()
+				if p.fetch != "" {
+					h.client(p.fetch)
+					h.upstreamGets()
+				}
+				h.up.lines <- strings.Replace(p.answer, "%s", result, 1)
+				checkRedacted(t, h.clientGets(), mail)
+				rec := <-h.recs.ch
+				if rec.Tool != tool || len(rec.GuardrailsTriggered) == 0 || rec.GuardrailsTriggered[0] != "redact-email.js" {
+					t.Fatalf("record %+v", rec)
+				}
+
+				// A task the session does not hold: no tool to judge the result by.
+				if p.fetch == "" {
+					h.up.lines <- strings.Replace(strings.Replace(p.answer, "%s", result, 1), "t-1", "t-9", 1)
+					if rec := <-h.recs.ch; rec.Reason != "task_unknown" {
+						t.Fatalf("record %+v", rec)
+					}
+					clean := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"fine"}}`
+					h.up.lines <- clean
+					if got := h.clientGets(); got != clean {
+						t.Fatalf("client got %s", got)
+					}
+					return
+				}
+				h.client(strings.Replace(strings.Replace(p.fetch, "t-1", "t-9", 1), `"id":2`, `"id":3`, 1))
+				if p.name == "tasks/get inlining the result" { // asked: the refusal comes with the answer
+					h.upstreamGets()
+					h.up.lines <- strings.Replace(strings.Replace(strings.Replace(p.answer, "%s", result, 1), "t-1", "t-9", 1), `"id":2`, `"id":3`, 1)
+				}
+				if got := h.clientGets(); errorCode(t, got) != -32602 || strings.Contains(got, mail) {
+					t.Fatalf("unknown task: %s", got)
+				}
+			})
+		}
+	}
+}
+
+func checkRedacted(t *testing.T, got, mail string) {
+	t.Helper()
+	if strings.Contains(got, mail) || strings.Count(got, "[REDACTED:EMAIL]") < 2 {
+		t.Fatalf("the client got the address unredacted (or not in both copies): %s", got)
+	}
+}
