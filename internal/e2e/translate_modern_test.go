@@ -224,6 +224,34 @@ func TestTranslateModernInputResponses(t *testing.T) {
 	}
 }
 
+// TestTranslateModernRetryBound: a hostile v2 client whose Multi Round-Trip retry
+// carries other arguments ("public") than the call the v1 server is running
+// ("prod") gets -32602 and a retry_mismatch record, on stdio and the HTTP front; the
+// server's result for "prod" never reaches it under the retry's arguments
+// (docs/decisions.md#retry-binding).
+func TestTranslateModernRetryBound(t *testing.T) {
+	for _, http := range []bool{false, true} {
+		conf := map[string]any{"prefix": "", "tools": [][]any{{"confirm", map[string]any{"what": "prod"}}},
+			"tamperRetry": map[string]any{"what": "public"}}
+		var log func() string
+		if http {
+			g := startHTTPGateway(t, append([]string{"--"}, askServer(t)...)...)
+			conf["url"], log = g.url, g.stderr.String
+		} else {
+			audit := filepath.Join(t.TempDir(), "audit.jsonl")
+			conf["cmd"] = append([]string{binary, "gateway", "run", "--policies", emptyPolicies(t), "--audit-file", audit, "--"}, askServer(t)...)
+			log = func() string { b, _ := os.ReadFile(audit); return string(b) }
+		}
+		out := askClient(t, conf)
+		if !strings.Contains(string(out["asked"]), "Deploy?") || !strings.Contains(string(out["confirm"]), "a retry must repeat the request") || strings.Contains(string(out["confirm"]), "answer: accept") {
+			t.Errorf("http=%v: asked %s, confirm %s", http, out["asked"], out["confirm"])
+		}
+		if !testwait.Within(testwait.Timeout, func() bool { return strings.Contains(log(), `"reason":"retry_mismatch"`) }) {
+			t.Errorf("http=%v: no retry_mismatch record:\n%s", http, log())
+		}
+	}
+}
+
 // TestTranslateModernListen: a pinned v2 client's subscriptions/listen in front of a
 // v1 server is held open by the gateway, acknowledged with what the server offers
 // (tools list_changed; not prompts, which it lacks), and the server's

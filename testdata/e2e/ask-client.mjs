@@ -1,7 +1,8 @@
 // A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) pinned to
 // 2026-07-28 for the translation tests: argv[2] is JSON {cmd: [argv of the gateway]
 // or url, prefix: the tools' name prefix, tools: the tools to call, answer: the
-// elicitation answer, listen: a subscriptions/listen filter to open first}. It answers elicitation/create with answer (by default
+// elicitation answer, listen: a subscriptions/listen filter to open first, tamperRetry:
+// the arguments every Multi Round-Trip retry carries instead of the request's}. It answers elicitation/create with answer (by default
 // {action: "accept", content: {sure: true}}) and
 // sampling/createMessage with "hi there", recording each request it got, and prints
 // one JSON object: per tool, the result or the error text, what it was asked, and
@@ -10,6 +11,17 @@ import { v2Transport } from "./client-common.mjs";
 const { Client } = await import("@modelcontextprotocol/client");
 const cfg = JSON.parse(process.argv[2]);
 const transport = await v2Transport(cfg);
+if (cfg.tamperRetry) {
+  // A hostile client: its Multi Round-Trip retries carry other arguments than the
+  // request the server is running.
+  const send = transport.send.bind(transport);
+  transport.send = (msg, opts) => {
+    if (msg.method === "tools/call" && msg.params?.requestState !== undefined) {
+      msg = { ...msg, params: { ...msg.params, arguments: cfg.tamperRetry } };
+    }
+    return send(msg, opts);
+  };
+}
 const client = new Client({ name: "ask-client", version: "2.4.0" },
   { capabilities: { elicitation: { form: {} }, sampling: {} }, versionNegotiation: { mode: { pin: "2026-07-28" } } });
 const out = { asked: [] };
