@@ -40,6 +40,12 @@ const (
 	ReasonRetryMismatch         Reason = "retry_mismatch"            // a translated 2026-07-28 retry whose params (arguments, name, uri) differ from the request its requestState was issued for: answered -32602, never forwarded
 	ReasonRequestStateInvalid   Reason = "request_state_invalid"     // a Multi Round-Trip retry whose requestState the gateway did not issue to this caller, session and request, or that expired or was used: answered -32602, never forwarded
 
+	// The strict profile's argument checks (docs/engine.md#argument-checks): answered
+	// -32602, never forwarded.
+	ReasonArgumentSchema Reason = "argument_schema" // arguments that break the listed inputSchema (or a prompt's declared arguments), or an undeclared argument
+	ReasonArgumentShell  Reason = "argument_shell"  // command chaining, substitution or redirection in a command, host or URL argument
+	ReasonArgumentPath   Reason = "argument_path"   // a path outside the roots, a ".." that climbs above its start, a UNC or URL path
+
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
 	ReasonDuplicateMember   Reason = "duplicate_member"    // two members of one object equal, or equal under Unicode simple case folding
@@ -61,6 +67,7 @@ var Reasons = []Reason{
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch, ReasonRequestStateInvalid,
+	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName, ReasonInexactID,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }

@@ -108,6 +108,7 @@ type Stage string
 const (
 	StageToolAccess   Stage = "tool_access"
 	StageInputRules   Stage = "input_rules"
+	StageArguments    Stage = "arguments" // the argument checks against the listed schema (internal/argcheck)
 	StagePrePolicies  Stage = "pre_policies"
 	StageUpstream     Stage = "upstream"
 	StageOutputRules  Stage = "output_rules"

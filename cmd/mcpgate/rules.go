@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/vet"
@@ -51,6 +52,7 @@ default profile, and the flag that overrides each change (docs/policies.md#profi
 func printRules(w io.Writer, format string) error {
 	rules := append(engine.Rules(), channelcheck.Rules()...)
 	rules = append(rules, vet.Rules()...)
+	rules = append(rules, argcheck.Rules()...)
 	slices.SortFunc(rules, func(a, b engine.Rule) int { return strings.Compare(a.ID, b.ID) })
 	switch format {
 	case "json":

@@ -76,6 +76,7 @@ type Record struct {
 	Policy          string                  `json:"policy,omitempty"` // the policy file behind Reason
 	ParamsRewritten bool                    `json:"params_rewritten"`
 	InputRuleIDs    []string                `json:"input_rule_ids,omitempty"`
+	ArgumentCheck   *ArgumentCheck          `json:"argument_check,omitempty"` // the arguments against the listed schema, shell and path checks
 	Policies        []string                `json:"policies_acted,omitempty"`
 	PolicyGen       uint64                  `json:"policy_generation"`
 	PolicySetHash   string                  `json:"policy_set_hash"`
@@ -101,6 +102,23 @@ type Record struct {
 	// client request (translated from one, or on its HTTP stream), that request's;
 	// empty when MCP does not define that method (a made-up name may carry values).
 	Via string `json:"via,omitempty"`
+}
+
+// ArgumentCheck is what the argument checks found in a tools/call's or prompts/get's
+// arguments (docs/engine.md#argument-checks): Schema is checked, schema_unknown (no
+// listing of the tool was seen) or schema_invalid (the listed schema does not
+// compile); each finding names a rule, the JSON pointer of the member and the schema
+// keyword, never a value.
+type ArgumentCheck struct {
+	Schema   string            `json:"schema"`
+	Findings []ArgumentFinding `json:"findings,omitempty"`
+}
+
+// ArgumentFinding is one finding of ArgumentCheck.
+type ArgumentFinding struct {
+	Rule    string `json:"rule"`
+	Pointer string `json:"pointer"`
+	Keyword string `json:"keyword,omitempty"`
 }
 
 // Shadow is a record's shadow field: the decision a candidate policy set (gateway run

@@ -42,6 +42,9 @@ var StrictChanges = []Change{
 	{Setting: "changed tool definition", Default: "warn", Strict: "block until mcpgate pins approve", Flag: "--pins-mode"},
 	{Setting: "server vetted at start-up with a block-level finding (docs/vet.md)", Default: "logged, started", Strict: "not started (the others are); plaintext transport and look-alike names are block-level", Flag: "--vet-mode"},
 	{Setting: "shipped redaction policies", Default: "only --policies' files", Strict: "built in, before --policies' files"},
+	{Setting: "arguments against the listed schema", Default: "recorded (argument_schema)", Strict: "refused: -32602 argument_schema"},
+	{Setting: "command, host and URL arguments", Default: "recorded (argument_shell)", Strict: "chaining refused: -32602 argument_shell"},
+	{Setting: "path arguments", Default: "recorded (argument_path_*)", Strict: "outside the roots refused: -32602 argument_path"},
 }
 
 // ParseProfile checks a profile name; "" is the default.

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/budget"
@@ -131,6 +132,13 @@ type Call struct {
 	// pins, docs/channels.md#roots): a file: link in the result outside every one is
 	// output_ssrf_target. Nil means none are known.
 	Roots []string
+	// PinnedRoots are the file:// roots the server is pinned to (--root,
+	// mcpServers.NAME.roots); the argument checks judge paths by Roots, else by these.
+	PinnedRoots []string
+	// Schema, when set, returns the argument checks of the tool's inputSchema from the
+	// listing the gateway saw, nil when it saw none (docs/engine.md#argument-checks).
+	// Nil: the checks are not run.
+	Schema func(tool string) *argcheck.Tool
 	// Server is the configured name of the server the call goes to (ctx.server and
 	// the record's server); "" when the gateway fronts an unnamed command.
 	Server string
@@ -234,6 +242,10 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return r.invalidParams(err)
 	}
 	r.inputResponses(&in)
+	if refused := r.argumentChecks(); refused != nil {
+		r.rec.setInputRules(in)
+		return *refused
+	}
 
 	// 2. Pre-phase policies: reject or rewrite the arguments.
 	preCall := r.policyCall(ctxapi.PhasePre, nil, in.Findings)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -78,10 +79,21 @@ func (t *record) setPhase(phase string) { t.r.Phase = phase }
 
 func (t *record) setShadow(s *audit.Shadow) { t.r.Shadow = s }
 
-func (t *record) setParamsRewritten()            { t.state.paramsRewritten = true }
-func (t *record) setInputRules(in engine.Report) { t.r.InputRuleIDs = in.RuleIDs() }
-func (t *record) setFailModeTriggered()          { t.state.failMode = true }
-func (t *record) setTruncated()                  { t.r.Truncated = true }
+func (t *record) setParamsRewritten() { t.state.paramsRewritten = true }
+func (t *record) setInputRules(in engine.Report) {
+	t.r.InputRuleIDs = in.RuleIDs()
+	if ac := t.r.ArgumentCheck; ac != nil {
+		for _, f := range ac.Findings {
+			t.r.InputRuleIDs = appendUnique(t.r.InputRuleIDs, f.Rule)
+		}
+	}
+}
+
+// setArguments records what the argument checks found (argument_check); their rule
+// ids join input_rule_ids.
+func (t *record) setArguments(res argcheck.Result) { t.r.ArgumentCheck = argumentCheck(res) }
+func (t *record) setFailModeTriggered()            { t.state.failMode = true }
+func (t *record) setTruncated()                    { t.r.Truncated = true }
 
 // ms converts to milliseconds with microsecond precision.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

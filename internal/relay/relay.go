@@ -284,7 +284,7 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if msg.Method == "initialize" {
 			s.noteClientInfo(msg.Params)
 		}
-		if s.hiddenEntry(ctx, msg) || s.unknownTask(msg) || s.filterRequest(ctx, msg) {
+		if s.hiddenEntry(ctx, msg) || s.promptArguments(ctx, msg) || s.unknownTask(msg) || s.filterRequest(ctx, msg) {
 			return
 		}
 		s.forwardRequest(msg)
@@ -456,6 +456,8 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			Server: server, SamplingContext: s.clientSamplingContext(),
 			ClientCapabilities: envelopeCapabilities(msg.Params),
 			Roots:              s.declaredRoots(server),
+			PinnedRoots:        s.opts.Roots[server],
+			Schema:             s.tools.schema,
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
@@ -753,6 +755,8 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		switch p.req.Method {
 		case "tools/list":
 			s.tools.observe(msg.Result)
+		case "prompts/list":
+			s.tools.observePrompts(msg.Result)
 		case "initialize":
 			s.noteVersion(msg.Result)
 		}

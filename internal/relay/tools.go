@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
@@ -25,12 +26,17 @@ type toolIndex struct {
 	props map[string]schemaNames
 	// params holds, per tool, its inputSchema's x-mcp-header declarations (SEP-2243).
 	params map[string][]mcpparam.Declaration
-	known  bool // a full tools/list has been seen since the last list_changed
+	// schemas holds, per tool, the argument checks of its listed inputSchema, compiled
+	// once per listing on the first call (internal/argcheck); prompts the same for
+	// each prompt's declared arguments.
+	schemas map[string]*argcheck.Tool
+	prompts map[string]*argcheck.Tool
+	known   bool // a full tools/list has been seen since the last list_changed
 }
 
 func newToolIndex(s *Session) *toolIndex {
 	return &toolIndex{s: s, access_: map[string]string{}, props: map[string]schemaNames{},
-		params: map[string][]mcpparam.Declaration{}}
+		params: map[string][]mcpparam.Declaration{}, schemas: map[string]*argcheck.Tool{}, prompts: map[string]*argcheck.Tool{}}
 }
 
 type toolAnnotations struct {
@@ -70,6 +76,7 @@ func (x *toolIndex) observe(result json.RawMessage) {
 	defer x.mu.Unlock()
 	for _, t := range page.Tools {
 		x.access_[t.Name] = accessFromAnnotations(t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint)
+		x.schemas[t.Name] = argcheck.NewTool(t.Name, t.InputSchema)
 		if d := mcpparam.Declarations(t.InputSchema); d != nil {
 			x.params[t.Name] = d
 		} else {
@@ -84,6 +91,40 @@ func (x *toolIndex) observe(result json.RawMessage) {
 	if page.NextCursor == "" {
 		x.known = true
 	}
+}
+
+// schema is pipeline.Call.Schema: the argument checks of the tool's inputSchema in
+// the listing last seen, nil when none was.
+func (x *toolIndex) schema(tool string) *argcheck.Tool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.schemas[tool]
+}
+
+// observePrompts records the declared arguments of a prompts/list page that passes
+// through.
+func (x *toolIndex) observePrompts(result json.RawMessage) {
+	var page struct {
+		Prompts []struct {
+			Name      string                    `json:"name"`
+			Arguments []argcheck.PromptArgument `json:"arguments"`
+		} `json:"prompts"`
+	}
+	if json.Unmarshal(result, &page) != nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, p := range page.Prompts {
+		x.prompts[p.Name] = argcheck.NewPrompt(p.Name, p.Arguments)
+	}
+}
+
+// prompt is the argument checks of a listed prompt, nil when none was listed.
+func (x *toolIndex) prompt(name string) *argcheck.Tool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.prompts[name]
 }
 
 func (x *toolIndex) invalidate() {
@@ -335,4 +376,33 @@ func (x *toolIndex) paramDeclarations(ctx context.Context, tool string) []mcppar
 		x.mu.Unlock()
 	}
 	return d
+}
+
+// promptArguments runs a prompts/get's arguments through Pipeline.PromptArguments
+// against the prompt's listed arguments, and reports whether it answered the request
+// itself (the strict profile refused it); the server is then never asked.
+func (s *Session) promptArguments(ctx context.Context, msg *jsonrpc.Message) bool {
+	if msg.Method != "prompts/get" || s.opts.Pipeline == nil {
+		return false
+	}
+	var q struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(msg.Params, &q)
+	server := s.opts.Server
+	if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
+		server = routed.Upstream
+	}
+	roots := s.declaredRoots(server)
+	if len(roots) == 0 {
+		roots = s.opts.Roots[server]
+	}
+	info, version := s.clientOf(msg.Params)
+	reply := s.opts.Pipeline.PromptArguments(ctx, pipeline.Channel{Method: msg.Method, Params: msg.Params, User: s.opts.User,
+		ClientInfo: info, ProtocolVersion: version, Server: server, Roots: roots}, s.tools.prompt(q.Name))
+	if reply.Error == nil {
+		return false
+	}
+	s.write(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse, ID: msg.ID, Error: reply.Error})
+	return true
 }

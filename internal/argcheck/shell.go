@@ -1,0 +1,353 @@
+package argcheck
+
+import (
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// class is what a string argument reaches, read from the schema's format, the
+// property's name and description, and the tool's name.
+type class uint8
+
+const (
+	classPlain   class = iota // plain text: the template check, shell payloads, path-shaped values
+	classCommand              // a shell command line
+	classPath                 // a file or directory path
+	classURL                  // a URL or URI
+	classHost                 // a host name or address
+	classQuery                // a query (search, SQL)
+	classCode                 // content, code, a body: written as it is, never judged
+)
+
+var nameClass = map[string]class{
+	"command": classCommand, "commands": classCommand, "cmd": classCommand, "cmdline": classCommand,
+	"commandline": classCommand, "shell": classCommand, "exec": classCommand,
+	"path": classPath, "paths": classPath, "file": classPath, "files": classPath, "filename": classPath,
+	"filenames": classPath, "filepath": classPath, "dir": classPath, "dirs": classPath, "directory": classPath,
+	"directories": classPath, "folder": classPath, "folders": classPath, "cwd": classPath, "workdir": classPath,
+	"destination": classPath, "dest": classPath,
+	"url": classURL, "urls": classURL, "uri": classURL, "uris": classURL, "href": classURL, "link": classURL,
+	"endpoint": classURL, "webhook": classURL, "website": classURL,
+	"host": classHost, "hostname": classHost, "hosts": classHost, "domain": classHost, "ip": classHost,
+	"query": classQuery, "sql": classQuery, "q": classQuery,
+	"content": classCode, "contents": classCode, "code": classCode, "script": classCode, "snippet": classCode,
+	"body": classCode, "template": classCode, "patch": classCode, "diff": classCode, "html": classCode,
+	"markdown": classCode, "source": classCode, "css": classCode, "js": classCode, "json": classCode, "yaml": classCode,
+}
+
+var formatClass = map[string]class{
+	"uri": classURL, "uri-reference": classURL, "iri": classURL, "iri-reference": classURL, "url": classURL,
+	"hostname": classHost, "idn-hostname": classHost, "ipv4": classHost, "ipv6": classHost,
+}
+
+var fileTool = map[string]bool{"file": true, "files": true, "dir": true, "directory": true, "folder": true,
+	"path": true, "move": true, "copy": true, "rename": true}
+
+var (
+	descCommand = regexp.MustCompile(`(?i)\b(shell command|command line|command to (run|execute))\b`)
+	descPath    = regexp.MustCompile(`(?i)\b((file|directory|folder) path|path (to|of) (the |a )?(file|directory|folder))\b`)
+)
+
+// classify reads what the property name of tool reaches; schema (its schema, or nil)
+// may say it by format, type or description.
+func classify(tool, name string, schema map[string]any) class {
+	if f, ok := schema["format"].(string); ok {
+		if c, ok := formatClass[f]; ok {
+			return c
+		}
+	}
+	words := splitWords(name)
+	if len(words) > 0 {
+		last := words[len(words)-1]
+		if last == "source" && anyWord(splitWords(tool), fileTool) {
+			return classPath
+		}
+		if c, ok := nameClass[last]; ok {
+			return c
+		}
+		if c, ok := nameClass[strings.Join(words, "")]; ok {
+			return c
+		}
+		for _, w := range words { // "__exec", "cmd_args", "file_name"
+			if c, ok := nameClass[w]; ok && c != classCode && c != classQuery {
+				return c
+			}
+		}
+	}
+	if d, ok := schema["description"].(string); ok {
+		switch {
+		case descCommand.MatchString(d):
+			return classCommand
+		case descPath.MatchString(d):
+			return classPath
+		}
+	}
+	return classPlain
+}
+
+// splitWords splits a name at '_', '-', '.', spaces and lower-to-upper case changes,
+// lower-cased: "filePath" → file, path.
+func splitWords(s string) []string {
+	var out []string
+	var b strings.Builder
+	var prev rune
+	flush := func() {
+		if b.Len() > 0 {
+			out = append(out, strings.ToLower(b.String()))
+			b.Reset()
+		}
+	}
+	for _, r := range s {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush()
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	flush()
+	return out
+}
+
+func anyWord(words []string, set map[string]bool) bool {
+	for _, w := range words {
+		if set[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkString runs the checks of its class over one string leaf.
+func checkString(s, ptr string, cl class, roots []string) []Finding {
+	var out []Finding
+	add := func(rule string, refuse bool) { out = append(out, Finding{Rule: rule, Pointer: ptr, Refuse: refuse}) }
+	switch cl {
+	case classCommand:
+		if shellSyntax(s) {
+			add(RuleShell, true)
+		}
+	case classHost:
+		if strings.ContainsAny(s, ";|&`$<>\n\r") || shellPayload(s) {
+			add(RuleShell, true)
+		}
+	case classURL:
+		if urlShell(s) || shellPayload(s) {
+			add(RuleShell, true)
+		}
+		if strings.HasPrefix(strings.ToLower(s), "file:") {
+			out = append(out, checkPath(s, ptr, roots, true)...)
+		}
+	case classQuery:
+		if substitution(s) || newlineCommand(s) {
+			add(RuleShell, false)
+		}
+	case classPath:
+		if shellPayload(s) {
+			add(RuleShell, true)
+		}
+		out = append(out, checkPath(s, ptr, roots, true)...)
+	case classPlain:
+		if shellPayload(s) {
+			add(RuleShell, false)
+		}
+		if pathShaped(s) {
+			out = append(out, checkPath(s, ptr, roots, false)...)
+		}
+		if templateMarker.MatchString(s) {
+			add(RuleTemplate, false)
+		}
+	}
+	return out
+}
+
+// shellWords are the commands a payload runs after chaining or inside a substitution.
+var shellWords = `curl|wget|sh|bash|zsh|dash|ksh|csh|fish|nc|ncat|netcat|socat|telnet|rm|mv|cp|chmod|chown|` +
+	`python|python3|perl|ruby|php|node|powershell|pwsh|cmd|whoami|id|uname|cat|base64|eval|exec|sudo|su|` +
+	`mkfifo|ssh|scp|nslookup|dig|ping|echo|printf|env|export|kill|touch|tee|dd|awk|sed|xargs|find|ls|sleep|` +
+	`certutil|bitsadmin|iex|invoke-expression|invoke-webrequest|ftp|tftp|crontab|systemctl|useradd|passwd`
+
+var (
+	// a substitution that runs a command: $(cmd …), `cmd …`
+	substRE = regexp.MustCompile(`(?i)\$\(\s*(` + shellWords + `)\b|` + "`" + `\s*(` + shellWords + `)\b[^` + "`" + `]*` + "`")
+	// chaining into a command: ; cmd, && cmd, || cmd, | sh
+	chainRE = regexp.MustCompile(`(?i)(;|&&|\|\|)\s*(` + shellWords + `)\s+\S|\|\s*(sh|bash|zsh|dash|ksh|python3?|perl|ruby|php|node|powershell|pwsh|iex)\b\s*(-\S*\s*)*($|\n|;|&)`)
+	// a newline, then a command
+	newlineRE = regexp.MustCompile(`(?i)[\r\n]\s*(` + shellWords + `)\s`)
+	// template markers of the common server-side engines: {{…}}, {%…%}, ${…}, <%…%>, #{…}
+	templateMarker = regexp.MustCompile(`\{\{[^{}\n]{1,200}\}\}|\{%[^\n]{1,200}?%\}|\$\{[^{}\n]{1,200}\}|<%[^\n]{0,200}?%>|#\{[^{}\n]{1,200}\}`)
+)
+
+// shellPayload reports a shell payload in text of any kind: a substitution or a
+// chain that runs a known command, a download piped into a shell. A markdown table's
+// "|" or prose's ";" before an ordinary word is none.
+func shellPayload(s string) bool { return substRE.MatchString(s) || chainRE.MatchString(s) }
+
+func substitution(s string) bool { return substRE.MatchString(s) }
+
+func newlineCommand(s string) bool { return newlineRE.MatchString(s) }
+
+// shellSyntax reports, for a command line, chaining (; && || |), substitution ($(…),
+// backticks), redirection (> >> < 2> &>) or a newline then a command, outside
+// single quotes (and, but for substitution, outside double quotes).
+func shellSyntax(s string) bool {
+	var single, double bool
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && !single:
+			i++
+		case c == '\'' && !double:
+			single = !single
+		case c == '"' && !single:
+			double = !double
+		case single:
+		case c == '`', c == '$' && i+1 < len(s) && s[i+1] == '(':
+			return true
+		case double:
+		case c == ';', c == '|', c == '&', c == '>', c == '<':
+			return true
+		case c == '\n' || c == '\r':
+			if strings.TrimSpace(s[i:]) != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// urlShell reports shell syntax in a URL: a substitution, a newline, or an operator
+// with white space beside it (a URL has no white space; ";" and "|" alone may be in
+// its path or query).
+func urlShell(s string) bool {
+	if strings.Contains(s, "$(") || strings.Contains(s, "`") || strings.ContainsAny(s, "\r\n") {
+		return true
+	}
+	for _, op := range []string{";", "|", "&&", ">", "<"} {
+		for i := strings.Index(s, op); i >= 0; {
+			before := i > 0 && unicode.IsSpace(rune(s[i-1]))
+			after := i+len(op) < len(s) && unicode.IsSpace(rune(s[i+len(op)]))
+			if before || after {
+				return true
+			}
+			j := strings.Index(s[i+len(op):], op)
+			if j < 0 {
+				break
+			}
+			i += len(op) + j
+		}
+	}
+	return false
+}
+
+// pathShaped reports a value that reads as a file path on its own: one token that
+// begins /, ./, ../, ~/, \\ or a drive letter, or holds a ".." segment.
+func pathShaped(s string) bool {
+	if s == "" || len(s) > 4096 || strings.ContainsAny(s, " \t\r\n") {
+		return false
+	}
+	n := strings.ReplaceAll(s, `\`, "/")
+	switch {
+	case strings.HasPrefix(n, "./"), strings.HasPrefix(n, "../"), n == "..", strings.HasPrefix(n, "~/"):
+		return true
+	case strings.HasPrefix(n, "//"):
+		return true
+	case strings.HasPrefix(n, "/") && !strings.HasPrefix(n, "/*"):
+		return true
+	case drive(n):
+		return true
+	}
+	return strings.Contains(n, "/../") || strings.HasSuffix(n, "/..")
+}
+
+// drive reports a Windows drive path: C:/ or C:\ (slashes already forward).
+func drive(n string) bool {
+	return len(n) >= 3 && n[1] == ':' && n[2] == '/' && (n[0]|0x20) >= 'a' && (n[0]|0x20) <= 'z'
+}
+
+var schemeRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+
+// checkPath judges one path: a UNC or URL form (in a path argument), ".." that climbs
+// above the start, an absolute or "~" path outside roots (or, with no roots known,
+// absolute at all, in a path argument).
+func checkPath(s, ptr string, roots []string, isPath bool) []Finding {
+	f := func(rule string, refuse bool) []Finding { return []Finding{{Rule: rule, Pointer: ptr, Refuse: refuse}} }
+	n := strings.ReplaceAll(s, `\`, "/")
+	lower := strings.ToLower(n)
+	switch {
+	case strings.HasPrefix(lower, "file:"):
+		u, err := url.Parse(n)
+		if err != nil {
+			return f(RulePathRemote, isPath)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return f(RulePathRemote, isPath)
+		}
+		n = u.Path
+	case strings.HasPrefix(n, "//"):
+		return f(RulePathRemote, isPath)
+	case schemeRE.MatchString(n) && !drive(n):
+		if isPath && strings.Contains(n, "://") {
+			return f(RulePathRemote, true)
+		}
+		return nil
+	}
+	if strings.HasPrefix(n, "~") {
+		if len(roots) > 0 {
+			return f(RulePathOutsideRoots, true)
+		}
+		if isPath {
+			return f(RulePathAbsolute, false)
+		}
+		return nil
+	}
+	if drive(n) {
+		n = "/" + n
+	}
+	if !strings.HasPrefix(n, "/") {
+		if c := path.Clean(n); c == ".." || strings.HasPrefix(c, "../") {
+			return f(RulePathTraversal, true)
+		}
+		return nil
+	}
+	if len(roots) == 0 {
+		if isPath {
+			return f(RulePathAbsolute, false)
+		}
+		return nil
+	}
+	if !isPath { // a plain argument's absolute value: only a traversal is judged
+		return nil
+	}
+	c := path.Clean(n)
+	for _, r := range roots {
+		if c == r || r == "/" || strings.HasPrefix(c, r+"/") || strings.EqualFold(c, r) {
+			return nil
+		}
+	}
+	return f(RulePathOutsideRoots, true)
+}
+
+// parseRoots turns file:// root URIs into clean absolute paths; others are skipped.
+func parseRoots(uris []string) []string {
+	var out []string
+	for _, r := range uris {
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme != "file" || u.Path == "" {
+			continue
+		}
+		p := u.Path
+		if len(p) >= 3 && p[0] == '/' && drive(p[1:]) { // file:///C:/x
+			p = "/" + p[1:]
+		}
+		out = append(out, path.Clean(p))
+	}
+	return out
+}
