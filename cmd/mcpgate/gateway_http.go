@@ -19,6 +19,7 @@ type httpFlags struct {
 	perCaller    int
 	idleTimeout  time.Duration
 	maxDepth     int
+	heldOpen     gateway.HTTP // the bounds of what a caller holds open (docs/http.md#held-open)
 	oauth        gateway.OAuth
 	tls          gateway.TLS
 }
@@ -33,6 +34,12 @@ func (h *httpFlags) register(fl *pflag.FlagSet, session string, sessions int) {
 	fl.IntVar(&h.perCaller, "max-sessions-per-caller", gateway.DefaultMaxSessionsPerCaller, "with --listen and callers told apart by token: most concurrent sessions of one caller; past it an initialize gets 429 (without tokens there is one caller, and --max-sessions alone applies)")
 	fl.DurationVar(&h.idleTimeout, "session-idle-timeout", 30*time.Minute, "with --listen: end a session after this long without traffic")
 	fl.IntVar(&h.maxDepth, "max-json-depth", httpfront.DefaultMaxDepth, "with --listen: deepest JSON nesting accepted in a client message")
+	fl.Int64Var(&h.heldOpen.MaxBodyBytesInFlight, "max-body-bytes-in-flight", httpfront.DefaultMaxBodyBytesInFlight, "with --listen: most request-body bytes being read or held by the POSTs in flight, all callers together; past it a POST gets 503 (-1: no limit)")
+	fl.Int64Var(&h.heldOpen.MaxBodyBytesPerCaller, "max-body-bytes-per-caller", httpfront.DefaultMaxBodyBytesPerCaller, "with --listen: most request-body bytes in flight of one caller (never below --max-message-bytes); past it a POST gets 429 (-1: no limit)")
+	fl.DurationVar(&h.heldOpen.BodyReadTimeout, "body-read-timeout", httpfront.DefaultBodyReadTimeout, "with --listen: how long a POST body may take to arrive; past it 408 and the connection closes (-1s: no limit)")
+	fl.DurationVar(&h.heldOpen.ConnIdleTimeout, "conn-idle-timeout", gateway.DefaultConnIdleTimeout, "with --listen: close a keep-alive connection idle this long (-1s: never)")
+	fl.IntVar(&h.heldOpen.MaxConnsPerAddr, "max-conns-per-addr", 0, "with --listen: most connections one remote IP holds open; past it a connection gets 429 and is closed (0: 64, or a quarter of --max-conns when smaller; -1: no limit)")
+	fl.IntVar(&h.heldOpen.MaxConns, "max-conns", 0, "with --listen: most connections held open in all; past it a connection gets 503 and is closed (0: half the file-descriptor limit, at most 16384; -1: no limit)")
 	fl.StringVar(&h.oauth.Issuer, "oauth-issuer", "", "with --listen: accept OAuth access tokens from this authorization server (its issuer URL; scopes, claims and introspection in mcpgate.oauth of --config, docs/http.md#oauth)")
 	fl.StringVar(&h.oauth.Audience, "oauth-audience", "", "with --oauth-issuer: the resource URI a token's aud must hold (default: the front's public URL of /mcp, http(s)://LISTEN/mcp)")
 	fl.BoolVar(&h.oauth.AcceptMissingAudience, "oauth-accept-missing-audience", false, "with --oauth-issuer: accept an introspected token whose answer names no audience (aud) as meant for this gateway (mcpgate.oauth.acceptMissingAudience); any resource that introspects as the same client then accepts it too (docs/http.md#audience)")
@@ -65,5 +72,8 @@ func (h *httpFlags) config() gateway.HTTP {
 		Listen: h.listen, AllowHosts: h.allowHosts, DrainTimeout: h.drainTimeout,
 		MaxSessions: h.maxSessions, MaxSessionsPerCaller: h.perCaller, IdleTimeout: h.idleTimeout, MaxDepth: h.maxDepth,
 		OAuth: h.oauth, TLS: h.tls,
+		MaxBodyBytesInFlight: h.heldOpen.MaxBodyBytesInFlight, MaxBodyBytesPerCaller: h.heldOpen.MaxBodyBytesPerCaller,
+		BodyReadTimeout: h.heldOpen.BodyReadTimeout, ConnIdleTimeout: h.heldOpen.ConnIdleTimeout,
+		MaxConnsPerAddr: h.heldOpen.MaxConnsPerAddr, MaxConns: h.heldOpen.MaxConns,
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/connlimit"
 	"github.com/mcpgate/mcpgate/internal/loopback"
 )
 
@@ -80,10 +81,12 @@ func New(o Options) (*Server, error) {
 	if h, _, err := net.SplitHostPort(o.Addr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
 		hosts = append(hosts, h)
 	}
-	ln, err := net.Listen("tcp", o.Addr)
+	raw, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
 	}
+	// connections per remote address and in all, as on the MCP listener (docs/http.md#held-open)
+	ln := connlimit.Wrap(raw, connlimit.Options{HTTP: true, Logger: o.Logger, What: "admin"})
 	s := &Server{ln: ln, log: o.Logger}
 	s.srv = &http.Server{
 		Handler:           Handler(o, newGuard(hosts, digest)),

@@ -64,10 +64,18 @@ var servingRE = regexp.MustCompile(`"url":"(https?://[^"]+)"`)
 // startHTTPGateway runs `mcpgate gateway run --listen 127.0.0.1:0 ARGS...`.
 func startHTTPGateway(t testing.TB, args ...string) *httpGateway {
 	t.Helper()
+	return startHTTPGatewayUnder(t, nil, args...)
+}
+
+// startHTTPGatewayUnder runs the gateway as startHTTPGateway does, under the command
+// wrapper (e.g. prlimit --nofile=256 --), when one is given.
+func startHTTPGatewayUnder(t testing.TB, wrapper []string, args ...string) *httpGateway {
+	t.Helper()
 	gw, _ := httpBinaries(t)
 	pol := t.TempDir()
 	full := append([]string{"gateway", "run", "--listen", "127.0.0.1:0", "--policies", pol, "--log-format", "json"}, args...)
-	cmd := exec.Command(gw, full...)
+	argv := append(append(append([]string{}, wrapper...), gw), full...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	g := &httpGateway{cmd: cmd, stderr: &stderrLog{}, done: make(chan struct{})}
 	cmd.Stderr = g.stderr
 	cmd.Stdout = io.Discard

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/connlimit"
 	"github.com/mcpgate/mcpgate/internal/httpfront"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/multi"
@@ -38,8 +39,18 @@ type HTTP struct {
 	MaxSessionsPerCaller int
 	IdleTimeout          time.Duration
 	MaxDepth             int
-	OAuth                OAuth // --oauth-issuer, --oauth-audience (auth.go)
-	TLS                  TLS   // --tls-cert, --tls-key, --tls-client-ca (auth.go)
+	// What one caller can hold open (docs/http.md#held-open): request-body bytes in
+	// flight in all and per caller, how long a body may take to arrive, how long an
+	// idle keep-alive connection stays, and connections per remote address and in
+	// all. Zero takes the default; -1 turns a bound off.
+	MaxBodyBytesInFlight  int64
+	MaxBodyBytesPerCaller int64
+	BodyReadTimeout       time.Duration
+	ConnIdleTimeout       time.Duration
+	MaxConnsPerAddr       int
+	MaxConns              int
+	OAuth                 OAuth // --oauth-issuer, --oauth-audience (auth.go)
+	TLS                   TLS   // --tls-cert, --tls-key, --tls-client-ca (auth.go)
 }
 
 // Server is one upstream: a name ("" for the single unprefixed upstream) and its
@@ -155,10 +166,11 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", h.Listen)
+	raw, err := net.Listen("tcp", h.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
+	ln := connlimit.Wrap(raw, connlimit.Options{PerAddr: h.MaxConnsPerAddr, Total: h.MaxConns, HTTP: tlsCfg == nil, Logger: g.log, What: "MCP"})
 	defer ln.Close()
 	ha := h
 	if _, port, _ := net.SplitHostPort(h.Listen); port == "0" { // the default resource URI names the port bound
@@ -182,14 +194,17 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 			}
 			return &relayBackend{up: up, opts: g.relayOptions(user)}, nil
 		},
-		Auth:                 auth,
-		Hosts:                httpfront.NewHostAllowlist(h.Listen, allowHosts(h, validator)...),
-		Logger:               g.log,
-		MaxMessageBytes:      g.cfg.MaxMessageBytes,
-		MaxDepth:             h.MaxDepth,
-		MaxSessions:          h.MaxSessions,
-		MaxSessionsPerCaller: sessionsPerCaller(g.file, h, validator != nil),
-		IdleTimeout:          h.IdleTimeout,
+		Auth:                  auth,
+		Hosts:                 httpfront.NewHostAllowlist(h.Listen, allowHosts(h, validator)...),
+		Logger:                g.log,
+		MaxMessageBytes:       g.cfg.MaxMessageBytes,
+		MaxDepth:              h.MaxDepth,
+		MaxSessions:           h.MaxSessions,
+		MaxSessionsPerCaller:  sessionsPerCaller(g.file, h, validator != nil),
+		IdleTimeout:           h.IdleTimeout,
+		MaxBodyBytesInFlight:  h.MaxBodyBytesInFlight,
+		MaxBodyBytesPerCaller: h.MaxBodyBytesPerCaller,
+		BodyReadTimeout:       h.BodyReadTimeout,
 		Refused: func(user ctxapi.User, a *jsonrpc.AmbiguousError) string {
 			return g.pipe.Refused(pipeline.Channel{Method: a.Method, User: user, Server: g.soleServer()}, a.Reason, false)
 		},
@@ -202,7 +217,20 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 		}
 	}
 	// Header values are bounded too: 64 KiB for all of a request's headers.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, TLSConfig: tlsCfg}
+	// No ReadTimeout or WriteTimeout: a request's SSE stream lasts as long as its call.
+	// The body has its own deadline (BodyReadTimeout), an idle keep-alive connection
+	// IdleTimeout, and connlimit bounds how many connections are held.
+	idle := h.ConnIdleTimeout
+	switch {
+	case idle == 0:
+		idle = DefaultConnIdleTimeout
+	case idle < 0:
+		idle = 0
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle, MaxHeaderBytes: 64 << 10, TLSConfig: tlsCfg,
+		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+	perAddr, total := ln.Limits()
+	g.log.Info("HTTP connection bounds", "max_conns", total, "max_conns_per_addr", perAddr, "conn_idle_timeout", idle.String())
 	served := make(chan error, 1)
 	scheme := "http"
 	if tlsCfg != nil {
@@ -240,6 +268,10 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	g.log.Info("gateway stopped")
 	return nil
 }
+
+// DefaultConnIdleTimeout is how long an idle keep-alive connection of the HTTP
+// front stays open (--conn-idle-timeout).
+const DefaultConnIdleTimeout = 2 * time.Minute
 
 // relayBackend runs one relay session over an upstream for an HTTP session.
 type relayBackend struct {

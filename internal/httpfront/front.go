@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -60,6 +59,17 @@ type Options struct {
 	// events of its finished request streams together, and each open stream's events
 	// but the newest (DefaultReplayBytes when ≤ 0).
 	ReplayBytes int
+	// MaxBodyBytesInFlight bounds the bytes of request bodies the POSTs in flight
+	// read or hold, all callers together (DefaultMaxBodyBytesInFlight when 0, none
+	// when < 0); past it a POST gets HTTP 503. MaxBodyBytesPerCaller bounds one
+	// caller's (Identity.Key; DefaultMaxBodyBytesPerCaller, at least MaxMessageBytes,
+	// when 0; none when < 0); past it HTTP 429. A body with Content-Length is
+	// judged before a byte of it is read.
+	MaxBodyBytesInFlight  int64
+	MaxBodyBytesPerCaller int64
+	// BodyReadTimeout bounds how long a POST body may take to arrive (2 min when 0,
+	// none when < 0); past it HTTP 408 and the connection is closed.
+	BodyReadTimeout time.Duration
 	// Refused, when set, records a client message refused whole as it arrived (a.Reason
 	// says why: one it could be read two ways, docs/decisions.md#one-reading, a batch,
 	// an oversized or malformed body, an id in use; a.Method and a.ID when known) and
@@ -72,6 +82,8 @@ const (
 	DefaultMaxDepth    = 512
 	DefaultMaxSessions = 1024
 	DefaultReplayBytes = 1 << 20
+	// DefaultBodyReadTimeout bounds how long a POST body may take to arrive.
+	DefaultBodyReadTimeout = 2 * time.Minute
 )
 
 // JSON-RPC error code for an unknown or expired session (the MCP SDKs' convention).
@@ -87,6 +99,7 @@ type Front struct {
 	drainCh  chan struct{}
 	active   atomic.Int64  // POST requests being served
 	idleCh   chan struct{} // signalled when active drops to 0 while draining
+	bodies   *bodyBudget   // request-body bytes in flight
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -119,6 +132,22 @@ func New(opts Options) *Front {
 	if opts.ReplayBytes <= 0 {
 		opts.ReplayBytes = DefaultReplayBytes
 	}
+	if opts.MaxBodyBytesPerCaller == 0 {
+		opts.MaxBodyBytesPerCaller = DefaultMaxBodyBytesPerCaller
+	}
+	if opts.MaxBodyBytesInFlight == 0 {
+		opts.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
+	// one message of the largest size always fits
+	if opts.MaxBodyBytesPerCaller > 0 && opts.MaxBodyBytesPerCaller < int64(opts.MaxMessageBytes) {
+		opts.MaxBodyBytesPerCaller = int64(opts.MaxMessageBytes)
+	}
+	if opts.MaxBodyBytesInFlight > 0 && opts.MaxBodyBytesInFlight < opts.MaxBodyBytesPerCaller {
+		opts.MaxBodyBytesInFlight = opts.MaxBodyBytesPerCaller
+	}
+	if opts.BodyReadTimeout == 0 {
+		opts.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -126,7 +155,7 @@ func New(opts Options) *Front {
 		opts.Hosts = NewHostAllowlist("")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Front{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, drainCh: make(chan struct{}), idleCh: make(chan struct{}, 1), sessions: map[string]*session{}, byCaller: map[string]int{}}
+	f := &Front{opts: opts, log: opts.Logger, bodies: newBodyBudget(opts.MaxBodyBytesInFlight, opts.MaxBodyBytesPerCaller), ctx: ctx, cancel: cancel, drainCh: make(chan struct{}), idleCh: make(chan struct{}, 1), sessions: map[string]*session{}, byCaller: map[string]int{}}
 	go f.reap()
 	return f
 }
@@ -244,14 +273,24 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(max)))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
-			return
+	body, release, status, text := f.readBody(w, r, id.Key)
+	defer release()
+	switch status {
+	case 0:
+	case http.StatusRequestEntityTooLarge:
+		f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
+		return
+	case http.StatusBadRequest:
+		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, text)
+		return
+	default: // the body budget (429, 503) or its read timeout (408): the rest of the body is never read
+		w.Header().Set("Connection", "close")
+		if status != http.StatusRequestTimeout {
+			w.Header().Set("Retry-After", "1")
 		}
-		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "mcpgate: could not read the request body")
+		f.log.Warn(fmt.Sprintf("request body refused (%d)", status), "remote", r.RemoteAddr, "user_id", id.User.UserID, "caller_id", id.User.CallerID,
+			"content_length", r.ContentLength, "body_bytes_in_flight", f.bodies.inFlight())
+		httpError(w, status, nil, jsonrpc.CodeUpstreamUnavailable, text)
 		return
 	}
 	msg, status, code, text, a, reason := f.checkMessage(body)
@@ -283,6 +322,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	var s *session
+	var err error
 	if sid == "" {
 		if msg.Kind != jsonrpc.KindRequest || msg.Method != "initialize" {
 			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: missing Mcp-Session-Id header: start a session with initialize")
