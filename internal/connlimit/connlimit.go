@@ -65,9 +65,9 @@ type Listener struct {
 	total   int
 	perAddr map[string]int
 
-	draining  atomic.Int64
-	refused   atomic.Int64
-	lastLog   atomic.Int64
+	draining atomic.Int64
+	refused  atomic.Int64
+	lastLog  atomic.Int64
 }
 
 // Wrap bounds ln.
