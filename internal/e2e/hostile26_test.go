@@ -45,8 +45,9 @@ func hostile26Client(t *testing.T, conf map[string]any) map[string]json.RawMessa
 // names (name_confusable, name_invisible) and the policy's tool, calls to them are
 // rejected, and the server's forged cacheScope "public" is "private"; a
 // subscriptions/listen stream gets the server's resources/updated (relayed intact, as
-// docs/channels.md says of notifications that carry no text); a tasks/get whose
-// statusMessage and inlined result carry OSC 52 has both blocked in place; on tools/call, prompts/get and resources/read, the
+// docs/channels.md says of notifications that carry no text); a tasks/get of a task
+// the gateway never saw created, whose answer inlines an OSC 52 result, is refused
+// (task_unknown); on tools/call, prompts/get and resources/read, the
 // inputRequests of an input_required result reach the client's handlers sanitized
 // (no escape, no Tags; includeContext narrowed to "none", the sampling tools'
 // descriptions cleaned), the retry gets the server's final result, and an
@@ -131,19 +132,20 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 	if len(updated) != 1 || updated[0].URI != "ask://x" || !strings.Contains(string(out["honored"]), `"ask://x"`) {
 		t.Errorf("%s: listen honored %s, got %s", name, out["honored"], out["updated"])
 	}
-	// tasks/get (stdio upstream): the inlined result and the statusMessage are blocked
-	// in place, the client still reads a task; one record
-	if got := string(out["task"]); hostile(got) || strings.Count(got, "[mcpgate: text blocked") != 2 || !strings.Contains(got, `"taskId":"t1"`) {
+	// tasks/get (stdio upstream) of a task no call through the gateway created, whose
+	// answer inlines a result: no tool's post phase can judge it, so it is refused
+	// (-32602, task_unknown, docs/decisions.md#task-results); one record
+	if got := string(out["task"]); hostile(got) || !strings.Contains(got, "not known to this session") {
 		t.Errorf("%s task: %s", name, got)
 	}
 	tasks := 0
 	for _, r := range recs {
-		if r["method"] == "tasks/get" && r["action_taken"] == "block" {
+		if r["method"] == "tasks/get" && r["reason"] == "task_unknown" {
 			tasks++
 		}
 	}
 	if tasks != 1 {
-		t.Errorf("%s: %d tasks/get block records, want 1", name, tasks)
+		t.Errorf("%s: %d tasks/get task_unknown records, want 1", name, tasks)
 	}
 	var asked map[string][]struct {
 		Method string

@@ -4,11 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/translate"
 )
 
 // TestToolResultPathsRunPost: every path by which a tool's result reaches the client
@@ -129,3 +133,71 @@ func checkRedacted(t *testing.T, got, mail string) {
 		t.Fatalf("the client got the address unredacted (or not in both copies): %s", got)
 	}
 }
+
+// TestToolResultPathsRunPostTranslated: the last path of TestToolResultPathsRunPost,
+// a translated Multi Round-Trip round: a 2026-07-28 client in front of a 2025-11-25
+// server, whose tool asks the client (elicitation/create) before it answers; the
+// retry gets the server's result with redact-email.js applied.
+func TestToolResultPathsRunPostTranslated(t *testing.T) {
+	const mail = "bob@example.com"
+	const env = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"cl","version":"1"}}`
+	pol := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "policies", "redact-email.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pol, "redact-email.js"), src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := newFakeUpstream()
+	h := newHarnessOver(t, translate.Wrap(closable{up}, translate.Options{}), up, func(o *Options) {
+		g, err := gate.Load(context.Background(), gate.Options{Dir: pol, Analyzer: o.Pipeline.Analyzer, Logger: o.Logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		o.Pipeline.Gate = g
+	})
+	idOf := func(line string) string {
+		m, err := jsonrpc.Parse([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return string(m.ID)
+	}
+	expect := func(method string) string {
+		t.Helper()
+		for {
+			l := h.upstreamGets()
+			if strings.Contains(l, `"method":"`+method+`"`) {
+				return l
+			}
+		}
+	}
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup","arguments":{"q":1},` + env + `}}`)
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + idOf(expect("server/discover")) + `,"error":{"code":-32601,"message":"Method not found"}}`
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + idOf(expect("initialize")) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"v1","version":"1"}}}`
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + idOf(expect("tools/list")) + `,"result":{"tools":[{"name":"lookup","inputSchema":{"type":"object"}}]}}`
+	call := idOf(expect("tools/call"))
+	h.up.lines <- `{"jsonrpc":"2.0","id":100,"method":"elicitation/create","params":{"message":"sure?","requestedSchema":{"type":"object","properties":{}}}}`
+	got := h.clientGets()
+	state := regexp.MustCompile(`"requestState":"([^"]+)"`).FindStringSubmatch(got)
+	key := regexp.MustCompile(`"inputRequests":\{"([^"]+)"`).FindStringSubmatch(got)
+	if state == nil || key == nil {
+		t.Fatalf("client got %s", got)
+	}
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lookup","arguments":{"q":1},"inputResponses":{"` + key[1] + `":{"action":"accept","content":{}}},"requestState":"` + state[1] + `",` + env + `}}`)
+	for l := h.upstreamGets(); !strings.Contains(l, `"id":100`); l = h.upstreamGets() {
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + call + `,"result":{"content":[{"type":"text","text":"write to ` + mail + `"}],"structuredContent":{"to":"` + mail + `"}}}`
+	got = h.clientGets()
+	if !strings.Contains(got, `"id":2`) {
+		t.Fatalf("client got %s", got)
+	}
+	checkRedacted(t, got, mail)
+}
+
+// closable is a fakeUpstream as the translation wraps a server connection.
+type closable struct{ *fakeUpstream }
+
+func (closable) Close(context.Context, time.Duration) error { return nil }
