@@ -253,7 +253,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		return gateway.Config{}, fmt.Errorf("--vet-mode %q: want report, enforce or off", f.vetMode)
 	}
 	if f.vetMode != "off" {
-		if servers, err = vetAtStartup(context.Background(), file, f.configPath, servers, f.vetMode == "enforce", log); err != nil {
+		if servers, err = vetAtStartup(context.Background(), file, f.configPath, f.pins, servers, f.vetMode == "enforce", log); err != nil {
 			return gateway.Config{}, err
 		}
 	}

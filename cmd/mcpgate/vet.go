@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,6 +154,11 @@ func runVet(ctx context.Context, f vetFlags, w io.Writer) error {
 			return fmt.Errorf("vet: %w", err)
 		}
 		in.Tools = tools
+		if in.Config != nil {
+			if in.Identity, err = pinnedIdentities(ctx, f.pins, in.Config.Servers); err != nil {
+				return fmt.Errorf("vet: %w", err)
+			}
+		}
 	}
 	if in.Config != nil {
 		lockPath := f.lockFile
@@ -251,6 +257,75 @@ func pinnedTools(path string) (map[string][]vet.Tool, error) {
 	return out, nil
 }
 
+// identityTLS verifies the certificates of the identity handshakes; nil is the
+// system roots (tests trust their own server).
+var identityTLS *tls.Config
+
+// pinnedIdentities compares each https url server's TLS key with its pin in the pin
+// file at path, read only: a server with no identity pin is left out.
+func pinnedIdentities(ctx context.Context, path string, servers []vet.Server) (map[string]vet.IdentityCheck, error) {
+	st, err := pins.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]vet.IdentityCheck{}
+	for _, s := range servers {
+		if !strings.HasPrefix(strings.ToLower(s.URL), "https://") {
+			continue
+		}
+		for _, p := range ps {
+			if p.Server == vet.IdentityServer(s.Name) && p.Tool == vet.IdentityTool {
+				out[s.Name] = fetchIdentity(ctx, s.URL, vet.SPKIOf(p.Definition))
+			}
+		}
+	}
+	return out, nil
+}
+
+func fetchIdentity(ctx context.Context, url, pinned string) vet.IdentityCheck {
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	now, err := vet.FetchSPKI(hctx, url, identityTLS)
+	return vet.IdentityCheck{Pinned: pinned, Now: now, Err: err}
+}
+
+// identitiesAtStartup pins each https url server's TLS key in the pin store on first
+// sight, and on a later change keeps the new key pending (mcpgate pins approve
+// 'NAME#identity' tls) and returns both for the finding.
+func identitiesAtStartup(ctx context.Context, st *pins.Store, servers []vet.Server, log *slog.Logger) map[string]vet.IdentityCheck {
+	out := map[string]vet.IdentityCheck{}
+	for _, s := range servers {
+		if !strings.HasPrefix(strings.ToLower(s.URL), "https://") {
+			continue
+		}
+		c := fetchIdentity(ctx, s.URL, "")
+		if c.Err != nil {
+			log.Warn("vet: the server's TLS key could not be read to compare with its pin", "server", s.Name, "error", c.Err.Error())
+			continue
+		}
+		changes, err := st.Check(vet.IdentityServer(s.Name), []json.RawMessage{vet.IdentityDefinition(c.Now)})
+		if err != nil {
+			log.Warn("vet: identity pin", "server", s.Name, "error", err.Error())
+			continue
+		}
+		if len(changes) == 0 {
+			continue
+		}
+		ps, _ := st.List()
+		for _, p := range ps {
+			if p.Server == vet.IdentityServer(s.Name) && p.Tool == vet.IdentityTool {
+				c.Pinned = vet.SPKIOf(p.Definition)
+			}
+		}
+		out[s.Name] = c
+	}
+	return out
+}
+
 func writeVetText(w io.Writer, fs []vet.Finding) error {
 	var b bytes.Buffer
 	block, warn := 0, 0
@@ -288,8 +363,9 @@ func writeVetText(w io.Writer, fs []vet.Finding) error {
 // pointer. With enforce (the strict profile), a server with a block-level finding
 // not allowed by "mcpgate.vetAllow" is left out, and the log says how to allow it;
 // the others start, under the names they would have had. Leaving out every server
-// is an error. A lock next to --config is checked against the npm registry.
-func vetAtStartup(ctx context.Context, file *config.Config, configPath string, servers []gateway.Server, enforce bool, log *slog.Logger) ([]gateway.Server, error) {
+// is an error. A lock next to --config is checked against the npm registry; with a
+// pin file (--pins), each https url server's TLS key is pinned and compared.
+func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath string, servers []gateway.Server, enforce bool, log *slog.Logger) ([]gateway.Server, error) {
 	c := &vet.Config{AllowedServers: file.Gate.AllowedServers, Allow: file.Gate.VetAllow, PassEnv: file.Gate.PassEnv}
 	for _, s := range servers {
 		vs := vet.Server{Name: s.Name, Command: s.Server.Command, Args: s.Server.Args, Env: s.Server.Env, URL: s.Server.URL,
@@ -313,6 +389,13 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath string, s
 			in.Lock, in.Resolved = l, (vet.Resolver{}).Resolve(rctx, vet.Lockable(c))
 			cancel()
 		}
+	}
+	if pinsPath != "" {
+		st, err := pins.Open(pinsPath)
+		if err != nil {
+			return nil, err
+		}
+		in.Identity = identitiesAtStartup(ctx, st, c.Servers, log)
 	}
 	fs := vet.Run(in, vet.Options{Strict: enforce, Severities: file.VetSeverities()})
 	for _, f := range fs {

@@ -4,9 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestVet feeds mcpgate vet the shapes of the vectors it is for (look-alike and
@@ -230,5 +239,96 @@ func TestVetAtStartup(t *testing.T) {
 	f.registerOthers()
 	if _, err := f.config(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "none was started") {
 		t.Fatalf("every server left out: %v", err)
+	}
+}
+
+// selfSigned is a TLS certificate for 127.0.0.1 with a fresh key.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+}
+
+// TestVetIdentityPinned: the pinned-identity-change shape. gateway run --pins pins a
+// url server's TLS key on first start; when the name later answers from another
+// endpoint with another key, mcpgate vet --pins reports vet_identity_changed
+// (block-level), the strict profile leaves the server out until mcpgate pins approve
+// 'NAME#identity' tls, and a redeploy with the same key is no finding.
+func TestVetIdentityPinned(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	a := httptest.NewTLSServer(ok)
+	defer a.Close()
+	a2 := httptest.NewTLSServer(ok) // a redeploy: another address, the same key
+	defer a2.Close()
+	b := httptest.NewUnstartedServer(ok)
+	cert := selfSigned(t)
+	b.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	b.StartTLS()
+	defer b.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(a.Certificate())
+	pool.AddCert(cert.Leaf)
+	identityTLS = &tls.Config{RootCAs: pool}
+	defer func() { identityTLS = nil }()
+
+	dir := t.TempDir()
+	pinsFile := filepath.Join(dir, "pins.json")
+	cfgFor := func(name, url string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(`{"mcpServers": {"payments": {"url": "`+url+`/mcp"}, "local": {"command": "node", "args": ["s.js"]}}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first, redeploy, hijack := cfgFor("first.json", a.URL), cfgFor("redeploy.json", a2.URL), cfgFor("hijack.json", b.URL)
+	start := func(cfg, profile string) []string {
+		t.Helper()
+		f := gatewayFlags{configPath: cfg, profile: profile, pins: pinsFile, pinsMode: "warn", failMode: "open",
+			upstreamStderr: "relay", upstreamEnv: "inherit", logFormat: "json", logLevel: "info"}
+		f.registerOthers()
+		gc, err := f.config(nil, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range gc.Servers {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+	vetCode := func(cfg string) (int, string) {
+		var out bytes.Buffer
+		code := run(context.Background(), []string{"vet", "--config", cfg, "--pins", pinsFile}, strings.NewReader(""), &out, &out)
+		return code, out.String()
+	}
+	if got := start(first, ""); fmt.Sprint(got) != "[local payments]" {
+		t.Fatalf("first start: %v", got)
+	}
+	if code, out := vetCode(redeploy); code != exitOK {
+		t.Fatalf("redeploy with the same key: exit %d\n%s", code, out)
+	}
+	if code, out := vetCode(hijack); code != exitBlock || !strings.Contains(out, "vet_identity_changed") || !strings.Contains(out, `mcpgate pins approve "payments#identity" tls`) {
+		t.Fatalf("another key: exit %d\n%s", code, out)
+	}
+	if got := start(hijack, "strict"); fmt.Sprint(got) != "[local]" {
+		t.Fatalf("strict with another key: %v", got)
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"pins", "approve", "--file", pinsFile, "payments#identity", "tls"}, strings.NewReader(""), &out, &out); code != exitOK {
+		t.Fatalf("approve: exit %d\n%s", code, out.String())
+	}
+	if got := start(hijack, "strict"); fmt.Sprint(got) != "[local payments]" {
+		t.Fatalf("strict after approve: %v", got)
 	}
 }

@@ -46,6 +46,8 @@ type Input struct {
 	// (Resolve), keyed by PackageRef.Spec. With Lock nil the integrity checks are skipped.
 	Lock     *Lock
 	Resolved map[string]Resolution
+	// Identity is each https url server's pinned and present TLS key, by server name.
+	Identity map[string]IdentityCheck
 }
 
 // Run reviews the input and returns its findings, sorted, with the configuration's
@@ -68,6 +70,9 @@ func Run(in Input, o Options) []Finding {
 			fs = append(fs, checkScopes(s, in.Tools[s.Name])...)
 			if in.Lock != nil {
 				fs = append(fs, checkLock(s, in.Lock, in.Resolved)...)
+			}
+			if c, ok := in.Identity[s.Name]; ok {
+				fs = append(fs, checkIdentity(s, c)...)
 			}
 		}
 		if in.Baseline != nil {

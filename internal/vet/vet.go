@@ -44,6 +44,7 @@ const (
 	RulePlaintextTransport  = "vet_plaintext_transport"
 	RuleTLSUnverified       = "vet_tls_verification_off"
 	RuleIdentityUnproven    = "vet_identity_unproven"
+	RuleIdentityChanged     = "vet_identity_changed"
 	RuleIntegrityUnverified = "vet_integrity_unverified"
 	RuleExcessiveScope      = "vet_excessive_scope"
 	RuleDriftWeakened       = "vet_drift_weakened"
@@ -65,6 +66,7 @@ func Rules() []engine.Rule {
 		{ID: RuleTLSUnverified, Family: Family, Severity: engine.SeverityHigh, Summary: "TLS certificate verification turned off for a server (NODE_TLS_REJECT_UNAUTHORIZED=0, --insecure, insecureSkipVerify)"},
 		{ID: RuleIdentityUnproven, Family: Family, Severity: engine.SeverityHigh, Summary: "an endpoint that claims a registry name whose entry lists no matching remotes[] url"},
 		{ID: RuleIntegrityUnverified, Family: Family, Severity: engine.SeverityMedium, Summary: "a package held in mcpgate.lock whose integrity could not be resolved now to compare"},
+		{ID: RuleIdentityChanged, Family: Family, Severity: engine.SeverityHigh, Summary: "a url server whose TLS public key (SPKI sha256) differs from the one pinned, until mcpgate pins approve"},
 		{ID: RuleExcessiveScope, Family: Family, Severity: engine.SeverityMedium, Summary: "a url server asking for write, delete or admin OAuth scopes when every tool it lists is readOnlyHint"},
 		{ID: RuleDriftWeakened, Family: Family, Severity: engine.SeverityMedium, Summary: "against the baseline, a security setting got weaker: https to http, TLS required to optional, --fail-mode closed to open, --filter-output or pins off, --upstream-env minimal to inherit"},
 		{ID: RuleDriftWidened, Family: Family, Severity: engine.SeverityMedium, Summary: "against the baseline, a host, root, scope or environment list got wider"},
