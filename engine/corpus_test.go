@@ -307,7 +307,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 var publicCaseRules = map[string]string{
 	"hidden-zero-width-run.json":   RuleHiddenText,
 	"x-bidi-override.json":         RuleHiddenText,
-	"x-chatml.json":                RulePromptInjection,
+	"x-chatml.json":                RulePromptInjection + "," + RuleDirectiveToModel,
 	"x-image-rides-block.json":     RuleOSC52Clipboard,
 	"x-system-reminder.json":       RulePromptInjection,
 	"x-tags-smuggling.json":        RuleHiddenText,
@@ -316,7 +316,7 @@ var publicCaseRules = map[string]string{
 	"x-secret-canary.json":         RuleAWSAccessKey,
 	"terminal-mouse-tracking.json": RuleTerminalInputMode,
 
-	"html-comment-instructions.json":        RuleHiddenInstruction,
+	"html-comment-instructions.json":        RuleHiddenInstruction + "," + RuleDirectiveToModel,
 	"html-img-exfil.json":                   RuleExfilURL,
 	"osc7-osc1337-cwd-spoof.json":           RuleShellIntegration,
 	"osc8-smb-scheme.json":                  RuleHyperlinkScheme,
@@ -422,7 +422,7 @@ func TestPrecisionRecall(t *testing.T) {
 	perRule := map[string]*rc{}
 	newRules := []string{RuleExfilURL, RuleHiddenInstruction, RuleInjectedOrders, RuleSSRFTarget, RuleShellIntegration, RuleHyperlinkScheme,
 		RuleUSSSN, RulePaymentCard, RuleGitHubToken, RuleGoogleOAuth, RuleTelegramBot, RuleSupabaseKey, RuleStripeWebhook,
-		RuleCloudflareToken}
+		RuleCloudflareToken, RuleDirectiveToModel, RuleSecrecyOrder, RulePromptRequest, RuleEscalatingError, RuleEncodedOrders}
 	for _, id := range newRules {
 		perRule[id] = &rc{}
 	}

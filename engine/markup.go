@@ -307,6 +307,9 @@ func hasBothCases(s string) bool {
 // or link. It returns where scanning resumes.
 func (t *textScan) markupBracket(i int) int {
 	s := t.s
+	if (i == 0 || s[i-1] == '\n') && t.mdComment(i) {
+		return i + 1 // [//]: # (...) (hiddenplaces.go)
+	}
 	// quick reject ("[pipeline] ..."): a first ']' that no '[' nests before ends the
 	// label, and only "](" or "][" after it makes a link
 	if j := strings.IndexByte(s[i+1:min(len(s), i+1+maxMarkup)], ']'); j < 0 || i+2+j >= len(s) ||
@@ -324,6 +327,11 @@ func (t *textScan) markupBracket(i int) int {
 		}
 	}
 	u := s[us:ue]
+	if l.image {
+		if c := strings.Index(s[i:l.end], "]"); c > 0 {
+			t.altText(i+1, i+c, l.start, l.end)
+		}
+	}
 	if urlCarriesData(u, l.image) {
 		t.k.add(rExfil, map[bool]string{true: "markdown_image", false: "markdown_link"}[l.image], l.start, l.end)
 	}
@@ -342,7 +350,8 @@ func (t *textScan) markupAngle(i int) int {
 		return i + 1
 	}
 	if isAlpha(s[i+1]) {
-		t.fetchTag(i) // <source srcset>, <video poster>, SVG <image href>, ... (renderfetch.go)
+		t.fetchTag(i)    // <source srcset>, <video poster>, SVG <image href>, ... (renderfetch.go)
+		t.hiddenAttrs(i) // JSON-LD, alt and title (hiddenplaces.go)
 	}
 	switch c := s[i+1] | 0x20; {
 	case c == 'i':
@@ -366,7 +375,7 @@ func (t *textScan) markupAngle(i int) int {
 			} else if len(body) > maxMarkup {
 				body = body[:maxMarkup]
 			}
-			if addressesModel(body) {
+			if addressesModel(body) || directiveIn(body) != dirNone {
 				t.k.add(rHiddenOrders, "html_comment", i, end)
 			}
 			return i + 4
@@ -377,7 +386,7 @@ func (t *textScan) markupAngle(i int) int {
 		return end
 	}
 	if end, bodyS, bodyE, ok := hiddenElement(s, i); ok {
-		if addressesModel(s[bodyS:bodyE]) {
+		if addressesModel(s[bodyS:bodyE]) || directiveIn(s[bodyS:bodyE]) != dirNone {
 			t.k.add(rHiddenOrders, "hidden_element", i, end)
 		}
 	}
@@ -577,6 +586,7 @@ func (t *textScan) orderHint(i int) {
 			t.k.add(rInjectedOrders, "injected_orders", ws+os, ws+oe)
 			return
 		}
+		t.directiveWindow(k-400, k+400) // "Assistant instruction: ..." (directive.go)
 	}
 }
 

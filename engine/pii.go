@@ -36,6 +36,9 @@ func (t *textScan) word(i int) int {
 		return end
 	}
 	c := s[ws]
+	if we-ws >= 16 && !t.piiOnly && ws >= t.b64Done {
+		t.encodedOrders(ws) // base64 or hex that decodes to orders (directive.go)
+	}
 	before := t.k.count()
 	if ws >= 7 {
 		// quick byte tests first: "Bearer "/"Token " end in "r "/"n ", Slack paths in "s/"

@@ -50,6 +50,12 @@ const (
 	RuleSupabaseKey       = "secret_supabase_key"
 	RuleStripeWebhook     = "secret_stripe_webhook_secret"
 	RuleCloudflareToken   = "secret_cloudflare_api_token"
+
+	RuleDirectiveToModel = "output_directive_to_model"
+	RuleSecrecyOrder     = "output_secrecy_order"
+	RulePromptRequest    = "output_system_prompt_request"
+	RuleEscalatingError  = "output_escalating_error"
+	RuleEncodedOrders    = "output_encoded_orders"
 )
 
 // Rule families, as reported in Rule.Family.
@@ -122,6 +128,11 @@ const (
 	rSupabase
 	rStripeWebhook
 	rCloudflare
+	rDirective
+	rSecrecy
+	rPromptRequest
+	rEscalation
+	rEncodedOrders
 	numRules // built-in rules; the catalogue's follow (catalogue.go)
 )
 
@@ -177,6 +188,11 @@ var builtinRules = [numRules]Rule{
 	rTelegram:         {RuleTelegramBot, FamilySecret, SeverityInfo, "Telegram bot token: bot id, a colon, and a 35-character secret starting AA (bare, in a .env line or a Bot API URL)"},
 	rSupabase:         {RuleSupabaseKey, FamilySecret, SeverityInfo, "Supabase personal access token (sbp_) or secret API key (sb_secret_)"},
 	rStripeWebhook:    {RuleStripeWebhook, FamilySecret, SeverityInfo, "Stripe webhook signing secret (whsec_)"},
+	rDirective:        {RuleDirectiveToModel, FamilyPromptInjection, SeverityHigh, "an order addressed to the model in plain words: a note or instruction headed for the assistant or AI agents, agents reading the text told what they must do, a forged system line giving the model a new role (homoglyphs, fullwidth and invisible characters folded)"},
+	rSecrecy:          {RuleSecrecyOrder, FamilyPromptInjection, SeverityHigh, "an order to keep something from the person using the agent: not to mention or reveal a step to them, to act behind their back, or a stealth adverb before an action"},
+	rPromptRequest:    {RulePromptRequest, FamilyPromptInjection, SeverityHigh, "a request that the model hand over its own system prompt or hidden instructions (in a reply, an argument or a message)"},
+	rEscalation:       {RuleEscalatingError, FamilyPromptInjection, SeverityHigh, "error text that orders an escalation: a retry through a privileged tool (a shell or admin tool), a download piped to a shell, the sandbox or approvals switched off"},
+	rEncodedOrders:    {RuleEncodedOrders, FamilyPromptInjection, SeverityHigh, "base64 (standard or URL-safe) or hex that decodes to text holding an order to the model"},
 	rCloudflare:       {RuleCloudflareToken, FamilySecret, SeverityInfo, "Cloudflare scannable credential: user or account API token (cfut_, cfat_) or global API key (cfk_), 40 alphanumerics and an 8-hex-digit checksum"},
 }
 

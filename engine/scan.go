@@ -117,6 +117,10 @@ type textScan struct {
 	// orderHint: where the last look for "instruct" ended; orders: one reported
 	hintDone int
 	orders   bool
+	// directive: an order in plain words reported (directive.go); b64Done: where the
+	// last encoded run checked ended
+	directive bool
+	b64Done   int
 }
 
 // scanText runs every matcher over s and reports hits to k. cut says s is a prefix
@@ -231,6 +235,7 @@ func (t *textScan) run() {
 	if !t.piiOnly {
 		t.atLineEnd(n)
 		t.shortOrders()
+		t.directives()
 		t.finish()
 	}
 }

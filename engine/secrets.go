@@ -650,8 +650,11 @@ func (t *textScan) colon(i int) int {
 	if i+2 < len(s) && s[i+1] == '/' && s[i+2] == '/' {
 		return t.url(i)
 	}
-	if i >= 3 && s[i-1]|0x20 == 'g' && !t.piiOnly {
-		t.mermaidImg(i) // a Mermaid node's img: (renderfetch.go)
+	if i >= 2 && isAlpha(s[i-1]) && !t.piiOnly {
+		if s[i-1]|0x20 == 'g' {
+			t.mermaidImg(i) // a Mermaid node's img: (renderfetch.go)
+		}
+		t.colonLabel(i) // "Note to the assistant:" in a long text (directive.go)
 	}
 	if i > 0 && (isAlpha(s[i-1]) || s[i-1] == '"' || s[i-1] == '\'') {
 		if j := t.header(i); j > i {

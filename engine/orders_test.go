@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// orderRules are the rules of orders in plain words, scored by TestOrdersPrecisionRecall.
+var orderRules = []string{RuleDirectiveToModel, RuleSecrecyOrder, RulePromptRequest, RuleEscalatingError, RuleEncodedOrders, RuleHiddenInstruction}
+
+// orderSample is one labelled text: the rule it must fire (none for benign text).
+type orderSample struct {
+	Rule string `json:"rule"`
+	Text string `json:"text"`
+	name string
+}
+
+// loadOrderCorpora reads testdata/engine/orders: benign/*.md (real README files of
+// npm packages, each read whole and paragraph by paragraph) and hostile.json
+// (labelled payloads), plus TestContentClasses's cases.
+func loadOrderCorpora(t testing.TB) (benign, hostile []orderSample) {
+	t.Helper()
+	files, err := filepath.Glob("../testdata/engine/orders/benign/*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no benign order corpus: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(f)
+		benign = append(benign, orderSample{Text: string(b), name: name})
+		for i, p := range strings.Split(string(b), "\n\n") {
+			if strings.TrimSpace(p) != "" {
+				benign = append(benign, orderSample{Text: p, name: fmt.Sprintf("%s ¶%d", name, i)})
+			}
+		}
+	}
+	b, err := os.ReadFile("../testdata/engine/orders/hostile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &hostile); err != nil {
+		t.Fatal(err)
+	}
+	for i := range hostile {
+		hostile[i].name = fmt.Sprintf("hostile.json #%d", i)
+	}
+	for _, c := range contentClassCases() {
+		for _, r := range orderRules {
+			if slices.Contains(c.want, r) {
+				hostile = append(hostile, orderSample{Rule: r, Text: c.text, name: c.name})
+			}
+		}
+		if len(c.want) == 0 && slices.ContainsFunc(orderRules, func(r string) bool {
+			return slices.Contains(c.none, r) || slices.Contains(c.none, "output_")
+		}) {
+			benign = append(benign, orderSample{Text: c.text, name: c.name})
+		}
+	}
+	return benign, hostile
+}
+
+// TestOrdersPrecisionRecall scores the rules of orders in plain words over labelled
+// corpora, writes testdata/engine/orders.golden (quoted in docs/engine.md), and
+// requires no false positive on the benign corpus; misses are logged and counted in
+// the golden file, so a change that finds fewer fails there.
+func TestOrdersPrecisionRecall(t *testing.T) {
+	a, _ := New(Options{})
+	benign, hostile := loadOrderCorpora(t)
+	type counts struct{ tp, fp, fn, pos int }
+	per := map[string]*counts{}
+	for _, r := range orderRules {
+		per[r] = &counts{}
+	}
+	benignBytes := 0
+	for _, s := range benign {
+		if !strings.Contains(s.name, "¶") {
+			benignBytes += len(s.Text)
+		}
+		ids := a.AnalyzeText(s.Text).RuleIDs()
+		for _, r := range orderRules {
+			if slices.Contains(ids, r) {
+				per[r].fp++
+				t.Errorf("false positive: %s in %s: %q", r, s.name, s.Text[:min(len(s.Text), 300)])
+			}
+		}
+	}
+	for _, s := range hostile {
+		if _, ok := per[s.Rule]; !ok {
+			t.Fatalf("%s: unknown rule %q", s.name, s.Rule)
+		}
+		per[s.Rule].pos++
+		if slices.Contains(a.AnalyzeText(s.Text).RuleIDs(), s.Rule) {
+			per[s.Rule].tp++
+		} else {
+			per[s.Rule].fn++
+			t.Logf("missed: %s in %s: %q", s.Rule, s.name, s.Text)
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Benign: %d samples (%d documentation files: README files of the npm packages of the test bed and MCP SDK docs with sampling and prompts, %d bytes, read whole and by paragraph; and the look-alikes of the class table). Hostile: %d labelled samples.\n\n", len(benign), countWhole(benign), benignBytes, len(hostile))
+	fmt.Fprintf(&b, "| rule | hostile samples | TP | FP | FN | precision | recall |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range orderRules {
+		c := per[r]
+		p, rc := "n/a", "n/a"
+		if c.tp+c.fp > 0 {
+			p = fmt.Sprintf("%.3f", float64(c.tp)/float64(c.tp+c.fp))
+		}
+		if c.pos > 0 {
+			rc = fmt.Sprintf("%.3f", float64(c.tp)/float64(c.pos))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s |\n", r, c.pos, c.tp, c.fp, c.fn, p, rc)
+	}
+	checkGolden(t, "orders.golden", b.Bytes())
+}
+
+func countWhole(s []orderSample) int {
+	n := 0
+	for _, x := range s {
+		if !strings.Contains(x.name, "¶") && strings.HasSuffix(x.name, ".md") {
+			n++
+		}
+	}
+	return n
+}
