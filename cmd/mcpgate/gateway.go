@@ -31,6 +31,7 @@ func init() { subcommands = append(subcommands, newGatewayCmd) }
 type gatewayFlags struct {
 	profile        string // --profile: default or strict ("" reads the config's "profile")
 	filterOutput   bool
+	refuseMotion   bool
 	policies       string
 	failMode       string
 	auditFile      string
@@ -150,6 +151,7 @@ Environment:
 	fl.SetInterspersed(false)
 	fl.StringVar(&f.profile, "profile", "", `default or strict: strict turns on the output filter, blocks changed tools, runs the shipped redaction policies built in and refuses calls whose arguments break the tool's schema or leave the roots (mcpgate rules --profile strict lists each change); a flag given explicitly wins over the profile (default: the config's "profile", else default)`)
 	fl.BoolVar(&f.filterOutput, "filter-output", false, "apply the output filter: block, warn or allow each tool result (off: rules only report)")
+	fl.BoolVar(&f.refuseMotion, "refuse-secrets-in-motion", false, "refuse a tools/call whose arguments carry a secret or PII value an earlier result showed the same session (off: such a call is recorded, reason secret_in_motion)")
 	fl.StringVar(&f.policies, "policies", "./policies", "directory of *.js policies (top level only, lexical order); must exist")
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
 	fl.StringVar(&f.auditFile, "audit-file", "", "append audit records (JSONL) to this file instead of stderr")
@@ -227,6 +229,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		if !f.given("vet-mode") {
 			f.vetMode = "enforce"
 		}
+		if !f.given("refuse-secrets-in-motion") {
+			f.refuseMotion = true
+		}
 	}
 	if f.pinsMode != "warn" && f.pinsMode != "block" && f.pinsMode != "off" {
 		return gateway.Config{}, fmt.Errorf("--pins-mode %q: want warn, block or off", f.pinsMode)
@@ -272,33 +277,34 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		}
 	}
 	return gateway.Config{
-		Kind:                audit.KindGateway,
-		File:                file,
-		Strict:              strict,
-		Version:             buildVersion(),
-		PoliciesDir:         f.policies,
-		Evaluators:          os.Getenv("GATE_EVALUATORS"),
-		PolicyConsole:       f.debugConsole,
-		FilterOutput:        f.filterOutput,
-		FailClosed:          f.failMode == "closed",
-		InputOnly:           strings.EqualFold(os.Getenv("MCPGATE_AUDIT_OUTPUT"), "off"),
-		Audit:               f.telemetry.audit(file.Gate.Audit, f.auditFile),
-		Admin:               f.telemetry.admin(file.Gate.Admin),
-		Logger:              log,
-		Stderr:              errw,
-		RelayUpstreamStderr: f.upstreamStderr == "relay",
-		CallTimeout:         f.callTimeout,
-		MaxMessageBytes:     f.maxMessage,
-		Servers:             servers,
-		PassEnv:             f.passEnv,
-		MinimalEnv:          f.upstreamEnv == "minimal",
-		HTTP:                f.http.config(),
-		Shared:              f.shared.config(),
-		MaxInflightCalls:    f.inflightCalls,
-		MaxInflightBytes:    f.inflightBytes,
-		ShadowDir:           f.shadow,
-		Capture:             gateway.Capture{File: f.capture, RotateMB: f.captureRotate, Keep: f.captureKeep},
-		Pins:                gateway.Pins{File: f.pins, Block: f.pinsMode == "block", Off: f.pinsMode == "off", Name: f.pinsName},
+		Kind:                  audit.KindGateway,
+		File:                  file,
+		Strict:                strict,
+		Version:               buildVersion(),
+		PoliciesDir:           f.policies,
+		Evaluators:            os.Getenv("GATE_EVALUATORS"),
+		PolicyConsole:         f.debugConsole,
+		FilterOutput:          f.filterOutput,
+		RefuseSecretsInMotion: f.refuseMotion,
+		FailClosed:            f.failMode == "closed",
+		InputOnly:             strings.EqualFold(os.Getenv("MCPGATE_AUDIT_OUTPUT"), "off"),
+		Audit:                 f.telemetry.audit(file.Gate.Audit, f.auditFile),
+		Admin:                 f.telemetry.admin(file.Gate.Admin),
+		Logger:                log,
+		Stderr:                errw,
+		RelayUpstreamStderr:   f.upstreamStderr == "relay",
+		CallTimeout:           f.callTimeout,
+		MaxMessageBytes:       f.maxMessage,
+		Servers:               servers,
+		PassEnv:               f.passEnv,
+		MinimalEnv:            f.upstreamEnv == "minimal",
+		HTTP:                  f.http.config(),
+		Shared:                f.shared.config(),
+		MaxInflightCalls:      f.inflightCalls,
+		MaxInflightBytes:      f.inflightBytes,
+		ShadowDir:             f.shadow,
+		Capture:               gateway.Capture{File: f.capture, RotateMB: f.captureRotate, Keep: f.captureKeep},
+		Pins:                  gateway.Pins{File: f.pins, Block: f.pinsMode == "block", Off: f.pinsMode == "off", Name: f.pinsName},
 	}, nil
 }
 

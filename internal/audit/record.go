@@ -102,6 +102,24 @@ type Record struct {
 	// client request (translated from one, or on its HTTP stream), that request's;
 	// empty when MCP does not define that method (a made-up name may carry values).
 	Via string `json:"via,omitempty"`
+	// SecretInMotion, when set, says that the call's arguments carried a value an
+	// earlier result showed this session's caller (docs/decisions.md#secrets-in-motion):
+	// which result, never the value.
+	SecretInMotion *Motion `json:"secret_in_motion,omitempty"`
+}
+
+// Motion is a record's secret_in_motion field: the record of the result that showed
+// the value (its event id, server and tool), the rule that found the value there
+// (a rule id, or sensitive_file for a line of a credential file), how the arguments
+// carried it ("" as written, base64, hex or url), and whether the call goes to another
+// server than the one that showed it.
+type Motion struct {
+	SourceEventID string `json:"source_event_id"`
+	SourceServer  string `json:"source_server"`
+	SourceTool    string `json:"source_tool"`
+	Rule          string `json:"rule"`
+	Encoding      string `json:"encoding,omitempty"`
+	CrossServer   bool   `json:"cross_server"`
 }
 
 // ArgumentCheck is what the argument checks found in a tools/call's or prompts/get's

@@ -45,6 +45,7 @@ var StrictChanges = []Change{
 	{Setting: "arguments against the listed schema", Default: "recorded (argument_schema)", Strict: "refused: -32602 argument_schema"},
 	{Setting: "command, host and URL arguments", Default: "recorded (argument_shell)", Strict: "chaining refused: -32602 argument_shell"},
 	{Setting: "path arguments", Default: "recorded (argument_path_*)", Strict: "outside the roots refused: -32602 argument_path"},
+	{Setting: "secret in motion (a value a result showed, sent on in a later call's arguments)", Default: "recorded (reason secret_in_motion)", Strict: "refused", Flag: "--refuse-secrets-in-motion"},
 }
 
 // ParseProfile checks a profile name; "" is the default.

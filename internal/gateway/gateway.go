@@ -71,6 +71,10 @@ type Config struct {
 	// (docs/decisions.md#output-filter, #fail-modes).
 	FilterOutput bool
 	FailClosed   bool
+	// RefuseSecretsInMotion is --refuse-secrets-in-motion
+	// (docs/decisions.md#secrets-in-motion): refuse, rather than record, a call whose
+	// arguments carry a value an earlier result showed the session.
+	RefuseSecretsInMotion bool
 	// InputOnly is MCPGATE_AUDIT_OUTPUT=off (docs/decisions.md#audit-output-off).
 	InputOnly bool
 	// Audit says where records go, flags already merged over File's "audit" key.
@@ -301,20 +305,21 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		origin = &audit.Origin{Kind: "gateway"}
 	}
 	g.pipe = &pipeline.Pipeline{
-		Analyzer:            an,
-		Gate:                g.gate,
-		Limiter:             limiter,
-		Audit:               g.emitter,
-		Logger:              g.log,
-		FilterOutput:        cfg.FilterOutput,
-		FailClosed:          cfg.FailClosed,
-		Kind:                cfg.Kind,
-		Origin:              origin,
-		AuditOutput:         !cfg.InputOnly,
-		StructureSeverities: g.file.StructureSeverities(),
-		Budget:              budget.New(budget.Options{MaxCalls: cfg.MaxInflightCalls, MaxBytes: cfg.MaxInflightBytes}),
-		Health:              &pipeline.Health{},
-		Strict:              cfg.Strict,
+		Analyzer:              an,
+		Gate:                  g.gate,
+		Limiter:               limiter,
+		Audit:                 g.emitter,
+		Logger:                g.log,
+		FilterOutput:          cfg.FilterOutput,
+		FailClosed:            cfg.FailClosed,
+		Kind:                  cfg.Kind,
+		Origin:                origin,
+		AuditOutput:           !cfg.InputOnly,
+		StructureSeverities:   g.file.StructureSeverities(),
+		Budget:                budget.New(budget.Options{MaxCalls: cfg.MaxInflightCalls, MaxBytes: cfg.MaxInflightBytes}),
+		Health:                &pipeline.Health{},
+		Strict:                cfg.Strict,
+		RefuseSecretsInMotion: cfg.RefuseSecretsInMotion,
 	}
 	g.health = g.pipe.Health
 	if cfg.ShadowDir != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -63,6 +64,8 @@ type Channel struct {
 	// Roots is Call.Roots, for the file: targets in every message read here
 	// (a tasks/result's CallToolResult, resources/read contents, prompts/get messages).
 	Roots []string
+	// Motion is Call.Motion: a tasks/result's values are remembered like a tools/call's.
+	Motion *motion.Scope
 }
 
 // Hidden is a tool withheld from a caller's listing: by the output rules, a list
@@ -92,7 +95,7 @@ const blockedRequestCode = -1
 // not count toward the rate limit.
 func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	call := Call{User: c.User, ClientInfo: c.ClientInfo, ProtocolVersion: c.ProtocolVersion, Params: c.Params, Server: c.Server,
-		SamplingContext: c.SamplingContext, ClientCapabilities: c.ClientCapabilities, Roots: c.Roots}
+		SamplingContext: c.SamplingContext, ClientCapabilities: c.ClientCapabilities, Roots: c.Roots, Motion: c.Motion}
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
 	method := c.Method

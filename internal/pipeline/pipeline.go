@@ -21,6 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -105,6 +106,10 @@ type Pipeline struct {
 	// record by default refuse, withhold or block instead. The gateway resolves it
 	// once from --profile or the configuration's "profile".
 	Strict bool
+	// RefuseSecretsInMotion refuses a tools/call whose arguments carry a value an
+	// earlier result showed the same session (reason secret_in_motion); otherwise such
+	// a call is recorded and goes on (docs/decisions.md#secrets-in-motion).
+	RefuseSecretsInMotion bool
 }
 
 // Capturer receives one entry per tools/call; it must not block.
@@ -156,6 +161,9 @@ type Call struct {
 	// listing; a call to it is then rejected (docs/channels.md#hidden). Nil means
 	// nothing is hidden.
 	Hidden func(ctx context.Context, tool string) *Hidden
+	// Motion is the session's memory of the secret and PII values results showed its
+	// caller (docs/decisions.md#secrets-in-motion). Nil: nothing is remembered or checked.
+	Motion *motion.Scope
 }
 
 // Reply is what the relay sends back: a result, an error object, or nothing (the
@@ -265,6 +273,9 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		}
 	}
 	r.rec.setInputRules(in)
+	if m := r.motionCheck(); m != nil && p.RefuseSecretsInMotion {
+		return r.secretInMotion(m)
+	}
 	if !p.AuditOutput {
 		r.rec.setAuditOutputOff()
 		r.finish(false)
@@ -307,6 +318,9 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 	out, err := p.Analyzer.AnalyzeResultWithin(result, r.c.Roots)
 	r.rec.stage(vocab.StageOutputRules, stage)
 	r.rec.setFindings(out)
+	if err == nil {
+		r.remember(result, out.Findings)
+	}
 	verdict := r.outputVerdict(out, err)
 	if verdict == engine.Block {
 		return r.block()

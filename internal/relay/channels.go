@@ -178,7 +178,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 	}
 	info, version := s.clientOf(reqParams)
 	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: x.Server,
-		SamplingContext: s.clientSamplingContext(), Roots: s.declaredRoots(x.Server)}
+		SamplingContext: s.clientSamplingContext(), Roots: s.declaredRoots(x.Server), Motion: s.motion}
 	if sp, ok := s.up.(nameSplitter); ok {
 		ch.SplitName = sp.SplitName
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/reqstate"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -115,10 +116,13 @@ type Session struct {
 	draining atomic.Bool
 	closing  atomic.Bool // Run has returned; the caller closes the upstream
 
-	tools   *toolIndex
-	views   map[string]*visibility // what this caller may see, by listing method
-	vis     *visibility            // views["tools/list"]
-	tasks   taskIndex
+	tools *toolIndex
+	views map[string]*visibility // what this caller may see, by listing method
+	vis   *visibility            // views["tools/list"]
+	tasks taskIndex
+	// motion remembers, as keyed hashes, the secret and PII values results showed this
+	// session's caller (docs/decisions.md#secrets-in-motion).
+	motion  *motion.Scope
 	ownSeq  atomic.Uint64
 	calls   sync.WaitGroup
 	clientM sync.Mutex
@@ -163,6 +167,7 @@ func New(opts Options, up Upstream) *Session {
 		inflight: map[string]context.CancelFunc{},
 
 		stateSession: newStateSession(),
+		motion:       motion.NewScope(),
 	}
 	s.views = map[string]*visibility{}
 	for _, m := range methods.Listings() {
@@ -458,6 +463,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			Roots:              s.declaredRoots(server),
 			PinnedRoots:        s.opts.Roots[server],
 			Schema:             s.tools.schema,
+			Motion:             s.motion,
 		}, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
 			if refused := s.caseVariantArgument(ctx, msg, params, server); refused != nil {
 				return refused, nil
