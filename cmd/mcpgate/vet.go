@@ -48,6 +48,7 @@ func newVetCmd() *cobra.Command {
   vet_plaintext_transport        http:// or ws:// to a host that is not loopback
   vet_tls_verification_off       NODE_TLS_REJECT_UNAUTHORIZED=0, --insecure, insecureSkipVerify
   vet_identity_unproven          --endpoint claims an --entry's name but is none of its remotes[]
+  vet_identity_changed           a url server's TLS public key differs from its pin (--pins)
   vet_excessive_scope            write/delete OAuth scopes for a server whose tools (from
                                  --pins) are all readOnlyHint
   vet_drift_*                    against --baseline: TLS, fail mode, filtering, pins or
@@ -60,7 +61,8 @@ Inputs (any mix):
   --entry FILE     an MCP registry server.json entry (repeatable)
   --baseline FILE  a reviewed earlier version of --config to compare against
   --endpoint URL   a remote MCP server's URL (with --entry: the name it claims)
-  --pins FILE      a tool pin file (mcpgate gateway run --pins): the tools each server listed
+  --pins FILE      a tool pin file (mcpgate gateway run --pins): the tools each server listed,
+                   and the TLS key pinned for each url server (gateway run --pins pins it)
 
 --lock resolves each pinned npm package's dist.integrity (from $npm_config_registry
 or registry.npmjs.org) and each image digest, and writes mcpgate.lock next to
