@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // hostile26Server is testdata/e2e/hostile26.mjs over stdio: a modern-only v2 SDK server
@@ -230,4 +232,47 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestTaskGetRunsPost: a v2 client pinned to 2026-07-28 calls a tool as a task and
+// gets the finished task with tasks/get, whose answer inlines the tool's result with
+// an e-mail address; the shipped redact-email.js redacts it there as on the plain
+// call, in both copies (content and structuredContent), and the tasks/get record
+// names the tool and the policy; on stdio and the HTTP front
+// (docs/decisions.md#task-results).
+func TestTaskGetRunsPost(t *testing.T) {
+	up := hostile26Server(t)
+	pol := policiesWith(t, "policies/redact-email.js")
+	for _, http := range []bool{false, true} {
+		audit := filepath.Join(t.TempDir(), "audit.jsonl")
+		conf := map[string]any{}
+		if http {
+			g := startHTTPGateway(t, append([]string{"--policies", pol, "--audit-file", audit, "--"}, up...)...)
+			conf["url"] = g.url
+		} else {
+			conf["cmd"] = append([]string{binary, "gateway", "run", "--policies", pol, "--audit-file", audit, "--"}, up...)
+		}
+		nodeModule(t, "@modelcontextprotocol/client/package.json")
+		out := scriptJSON(t, "task-client.mjs", conf)
+		if !strings.Contains(string(out["created"]), `"t2"`) {
+			t.Fatalf("http=%v: created %s", http, out["created"])
+		}
+		if got := string(out["got"]); strings.Contains(got, "bob@example.com") || strings.Count(got, "[REDACTED:EMAIL]") != 2 || !strings.Contains(got, `"taskId":"t2"`) {
+			t.Errorf("http=%v: tasks/get %s", http, got)
+		}
+		ok := testwait.Within(testwait.Timeout, func() bool {
+			b, _ := os.ReadFile(audit)
+			for _, line := range strings.Split(string(b), "\n") {
+				var r map[string]any
+				if json.Unmarshal([]byte(line), &r) == nil && r["method"] == "tasks/get" && r["tool"] == "note" && strings.Contains(line, "redact-email.js") {
+					return true
+				}
+			}
+			return false
+		})
+		if !ok {
+			b, _ := os.ReadFile(audit)
+			t.Errorf("http=%v: no tasks/get record naming note and redact-email.js:\n%s", http, b)
+		}
+	}
 }
