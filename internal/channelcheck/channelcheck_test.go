@@ -305,7 +305,7 @@ func TestRulesListed(t *testing.T) {
 	}
 	for _, id := range []string{RuleNameCharset, RuleNameConfusable, RuleNameInvisible, RuleCrossServerReference,
 		RuleElicitationCredential, RuleElicitationInsecureURL, RuleElicitationPrivateHost, RuleElicitationLookalikeHost,
-		RuleSamplingContextNarrowed} {
+		RuleSamplingContextNarrowed, RuleToolShadowing, RuleIconUnsafeSrc, RuleXMCPHeaderInvalid, RuleInstructionsCrossServer} {
 		if !ids[id] {
 			t.Errorf("%s missing from Rules()", id)
 		}

@@ -39,6 +39,19 @@ const (
 	// "none" to a client that did not declare sampling.context; it is narrowed to
 	// "none". Low: recorded, nothing else changes.
 	RuleSamplingContextNarrowed = "sampling_context_narrowed"
+	// RuleToolShadowing: with several servers, a tool that claims another server's
+	// tool: the same or a confusable name, with words that claim precedence. High
+	// (withheld) with a claim or a confusable name, Medium for the same name alone.
+	RuleToolShadowing = "tool_shadowing"
+	// RuleIconUnsafeSrc: a listed entry's icon whose src is neither https nor a
+	// data: image. High: the entry is withheld.
+	RuleIconUnsafeSrc = "icon_unsafe_src"
+	// RuleXMCPHeaderInvalid: a tool whose x-mcp-header annotations break the rules
+	// (the specification tells the client to drop it). High: withheld.
+	RuleXMCPHeaderInvalid = "x_mcp_header_invalid"
+	// RuleInstructionsCrossServer: with several servers, one server's instructions
+	// name another server's tool. Medium.
+	RuleInstructionsCrossServer = "instructions_cross_server_reference"
 )
 
 // Rules lists this package's rules in the engine's shape, sorted by id, for
@@ -55,6 +68,10 @@ func Rules() []engine.Rule {
 		{ID: RuleNameCharset, Family: Family, Severity: engine.SeverityMedium, Summary: "a tool or prompt name outside [A-Za-z0-9_.-] or longer than 128 characters"},
 		{ID: RuleSamplingContextNarrowed, Family: Family, Severity: engine.SeverityLow, Summary: "a sampling request's includeContext, narrowed to none for a client that did not declare sampling.context"},
 		{ID: RuleCrossServerReference, Family: Family, Severity: engine.SeverityMedium, Summary: "with several servers, a tool whose text names another server's tool or tells the model to call one"},
+		{ID: RuleToolShadowing, Family: Family, Severity: engine.SeverityHigh, Summary: "with several servers, a tool that claims another server's tool: a confusable name, or the same name with words that claim precedence (Medium for the same name alone)"},
+		{ID: RuleIconUnsafeSrc, Family: Family, Severity: engine.SeverityHigh, Summary: "a listed entry's icon whose src is neither an https URL nor a data: image (javascript:, file:, http:)"},
+		{ID: RuleXMCPHeaderInvalid, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool whose x-mcp-header annotations break the rules (CR/LF or other non-token characters, duplicates, unreachable); clients must drop it"},
+		{ID: RuleInstructionsCrossServer, Family: Family, Severity: engine.SeverityMedium, Summary: "with several servers, one server's instructions name another server's tool"},
 	}
 }
 

@@ -46,9 +46,23 @@ const maxDepth = 64
 // declares none, as the reference server's check sees it; a "number"-typed one is
 // invalid for clients but still checked. Malformed JSON declares none.
 func Declarations(schema json.RawMessage) []Declaration {
+	d, _ := declarations(schema)
+	return d
+}
+
+// Valid reports whether a tool's inputSchema breaks none of the x-mcp-header rules
+// Declarations applies (a schema without annotations, or malformed JSON, is valid
+// here): the specification tells a client to exclude a tool whose annotations break
+// them (SEP-2243 "Custom Headers").
+func Valid(schema json.RawMessage) bool {
+	_, ok := declarations(schema)
+	return ok
+}
+
+func declarations(schema json.RawMessage) ([]Declaration, bool) {
 	var root any
 	if json.Unmarshal(schema, &root) != nil {
-		return nil
+		return nil, true
 	}
 	var out []Declaration
 	seen := map[string]bool{}
@@ -112,9 +126,9 @@ func Declarations(schema json.RawMessage) []Declaration {
 		return true
 	}
 	if !visit(root, nil, true, 0) {
-		return nil
+		return nil, false
 	}
-	return out
+	return out, true
 }
 
 // Mismatch is a rejected call: HTTP 400 with JSON-RPC -32020 (HeaderMismatch) and

@@ -42,16 +42,21 @@ func addFindings(rep *engine.Report, fs []engine.Finding, sev map[string]engine.
 // tools and prompts (channelcheck.Names) and, with several servers, a tool that
 // steers another server's tool (channelcheck.CrossServer).
 func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.Finding {
+	var out []engine.Finding
+	for i, e := range entries { // every listing: icons; tools: x-mcp-header
+		out = append(out, channelcheck.Definition(e, "/"+key+"/"+strconv.Itoa(i), c.Method == "tools/list")...)
+	}
 	if c.Method != "tools/list" && c.Method != "prompts/list" {
-		return nil
+		return out
 	}
 	names := make([]string, len(entries))
 	for i, e := range entries {
 		names[i] = nameMember(e)
 	}
-	out := channelcheck.Names(names, channelcheck.EntryPointer(key))
+	out = append(out, channelcheck.Names(names, channelcheck.EntryPointer(key))...)
 	if c.Method == "tools/list" && c.SplitName != nil {
 		tools := make([]channelcheck.Tool, 0, len(entries))
+		at := make([]int, 0, len(entries)) // tools[k] is entries[at[k]]
 		for i, e := range entries {
 			server, bare, ok := c.SplitName(names[i])
 			if !ok {
@@ -62,9 +67,10 @@ func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.
 			if json.Unmarshal(e, &v) == nil {
 				collectTexts(v, "/"+key+"/"+strconv.Itoa(i), true, &t.Texts)
 			}
-			tools = append(tools, t)
+			tools, at = append(tools, t), append(at, i)
 		}
 		out = append(out, channelcheck.CrossServer(tools)...)
+		out = append(out, channelcheck.Shadowing(tools, func(k int) string { return channelcheck.EntryPointer(key)(at[k]) })...)
 	}
 	return out
 }
@@ -147,7 +153,9 @@ func instructionsBlockedText(eventID string) string {
 func (r *run) instructions(c Channel, resp *jsonrpc.Message) Reply {
 	result := resp.Result
 	parts := []part{{path: []string{"instructions"}, raw: field(result, "instructions")}}
-	rep, verdict, err := r.channelRules(parts, nil)
+	var ins string
+	_ = json.Unmarshal(parts[0].raw, &ins)
+	rep, verdict, err := r.channelRules(parts, nil, channelcheck.Instructions(ins, c.SplitName)...)
 	if verdict == engine.Block {
 		return r.blockInstructions(result, instructionsBlockedText(r.rec.eventID()))
 	}
@@ -333,8 +341,12 @@ func arrayItems(b []byte) (items [][]byte, ok bool) {
 
 // namesClean reports, without decoding the listing, whether its names give no
 // structural finding, so that a clean listing may still pass undecoded. A listing
-// of several servers is always decoded (the steering check reads every string).
+// of several servers is always decoded (the steering check reads every string), and
+// so is one that may hold icons or x-mcp-header annotations (channelcheck.Definition).
 func namesClean(c Channel, key string, result json.RawMessage) bool {
+	if bytes.Contains(result, []byte("icons")) || bytes.Contains(result, []byte("x-mcp-header")) || bytes.Contains(result, []byte(`\u`)) {
+		return false
+	}
 	if c.Method != "tools/list" && c.Method != "prompts/list" {
 		return true
 	}
