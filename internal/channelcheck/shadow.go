@@ -3,6 +3,7 @@ package channelcheck
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,7 +15,7 @@ import (
 // "prefer this tool", "use this instead of …", "replaces …", "for all file reads".
 // They count only beside a name another server also lists (Shadowing), so the
 // "instead of" of an ordinary description is never read alone.
-var claimWords = regexp.MustCompile(`(?i)\b(?:prefer(?:red)?\s+(?:this|me|it)\b|(?:use|call|choose|pick)\s+(?:this|me)(?:\s+(?:tool|one|function|version))?\s+(?:instead|first|always|only|exclusively|rather|over|for\s+(?:all|every|any))\b|(?:always|only|exclusively)\s+(?:use|call)\s+(?:this|me)\b|instead\s+of\b|rather\s+than\b|in\s+place\s+of\b|(?:replaces|supersedes|overrides|shadows)\b|(?:newer|better|official|preferred|updated)\s+(?:version|replacement)\b|do\s+not\s+use\s+(?:the\s+)?(?:other|any\s+other)\b|for\s+all\s+(?:\w+\s+){0,3}(?:reads|writes|requests|calls|operations|queries|lookups)\b)`)
+var claimWords = regexp.MustCompile(`(?i)\b(?:prefer(?:red)?\s+(?:this|me|it)\b|(?:use|call|choose|pick)\s+(?:this|me)(?:\s+(?:tool|one|function|version))?\s+(?:instead|first|always|only|exclusively|rather|over|for\s+(?:all|every|any))\b|(?:always|only|exclusively)\s+(?:use|call)\s+(?:this|me)\b|instead\s+of\b|rather\s+than\b|in\s+place\s+of\b|(?:replaces|supersedes|overrides|shadows)\s+(?:the\s+|any\s+|all\s+)?(?:(?:other|older|existing|original|previous|built-in|default)\s+)*(?:tools?|versions?|servers?|functions?|implementations?)\b|(?:newer|better|official|preferred|updated)\s+(?:version|replacement)\b|do\s+not\s+use\s+(?:the\s+)?(?:other|any\s+other)\b|for\s+all\s+(?:\w+\s+){0,3}(?:reads|writes|requests|calls|operations|queries|lookups)\b)`)
 
 // Shadowing finds, in a listing merged from several servers, a tool that claims
 // another server's tool (tool_shadowing):
@@ -46,7 +47,7 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 		if t.Bare == "" {
 			continue
 		}
-		same, look := false, false
+		same, look, claimed := false, false, false
 		for j, o := range tools {
 			if o.Server == t.Server || o.Bare == "" {
 				continue
@@ -54,6 +55,7 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 			switch {
 			case strings.EqualFold(o.Bare, t.Bare):
 				same = true
+				claimed = claimed || claimsOver(t, o)
 			case skel[i] == skel[j]:
 				// the imposter is the name outside the set; both go when that does not tell
 				if !ValidName(t.Bare) || ValidName(o.Bare) == ValidName(t.Bare) {
@@ -61,10 +63,9 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 				}
 			}
 		}
-		claims := claimsOther(t, tools)
 		sev := engine.SeverityNone
 		switch {
-		case look, same && claims.any, claims.named:
+		case look, same && claimed, namesOtherWithClaim(t, tools):
 			sev = engine.SeverityHigh
 		case same:
 			sev = engine.SeverityMedium
@@ -76,28 +77,36 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 	return out
 }
 
-type claim struct{ any, named bool }
+// claimsOver reports whether one of t's texts claims precedence and is not also a
+// text of o, the other server's tool of the same name: two instances of one server
+// ("Each edit replaces …" on both) claim nothing over each other.
+func claimsOver(t, o Tool) bool {
+	for _, x := range t.Texts {
+		if claimWords.MatchString(x.Value) && !slices.ContainsFunc(o.Texts, func(y Text) bool { return y.Value == x.Value }) {
+			return true
+		}
+	}
+	return false
+}
 
-// claimsOther reads t's texts: whether any claims precedence, and whether one does
-// so while naming another server's tool.
-func claimsOther(t Tool, tools []Tool) claim {
-	var c claim
+// namesOtherWithClaim reports whether one of t's texts claims precedence while
+// naming another server's tool (as the client sees it, or its own identifier-like
+// name when t's server has no tool of that name).
+func namesOtherWithClaim(t Tool, tools []Tool) bool {
 	for _, x := range t.Texts {
 		if !claimWords.MatchString(x.Value) {
 			continue
 		}
-		c.any = true
 		for _, o := range tools {
 			if o.Server == t.Server {
 				continue
 			}
 			if o.Name != "" && containsWord(x.Value, o.Name, nil) || identifierLike(o.Bare) && o.Bare != t.Bare && containsWord(x.Value, o.Bare, nil) {
-				c.named = true
-				return c
+				return true
 			}
 		}
 	}
-	return c
+	return false
 }
 
 // Definition finds what is wrong in one listed tool, prompt or resource entry
