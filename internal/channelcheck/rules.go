@@ -52,6 +52,13 @@ const (
 	// RuleInstructionsCrossServer: with several servers, one server's instructions
 	// name another server's tool. Medium.
 	RuleInstructionsCrossServer = "instructions_cross_server_reference"
+	// RuleAppEgress: an MCP App (a ui:// HTML resource) that posts a form to, loads
+	// from or sends to an origin its csp does not declare. Medium; High (withheld) in
+	// the strict profile.
+	RuleAppEgress = "ui_app_egress"
+	// RuleAppPostMessageAny: an MCP App that calls postMessage with target origin
+	// "*". Medium; High (withheld) in the strict profile.
+	RuleAppPostMessageAny = "ui_app_postmessage_any"
 )
 
 // Rules lists this package's rules in the engine's shape, sorted by id, for
@@ -72,6 +79,8 @@ func Rules() []engine.Rule {
 		{ID: RuleIconUnsafeSrc, Family: Family, Severity: engine.SeverityHigh, Summary: "a listed entry's icon whose src is neither an https URL nor a data: image (javascript:, file:, http:)"},
 		{ID: RuleXMCPHeaderInvalid, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool whose x-mcp-header annotations break the rules (CR/LF or other non-token characters, duplicates, unreachable); clients must drop it"},
 		{ID: RuleInstructionsCrossServer, Family: Family, Severity: engine.SeverityMedium, Summary: "with several servers, one server's instructions name another server's tool"},
+		{ID: RuleAppEgress, Family: Family, Severity: engine.SeverityMedium, Summary: "an MCP App (ui:// HTML) that posts a form to, loads from or sends to (fetch, XMLHttpRequest, WebSocket, img) an origin its csp does not declare; High in the strict profile"},
+		{ID: RuleAppPostMessageAny, Family: Family, Severity: engine.SeverityMedium, Summary: "an MCP App (ui:// HTML) that calls postMessage with target origin \"*\"; High in the strict profile"},
 	}
 }
 

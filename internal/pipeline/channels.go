@@ -298,6 +298,9 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 		parts, err = nil, nil
 	}
 	var extra []engine.Finding
+	if m.Name == "resources/read" {
+		extra = appFindings(doc, r.p.Strict)
+	}
 	if m.Direction == methods.ServerRequest {
 		var narrowed json.RawMessage
 		if extra, narrowed = requestFindings(c, doc); narrowed != nil {

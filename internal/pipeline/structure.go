@@ -404,3 +404,50 @@ func skipValue(b []byte, i int) int {
 	}
 	return i
 }
+
+// appFindings are the findings of the MCP Apps among a resources/read result's
+// contents (docs/channels.md#apps): an item whose uri is ui:// or whose mimeType is
+// HTML with profile=mcp-app, its text (or base64 blob) read by channelcheck.App
+// against the origins its _meta.ui.csp declares. Medium, High in the strict profile.
+func appFindings(doc json.RawMessage, strict bool) []engine.Finding {
+	if !bytes.Contains(doc, []byte("ui:")) && !bytes.Contains(doc, []byte("mcp-app")) && !bytes.Contains(doc, []byte(`\u`)) {
+		return nil
+	}
+	var r struct {
+		Contents []struct {
+			URI      string `json:"uri"`
+			MimeType string `json:"mimeType"`
+			Text     string `json:"text"`
+			Blob     []byte `json:"blob"`
+			Meta     struct {
+				UI struct {
+					CSP struct {
+						Connect  []string `json:"connectDomains"`
+						Resource []string `json:"resourceDomains"`
+					} `json:"csp"`
+				} `json:"ui"`
+			} `json:"_meta"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(doc, &r) != nil {
+		return nil
+	}
+	sev := engine.SeverityMedium
+	if strict {
+		sev = engine.SeverityHigh
+	}
+	var out []engine.Finding
+	for i, c := range r.Contents {
+		mt := strings.ToLower(c.MimeType)
+		if !strings.HasPrefix(strings.ToLower(c.URI), "ui://") && !(strings.HasPrefix(mt, "text/html") && strings.Contains(mt, "mcp-app")) {
+			continue
+		}
+		text, at := c.Text, "/contents/"+strconv.Itoa(i)+"/text"
+		if text == "" && len(c.Blob) > 0 {
+			text, at = string(c.Blob), "/contents/"+strconv.Itoa(i)+"/blob"
+		}
+		allowed := append(append([]string(nil), c.Meta.UI.CSP.Connect...), c.Meta.UI.CSP.Resource...)
+		out = append(out, channelcheck.App(text, allowed, sev, at)...)
+	}
+	return out
+}
