@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readmeBlock returns the code block of README.md that follows the marker comment.
+func readmeBlock(t *testing.T, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "<!-- "+marker+" -->\n```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```\n")
+	if !ok || !ok2 {
+		t.Fatalf("README.md has no sh block after <!-- %s -->", marker)
+	}
+	return block
+}
+
+// portOf is the port of a freePort address.
+func portOf(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+// TestTryOAuthLocally runs the README's "Try OAuth locally" lines as they are, in
+// bash, with mcpgate on PATH, the test bed's provider where make deps puts it, and
+// the two ports the lines listen on (9412, 8080) swapped for free ones: the call
+// answers with scan_text's result, and the audit record names the signed-in user and
+// its client.
+func TestTryOAuthLocally(t *testing.T) {
+	provider := filepath.Join(root, "testdata", "e2e", "bin", "oidc-server")
+	if _, err := os.Stat(provider); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the OpenID provider is not built (make deps): %v", err)
+		}
+		t.Skip("the OpenID provider is not built: make deps")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	block := readmeBlock(t, "try-oauth-locally")
+	lines := strings.ReplaceAll(strings.ReplaceAll(block, "9412", portOf(freePort(t))), "8080", portOf(freePort(t)))
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(filepath.Join(dir, "testdata", "e2e", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{filepath.Join(dir, "testdata", "e2e", "bin", "oidc-server"): provider, filepath.Join(bin, "mcpgate"): binary} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "-c", lines)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the lines' background jobs end with the group
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	stdout, err := os.Create(filepath.Join(dir, "stdout")) // a file: the background jobs hold it after bash ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	cmd.Stdout, cmd.Stderr = stdout, stdout
+	err = cmd.Run()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	out, _ := os.ReadFile(stdout.Name())
+	log, _ := os.ReadFile(filepath.Join(dir, "mcpgate.log"))
+	if err != nil || !strings.Contains(string(out), `"verdict":"allow"`) || !strings.Contains(string(out), `"resultType":"complete"`) {
+		t.Fatalf("the lines: %v\nstdout: %s\nmcpgate.log:\n%s", err, out, log)
+	}
+	for _, want := range []string{`"user_id":"id2"`, `"caller_id":"web"`, "names no audience is taken as meant for this gateway"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("mcpgate.log lacks %s:\n%s", want, log)
+		}
+	}
+}
