@@ -427,10 +427,16 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 				rules = append(rules, f.RuleID)
 			}
 		}
-		log.Error("vet: server not started: it has block-level findings", "server", s.Name, "rule_ids", rules,
-			"allow", fmt.Sprintf(`after review, allow it with "mcpgate": {"vetAllow": {%q: [%q]}} in --config, or fix the finding (mcpgate vet --config FILE shows it)`, s.Name, strings.Join(rules, `", "`)))
+		allow := fmt.Sprintf(`after review, allow it with "mcpgate": {"vetAllow": {%q: [%q]}} in --config, or fix the finding (mcpgate vet --config FILE shows it)`, s.Name, strings.Join(rules, `", "`))
+		if s.Name == "" {
+			allow = "after review, start it with --vet-mode report, or fix the finding"
+		}
+		log.Error("vet: server not started: it has block-level findings", "server", s.Name, "rule_ids", rules, "allow", allow)
 	}
 	if len(keep) == 0 {
+		if configPath == "" {
+			return nil, errors.New(`vet: the server after -- has block-level findings (logged above) and was not started; fix them, or after review start it with --vet-mode report`)
+		}
 		return nil, fmt.Errorf("vet: every server has block-level findings and none was started (%s); mcpgate vet --config %s shows them", strings.Join(blocked, ", "), configPath)
 	}
 	if len(keep) < len(servers) && len(servers) > 1 {

@@ -332,3 +332,21 @@ func TestVetIdentityPinned(t *testing.T) {
 		t.Fatalf("strict after approve: %v", got)
 	}
 }
+
+// TestVetAtStartupCommand: the strict profile does not start the one server after
+// -- when it has a block-level finding, and says how to start it anyway.
+func TestVetAtStartupCommand(t *testing.T) {
+	f := gatewayFlags{profile: "strict", pinsMode: "warn", failMode: "open", upstreamStderr: "relay", upstreamEnv: "inherit", logFormat: "json", logLevel: "info"}
+	f.registerOthers()
+	var log bytes.Buffer
+	if _, err := f.config([]string{"mcp-proxy", "--insecure", "https://x.example/mcp"}, &log); err == nil || !strings.Contains(err.Error(), "--vet-mode report") {
+		t.Fatalf("err %v", err)
+	}
+	if !strings.Contains(log.String(), `"rule_ids":["vet_tls_verification_off"]`) {
+		t.Fatalf("log:\n%s", log.String())
+	}
+	f.vetMode, f.changed = "report", func(n string) bool { return n == "vet-mode" }
+	if _, err := f.config([]string{"mcp-proxy", "--insecure", "https://x.example/mcp"}, io.Discard); err != nil {
+		t.Fatalf("--vet-mode report: %v", err)
+	}
+}
