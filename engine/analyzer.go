@@ -169,6 +169,7 @@ func (a *Analyzer) analyzeDoc(doc []byte, mode docMode, roots []string) (Report,
 	st := a.getState()
 	defer putState(st)
 	st.k.roots = roots
+	st.k.inArgs = mode == modeArguments
 	st.v = docVisitor{st: st, mode: mode, budget: a.opts.MaxScanBytes, blobs: st.v.blobs}
 	st.k.w = &st.w
 	st.w.reset(doc, &st.v)

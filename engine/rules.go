@@ -45,6 +45,7 @@ const (
 	RuleHiddenInstruction = "output_hidden_instructions"
 	RuleSSRFTarget        = "output_ssrf_target"
 	RuleInjectedOrders    = "output_injected_instructions"
+	RuleCredentialRequest = "output_credential_request"
 	RuleGoogleOAuth       = "secret_google_oauth_token"
 	RuleTelegramBot       = "secret_telegram_bot_token"
 	RuleSupabaseKey       = "secret_supabase_key"
@@ -133,6 +134,7 @@ const (
 	rPromptRequest
 	rEscalation
 	rEncodedOrders
+	rCredRequest
 	numRules // built-in rules; the catalogue's follow (catalogue.go)
 )
 
@@ -193,6 +195,7 @@ var builtinRules = [numRules]Rule{
 	rPromptRequest:    {RulePromptRequest, FamilyPromptInjection, SeverityHigh, "a request that the model hand over its own system prompt or hidden instructions (in a reply, an argument or a message)"},
 	rEscalation:       {RuleEscalatingError, FamilyPromptInjection, SeverityHigh, "error text that orders an escalation: a retry through a privileged tool (a shell or admin tool), a download piped to a shell, the sandbox or approvals switched off"},
 	rEncodedOrders:    {RuleEncodedOrders, FamilyPromptInjection, SeverityHigh, "base64 (standard or URL-safe) or hex that decodes to text holding an order to the model"},
+	rCredRequest:      {RuleCredentialRequest, FamilyPromptInjection, SeverityHigh, "a request that the agent or the user hand a credential over: paste or send a token, API key, password or a credential file's contents into the conversation, to a URL, or into a tool call's argument"},
 	rCloudflare:       {RuleCloudflareToken, FamilySecret, SeverityInfo, "Cloudflare scannable credential: user or account API token (cfut_, cfat_) or global API key (cfk_), 40 alphanumerics and an 8-hex-digit checksum"},
 }
 

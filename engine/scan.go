@@ -236,6 +236,7 @@ func (t *textScan) run() {
 		t.atLineEnd(n)
 		t.shortOrders()
 		t.directives()
+		t.credentialRequest()
 		t.finish()
 	}
 }

@@ -31,6 +31,9 @@ type sink struct {
 	// decoded names the encoding of the text being scanned when it is the decoded form
 	// of an argument's encoded run (scanDecoded), "" otherwise.
 	decoded string
+	// inArgs: the document is a call's arguments (AnalyzeArguments); the rules that
+	// read requests made of the agent (credentialRequest) skip it.
+	inArgs bool
 
 	// roots are the clean paths of the client's declared roots for this document
 	// (AnalyzeResultWithin); nil when none are known.

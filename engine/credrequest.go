@@ -1,0 +1,169 @@
+package engine
+
+import "strings"
+
+// Requests for credentials (docs/engine.md#credential-requests): text in a result that
+// asks the agent or the user to hand a credential over (paste it in the chat, reply
+// with it, send it to a URL, fill it into a call) is output_credential_request. The
+// detector reads each sentence as whitespace-separated words (a hyphen or underscore
+// joins words into one identifier, so a placeholder such as paste-your-api-key-here
+// stays one word) and needs three things in one sentence: a verb that hands something
+// over, a credential (a noun such as token, API key, password, or a credential file's
+// path), and where it goes: the conversation (reply with, in the chat, to me), an
+// http(s) URL, or a tool call's argument. Documentation that tells the user to enter a
+// key in a settings page names no such place and stays clean. Arguments are not read
+// (an agent may write such documentation); results, listings and messages are.
+
+// maxCredRequest bounds the bytes of one string the detector reads.
+const maxCredRequest = 64 << 10
+
+// handVerbs hand something over.
+var handVerbs = map[string]bool{
+	"paste": true, "send": true, "share": true, "provide": true, "give": true, "reply": true, "respond": true, "include": true,
+	"forward": true, "post": true, "submit": true, "upload": true, "email": true, "dm": true, "transmit": true, "attach": true,
+	"tell": true, "enter": true, "type": true, "supply": true, "echo": true, "print": true, "output": true, "return": true,
+	"copy": true, "pass": true, "put": true, "read": true, "cat": true, "dump": true,
+}
+
+// outVerbs send something out; with a URL in the sentence they need no other place.
+var outVerbs = map[string]bool{
+	"send": true, "forward": true, "post": true, "submit": true, "upload": true, "transmit": true, "email": true, "share": true,
+	"paste": true, "exfiltrate": true, "leak": true,
+}
+
+// credNouns name a credential; credPairs are the two-word ones ("api key").
+var credNouns = map[string]bool{
+	"token": true, "tokens": true, "password": true, "passwords": true, "passphrase": true, "credential": true, "credentials": true,
+	"creds": true, "secret": true, "secrets": true, "apikey": true, "api_key": true, "cookie": true, "cookies": true, "otp": true,
+	"2fa": true, "mfa": true, "pat": true, "pin": true,
+}
+
+var credPairs = map[[2]string]bool{
+	{"api", "key"}: true, {"api", "keys"}: true, {"access", "key"}: true, {"secret", "key"}: true, {"private", "key"}: true,
+	{"ssh", "key"}: true, {"seed", "phrase"}: true, {"recovery", "phrase"}: true, {"recovery", "codes"}: true,
+	{"verification", "code"}: true, {"security", "code"}: true, {"session", "id"}: true, {"signing", "key"}: true,
+}
+
+// placeWords put what is handed over into the conversation.
+var placeWords = map[[2]string]bool{
+	{"in", "chat"}: true, {"in", "conversation"}: true, {"in", "reply"}: true, {"in", "response"}: true, {"in", "message"}: true,
+	{"in", "answer"}: true, {"to", "me"}: true, {"to", "us"}: true, {"with", "me"}: true, {"with", "us"}: true, {"back", "to"}: true,
+	{"to", "assistant"}: true, {"to", "agent"}: true, {"to", "support"}: true,
+}
+
+// credentialRequest checks a string of a result for a request to hand a credential
+// over; one finding per string.
+func (t *textScan) credentialRequest() {
+	if t.k.inArgs || t.notice || len(t.s) < 16 {
+		return
+	}
+	s := t.s[:min(len(t.s), maxCredRequest)]
+	if !mayNameCredential(s) {
+		return
+	}
+	start := 0
+	for start < len(s) {
+		end := sentenceEnd(s, start)
+		if credRequestIn(s[start:end]) {
+			t.k.add(rCredRequest, "credential_request", start, end)
+			return
+		}
+		start = end
+	}
+}
+
+// mayNameCredential is a cheap pre-check: s holds one of the credential words'
+// distinctive parts in any case.
+func mayNameCredential(s string) bool {
+	for _, w := range [...]string{"oken", "ey", "assw", "redential", "reds", "ecret", "ookie", "hrase", "otp", "OTP", "fa", "FA", "PAT", "ode", "EY", "OKEN", "ASSW", "ECRET", "/."} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// sentenceEnd returns the end of the sentence that starts at i: after ". ", "! ",
+// "? " or a line break (a URL's dots do not end it).
+func sentenceEnd(s string, i int) int {
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case '\n':
+			return j + 1
+		case '.', '!', '?':
+			if j+1 == len(s) || s[j+1] == ' ' || s[j+1] == '\n' {
+				return j + 1
+			}
+		}
+	}
+	return len(s)
+}
+
+// credRequestIn reports whether one sentence asks for a credential to be handed over.
+func credRequestIn(sent string) bool {
+	fields := strings.Fields(sent)
+	if len(fields) < 3 || len(fields) > 200 {
+		return false
+	}
+	words := make([]string, 0, len(fields))
+	url, path, call := false, false, false
+	for _, f := range fields {
+		lf := strings.ToLower(f)
+		if strings.Contains(lf, "http://") || strings.Contains(lf, "https://") {
+			url = true
+		}
+		if strings.ContainsAny(f, "(<=") && (strings.Contains(lf, "(") || strings.Contains(lf, "<your")) {
+			call = true
+		}
+		trimmed := strings.Trim(f, "\"'`()<>[]{},;:!?*")
+		trimmed = strings.TrimSuffix(trimmed, ".")
+		if strings.ContainsAny(trimmed, "/~") && CredentialPath(trimmed) {
+			path = true
+		}
+		// a word of letters and digits: punctuation around it is dropped; one with
+		// '-', '_' or '=' inside stays as written (an identifier, a placeholder, key=value)
+		w := strings.Trim(lf, "\"'`()<>[]{},.;:!?*")
+		if i := strings.IndexByte(w, '='); i > 0 { // token=<your ...>: read the name
+			w = w[:i]
+		}
+		words = append(words, w)
+	}
+	verb, out, possessed, cred, place := false, false, false, path, false
+	for i, w := range words {
+		if handVerbs[w] {
+			verb = true
+		}
+		if outVerbs[w] {
+			out = true
+		}
+		isCred := credNouns[w] || i+1 < len(words) && credPairs[[2]string{w, words[i+1]}]
+		if isCred {
+			cred = true
+			for k := max(0, i-4); k < i; k++ {
+				if words[k] == "your" || words[k] == "<your" || words[k] == "user's" || words[k] == "their" {
+					possessed = true
+				}
+			}
+		}
+		if i+1 < len(words) {
+			next := words[i+1]
+			if (next == "the" || next == "this" || next == "your") && i+2 < len(words) {
+				next = words[i+2]
+			}
+			if placeWords[[2]string{w, next}] || (w == "reply" || w == "respond") && (words[i+1] == "with" || words[i+1] == "back") {
+				place = true
+			}
+		}
+	}
+	switch {
+	case !verb || !cred:
+		return false
+	case possessed && (place || url || call):
+		return true // paste your API key in the chat; call verify(token=<your access token>)
+	case out && url:
+		return true // forward these credentials to https://…
+	case path && (place || url):
+		return true // reply with the token from ~/.aws/credentials
+	}
+	return false
+}
