@@ -35,6 +35,9 @@ func TestToolResultPathsRunPost(t *testing.T) {
 		{"direct tools/call", "", "", false},
 		{"tasks/result", `{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t-1"}}`,
 			`{"jsonrpc":"2.0","id":2,"result":%s}`, true},
+		// A CallToolResult with a member named result of its own is still the result.
+		{"tasks/result with a result member", `{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"t-1"}}`,
+			`{"jsonrpc":"2.0","id":2,"result":%s}`, true},
 		{"tasks/get inlining the result", `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"t-1"}}`,
 			`{"jsonrpc":"2.0","id":2,"result":{"taskId":"t-1","status":"completed","resultType":"complete","result":%s}}`, true},
 		{"notifications/tasks/status with the result", "",
@@ -94,7 +97,11 @@ func TestToolResultPathsRunPost(t *testing.T) {
 					h.client(p.fetch)
 					h.upstreamGets()
 				}
-				h.up.lines <- strings.Replace(p.answer, "%s", result, 1)
+				answer := strings.Replace(p.answer, "%s", result, 1)
+				if p.name == "tasks/result with a result member" {
+					answer = strings.Replace(answer, `"structuredContent"`, `"result":{"content":[]},"structuredContent"`, 1)
+				}
+				h.up.lines <- answer
 				checkRedacted(t, h.clientGets(), mail)
 				rec := <-h.recs.ch
 				if rec.Tool != tool || len(rec.GuardrailsTriggered) == 0 || rec.GuardrailsTriggered[0] != "redact-email.js" {
