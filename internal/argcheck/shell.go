@@ -161,7 +161,7 @@ func checkString(s, ptr string, cl class, roots []string) []Finding {
 		if pathShaped(s) {
 			out = append(out, checkPath(s, ptr, roots, false)...)
 		}
-		if templateMarker.MatchString(s) {
+		if template(s) {
 			add(RuleTemplate, false)
 		}
 	}
@@ -169,30 +169,125 @@ func checkString(s, ptr string, cl class, roots []string) []Finding {
 }
 
 // shellWords are the commands a payload runs after chaining or inside a substitution.
-var shellWords = `curl|wget|sh|bash|zsh|dash|ksh|csh|fish|nc|ncat|netcat|socat|telnet|rm|mv|cp|chmod|chown|` +
-	`python|python3|perl|ruby|php|node|powershell|pwsh|cmd|whoami|id|uname|cat|base64|eval|exec|sudo|su|` +
-	`mkfifo|ssh|scp|nslookup|dig|ping|echo|printf|env|export|kill|touch|tee|dd|awk|sed|xargs|find|ls|sleep|` +
-	`certutil|bitsadmin|iex|invoke-expression|invoke-webrequest|ftp|tftp|crontab|systemctl|useradd|passwd`
+var shellWords = wordSet(`curl wget sh bash zsh dash ksh csh fish nc ncat netcat socat telnet rm mv cp chmod chown ` +
+	`python python3 perl ruby php node powershell pwsh cmd whoami id uname cat base64 eval exec sudo su ` +
+	`mkfifo ssh scp nslookup dig ping echo printf env export kill touch tee dd awk sed xargs find ls sleep ` +
+	`certutil bitsadmin iex invoke-expression invoke-webrequest ftp tftp crontab systemctl useradd passwd`)
 
-var (
-	// a substitution that runs a command: $(cmd …), `cmd …`
-	substRE = regexp.MustCompile(`(?i)\$\(\s*(` + shellWords + `)\b|` + "`" + `\s*(` + shellWords + `)\b[^` + "`" + `]*` + "`")
-	// chaining into a command: ; cmd, && cmd, || cmd, | sh
-	chainRE = regexp.MustCompile(`(?i)(;|&&|\|\|)\s*(` + shellWords + `)\s+\S|\|\s*(sh|bash|zsh|dash|ksh|python3?|perl|ruby|php|node|powershell|pwsh|iex)\b\s*(-\S*\s*)*($|\n|;|&)`)
-	// a newline, then a command
-	newlineRE = regexp.MustCompile(`(?i)[\r\n]\s*(` + shellWords + `)\s`)
-	// template markers of the common server-side engines: {{…}}, {%…%}, ${…}, <%…%>, #{…}
-	templateMarker = regexp.MustCompile(`\{\{[^{}\n]{1,200}\}\}|\{%[^\n]{1,200}?%\}|\$\{[^{}\n]{1,200}\}|<%[^\n]{0,200}?%>|#\{[^{}\n]{1,200}\}`)
-)
+// shellInterpreters are what a download is piped into.
+var shellInterpreters = wordSet(`sh bash zsh dash ksh python python3 perl ruby php node powershell pwsh iex`)
+
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+// templateMarker matches the markers of the common server-side engines: {{…}}, {%…%},
+// ${…}, <%…%>, #{…}.
+var templateMarker = regexp.MustCompile(`\{\{[^{}\n]+\}\}|\{%[^\n]+?%\}|\$\{[^{}\n]+\}|<%[^\n]*?%>|#\{[^{}\n]+\}`)
+
+// wordAt reads the command word at s[i:] after white space: its lower-cased text and
+// the index past it.
+func wordAt(s string, i int) (string, int) {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(s) && (s[j] == '-' || s[j] == '_' || s[j] == '.' || s[j] >= '0' && s[j] <= '9' ||
+		s[j]|0x20 >= 'a' && s[j]|0x20 <= 'z') {
+		j++
+	}
+	return strings.ToLower(s[i:j]), j
+}
+
+// argumentFollows reports white space then something else at s[j:]: the command has
+// an argument.
+func argumentFollows(s string, j int) bool {
+	if j >= len(s) || (s[j] != ' ' && s[j] != '\t') {
+		return false
+	}
+	return strings.TrimLeft(s[j:], " \t") != ""
+}
 
 // shellPayload reports a shell payload in text of any kind: a substitution or a
-// chain that runs a known command, a download piped into a shell. A markdown table's
-// "|" or prose's ";" before an ordinary word is none.
-func shellPayload(s string) bool { return substRE.MatchString(s) || chainRE.MatchString(s) }
+// chain that runs a known command with an argument, a download piped into a shell. A
+// markdown table's "|" or prose's ";" before an ordinary word is none.
+func shellPayload(s string) bool {
+	if !strings.ContainsAny(s, "$`;&|") {
+		return false
+	}
+	if substitution(s) {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == ';', s[i] == '&' && i+1 < len(s) && s[i+1] == '&', s[i] == '|' && i+1 < len(s) && s[i+1] == '|':
+			if s[i] != ';' {
+				i++
+			}
+			if w, j := wordAt(s, i+1); shellWords[w] && argumentFollows(s, j) {
+				return true
+			}
+		case s[i] == '|':
+			w, j := wordAt(s, i+1)
+			if !shellInterpreters[w] {
+				continue
+			}
+			rest := strings.TrimLeft(s[j:], " \t")
+			for strings.HasPrefix(rest, "-") { // flags: | bash -s --
+				k := strings.IndexAny(rest, " \t\r\n;&")
+				if k < 0 {
+					rest = ""
+					break
+				}
+				rest = strings.TrimLeft(rest[k:], " \t")
+			}
+			if rest == "" || rest[0] == '\n' || rest[0] == '\r' || rest[0] == ';' || rest[0] == '&' {
+				return true
+			}
+		}
+	}
+	return false
+}
 
-func substitution(s string) bool { return substRE.MatchString(s) }
+// substitution reports $(cmd …) or `cmd …` running a known command.
+func substitution(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '$' && i+1 < len(s) && s[i+1] == '(':
+			if w, _ := wordAt(s, i+2); shellWords[w] {
+				return true
+			}
+		case s[i] == '`':
+			w, j := wordAt(s, i+1)
+			if shellWords[w] && strings.IndexByte(s[j:], '`') >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
 
-func newlineCommand(s string) bool { return newlineRE.MatchString(s) }
+// newlineCommand reports a newline, then a known command with an argument.
+func newlineCommand(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			if w, j := wordAt(s, i+1); shellWords[w] && argumentFollows(s, j) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// template reports a template marker; the regexp runs only past a cheap prefilter.
+func template(s string) bool {
+	return (strings.Contains(s, "{{") || strings.Contains(s, "${") || strings.Contains(s, "<%") ||
+		strings.Contains(s, "{%") || strings.Contains(s, "#{")) && templateMarker.MatchString(s)
+}
 
 // shellSyntax reports, for a command line, chaining (; && || |), substitution ($(…),
 // backticks), redirection (> >> < 2> &>) or a newline then a command, outside
