@@ -366,7 +366,8 @@ func writeVetText(w io.Writer, fs []vet.Finding) error {
 // not allowed by "mcpgate.vetAllow" is left out, and the log says how to allow it;
 // the others start, under the names they would have had. Leaving out every server
 // is an error. A lock next to --config is checked against the npm registry; with a
-// pin file (--pins), each https url server's TLS key is pinned and compared.
+// pin file (--pins), each https url server's TLS key is pinned and compared, and the
+// tools pinned for a server feed the scope check.
 func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath string, servers []gateway.Server, enforce bool, log *slog.Logger) ([]gateway.Server, error) {
 	c := &vet.Config{AllowedServers: file.Gate.AllowedServers, Allow: file.Gate.VetAllow, PassEnv: file.Gate.PassEnv}
 	for _, s := range servers {
@@ -398,6 +399,9 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 			return nil, err
 		}
 		in.Identity = identitiesAtStartup(ctx, st, c.Servers, log)
+		if in.Tools, err = pinnedTools(pinsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
 	}
 	fs := vet.Run(in, vet.Options{Strict: enforce, Severities: file.VetSeverities()})
 	for _, f := range fs {

@@ -350,3 +350,28 @@ func TestVetAtStartupCommand(t *testing.T) {
 		t.Fatalf("--vet-mode report: %v", err)
 	}
 }
+
+// TestVetAtStartupScopes: with --pins, the tools pinned for a url server feed the
+// scope check at start-up: read-only tools and a write scope are logged.
+func TestVetAtStartupScopes(t *testing.T) {
+	dir := t.TempDir()
+	pinsFile := filepath.Join(dir, "pins.json")
+	if err := os.WriteFile(pinsFile, []byte(`{"version": 1, "pins": [{"server": "cal", "tool": "get_calendar", "sha256": "x", "first_seen": "2026-12-01T00:00:00Z",
+		"definition": {"name": "get_calendar", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"cal": {"url": "http://127.0.0.1:1/mcp", "oauth": {"tokenURL": "https://as.example/token",
+		"clientID": "c", "clientSecret": "s", "scopes": ["calendar.read", "calendar.delete"]}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := gatewayFlags{configPath: cfg, pins: pinsFile, pinsMode: "warn", failMode: "open", upstreamStderr: "relay", upstreamEnv: "inherit", logFormat: "json", logLevel: "info"}
+	f.registerOthers()
+	var log bytes.Buffer
+	if _, err := f.config(nil, &log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), `"rule_id":"vet_excessive_scope"`) || !strings.Contains(log.String(), `"pointer":"/mcpServers/cal/oauth/scopes/1"`) {
+		t.Fatalf("log:\n%s", log.String())
+	}
+}
