@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -186,7 +187,24 @@ func serverName(s string) string {
 // would push the other columns off the terminal. --format json has them whole.
 const pinCell = 40
 
-func pinName(s string) string { return audit.TableCell(bound.Truncate(s, pinCell)) }
+// pinName is s for the table: a name longer than pinCell keeps its first and its
+// last bytes around "…", because servers started from one directory
+// (".../node_modules/.bin/...") differ at the end, not at the start.
+func pinName(s string) string {
+	if len(s) <= pinCell {
+		return audit.TableCell(s)
+	}
+	const ellipsis, head = "…", 14
+	tail := pinCell - head - len(ellipsis)
+	h, t := head, len(s)-tail
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return audit.TableCell(s[:h] + ellipsis + s[t:])
+}
 
 // shortTime is a pin's RFC 3339 time to the minute, "2026-11-29 10:05Z"; s itself
 // when it does not parse.

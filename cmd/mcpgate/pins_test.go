@@ -43,7 +43,7 @@ func pinFile(t *testing.T) (string, *pins.Store) {
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // TestPinsListColumns: a row of pins list fits a terminal whatever the names: server
-// and tool names cut at 40 bytes and escaped, times to the minute, hashes to 12 hex
+// and tool names over 40 bytes elided in the middle and escaped, times to the minute, hashes to 12 hex
 // digits; --format json keeps everything whole.
 func TestPinsListColumns(t *testing.T) {
 	path, _ := pinFile(t)
@@ -162,4 +162,29 @@ func FuzzLineDiff(f *testing.F) {
 			t.Fatalf("diff of %q and %q does not give them back: %q %q", x, y, ga, gb)
 		}
 	})
+}
+
+// Two long server names that differ only at the end stay apart in the table: a name
+// past 40 bytes keeps its start and its end around "…".
+func TestPinNameKeepsBothEnds(t *testing.T) {
+	a := "/home/dev/projects/agent/node_modules/.bin/mcp-server-filesystem /home/dev/docs"
+	b := "/home/dev/projects/agent/node_modules/.bin/mcp-server-everything stdio"
+	pa, pb := pinName(a), pinName(b)
+	if pa == pb {
+		t.Fatalf("both shown as %q", pa)
+	}
+	for _, p := range []string{pa, pb} {
+		if len(p) > pinCell || !strings.Contains(p, "…") || !strings.HasPrefix(p, "/home/dev/proj") {
+			t.Errorf("pinName = %q (%d bytes)", p, len(p))
+		}
+	}
+	if !strings.HasSuffix(pa, "/home/dev/docs") || !strings.HasSuffix(pb, "everything stdio") {
+		t.Errorf("ends lost: %q, %q", pa, pb)
+	}
+	if got := pinName("fs"); got != "fs" {
+		t.Errorf("short name changed: %q", got)
+	}
+	if got := pinName(strings.Repeat("é", 30)); !utf8.ValidString(got) {
+		t.Errorf("cut inside a character: %q", got)
+	}
 }
