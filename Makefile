@@ -42,9 +42,11 @@ build:
 
 ## install: the binary to $(DESTDIR)$(PREFIX)/bin, the shipped policies and their
 ## examples to $(PREFIX)/share/mcpgate/policies (copy them to /etc/mcpgate/policies).
-install: build
+## The installed binary is stripped (-s -w), as the release's is.
+install:
+	$(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(BIN)-stripped ./cmd/mcpgate
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/mcpgate/policies/examples
-	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/mcpgate
+	install -m 0755 $(BIN)-stripped $(DESTDIR)$(PREFIX)/bin/mcpgate
 	install -m 0644 policies/*.js $(DESTDIR)$(PREFIX)/share/mcpgate/policies/
 	install -m 0644 policies/examples/*.js $(DESTDIR)$(PREFIX)/share/mcpgate/policies/examples/
 	install -m 0644 LICENSE NOTICE $(DESTDIR)$(PREFIX)/share/mcpgate/
@@ -61,7 +63,7 @@ image:
 ## buildah: apt-get install podman), the Helm chart (helm lint, helm template), the
 ## service units and the licence files.
 deploy-check: $(HELM)
-	MCPGATE_DEPLOY_CHECK=1 HELM=$(HELM) $(GO) test -count=1 -timeout 30m -run 'TestLicence|TestSystemd|TestLaunchd|TestContainerfile|TestChart|TestDeploy' -v ./cmd/mcpgate/
+	MCPGATE_DEPLOY_CHECK=1 HELM=$(HELM) $(GO) test -count=1 -timeout 30m -run 'TestLicence|TestSystemd|TestLaunchd|TestContainerfile|TestChart|TestDeploy|TestMakeInstall' -v ./cmd/mcpgate/
 
 $(HELM):
 	GOFLAGS= GOBIN=$(CURDIR)/bin/tools $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)

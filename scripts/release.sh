@@ -8,8 +8,9 @@
 # id; tar entries sorted by name, owned by 0:0, with one mtime (SOURCE_DATE_EPOCH,
 # default the commit's time); gzip without a name or time stamp.
 #
-# Each archive holds mcpgate, LICENSE, NOTICE, README.md, the shipped policies and
-# their examples, and the service units of deploy/.
+# Each archive holds mcpgate, LICENSE, NOTICE, README.md and the docs/ it links to,
+# the shipped policies and their examples, and the service units of deploy/. The
+# platforms build side by side; each says when it starts and when it is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${VERSION:-dev}
@@ -22,17 +23,16 @@ case $version in *[!A-Za-z0-9._+-]*) echo "release: VERSION $version: want lette
 mkdir -p "$dist"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-names=()
-for p in $platforms; do
-  os=${p%/*} arch=${p#*/}
-  name=mcpgate_${version}_${os}_${arch}
-  root=$stage/$name
-  mkdir -p "$root/policies/examples" "$root/deploy"
-  echo "release: $name"
+# build_one OS ARCH NAME: one platform's binary and archive.
+build_one() {
+  local os=$1 arch=$2 name=$3 root=$stage/$3 t0=$SECONDS
+  mkdir -p "$root/policies/examples" "$root/deploy" "$root/docs"
+  echo "release: $name: building"
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= go build -trimpath -buildvcs=false \
     -ldflags "-s -w -buildid= -X main.version=$version -X main.commit=$commit" \
     -o "$root/mcpgate" ./cmd/mcpgate
   cp LICENSE NOTICE README.md "$root/"
+  cp docs/*.md "$root/docs/"
   cp policies/*.js "$root/policies/"
   cp policies/examples/*.js "$root/policies/examples/"
   cp deploy/mcpgate.service deploy/com.example.mcpgate.plist "$root/deploy/"
@@ -42,8 +42,19 @@ for p in $platforms; do
   chmod 0755 "$root/mcpgate"
   tar -C "$stage" --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \
     --format=gnu -cf - "$name" | gzip -9 -n >"$dist/$name.tar.gz"
-  names+=("$name.tar.gz")
+  echo "release: $name: done in $((SECONDS - t0)) s"
+}
+
+names=() pids=()
+for p in $platforms; do
+  os=${p%/*} arch=${p#*/}
+  name=mcpgate_${version}_${os}_${arch}
+  build_one "$os" "$arch" "$name" &
+  pids+=($!) names+=("$name.tar.gz")
 done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" -eq 0 ] || { echo "release: a platform failed to build (above)" >&2; exit 1; }
 (cd "$dist" && sha256sum "${names[@]}" >SHA256SUMS)
 echo "release: $dist/SHA256SUMS"
 cat "$dist/SHA256SUMS"

@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -456,6 +458,12 @@ func TestDeployRelease(t *testing.T) {
 			t.Errorf("archive lacks %s", want)
 		}
 	}
+	// README.md's links into docs/ resolve inside the archive.
+	for _, m := range regexp.MustCompile(`\]\((docs/[A-Za-z0-9_.-]+\.md)`).FindAllStringSubmatch(string(readRepo(t, "README.md")), -1) {
+		if files[top+m[1]] == nil {
+			t.Errorf("README.md links %s, which the archive lacks", m[1])
+		}
+	}
 	if got, want := runBinary(t, files[top+"mcpgate"], "--version"), "mcpgate version "+testVersion+" (commit "+testCommit+")\n"; got != want {
 		t.Errorf("--version %q, want %q", got, want)
 	}
@@ -786,5 +794,29 @@ func TestReadmeClientExamples(t *testing.T) {
 		if !strings.Contains(readme, w) {
 			t.Errorf("README does not name %s", w)
 		}
+	}
+}
+
+// TestMakeInstallStripped: make install installs a stripped binary (no symbol table,
+// no DWARF), as the release archives carry, with the shipped policies beside it.
+func TestMakeInstallStripped(t *testing.T) {
+	deployCheck(t)
+	dest := t.TempDir()
+	cmd := exec.Command("make", "-C", repoRoot, "install", "DESTDIR="+dest, "PREFIX=/usr", "BIN="+filepath.Join(t.TempDir(), "mcpgate"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	f, err := elf.Open(filepath.Join(dest, "usr/bin/mcpgate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, sec := range []string{".symtab", ".debug_info", ".zdebug_info"} {
+		if f.Section(sec) != nil {
+			t.Errorf("installed binary has %s: not stripped", sec)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dest, "usr/share/mcpgate/policies/redact-email.js")); err != nil {
+		t.Error(err)
 	}
 }
