@@ -40,6 +40,7 @@ type gatewayFlags struct {
 	logLevel       string
 	upstreamStderr string
 	callTimeout    time.Duration
+	maxCacheTTL    time.Duration
 	maxMessage     int
 	debugConsole   bool
 	inflightCalls  int    // the in-flight budget (internal/budget)
@@ -160,6 +161,7 @@ Environment:
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.upstreamStderr, "upstream-stderr", "relay", `the upstream's stderr: relay (prefixed "[upstream] ", escapes removed) or drop`)
 	fl.DurationVar(&f.callTimeout, "call-timeout", 10*time.Minute, "longest wait for the upstream to answer a tools/call (0 = no limit)")
+	fl.DurationVar(&f.maxCacheTTL, "max-cache-ttl", pipeline.DefaultMaxCacheTTL, "longest ttlMs a 2026-07-28 cacheable result (a listing, resources/read, server/discover) keeps on its way to the client; a server's longer one is clamped and recorded (docs/http.md#cache-hints)")
 	fl.IntVar(&f.maxMessage, "max-message-bytes", jsonrpc.DefaultMaxMessageBytes, "largest JSON-RPC message accepted in either direction")
 	fl.BoolVar(&f.debugConsole, "debug-policy-console", false, "give policies console.log (it can carry content into logs: debug only)")
 	fl.IntVar(&f.inflightCalls, "max-inflight-calls", budget.DefaultMaxCalls, "most tools/call requests in flight across every session; past it a call waits up to 30 s, then gets -32000 before it reaches the upstream (-1: no limit)")
@@ -286,6 +288,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		PolicyConsole:         f.debugConsole,
 		FilterOutput:          f.filterOutput,
 		RefuseSecretsInMotion: f.refuseMotion,
+		MaxCacheTTL:           f.maxCacheTTL,
 		FailClosed:            f.failMode == "closed",
 		InputOnly:             strings.EqualFold(os.Getenv("MCPGATE_AUDIT_OUTPUT"), "off"),
 		Audit:                 f.telemetry.audit(file.Gate.Audit, f.auditFile),

@@ -59,6 +59,9 @@ const (
 	// RuleAppPostMessageAny: an MCP App that calls postMessage with target origin
 	// "*". Medium; High (withheld) in the strict profile.
 	RuleAppPostMessageAny = "ui_app_postmessage_any"
+	// RuleCacheTTLClamped: a 2026-07-28 cacheable result whose ttlMs was over the
+	// gateway's maximum (--max-cache-ttl) and was clamped to it. Low: recorded.
+	RuleCacheTTLClamped = "cache_ttl_clamped"
 )
 
 // Rules lists this package's rules in the engine's shape, sorted by id, for
@@ -79,6 +82,7 @@ func Rules() []engine.Rule {
 		{ID: RuleIconUnsafeSrc, Family: Family, Severity: engine.SeverityHigh, Summary: "a listed entry's icon whose src is neither an https URL nor a data: image (javascript:, file:, http:)"},
 		{ID: RuleXMCPHeaderInvalid, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool whose x-mcp-header annotations break the rules (CR/LF or other non-token characters, duplicates, unreachable); clients must drop it"},
 		{ID: RuleInstructionsCrossServer, Family: Family, Severity: engine.SeverityMedium, Summary: "with several servers, one server's instructions name another server's tool"},
+		{ID: RuleCacheTTLClamped, Family: Family, Severity: engine.SeverityLow, Summary: "a 2026-07-28 cacheable result whose ttlMs was over --max-cache-ttl, clamped to it"},
 		{ID: RuleAppEgress, Family: Family, Severity: engine.SeverityMedium, Summary: "an MCP App (ui:// HTML) that posts a form to, loads from or sends to (fetch, XMLHttpRequest, WebSocket, img) an origin its csp does not declare; High in the strict profile"},
 		{ID: RuleAppPostMessageAny, Family: Family, Severity: engine.SeverityMedium, Summary: "an MCP App (ui:// HTML) that calls postMessage with target origin \"*\"; High in the strict profile"},
 	}

@@ -75,6 +75,9 @@ type Config struct {
 	// (docs/decisions.md#secrets-in-motion): refuse, rather than record, a call whose
 	// arguments carry a value an earlier result showed the session.
 	RefuseSecretsInMotion bool
+	// MaxCacheTTL is --max-cache-ttl: the longest ttlMs a 2026-07-28 cacheable
+	// result keeps (docs/http.md#cache-hints); pipeline.DefaultMaxCacheTTL when zero.
+	MaxCacheTTL time.Duration
 	// InputOnly is MCPGATE_AUDIT_OUTPUT=off (docs/decisions.md#audit-output-off).
 	InputOnly bool
 	// Audit says where records go, flags already merged over File's "audit" key.
@@ -320,6 +323,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		Health:                &pipeline.Health{},
 		Strict:                cfg.Strict,
 		RefuseSecretsInMotion: cfg.RefuseSecretsInMotion,
+		MaxCacheTTL:           cfg.MaxCacheTTL,
+		// callers told apart by the HTTP front: what one may see is not another's
+		PerCaller: cfg.HTTP.Listen != "" && (len(g.file.Gate.Tokens) > 0 || g.file.Gate.OAuth != nil),
 	}
 	g.health = g.pipe.Health
 	if cfg.ShadowDir != "" {

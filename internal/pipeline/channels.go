@@ -189,6 +189,8 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 			p.logger().Error("channel filter panicked; response blocked", "event_id", r.rec.eventID(), "method", r.rec.r.Method, "panic", fmt.Sprint(v))
 			r.rec.setReason(vocab.ReasonInternalError)
 			reply = r.blockMessage(m, resp.Result, nil, blockTextOf(m, r.rec.eventID()), "")
+		} else {
+			reply = r.cacheHints(c, m, resp, reply)
 		}
 		if c.Internal && r.rec.state.action == vocab.Pass {
 			return

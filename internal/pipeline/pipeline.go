@@ -110,6 +110,13 @@ type Pipeline struct {
 	// earlier result showed the same session (reason secret_in_motion); otherwise such
 	// a call is recorded and goes on (docs/decisions.md#secrets-in-motion).
 	RefuseSecretsInMotion bool
+	// MaxCacheTTL is the longest ttlMs a 2026-07-28 cacheable result keeps on its
+	// way to the client (--max-cache-ttl); DefaultMaxCacheTTL when zero.
+	MaxCacheTTL time.Duration
+	// PerCaller is whether the gateway tells callers apart (bearer tokens, OAuth or
+	// configured callers): a cacheable result is then cacheScope "private", since
+	// what one caller may see is not another's (docs/http.md#cache-hints).
+	PerCaller bool
 }
 
 // Capturer receives one entry per tools/call; it must not block.
