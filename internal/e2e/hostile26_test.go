@@ -45,7 +45,8 @@ func hostile26Client(t *testing.T, conf map[string]any) map[string]json.RawMessa
 // server/discover's instructions lose their Tags (one server/discover record,
 // output_hidden_text); the listing loses the confusable and the invisible-ending tool
 // names (name_confusable, name_invisible) and the policy's tool, calls to them are
-// rejected, and the server's forged cacheScope "public" is "private"; a
+// rejected, the server's forged cacheScope "public" is "private" and its 10-minute
+// ttlMs is clamped to 5; a
 // subscriptions/listen stream gets the server's resources/updated (relayed intact, as
 // docs/channels.md says of notifications that carry no text); a tasks/get of a task
 // the gateway never saw created, whose answer inlines an OSC 52 result, is refused
@@ -97,6 +98,7 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 	}
 	var listing struct {
 		CacheScope string
+		TTLMs      *float64 `json:"ttlMs"`
 		Tools      []struct{ Name string }
 	}
 	get(t, out["tools"], &listing)
@@ -109,6 +111,9 @@ func checkHostile26(t *testing.T, name string, out map[string]json.RawMessage, r
 	}
 	if listing.CacheScope != "private" { // the server's "public" is forged: the listing was changed for this caller
 		t.Errorf("%s: the changed listing is cacheScope %q", name, listing.CacheScope)
+	}
+	if listing.TTLMs == nil || *listing.TTLMs != 300000 { // the server's 10 minutes, clamped to --max-cache-ttl's 5
+		t.Errorf("%s: the listing's ttlMs %v", name, listing.TTLMs)
 	}
 	for step, want := range map[string]string{
 		"call": "done: elicit,roots,sample", "prompt": "done: elicit,roots,sample", "read": "done: elicit,roots,sample",

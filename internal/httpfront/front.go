@@ -351,6 +351,10 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: unsupported MCP-Protocol-Version %q", bound.Truncate(v, bound.Header)))
 			return
 		}
+		if code, text := sessionHeaders(r, msg); code != 0 {
+			f.refuseMessage(w, id.User, http.StatusBadRequest, msg.ID, msg.Method, code, vocab.ReasonHeaderMismatch, "mcpgate: "+text)
+			return
+		}
 	}
 	s.touch()
 

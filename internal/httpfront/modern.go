@@ -222,6 +222,41 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message, version string) (int, s
 	return 0, ""
 }
 
+// sessionHeaders checks a request of a 2025-11-25 session (one with Mcp-Session-Id)
+// for 2026-07-28's marks, which a downgrade would carry: a 2026-era
+// MCP-Protocol-Version header or _meta protocolVersion is answered -32022
+// (UnsupportedProtocolVersion), as a stateful reference server answers a 2026-07-28
+// request; an Mcp-Method or Mcp-Name header that disagrees with the body is
+// answered -32020 (HeaderMismatch), so that nothing that routes by the headers is
+// shown another request than the one that runs. Headers that agree are ignored, as
+// the reference server ignores them below 2026-07-28.
+func sessionHeaders(r *http.Request, msg *jsonrpc.Message) (int, string) {
+	if msg.Kind != jsonrpc.KindRequest {
+		return 0, ""
+	}
+	if methods.RevisionOf(r.Header.Get("Mcp-Protocol-Version")) == methods.Rev20260728 {
+		return CodeUnsupportedProtocolVersion, "a session (Mcp-Session-Id) serves 2025-11-25; a 2026-07-28 request carries no Mcp-Session-Id"
+	}
+	if e, ok := methods.EnvelopeOf(msg.Params); ok && methods.RevisionOf(e.ProtocolVersion) == methods.Rev20260728 {
+		return CodeUnsupportedProtocolVersion, "a session (Mcp-Session-Id) serves 2025-11-25; a request whose _meta names 2026-07-28 carries no Mcp-Session-Id"
+	}
+	if h := r.Header.Values("Mcp-Method"); len(h) > 1 || len(h) == 1 && decodeHeader(h[0]) != msg.Method {
+		return CodeHeaderMismatch, "the Mcp-Method header does not match the request's method"
+	}
+	h := r.Header.Values("Mcp-Name")
+	if len(h) == 0 {
+		return 0, ""
+	}
+	m := methods.Of(msg.Method)
+	var p map[string]json.RawMessage
+	var name string
+	_ = json.Unmarshal(msg.Params, &p)
+	if len(h) > 1 || m == nil || m.NameParam == "" || json.Unmarshal(p[m.NameParam], &name) != nil || decodeHeader(h[0]) != name {
+		return CodeHeaderMismatch, "the Mcp-Name header does not match the request's name"
+	}
+	return 0, ""
+}
+
 // decodeHeader decodes a header value sent as "=?base64?<base64>?=" (a value that is
 // not visible ASCII); any other value comes back trimmed.
 func decodeHeader(v string) string {
