@@ -16,7 +16,7 @@ import (
 const (
 	// DefaultPerAddr is the most connections one remote address holds by default
 	// (lowered to a quarter of the total where the total is small).
-	DefaultPerAddr = 64
+	DefaultPerAddr = 256
 	// maxDefaultTotal bounds the default total however high the descriptor limit.
 	maxDefaultTotal = 16384
 	minDefaultTotal = 16

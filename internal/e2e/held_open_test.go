@@ -66,7 +66,7 @@ func TestHTTPHeldOpen(t *testing.T) {
 	g := startHTTPGatewayUnder(t, []string{prlimit, "--nofile=256:256", "--as=3221225472", "--"},
 		"--config", cfg, "--body-read-timeout", "5s", "--", fake)
 	if !strings.Contains(g.stderr.String(), `"max_conns":128`) || !strings.Contains(g.stderr.String(), `"max_conns_per_addr":32`) {
-		t.Fatalf("connection bounds not derived from the descriptor limit:\n%s", g.stderr.String())
+		t.Errorf("connection bounds not derived from the descriptor limit:\n%s", g.stderr.String())
 	}
 	host := strings.TrimSuffix(strings.TrimPrefix(g.url, "http://"), "/mcp")
 
@@ -76,7 +76,9 @@ func TestHTTPHeldOpen(t *testing.T) {
 		c := dialFrom(t, "127.0.0.2", g.url)
 		br := bufio.NewReader(c)
 		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", host)
-		switch st := rawStatus(c, br, 30*time.Second); st {
+		switch st := rawStatus(c, br, 10*time.Second); st {
+		case -1:
+			t.Fatalf("a connection from 127.0.0.2 got no answer in 10 s (%d held, %d refused so far): the gateway is out of descriptors", held, refused)
 		case http.StatusUnauthorized:
 			held++
 		case http.StatusTooManyRequests, 0: // 429, or closed when many refusals are draining

@@ -50,6 +50,9 @@ func TestTryOAuthLocally(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
 	block := readmeBlock(t, "try-oauth-locally")
 	lines := strings.ReplaceAll(strings.ReplaceAll(block, "9412", portOf(freePort(t))), "8080", portOf(freePort(t)))
 	dir := t.TempDir()
