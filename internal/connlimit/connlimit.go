@@ -196,6 +196,16 @@ func (c *conn) Close() error {
 	return err
 }
 
+// CloseWrite shuts the sending side down (a *net.TCPConn's), which net/http does
+// before it closes a connection it refused (431, 400) so the client reads the answer
+// instead of a reset.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // hostOf is the remote IP of addr (the whole address when it has no port).
 func hostOf(addr net.Addr) string {
 	if a, ok := addr.(*net.TCPAddr); ok {

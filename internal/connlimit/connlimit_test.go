@@ -81,6 +81,9 @@ func TestLimits(t *testing.T) {
 	if l.Open() != 3 || l.Refused() != 2 {
 		t.Fatalf("open %d, refused %d", l.Open(), l.Refused())
 	}
+	if _, ok := held.(interface{ CloseWrite() error }); !ok {
+		t.Fatal("a held connection cannot CloseWrite: net/http's 431 and 400 answers would reach the client as a reset")
+	}
 	held.Close() // the server ends one: its place is free again
 	held.Close()
 	take("127.0.0.3", 0)
