@@ -70,6 +70,9 @@ func contentClassCases() []classCase {
 		{"docs: assistant role in an API", "Each message has a role: system, user or assistant. The assistant message holds the model's reply.", nil, []string{"output_"}},
 		{"docs: notes for contributors", "Note to contributors: run the linter before opening a pull request.", nil, []string{"output_"}},
 		{"docs: agents in a framework", "Agents are composed of tools and a model. The agent must call at least one tool per step.", nil, []string{"output_"}},
+		{"docs: before answering a ticket", "Before answering a ticket, check the customer's plan in the admin panel.", nil, []string{"output_"}},
+		{"docs: AI as a label", "AI: the future of developer tools, in twelve essays.", nil, []string{"output_"}},
+		{"docs: before you respond to a review", "Before you respond to a review, read the reviewer's comments in full.", nil, []string{RuleDirectiveToModel}},
 		{"docs: you are now ready", "You are now ready to deploy. You are now logged in as admin@example.com.", nil, []string{RuleDirectiveToModel}},
 
 		// secrecy

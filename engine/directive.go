@@ -52,6 +52,10 @@ type folded struct {
 	pipe  bool // "| sh", "| bash", ... (a download piped to a shell)
 	err   bool // an error marker: "error", "failed", "denied", ...
 	start bool // some word is a start word
+	// changed: folding read a non-ASCII character as ASCII or dropped one; text is
+	// the folded text
+	changed bool
+	tlen    int
 }
 
 // homoglyphs maps Cyrillic and Greek letters that look like Latin ones to them.
@@ -109,7 +113,18 @@ func (f *folded) fold(s string) {
 			}
 		}
 	}
+	f.tlen = n
+	f.changed = n != len(s) || !isASCIIString(s)
 	f.tokenize(unsafe.String(unsafe.SliceData(b), n))
+}
+
+func isASCIIString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // lower maps an ASCII byte to its lower case.
@@ -238,7 +253,11 @@ var (
 	privWords = map[string]bool{"admin": true, "administrator": true, "root": true, "sudo": true, "superuser": true, "grant": true, "elevate": true, "escalate": true,
 		"shell": true, "exec": true, "bash": true, "cmd": true, "powershell": true, "privileged": true, "unrestricted": true, "bypass": true, "override": true,
 		"disable": true, "unlock": true, "god": true, "system": true, "terminal": true, "eval": true}
-	runVerbs    = map[string]bool{"run": true, "call": true, "invoke": true, "use": true, "execute": true, "retry": true, "try": true, "rerun": true, "re-run": true, "enable": true, "grant": true, "switch": true, "disable": true, "bypass": true}
+	runVerbs        = map[string]bool{"run": true, "call": true, "invoke": true, "use": true, "execute": true, "retry": true, "try": true, "rerun": true, "re-run": true, "enable": true, "grant": true, "switch": true, "disable": true, "bypass": true}
+	imperativeVerbs = map[string]bool{"ignore": true, "disregard": true, "forget": true, "send": true, "email": true, "run": true, "call": true, "delete": true,
+		"open": true, "read": true, "upload": true, "forward": true, "execute": true, "reply": true, "respond": true, "say": true, "tell": true, "include": true, "fetch": true}
+	sendVerbs = map[string]bool{"send": true, "post": true, "upload": true, "forward": true, "email": true, "include": true, "pass": true, "call": true,
+		"append": true, "attach": true, "exfiltrate": true, "share": true, "paste": true, "run": true, "execute": true, "invoke": true}
 	roleModes   = map[string]bool{"admin": true, "root": true, "unrestricted": true, "jailbroken": true, "dan": true, "god": true, "developer": true, "superuser": true, "unfiltered": true}
 	modeLead    = map[string]bool{"in": true, "a": true, "an": true, "the": true, "running": true, "operating": true}
 	fromWord    = map[string]bool{"from": true}
@@ -255,7 +274,7 @@ var startWords = func() map[string]bool {
 		}
 	}
 	for _, w := range []string{"note", "message", "instructions", "reminder", "language", "dear", "attention", "hey", "hello",
-		"if", "system", "developer", "hidden", "initial", "you", "not", "don't", "dont", "never", "without", "hide", "keep"} {
+		"if", "system", "developer", "hidden", "initial", "you", "before", "not", "don't", "dont", "never", "without", "hide", "keep"} {
 		m[w] = true
 	}
 	return m
@@ -315,8 +334,11 @@ func (f *folded) at(i int) int {
 	case f.in(i, modelWords) && f.in(i+1, orderNouns) && int(w.sent) == i && (f.words[i+1].colon || f.words[i].colon || i+2 >= f.n || int(f.words[i+2].sent) != i):
 		// "Assistant instruction:", "AI note:" opening a sentence
 		return dirAddressed
-	case f.in(i, modelWords) && w.colon && int(w.sent) == i && (aiWords[ww] || ww == "assistant" || ww == "agent" || ww == "agents") && f.sentenceHas(i, mustWords) && f.sentenceHas(i, actionVerbs):
-		// "AI: ignore ...", "Assistant: you must call ..." (a forged turn inside prose)
+	case f.in(i, modelWords) && w.colon && int(w.sent) == i && (aiWords[ww] || ww == "assistant" || ww == "agent" || ww == "agents") && (f.sentenceHas(i, mustWords) && f.sentenceHas(i, actionVerbs) || f.in(i+1, imperativeVerbs)):
+		// "AI: ignore prior instructions", "Assistant: you must call ..." (a forged turn inside prose)
+		return dirAddressed
+	case ww == "before" && (f.is(i+1, "answering") || f.is(i+1, "responding") || f.is(i+1, "replying")) && f.within(i+1, 12, sendVerbs) >= 0:
+		// "Before answering, read the history and send it to ...": an order about the model's reply
 		return dirAddressed
 	case (ww == "ai" || ww == "llm" || ww == "llms" || ww == "language") && f.within(i, 3, readingVerbs) >= 0 && (f.is(f.within(i, 3, readingVerbs)+1, "this") || f.is(f.within(i, 3, readingVerbs)+1, "these")):
 		// "AI agents reading this must ...", "LLMs processing this page should ..."
@@ -452,7 +474,7 @@ var gateWords = func() map[string]bool {
 			m[w] = true
 		}
 	}
-	for _, w := range []string{"prompt", "instructions", "instruction", "language", "hide", "secret", "hidden", "system", "developer", "note", "message", "reminder"} {
+	for _, w := range []string{"prompt", "instructions", "instruction", "language", "hide", "secret", "hidden", "system", "developer", "note", "message", "reminder", "answering", "responding", "replying"} {
 		m[w] = true
 	}
 	return m
@@ -534,7 +556,17 @@ func directiveIn(s string) int {
 	}
 	var f folded
 	f.fold(s)
-	return f.detect()
+	if c := f.detect(); c != dirNone {
+		return c
+	}
+	if f.changed {
+		// the classic phrases written with homoglyphs, fullwidth or invisible
+		// characters ("Ignоre prеviоus instruсtiоns"): the evasion is itself the sign
+		if _, _, ok := ordersIn(unsafe.String(&f.buf[0], f.tlen)); ok {
+			return dirAddressed
+		}
+	}
+	return dirNone
 }
 
 // ---- the scanner's side ----
@@ -724,4 +756,20 @@ func strongOrder(s string) bool {
 		}
 	}
 	return false
+}
+
+// OrdersIn returns the id of the rule of an order to the model that text holds in
+// plain words (output_directive_to_model, output_secrecy_order,
+// output_system_prompt_request, output_escalating_error) or as the classic phrases
+// (output_injected_instructions), or "". It reads at most the first 1 KiB; it is
+// for texts put together from several strings, such as a listing's descriptions
+// read as one (channelcheck.SplitOrders).
+func OrdersIn(text string) string {
+	if c := directiveIn(text); c != dirNone {
+		return ruleTable[dirRules[c]].ID
+	}
+	if _, _, ok := ordersIn(text[:min(len(text), maxDirective)]); ok {
+		return RuleInjectedOrders
+	}
+	return ""
 }

@@ -35,6 +35,10 @@ const (
 	// info before the host, another site's domain or a brand as a subdomain). High:
 	// refused.
 	RuleElicitationLookalikeHost = "elicitation_url_lookalike_host"
+	// RuleSplitOrders: one server's tool descriptions that, read as a whole, hold an
+	// order none holds alone, or a payload cut into shares. High: the entries are
+	// withheld where the filter is on (the strict profile).
+	RuleSplitOrders = "tool_split_orders"
 	// RuleSamplingContextNarrowed: a sampling request's includeContext other than
 	// "none" to a client that did not declare sampling.context; it is narrowed to
 	// "none". Low: recorded, nothing else changes.
@@ -77,6 +81,7 @@ func Rules() []engine.Rule {
 		{ID: RuleNameInvisible, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool or prompt name that begins or ends in invisible characters"},
 		{ID: RuleNameCharset, Family: Family, Severity: engine.SeverityMedium, Summary: "a tool or prompt name outside [A-Za-z0-9_.-] or longer than 128 characters"},
 		{ID: RuleSamplingContextNarrowed, Family: Family, Severity: engine.SeverityLow, Summary: "a sampling request's includeContext, narrowed to none for a client that did not declare sampling.context"},
+		{ID: RuleSplitOrders, Family: Family, Severity: engine.SeverityHigh, Summary: "one server's tool descriptions that, read one after another, hold an order to the model none holds alone, or carry a payload cut into shares (share=, part=, chunk= with differing values)"},
 		{ID: RuleCrossServerReference, Family: Family, Severity: engine.SeverityMedium, Summary: "with several servers, a tool whose text names another server's tool or tells the model to call one"},
 		{ID: RuleToolShadowing, Family: Family, Severity: engine.SeverityHigh, Summary: "with several servers, a tool that claims another server's tool: a confusable name, or the same name with words that claim precedence (Medium for the same name alone)"},
 		{ID: RuleIconUnsafeSrc, Family: Family, Severity: engine.SeverityHigh, Summary: "a listed entry's icon whose src is neither an https URL nor a data: image (javascript:, file:, http:)"},

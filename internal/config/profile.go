@@ -39,6 +39,7 @@ type Change struct {
 var StrictChanges = []Change{
 	{Setting: "output filter", Default: "off: findings only recorded", Strict: "on: High blocks, Medium warns", Flag: "--filter-output"},
 	{Setting: "injection finding in a result", Default: "recorded", Strict: "High blocks, Medium warns", Flag: "--filter-output"},
+	{Setting: "order to the model in a tool description (output_directive_to_model, output_secrecy_order, output_system_prompt_request, tool_split_orders, ...; docs/engine.md)", Default: "recorded", Strict: "tool withheld from the listing, calls to it refused", Flag: "--filter-output"},
 	{Setting: "changed tool definition", Default: "warn", Strict: "block until mcpgate pins approve", Flag: "--pins-mode"},
 	{Setting: "server vetted at start-up with a block-level finding (docs/vet.md)", Default: "logged, started", Strict: "not started (the others are); plaintext transport and look-alike names are block-level", Flag: "--vet-mode"},
 	{Setting: "shipped redaction policies", Default: "only --policies' files", Strict: "built in, before --policies' files"},

@@ -54,6 +54,9 @@ func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.
 		names[i] = nameMember(e)
 	}
 	out = append(out, channelcheck.Names(names, channelcheck.EntryPointer(key))...)
+	if c.Method == "tools/list" {
+		out = append(out, channelcheck.SplitOrders(describedTools(c, key, names, entries))...)
+	}
 	if c.Method == "tools/list" && c.SplitName != nil {
 		tools := make([]channelcheck.Tool, 0, len(entries))
 		at := make([]int, 0, len(entries)) // tools[k] is entries[at[k]]
@@ -71,6 +74,28 @@ func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.
 		}
 		out = append(out, channelcheck.CrossServer(tools)...)
 		out = append(out, channelcheck.Shadowing(tools, func(k int) string { return channelcheck.EntryPointer(key)(at[k]) })...)
+	}
+	return out
+}
+
+// describedTools reads each listed tool's description, with its server when the
+// listing merges several (channelcheck.SplitOrders judges each server's as a whole).
+func describedTools(c Channel, key string, names []string, entries []json.RawMessage) []channelcheck.Described {
+	out := make([]channelcheck.Described, 0, len(entries))
+	for i, e := range entries {
+		var t struct {
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(e, &t) != nil || t.Description == "" {
+			continue
+		}
+		server := ""
+		if c.SplitName != nil {
+			if s, _, ok := c.SplitName(names[i]); ok {
+				server = s
+			}
+		}
+		out = append(out, channelcheck.Described{Server: server, Pointer: "/" + key + "/" + strconv.Itoa(i) + "/description", Description: t.Description})
 	}
 	return out
 }
