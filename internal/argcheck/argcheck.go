@@ -259,7 +259,10 @@ func Check(t *Tool, tool string, args json.RawMessage, o Options) Result {
 		if c := strings.Compare(a.Pointer, b.Pointer); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Rule, b.Rule)
+		if c := strings.Compare(a.Rule, b.Rule); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Keyword, b.Keyword)
 	})
 	res.Findings = slices.CompactFunc(res.Findings, func(a, b Finding) bool {
 		return a.Rule == b.Rule && a.Pointer == b.Pointer && a.Keyword == b.Keyword
@@ -316,11 +319,11 @@ func schemaFindings(ve *jsonschema.ValidationError) []Finding {
 				kw = "false"
 			case *kind.Required:
 				if len(k.Missing) > 0 {
-					b.WriteString(pointer(k.Missing[0]))
+					b.WriteString(pointer(slices.Min(k.Missing)))
 				}
 			case *kind.AdditionalProperties:
-				if len(k.Properties) > 0 {
-					b.WriteString(pointer(k.Properties[0]))
+				if len(k.Properties) > 0 { // the validator lists them in map order
+					b.WriteString(pointer(slices.Min(k.Properties)))
 				}
 			}
 			rule, refuse := RuleSchema, true
