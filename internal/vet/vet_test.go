@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -407,6 +408,23 @@ func TestParseErrors(t *testing.T) {
 	for _, s := range []string{`[]`, `{}`, `{"name": 1}`, `{"name": "x", "packages": {}}`} {
 		if _, err := ParseEntry([]byte(s)); err == nil {
 			t.Errorf("ParseEntry(%s): no error", s)
+		}
+	}
+}
+
+// TestProjectConfigs: the configurations the project ships vet clean.
+func TestProjectConfigs(t *testing.T) {
+	for _, p := range []string{"../../deploy/image/config.json"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ParseConfig(b)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if fs := Run(Input{Config: c, Baseline: c}, Options{Strict: true}); len(fs) != 0 {
+			t.Errorf("%s: %+v", p, fs)
 		}
 	}
 }
