@@ -30,6 +30,10 @@ type Config struct {
 	// GateEnv are the environment variables a ${NAME} in the "mcpgate" key read: the
 	// gateway's own, which the command after -- does not inherit (docs/servers.md#environment).
 	GateEnv []string `json:"-"`
+	// callerIDDefault and callerClassDefault say the config named no user.callerId
+	// (the local user's is the front's: "stdio", or "http" from HTTPLocalUser) and no
+	// user.callerClass (resolved from the callerId).
+	callerIDDefault, callerClassDefault bool
 }
 
 // Server is one upstream in the mcpServers convention: a stdio command, or a remote
@@ -188,13 +192,29 @@ func (c *Config) fill() {
 	}
 	if u.CallerID == "" {
 		u.CallerID = "stdio"
+		c.callerIDDefault = true
 	}
 	if u.CallerClass == "" {
 		u.CallerClass = c.ClassFor(u.CallerID)
+		c.callerClassDefault = true
 	}
 	if u.Roles == nil {
 		u.Roles = []string{}
 	}
+}
+
+// HTTPLocalUser is the local user an HTTP front on loopback serves without tokens:
+// Gate.User, whose callerId is "http" unless the config names one, so records tell
+// it from the stdio client.
+func (c *Config) HTTPLocalUser() ctxapi.User {
+	u := c.Gate.User
+	if c.callerIDDefault {
+		u.CallerID = "http"
+		if c.callerClassDefault {
+			u.CallerClass = c.ClassFor("http")
+		}
+	}
+	return u
 }
 
 // ClassFor resolves a callerId to a class: the exact entry in Callers, else "standard".

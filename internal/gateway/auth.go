@@ -92,7 +92,7 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 	if !loopback.Addr(h.Listen) {
 		return nil, nil, fmt.Errorf("--listen %s is not a loopback address and no caller authentication is configured (mcpgate.tokens or --oauth-issuer): refusing to serve unauthenticated callers; listen on 127.0.0.1 or configure tokens", h.Listen)
 	}
-	return httpfront.LocalAuth(file.Gate.User), nil, nil
+	return httpfront.LocalAuth(file.HTTPLocalUser()), nil, nil
 }
 
 // upstreamTokens holds one token source per url server's OAuth client, shared by

@@ -7,12 +7,16 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"log/slog"
 	"math/big"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/config"
 )
 
 // writePair writes a self-signed certificate with the given serial and its key.
@@ -76,6 +80,39 @@ func TestCertReload(t *testing.T) {
 	for _, tc := range []TLS{{Cert: cf}, {ClientCA: cf}, {Cert: filepath.Join(dir, "missing"), Key: kf}} {
 		if _, err := tlsConfig(tc, slog.New(slog.DiscardHandler)); err == nil {
 			t.Errorf("%+v: no error", tc)
+		}
+	}
+}
+
+// An HTTP caller on a loopback listener without tokens is the local user with
+// callerId "http", not the stdio client's "stdio"; a callerId the config names is kept.
+func TestHTTPLocalUserCallerID(t *testing.T) {
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct{ config, want string }{
+		{`{}`, "http"},
+		{`{"mcpgate":{"user":{"callerId":"ci-bot"}}}`, "ci-bot"},
+	} {
+		path := filepath.Join(t.TempDir(), "c.json")
+		if err := os.WriteFile(path, []byte(tc.config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		file, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth, _, err := httpAuth(file, HTTP{Listen: "127.0.0.1:0"}, discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := auth(httptest.NewRequest("POST", "/mcp", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id.User.CallerID != tc.want || id.User.UserID != "local" || id.User.CallerClass == "" {
+			t.Errorf("%s: HTTP local user %+v, want callerId %q", tc.config, id.User, tc.want)
+		}
+		if tc.want == "http" && file.Gate.User.CallerID != "stdio" {
+			t.Errorf("the stdio user became %q", file.Gate.User.CallerID)
 		}
 	}
 }
