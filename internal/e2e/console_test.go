@@ -133,11 +133,12 @@ func chromiumPath(t *testing.T) string {
 }
 
 type consoleRow struct {
-	Event  string `json:"event"`
-	Chip   string `json:"chip"`
-	Tool   string `json:"tool"`
-	Caller string `json:"caller"`
-	BG     string `json:"bg"`
+	Event  string   `json:"event"`
+	Chip   string   `json:"chip"`
+	Tool   string   `json:"tool"`
+	Caller string   `json:"caller"`
+	BG     string   `json:"bg"`
+	Rules  []string `json:"rules"`
 }
 
 type consoleView struct {
@@ -153,7 +154,8 @@ const readConsole = `(() => ({
   rows: [...document.querySelectorAll('#records tbody tr')].map(tr => {
     const c = tr.querySelector('.chip');
     return {event: tr.dataset.event, chip: c.textContent, tool: tr.querySelector('.tool').textContent,
-            caller: tr.querySelector('.caller').textContent, bg: getComputedStyle(c).backgroundColor};
+            caller: tr.querySelector('.caller').textContent, bg: getComputedStyle(c).backgroundColor,
+            rules: [...tr.querySelectorAll('.rules .tag')].map(s => s.textContent)};
   }),
   tiles: Object.fromEntries(['total','blocked','redacted','warnings'].map(k =>
     [k, document.querySelector('#tile-' + k + ' .n').textContent])),
@@ -250,6 +252,7 @@ func TestConsoleE2E(t *testing.T) {
 		t.Fatalf("console shows %d rows, want %d: %+v", len(view.Rows), len(consoleCalls), view.Rows)
 	}
 	bg := map[string]string{}
+	outTags := 0
 	for _, row := range view.Rows {
 		if want[row.Event] != row.Chip {
 			t.Errorf("row %s (%s): chip %q, want %q", row.Event, row.Tool, row.Chip, want[row.Event])
@@ -258,6 +261,15 @@ func TestConsoleE2E(t *testing.T) {
 			t.Errorf("row %s: caller %q, want local (stdio)", row.Event, row.Caller)
 		}
 		bg[row.Chip] = row.BG
+		for _, r := range row.Rules { // input and output rule ids are told apart
+			if !strings.HasPrefix(r, "in:") && !strings.HasPrefix(r, "out:") {
+				t.Errorf("row %s: rule tag %q is neither in: nor out:", row.Event, r)
+			}
+			outTags += strings.Count(r, "out:")
+		}
+	}
+	if outTags == 0 {
+		t.Errorf("no out: rule tag in any row: %+v", view.Rows)
 	}
 	if bg["REDACTED"] == bg["PASS"] || bg["REDACTED"] == bg["BLOCKED"] || bg["WARN"] == bg["PASS"] {
 		t.Errorf("chips are not visually distinct: %v", bg)

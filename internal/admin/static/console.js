@@ -89,7 +89,8 @@
         oc.appendChild(sh);
       }
       tr.appendChild(oc);
-      tr.appendChild(tags([...(r.input_rule_ids || []), ...(r.rule_ids || [])]));
+      // input rules (the arguments) and output rules (the result) apart: "in:" / "out:"
+      tr.appendChild(tags([...(r.input_rule_ids || []).map((x) => "in:" + x), ...(r.rule_ids || []).map((x) => "out:" + x)])).classList.add("rules");
       tr.appendChild(tags(r.guardrails_triggered));
       tr.appendChild(el("td", "num", (r.elapsed_ms ?? 0).toFixed(1)));
       tr.appendChild(el("td", "mono ev", r.event_id));
