@@ -39,6 +39,7 @@ const (
 	ReasonHeaderMismatch        Reason = "header_mismatch"           // a 2026-07-28 tools/call whose Mcp-Param-* headers disagree with its x-mcp-header arguments: answered -32020, never forwarded
 	ReasonRetryMismatch         Reason = "retry_mismatch"            // a translated 2026-07-28 retry whose params (arguments, name, uri) differ from the request its requestState was issued for: answered -32602, never forwarded
 	ReasonRequestStateInvalid   Reason = "request_state_invalid"     // a Multi Round-Trip retry whose requestState the gateway did not issue to this caller, session and request, or that expired or was used: answered -32602, never forwarded
+	ReasonTaskNotOwned          Reason = "task_not_owned"            // a tasks/get, tasks/result, tasks/update or tasks/cancel for a task another session's call created: answered -32602 as for an unknown task, never relayed
 	ReasonSecretInMotion        Reason = "secret_in_motion"          // a tools/call whose arguments carry a secret or PII value an earlier result showed the caller: recorded, or refused with --refuse-secrets-in-motion
 
 	// The strict profile's argument checks (docs/engine.md#argument-checks): answered
@@ -68,7 +69,7 @@ var Reasons = []Reason{
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch, ReasonRequestStateInvalid,
-	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath, ReasonSecretInMotion,
+	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath, ReasonSecretInMotion, ReasonTaskNotOwned,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName, ReasonInexactID,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }

@@ -442,10 +442,18 @@ func (t *taskIndex) len() int {
 // true; the server is never asked, since the phase could not judge it by its tool
 // (docs/decisions.md#tasks).
 func (s *Session) unknownTask(msg *jsonrpc.Message) bool {
-	if m := methods.Of(msg.Method); m == nil || m.Route != methods.ByTask || m.Phase == "" || s.opts.Pipeline == nil {
+	m := methods.Of(msg.Method)
+	if m == nil || m.Route != methods.ByTask || s.opts.Pipeline == nil {
 		return false
 	}
 	if _, ok := s.tasks.of(msg.Params); ok {
+		return false
+	}
+	if s.ownedElsewhere(msg.Params) { // another caller's task (docs/decisions.md#task-owners)
+		s.write(s.notOwnedTaskError(msg.ID, msg.Method, s.opts.Server))
+		return true
+	}
+	if m.Phase == "" {
 		return false
 	}
 	s.write(s.unknownTaskError(msg.ID, msg.Method, s.opts.Server))

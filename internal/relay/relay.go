@@ -189,6 +189,7 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 func (s *Session) Serve(ctx context.Context, client jsonrpc.Conn) error {
 	s.client = client
 	defer s.closing.Store(true)
+	defer s.forgetTasks()
 	parent := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -471,6 +472,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			resp, err := s.callUpstream(ctx, msg, routed, routeErr, params, decls)
 			if err == nil {
 				s.tasks.created(resp, params)
+				s.ownTask(resp)
 			}
 			return resp, err
 		})
