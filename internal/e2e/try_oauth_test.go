@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -27,10 +29,20 @@ func readmeBlock(t *testing.T, marker string) string {
 	return block
 }
 
-// portOf is the port of a freePort address.
-func portOf(addr string) string {
-	_, p, _ := net.SplitHostPort(addr)
-	return p
+// quietPort returns a free loopback port below Linux's ephemeral range (32768 and
+// up), which no other test's listener on port 0 can be given between this check and
+// the lines' own listen.
+func quietPort(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		p := fmt.Sprint(20000 + rand.IntN(12000))
+		if l, err := net.Listen("tcp", "127.0.0.1:"+p); err == nil {
+			l.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port between 20000 and 32000")
+	return ""
 }
 
 // TestTryOAuthLocally runs the README's "Try OAuth locally" lines as they are, in
@@ -54,7 +66,7 @@ func TestTryOAuthLocally(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	block := readmeBlock(t, "try-oauth-locally")
-	lines := strings.ReplaceAll(strings.ReplaceAll(block, "9412", portOf(freePort(t))), "8080", portOf(freePort(t)))
+	lines := strings.ReplaceAll(strings.ReplaceAll(block, "9412", quietPort(t)), "8080", quietPort(t))
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	if err := os.MkdirAll(filepath.Join(dir, "testdata", "e2e", "bin"), 0o755); err != nil {
@@ -86,7 +98,8 @@ func TestTryOAuthLocally(t *testing.T) {
 	out, _ := os.ReadFile(stdout.Name())
 	log, _ := os.ReadFile(filepath.Join(dir, "mcpgate.log"))
 	if err != nil || !strings.Contains(string(out), `"verdict":"allow"`) || !strings.Contains(string(out), `"resultType":"complete"`) {
-		t.Fatalf("the lines: %v\nstdout: %s\nmcpgate.log:\n%s", err, out, log)
+		oidc, _ := os.ReadFile(filepath.Join(dir, "oidc.log"))
+		t.Fatalf("the lines: %v\nstdout: %s\nmcpgate.log:\n%s\noidc.log:\n%.3000s", err, out, log, oidc)
 	}
 	for _, want := range []string{`"user_id":"id2"`, `"caller_id":"web"`, "names no audience is taken as meant for this gateway"} {
 		if !strings.Contains(string(log), want) {
