@@ -52,7 +52,9 @@ func (r *run) cacheHints(c Channel, m *methods.Method, resp *jsonrpc.Message, re
 		edited = true
 		r.rec.addFindings(engine.Report{Findings: []engine.Finding{{RuleID: channelcheck.RuleCacheTTLClamped, Severity: engine.SeverityLow, Pointer: "/ttlMs"}}, Highest: engine.SeverityLow})
 	}
-	if string(doc["cacheScope"]) == `"public"` && (changed || edited || r.p.PerCaller) { // public only where nothing changed
+	var scope string // read decoded: "\u0070ublic" is "public" (docs/decisions.md#decoded-values)
+	_ = json.Unmarshal(doc["cacheScope"], &scope)
+	if scope == "public" && (changed || edited || r.p.PerCaller) { // public only where nothing changed
 		doc["cacheScope"] = json.RawMessage(`"private"`)
 		edited = true
 	}

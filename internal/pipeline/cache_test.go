@@ -34,6 +34,8 @@ func TestCacheHints(t *testing.T) {
 		{"five minutes public, kept", "tools/list", "2026-07-28", listing("300000", "public"), 0, false, -1, "", false},
 		{"the configured maximum", "tools/list", "2026-07-28", listing("300000", "private"), time.Minute, false, 60000, "private", true},
 		{"callers told apart: private", "tools/list", "2026-07-28", listing("1000", "public"), 0, true, 1000, "private", false},
+		{"callers told apart: an escaped public is private", "tools/list", "2026-07-28", listing("1000", `\u0070ublic`), 0, true, 1000, "private", false},
+		{"an escaped public, clamped", "tools/list", "2026-07-28", listing("2592000000", `\u0070ubli\u0063`), 0, false, 300000, "private", true},
 		{"resources/read clamped", "resources/read", "2026-07-28", `{"resultType":"complete","contents":[{"uri":"file:///a","text":"hello"}],"ttlMs":86400000,"cacheScope":"private"}`, 0, false, 300000, "private", true},
 		{"2025-11-25: untouched", "tools/list", "2025-11-25", listing("2592000000", "public"), 0, false, -1, "", false},
 	} {
