@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/vet"
@@ -257,7 +258,9 @@ func (c *Config) validate() error {
 		}
 	}
 	for _, id := range sortedKeys(c.Gate.Rules) {
-		if !known[id] {
+		if argcheck.Known(id) {
+			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": the argument checks' severities are fixed; the profile decides what they refuse (docs/engine.md#argument-checks)`, id))
+		} else if !known[id] {
 			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": no such rule id (mcpgate rules lists them)`, id))
 		} else if _, err := engine.ParseSeverity(c.Gate.Rules[id]); err != nil {
 			errs = append(errs, fmt.Errorf(`"mcpgate.rules.%s": %w`, id, err))

@@ -38,3 +38,12 @@ func TestProfileName(t *testing.T) {
 		t.Fatalf("bad profile in the file: %v", err)
 	}
 }
+
+// TestArgumentRuleSeverity: an argument rule that mcpgate rules lists is named in the
+// error as one whose severity is fixed, not as an unknown id.
+func TestArgumentRuleSeverity(t *testing.T) {
+	_, err := Parse([]byte(`{"mcpgate":{"rules":{"argument_template":"none"}}}`))
+	if err == nil || !strings.Contains(err.Error(), "severities are fixed") {
+		t.Fatalf("err %v", err)
+	}
+}
