@@ -281,3 +281,32 @@ func TestTaskGetRunsPost(t *testing.T) {
 		}
 	}
 }
+
+// TestSealedRequestStateV2: a v2 client pinned to 2026-07-28, through the binary on
+// stdio in front of a 2026-07-28 server whose confirm tool asks for input: the SDK's
+// own round (it answers the elicitation and retries with the requestState the gateway
+// gave it, the gateway's seal) reaches the server with the server's own state, which
+// it echoes; a retry that presents the server's state as the server wrote it, or a
+// made-up sealed one, is answered -32602 and never reaches the server.
+func TestSealedRequestStateV2(t *testing.T) {
+	nodeModule(t, "@modelcontextprotocol/client/package.json")
+	cfg, _ := json.Marshal(map[string]any{"cmd": append([]string{binary, "gateway", "run", "--policies", t.TempDir(), "--"}, mrtrServer(t)...)})
+	c := harnessCmd(t, 2*time.Minute, node22(t), filepath.Join(root, "testdata", "e2e", "state-client.mjs"), string(cfg))
+	c.Dir = filepath.Join(root, "testdata", "e2e")
+	b, err := c.Output()
+	if err != nil {
+		t.Fatalf("state-client.mjs: %v\n%s", c.explain(err), b)
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("state-client.mjs printed %q: %v", b, err)
+	}
+	if got := string(out["sdk"]); !strings.Contains(got, "answer: accept") || !strings.Contains(got, "state st:prod") {
+		t.Errorf("sdk: %s", got)
+	}
+	for _, step := range []string{"raw", "forged"} {
+		if got := string(out[step]); !strings.Contains(got, "requestState") || strings.Contains(got, "answer:") {
+			t.Errorf("%s: %s", step, got)
+		}
+	}
+}
