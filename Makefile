@@ -30,7 +30,7 @@ HELM := $(CURDIR)/bin/tools/helm-$(HELM_VERSION)
 
 # The gate's slow tables run once without the race detector and skip under it: what
 # they drive is JavaScript inside goja, where the detector sees nothing of their own.
-GATE_SLOW ?= ^(TestRunaways|TestNativeBounds|TestReplaceGuardLimits|TestHeapWatchdog|TestStringDoubling|TestRejectionMessageBounded|TestGarbageDoesNotTripTheHeapLimit)$$
+GATE_SLOW ?= ^(TestRunaways|TestNativeBounds|TestWordCountArgument|TestReplaceGuardLimits|TestHeapWatchdog|TestStringDoubling|TestRejectionMessageBounded|TestGarbageDoesNotTripTheHeapLimit)$$
 
 .PHONY: all build install release image deploy-check demo deps test test-policies test-unit test-race test-gate-slow console-notice skip-notices fuzz bench golden load conformance vet clean
 

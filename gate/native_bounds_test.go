@@ -252,3 +252,50 @@ func measure(v any, depth int) (d, n, longest int) {
 	}
 	return d, n, longest
 }
+
+// TestWordCountArgument: a word-count policy (`.match(/\S+/g)`) over a 16 MiB string
+// argument, under the default 5 s limit, is answered within the limit plus a second
+// (wall, or the process's CPU on a loaded machine): words past the bound are refused
+// (policy_memory_limit, or policy_timeout first on a slow machine), one long word or a
+// run of blanks is one search the guard checks the deadline before. The next call is
+// fine.
+func TestWordCountArgument(t *testing.T) {
+	slowTable(t)
+	const timeout = 5 * time.Second // the default limit
+	g := loadGate(t, map[string]string{"p.js": `if (ctx.phase === "pre" && typeof ctx.params.text === "string") {
+  var words = (ctx.params.text.match(/\S+/g) || []).length;
+  if (words > 100000) throw new Error("too many words: " + words);
+}`}, func(o *Options) { o.Timeout = timeout })
+	const size = 16 << 20
+	for _, tc := range []struct {
+		name, unit string
+		reject     bool
+	}{
+		{"one-letter words", "a ", true},
+		{"words", "word ", true},
+		{"non-ASCII words", "w\u00f6rd ", true},
+		{"one word", "w", false},
+		{"blanks", " ", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params, _ := json.Marshal(map[string]string{"text": strings.Repeat(tc.unit, size/len(tc.unit))})
+			start, cpu := time.Now(), processCPU()
+			r := run(g, preCall(string(params)))
+			d, used := time.Since(start), processCPU()-cpu
+			bound := timeout + time.Second
+			if d > bound && (used == 0 || used > bound) {
+				t.Errorf("answered after %v (%v CPU), bound %v", d, used, bound)
+			}
+			switch {
+			case !tc.reject && r.Reject != nil:
+				t.Errorf("rejected: %+v", r.Reject)
+			case tc.reject && (r.Reject == nil || r.Reject.Code != vocab.ReasonPolicyMemoryLimit && r.Reject.Code != vocab.ReasonPolicyTimeout):
+				t.Errorf("got %+v, want policy_memory_limit or policy_timeout", r.Reject)
+			}
+			if r := run(g, preCall(`{"text":"a b"}`)); r.Reject != nil {
+				t.Fatalf("later call rejected: %+v", r.Reject)
+			}
+			runtime.GC()
+		})
+	}
+}

@@ -44,8 +44,28 @@ type replaceGuards struct {
 	guardedSym          *goja.Object  // the guarded RegExp.prototype[Symbol.replace]
 }
 
-// pollEvery is how many matches a count runs between two interrupt checks.
-const pollEvery = 1024
+// pollEvery is how many matches a count runs between two interrupt checks, and
+// pollUnits how many UTF-16 units of its input it passes at most between two (one
+// exec may pass more: a single match or search is one native step).
+const (
+	pollEvery = 1024
+	pollUnits = 1 << 16
+)
+
+// poller checks for a pending interrupt every pollEvery matches and whenever the
+// search has passed pollUnits more of its input since the last check.
+type poller struct {
+	g     *replaceGuards
+	n, at int64 // matches and input position at the last check
+}
+
+// step records a match ending at position at (n matches so far) and checks when due.
+func (p *poller) step(n, at int64) {
+	if n-p.n >= pollEvery || at-p.at >= pollUnits {
+		p.n, p.at = n, at
+		p.g.check()
+	}
+}
 
 // GuardReplace installs the guards on String.prototype and RegExp.prototype (writable
 // and configurable until the lockdown freezes them); refuse interrupts the runtime with
@@ -305,6 +325,7 @@ func (g *replaceGuards) countString(s, p goja.String, all bool, limit int64) int
 	step := max(p.Length(), 1)
 	gs, sASCII := ASCII(s)
 	gp, pASCII := ASCII(p)
+	p0 := poller{g: g}
 	if sASCII && pASCII { // bytes are UTF-16 units
 		var n int64
 		for at := 0; ; {
@@ -318,6 +339,7 @@ func (g *replaceGuards) countString(s, p goja.String, all bool, limit int64) int
 			if at += i + step; at > len(gs) {
 				return n
 			}
+			p0.step(n, int64(at))
 		}
 	}
 	var n int64
@@ -332,9 +354,7 @@ func (g *replaceGuards) countString(s, p goja.String, all bool, limit int64) int
 		if at = i + int64(step); at > int64(s.Length()) {
 			return n
 		}
-		if n%pollEvery == 0 {
-			g.check()
-		}
+		p0.step(n, at)
 	}
 }
 
@@ -360,6 +380,7 @@ func (g *replaceGuards) countRegExp(s goja.String, re goja.Value, limit int64) i
 		rethrow(err)
 	}
 	var n int64
+	p0 := poller{g: g}
 	for {
 		m := CallJS(g.exec, fresh, s)
 		if goja.IsNull(m) {
@@ -368,14 +389,13 @@ func (g *replaceGuards) countRegExp(s goja.String, re goja.Value, limit int64) i
 		if n++; n > limit {
 			return n
 		}
+		at := lastIndex()
 		if g.str(nilUndefined(m.ToObject(g.rt).Get("0"))).Length() == 0 {
-			if err := fresh.Set("lastIndex", lastIndex()+1); err != nil {
+			if err := fresh.Set("lastIndex", at+1); err != nil {
 				rethrow(err)
 			}
 		}
-		if n%pollEvery == 0 {
-			g.check()
-		}
+		p0.step(n, at)
 	}
 }
 
@@ -397,9 +417,10 @@ func nilUndefined(v goja.Value) goja.Value {
 
 // regexpMatch is RegExp.prototype[Symbol.match] on a plain RegExp (ECMA-262
 // RegExp.prototype[@@match]): without the g flag the original's one match; with it,
-// the spec's loop run here, one exec per match, refused past MaxArrayLen matches and
-// checked for a pending interrupt every pollEvery, so that neither the count nor the
-// time of a global match is one native step.
+// the spec's loop run here, one exec per match, refused at MaxArrayLen + 1 matches and
+// checked for a pending interrupt before the first search of a long string, every
+// pollEvery matches and every pollUnits of input passed, so that neither the count nor
+// the time of a global match is one native step (one exec still is).
 func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) goja.Value {
 	o, ok := this.(*goja.Object)
 	if !ok {
@@ -414,6 +435,10 @@ func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) go
 		rethrow(err)
 	}
 	var out []any
+	p0 := poller{g: g}
+	if s.Length() > pollUnits {
+		g.check() // a deadline already passed stops the first search too
+	}
 	for {
 		m := CallJS(g.exec, o, s)
 		if goja.IsNull(m) {
@@ -426,15 +451,13 @@ func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) go
 		if out = append(out, ms); len(out) > MaxArrayLen {
 			g.oom()
 		}
+		at := o.Get("lastIndex").ToInteger()
 		if ms.Length() == 0 {
-			at := o.Get("lastIndex").ToInteger()
 			if err := o.Set("lastIndex", advanceIndex(s, at, unicode)); err != nil {
 				rethrow(err)
 			}
 		}
-		if len(out)%pollEvery == 0 {
-			g.check()
-		}
+		p0.step(int64(len(out)), at)
 	}
 }
 
