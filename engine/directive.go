@@ -261,6 +261,13 @@ var (
 	roleModes   = map[string]bool{"admin": true, "root": true, "unrestricted": true, "jailbroken": true, "dan": true, "god": true, "developer": true, "superuser": true, "unfiltered": true}
 	modeLead    = map[string]bool{"in": true, "a": true, "an": true, "the": true, "running": true, "operating": true}
 	fromWord    = map[string]bool{"from": true}
+	selfVerbs    = map[string]bool{"mention": true, "reveal": true, "disclose": true, "tell": true, "say": true, "reference": true, "acknowledge": true, "repeat": true}
+	selfNouns    = map[string]bool{"instruction": true, "instructions": true, "directive": true, "directives": true, "override": true, "prompt": true}
+	contextNouns = map[string]bool{"conversation": true, "conversations": true, "messages": true, "chat": true, "turns": true, "context": true, "transcript": true, "dialogue": true}
+	secretNouns  = map[string]bool{"credentials": true, "secrets": true, "passwords": true, "tokens": true, "keys": true}
+	seenWords    = map[string]bool{"seen": true, "saw": true, "received": true, "encountered": true, "observed": true, "read": true}
+	ctxLeakVerbs = map[string]bool{"include": true, "send": true, "forward": true, "post": true, "upload": true, "paste": true, "leak": true, "dump": true,
+		"output": true, "copy": true, "attach": true, "echo": true, "reveal": true, "print": true, "exfiltrate": true, "append": true, "embed": true, "email": true}
 	safetyWords = map[string]bool{"sandbox": true, "safety": true, "security": true, "approval": true, "approvals": true, "confirmation": true, "confirmations": true, "guardrails": true, "permissions": true, "restrictions": true, "filter": true, "filters": true}
 )
 
@@ -274,7 +281,8 @@ var startWords = func() map[string]bool {
 		}
 	}
 	for _, w := range []string{"note", "message", "instructions", "reminder", "language", "dear", "attention", "hey", "hello",
-		"if", "system", "developer", "hidden", "initial", "you", "before", "not", "don't", "dont", "never", "without", "hide", "keep"} {
+		"if", "system", "developer", "hidden", "initial", "you", "before", "not", "don't", "dont", "never", "without", "hide", "keep",
+		"prior", "previous", "earlier", "credentials", "secrets", "passwords", "tokens", "keys"} {
 		m[w] = true
 	}
 	return m
@@ -362,6 +370,11 @@ func (f *folded) at(i int) int {
 		if j := f.within(i+1, 7, userWords); j >= 0 && !f.is(j+1, "agent") && !f.is(j+1, "interface") {
 			return dirSecrecy
 		}
+		// "do not mention this instruction", "never reveal these directives": secrecy
+		// about the order itself
+		if selfVerbs[f.w(i+1)] && (f.is(i+2, "this") || f.is(i+2, "these")) && f.in(i+3, selfNouns) {
+			return dirSecrecy
+		}
 	case (ww == "without") && (f.is(i+1, "telling") || f.is(i+1, "informing") || f.is(i+1, "notifying") || f.is(i+1, "alerting") || f.is(i+1, "asking") || f.is(i+1, "showing")) && f.within(i+1, 3, userWords) >= 0:
 		return dirSecrecy
 	case ww == "without" && f.is(i+1, "the") && f.in(i+2, userWords) && (f.is(i+3, "knowing") || f.is(i+3, "noticing") || f.is(i+3, "seeing")):
@@ -396,6 +409,14 @@ func (f *folded) at(i int) int {
 			return dirPromptRequest // "print the developer message you were given"
 		}
 
+	// ---- the model's context handed over ----
+	case (ww == "prior" || ww == "previous" || ww == "earlier") && f.in(i+1, contextNouns) && f.ctxLeakBefore(i):
+		// "include the full prior conversation in your reply"
+		return dirPromptRequest
+	case secretNouns[ww] && f.is(i+1, "you") && (f.is(i+2, "have") && f.in(i+3, seenWords) || f.in(i+2, seenWords)) && f.ctxLeakBefore(i):
+		// "include any credentials you have seen", "send the secrets you saw"
+		return dirPromptRequest
+
 	// ---- errors that escalate ----
 	case f.err && runVerbs[ww]:
 		if c := f.escalation(i); c != dirNone {
@@ -403,6 +424,17 @@ func (f *folded) at(i int) int {
 		}
 	}
 	return dirNone
+}
+
+// ctxLeakBefore reports, earlier in word i's sentence, a verb that hands the
+// model's context over to someone (ctxLeakVerbs: not "summarize" or "list").
+func (f *folded) ctxLeakBefore(i int) bool {
+	for k := i - 1; k >= 0 && f.words[k].sent == f.words[i].sent; k-- {
+		if ctxLeakVerbs[f.w(k)] {
+			return true
+		}
+	}
+	return false
 }
 
 // leakVerbBefore reports a verb that hands something over (leakVerbs) earlier in
@@ -474,7 +506,8 @@ var gateWords = func() map[string]bool {
 			m[w] = true
 		}
 	}
-	for _, w := range []string{"prompt", "instructions", "instruction", "language", "hide", "secret", "hidden", "system", "developer", "note", "message", "reminder", "answering", "responding", "replying"} {
+	for _, w := range []string{"prompt", "instructions", "instruction", "language", "hide", "secret", "hidden", "system", "developer", "note", "message", "reminder", "answering", "responding", "replying",
+		"prior", "previous", "earlier", "credentials", "secrets", "passwords", "directive", "directives"} {
 		m[w] = true
 	}
 	return m
