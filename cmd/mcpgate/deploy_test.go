@@ -648,9 +648,14 @@ func TestDeployChart(t *testing.T) {
 		}
 		service struct {
 			Spec struct {
-				Type            string
-				SessionAffinity string `yaml:"sessionAffinity"`
-				Ports           []struct{ Name string }
+				Type                  string
+				SessionAffinity       string `yaml:"sessionAffinity"`
+				SessionAffinityConfig struct {
+					ClientIP struct {
+						TimeoutSeconds int `yaml:"timeoutSeconds"`
+					} `yaml:"clientIP"`
+				} `yaml:"sessionAffinityConfig"`
+				Ports []struct{ Name string }
 			}
 		}
 		configMaps = map[string]map[string]string{}
@@ -697,8 +702,9 @@ func TestDeployChart(t *testing.T) {
 	if !spec.SecurityContext.RunAsNonRoot || spec.SecurityContext.RunAsUser != 65532 || !ctr.SecurityContext.ReadOnlyRootFilesystem {
 		t.Errorf("security context %+v %+v", spec.SecurityContext, ctr.SecurityContext)
 	}
-	if service.Spec.Type != "ClusterIP" || service.Spec.SessionAffinity != "None" {
-		t.Errorf("service %+v", service.Spec)
+	// The default keeps a 2025-11-25 session (the v1 SDK) on the replica that holds it.
+	if service.Spec.Type != "ClusterIP" || service.Spec.SessionAffinity != "ClientIP" || service.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds <= 0 {
+		t.Errorf("service %+v: want ClusterIP with ClientIP affinity so 2025-11-25 sessions stay on their replica", service.Spec)
 	}
 	for name, p := range map[string]*probe{"readiness": ctr.ReadinessProbe, "liveness": ctr.LivenessProbe} {
 		if p == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port != "admin" || len(p.HTTPGet.HTTPHeaders) != 1 || p.HTTPGet.HTTPHeaders[0].Value != "localhost" {
