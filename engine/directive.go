@@ -258,9 +258,9 @@ var (
 		"open": true, "read": true, "upload": true, "forward": true, "execute": true, "reply": true, "respond": true, "say": true, "tell": true, "include": true, "fetch": true}
 	sendVerbs = map[string]bool{"send": true, "post": true, "upload": true, "forward": true, "email": true, "include": true, "pass": true, "call": true,
 		"append": true, "attach": true, "exfiltrate": true, "share": true, "paste": true, "run": true, "execute": true, "invoke": true}
-	roleModes   = map[string]bool{"admin": true, "root": true, "unrestricted": true, "jailbroken": true, "dan": true, "god": true, "developer": true, "superuser": true, "unfiltered": true}
-	modeLead    = map[string]bool{"in": true, "a": true, "an": true, "the": true, "running": true, "operating": true}
-	fromWord    = map[string]bool{"from": true}
+	roleModes    = map[string]bool{"admin": true, "root": true, "unrestricted": true, "jailbroken": true, "dan": true, "god": true, "developer": true, "superuser": true, "unfiltered": true}
+	modeLead     = map[string]bool{"in": true, "a": true, "an": true, "the": true, "running": true, "operating": true}
+	fromWord     = map[string]bool{"from": true}
 	selfVerbs    = map[string]bool{"mention": true, "reveal": true, "disclose": true, "tell": true, "say": true, "reference": true, "acknowledge": true, "repeat": true}
 	selfNouns    = map[string]bool{"instruction": true, "instructions": true, "directive": true, "directives": true, "override": true, "prompt": true}
 	contextNouns = map[string]bool{"conversation": true, "conversations": true, "messages": true, "chat": true, "turns": true, "context": true, "transcript": true, "dialogue": true}
