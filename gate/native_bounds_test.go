@@ -174,6 +174,13 @@ func TestBoundedNativesKeepResults(t *testing.T) {
 		`(function () { var r = /a(b)/; var m = "xab".match(r); return m[1] === "b" && m.index === 1 })()`,
 		`(function () { var r = /a/g; r.lastIndex = 5; "aaa".match(r); return r.lastIndex === 0 })()`,
 		`/a/g[Symbol.match]("banana").length === 3`,
+		`JSON.stringify("a,b,,c".split(/,/)) === '["a","b","","c"]' && JSON.stringify("a,b,c".split(/,/, 2)) === '["a","b"]'`,
+		`JSON.stringify("a1b2c".split(/(\d)/)) === '["a","1","b","2","c"]' && JSON.stringify("a1b".split(/(\d)|(x)/)) === '["a","1",null,"b"]'`,
+		`JSON.stringify("abc".split(/(?:)/)) === '["a","b","c"]' && JSON.stringify("".split(/x/)) === '[""]' && JSON.stringify("".split(/(?:)/)) === '[]'`,
+		`JSON.stringify(" a  b ".split(/\s+/)) === '["","a","b",""]' && JSON.stringify("ab".split(/$/)) === '["ab"]' && JSON.stringify("ab".split(/^/)) === '["ab"]'`,
+		`JSON.stringify("a,b".split(/,/y)) === '["a","b"]' && JSON.stringify("a,b".split(/,/g)) === '["a","b"]' && "a,b,c".split(/,/, -1).length === 3 && "a,b".split(/,/, 0).length === 0`,
+		`"\ud83d\ude00".split(/(?:)/u).length === 1 && "\ud83d\ude00".split(/(?:)/).length === 2 && JSON.stringify("aXbxc".split(/x/i)) === '["a","b","c"]'`,
+		`(function () { var r = /,/g; r.lastIndex = 3; "a,b".split(r); return r.lastIndex === 3 })()`,
 		`JSON.stringify(JSON.parse('{"a":[1,2,{"b":null}],"__proto__":1}')) === '{"a":[1,2,{"b":null}],"__proto__":1}'`,
 		`JSON.parse('"\\ud83d\\ude00"') === "\ud83d\ude00"`,
 		`JSON.parse('[1,2]', function (k, v) { return typeof v === "number" ? v * 2 : v })[1] === 4`,
@@ -227,7 +234,8 @@ func FuzzJSONShape(f *testing.F) {
 		if depth < d && !(d > sandbox.MaxNesting && depth > sandbox.MaxNesting) {
 			t.Fatalf("%q: depth %d, built %d", text, depth, d)
 		}
-		if d <= sandbox.MaxNesting && (values < n || longest < l) {
+		refused := values > sandbox.MaxNodes || longest > sandbox.MaxArrayLen // the measure stopped there
+		if d <= sandbox.MaxNesting && !refused && (values < n || longest < l) {
 			t.Fatalf("%q: values %d longest %d, built %d and %d", text, values, longest, n, l)
 		}
 	})
@@ -253,7 +261,7 @@ func measure(v any, depth int) (d, n, longest int) {
 	return d, n, longest
 }
 
-// TestWordCountArgument: a word-count policy (`.match(/\S+/g)`) over a 16 MiB string
+// TestWordCountArgument: a word-count policy (`.match(/\S+/g)`, or `.split(/\s+/)`) over a 16 MiB string
 // argument, under the default 5 s limit, is answered within the limit plus a second
 // (wall, or the process's CPU on a loaded machine): words past the bound are refused
 // (policy_memory_limit, or policy_timeout first on a slow machine), one long word or a
@@ -263,22 +271,24 @@ func TestWordCountArgument(t *testing.T) {
 	slowTable(t)
 	const timeout = 5 * time.Second // the default limit
 	g := loadGate(t, map[string]string{"p.js": `if (ctx.phase === "pre" && typeof ctx.params.text === "string") {
-  var words = (ctx.params.text.match(/\S+/g) || []).length;
+  var words = ctx.params.how === "split" ? ctx.params.text.split(/\s+/).length : (ctx.params.text.match(/\S+/g) || []).length;
   if (words > 100000) throw new Error("too many words: " + words);
 }`}, func(o *Options) { o.Timeout = timeout })
 	const size = 16 << 20
 	for _, tc := range []struct {
-		name, unit string
-		reject     bool
+		name, how, unit string
+		reject          bool
 	}{
-		{"one-letter words", "a ", true},
-		{"words", "word ", true},
-		{"non-ASCII words", "w\u00f6rd ", true},
-		{"one word", "w", false},
-		{"blanks", " ", false},
+		{"one-letter words", "match", "a ", true},
+		{"words", "match", "word ", true},
+		{"non-ASCII words", "match", "w\u00f6rd ", true},
+		{"one word", "match", "w", false},
+		{"blanks", "match", " ", false},
+		{"split, one-letter words", "split", "a ", true},
+		{"split, words", "split", "word ", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			params, _ := json.Marshal(map[string]string{"text": strings.Repeat(tc.unit, size/len(tc.unit))})
+			params, _ := json.Marshal(map[string]string{"how": tc.how, "text": strings.Repeat(tc.unit, size/len(tc.unit))})
 			start, cpu := time.Now(), processCPU()
 			r := run(g, preCall(string(params)))
 			d, used := time.Since(start), processCPU()-cpu

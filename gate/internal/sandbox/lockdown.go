@@ -38,9 +38,10 @@ var lockdownSrc string
 var Lockdown = goja.MustCompile("lockdown.js", lockdownSrc, false)
 
 // JSONShape measures JSON text without parsing it, ignoring strings: the deepest
-// bracket nesting (counting stops past MaxNesting), the values it can hold at most
-// (one per comma and per bracket, plus one) and the most elements one array holds. It
-// does not validate: it bounds the native step JSON.parse would take.
+// bracket nesting, the values it can hold at most (one per comma and per bracket, plus
+// one) and the most elements one array holds; it stops as soon as one of them is past
+// its bound (MaxNesting, MaxNodes, MaxArrayLen). It does not validate: it bounds the
+// native step JSON.parse would take.
 func JSONShape(s string) (depth, values, longest int) {
 	var commas []int // commas so far in each open bracket; -1 for an object
 	in, esc := false, false
@@ -60,7 +61,9 @@ func JSONShape(s string) (depth, values, longest int) {
 		case c == '"':
 			in = true
 		case c == '[' || c == '{':
-			values++
+			if values++; values > MaxNodes {
+				return depth, values, longest
+			}
 			n := 0
 			if c == '{' {
 				n = -1
@@ -80,10 +83,14 @@ func JSONShape(s string) (depth, values, longest int) {
 				commas = commas[:k-1]
 			}
 		case c == ',':
-			values++
+			if values++; values > MaxNodes {
+				return depth, values, longest
+			}
 			if k := len(commas); k > 0 && commas[k-1] >= 0 {
 				commas[k-1]++
-				longest = max(longest, commas[k-1]+1)
+				if longest = max(longest, commas[k-1]+1); longest > MaxArrayLen {
+					return depth, values, longest
+				}
 			}
 		}
 	}

@@ -42,3 +42,40 @@ func TestGuardsPollAsTheyGo(t *testing.T) {
 		})
 	}
 }
+
+// A split by a RegExp over a long input is the guard's loop, not goja's one native
+// step: with the deadline already passed it stops with the interrupt.
+func TestSplitPolls(t *testing.T) {
+	r, err := New(Hooks{OOM: func() {}, TooDeep: func() {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, err := r.RT.RunString(`/\s+/`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, _ := goja.AssertFunction(re.ToObject(r.RT).GetSymbol(goja.SymSplit))
+	r.RT.Interrupt("deadline")
+	_, err = split(re, r.RT.ToValue(strings.Repeat("a ", 1<<20)), r.RT.ToValue(10))
+	var ie *goja.InterruptedError
+	if !errors.As(err, &ie) {
+		t.Fatalf("got %v, want the interrupt", err)
+	}
+}
+
+// JSONShape stops at its bound plus one: a measure past a bound is that bound plus one,
+// whatever follows in the text.
+func TestJSONShapeStopsAtBound(t *testing.T) {
+	long := "[" + strings.Repeat("0,", MaxArrayLen+64) + "0]"
+	if _, _, longest := JSONShape(long); longest != MaxArrayLen+1 {
+		t.Errorf("longest %d, want %d", longest, MaxArrayLen+1)
+	}
+	many := "{" + strings.Repeat(`"a":0,`, MaxNodes+64) + `"a":0}`
+	if _, values, _ := JSONShape(many); values != MaxNodes+1 {
+		t.Errorf("values %d, want %d", values, MaxNodes+1)
+	}
+	deep := strings.Repeat("[", MaxNesting+64)
+	if depth, _, _ := JSONShape(deep); depth != MaxNesting+1 {
+		t.Errorf("depth %d, want %d", depth, MaxNesting+1)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
-
+	"strconv"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -30,6 +30,9 @@ import (
 // in one native step: a non-global RegExp whose flags say "g" loops without end, a
 // match object's captures or length build results no bound saw, and a split with a
 // non-sticky splitter scans the string once per position. Each is a TypeError instead.
+// On a plain RegExp, a global [Symbol.match] and [Symbol.split] run here one exec per
+// match, stopping at their bound plus one and checking the deadline as they go
+// (poller; docs/policies.md#guards-deadline).
 
 // replaceGuards holds the originals the guards call.
 type replaceGuards struct {
@@ -108,8 +111,11 @@ func GuardReplace(rt *goja.Runtime, refuse func()) (poll goja.Callable, err erro
 		}
 		guard := g.native(m.name, func(c goja.FunctionCall) goja.Value {
 			g.requirePlain(c.This, m.name)
-			if m.sym == goja.SymMatch {
+			switch m.sym {
+			case goja.SymMatch:
 				return g.regexpMatch(c.This, c.Argument(0), orig)
+			case goja.SymSplit:
+				return g.regexpSplit(c.This, c.Argument(0), c.Argument(1), orig)
 			}
 			return CallJS(orig, c.This, c.Arguments...)
 		})
@@ -459,6 +465,102 @@ func (g *replaceGuards) regexpMatch(this, arg goja.Value, orig goja.Callable) go
 		}
 		p0.step(int64(len(out)), at)
 	}
+}
+
+// regexpSplit is RegExp.prototype[Symbol.split] on a plain RegExp (ECMA-262
+// RegExp.prototype[@@split]): goja's own finds every match of the whole string in one
+// native step whatever the limit, so the spec's loop runs here instead, one exec of a
+// global copy per separator (the leftmost match from q is the first sticky match at
+// or after q), stopping at the limit, refused at MaxArrayLen + 1 elements and checked
+// for a pending interrupt as it goes (poller).
+func (g *replaceGuards) regexpSplit(this, arg, limit goja.Value, orig goja.Callable) goja.Value {
+	o, ok := this.(*goja.Object)
+	if !ok {
+		return CallJS(orig, this, arg, limit) // the original's TypeError
+	}
+	s := g.str(arg)
+	flags, _ := ASCII(g.str(nilUndefined(o.Get("flags")))) // a plain RegExp's flags are ASCII
+	unicode := strings.ContainsAny(flags, "uv")
+	fresh, err := g.rt.New(g.regExp, nilUndefined(o.Get("source")), g.rt.ToValue(strings.ReplaceAll(strings.ReplaceAll(flags, "y", ""), "g", "")+"g"))
+	if err != nil {
+		rethrow(err)
+	}
+	lim := int64(math.MaxUint32)
+	if limit != nil && !goja.IsUndefined(limit) {
+		lim = toUint32(limit.ToFloat())
+	}
+	if lim == 0 {
+		return g.rt.NewArray()
+	}
+	size := int64(s.Length())
+	search := func(q int64) *goja.Object {
+		if err := fresh.Set("lastIndex", q); err != nil {
+			rethrow(err)
+		}
+		m := CallJS(g.exec, fresh, s)
+		if goja.IsNull(m) {
+			return nil
+		}
+		return m.ToObject(g.rt)
+	}
+	if size == 0 {
+		if search(0) != nil {
+			return g.rt.NewArray()
+		}
+		return g.rt.NewArray(s)
+	}
+	var out []any
+	push := func(v goja.Value) bool {
+		if out = append(out, v); len(out) > MaxArrayLen {
+			g.oom()
+		}
+		return int64(len(out)) == lim
+	}
+	p0 := poller{g: g}
+	if size > pollUnits {
+		g.check()
+	}
+	p, q := int64(0), int64(0)
+	for q < size {
+		m := search(q)
+		if m == nil {
+			break
+		}
+		start := m.Get("index").ToInteger()
+		if start >= size {
+			break
+		}
+		e := min(fresh.Get("lastIndex").ToInteger(), size)
+		if e == p { // an empty match where the last piece ended
+			q = advanceIndex(s, start, unicode)
+			continue
+		}
+		if push(s.Substring(int(p), int(start))) {
+			return g.rt.NewArray(out...)
+		}
+		n := m.Get("length").ToInteger()
+		for i := int64(1); i < n; i++ {
+			if push(nilUndefined(m.Get(strconv.FormatInt(i, 10)))) {
+				return g.rt.NewArray(out...)
+			}
+		}
+		p, q = e, e
+		p0.step(int64(len(out)), q)
+	}
+	push(s.Substring(int(p), int(size)))
+	return g.rt.NewArray(out...)
+}
+
+// toUint32 is ECMA-262 ToUint32 of a number.
+func toUint32(f float64) int64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	m := math.Mod(math.Trunc(f), 1<<32)
+	if m < 0 {
+		m += 1 << 32
+	}
+	return int64(m)
 }
 
 // advanceIndex is ECMA-262 AdvanceStringIndex: past the code point at i when unicode,
