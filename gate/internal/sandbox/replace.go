@@ -32,7 +32,7 @@ import (
 // non-sticky splitter scans the string once per position. Each is a TypeError instead.
 // On a plain RegExp, a global [Symbol.match] and [Symbol.split] run here one exec per
 // match, stopping at their bound plus one and checking the deadline as they go
-// (poller; docs/policies.md#guards-deadline).
+// (poller; docs/decisions.md#bounded-guards, docs/policies.md#guards-deadline).
 
 // replaceGuards holds the originals the guards call.
 type replaceGuards struct {
