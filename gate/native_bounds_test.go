@@ -261,7 +261,8 @@ func measure(v any, depth int) (d, n, longest int) {
 	return d, n, longest
 }
 
-// TestWordCountArgument: a word-count policy (`.match(/\S+/g)`, or `.split(/\s+/)`) over a 16 MiB string
+// TestWordCountArgument: a word-count policy (`.match(/\S+/g)`, `.split(/\s+/)`, or a
+// counting `.replace(/\S+/g, fn)`) over a 16 MiB string
 // argument, under the default 5 s limit, is answered within the limit plus a second
 // (wall, or the process's CPU on a loaded machine): words past the bound are refused
 // (policy_memory_limit, or policy_timeout first on a slow machine), one long word or a
@@ -271,7 +272,10 @@ func TestWordCountArgument(t *testing.T) {
 	slowTable(t)
 	const timeout = 5 * time.Second // the default limit
 	g := loadGate(t, map[string]string{"p.js": `if (ctx.phase === "pre" && typeof ctx.params.text === "string") {
-  var words = ctx.params.how === "split" ? ctx.params.text.split(/\s+/).length : (ctx.params.text.match(/\S+/g) || []).length;
+  var words = 0;
+  if (ctx.params.how === "split") words = ctx.params.text.split(/\s+/).length;
+  else if (ctx.params.how === "replace") ctx.params.text.replace(/\S+/g, function (w) { words++; return w });
+  else words = (ctx.params.text.match(/\S+/g) || []).length;
   if (words > 100000) throw new Error("too many words: " + words);
 }`}, func(o *Options) { o.Timeout = timeout })
 	const size = 16 << 20
@@ -286,6 +290,7 @@ func TestWordCountArgument(t *testing.T) {
 		{"blanks", "match", " ", false},
 		{"split, one-letter words", "split", "a ", true},
 		{"split, words", "split", "word ", true},
+		{"replace with a function, one-letter words", "replace", "a ", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			params, _ := json.Marshal(map[string]string{"how": tc.how, "text": strings.Repeat(tc.unit, size/len(tc.unit))})

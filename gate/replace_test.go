@@ -238,6 +238,8 @@ func TestReplaceGuardLimits(t *testing.T) {
 		{"replaceAll non-ASCII within the count", `if (("é" + "x".repeat(1 << 24)).replaceAll("é", "ab").length !== (1 << 24) + 2) throw "bad"`, ""},
 		{"Symbol.replace over the count", full + `/x/g[Symbol.replace](s, "yy")`, vocab.ReasonPolicyMemoryLimit},
 		{"$& is counted as len(s)", `var s = "x".repeat(1 << 12); s.replace(/x/g, "$&".repeat(1 << 12))`, vocab.ReasonPolicyMemoryLimit},
+		{"function replacer, matches counted first", `"a ".repeat(1 << 23).replace(/\s+/g, function () { return "" })`, vocab.ReasonPolicyMemoryLimit},
+		{"function replacer on replaceAll, matches counted first", `"a ".repeat(1 << 23).replaceAll(" ", function () { return "" })`, vocab.ReasonPolicyMemoryLimit},
 		{"function results summed", `var s = "x".repeat(64), t = "y".repeat(1 << 20); s.replace(/x/g, function () { return t })`, vocab.ReasonPolicyMemoryLimit},
 		{"function results summed on replaceAll", `var s = "x".repeat(64), t = "y".repeat(1 << 20); s.replaceAll("x", function () { return t })`, vocab.ReasonPolicyMemoryLimit},
 		{"native function replacer summed", `var s = ("y".repeat(1 << 20) + ",").repeat(20); s.replace(/y+/g, decodeURIComponent)`, vocab.ReasonPolicyMemoryLimit},

@@ -13,7 +13,9 @@ import (
 // Growth guards for String.prototype.replace, String.prototype.replaceAll and
 // RegExp.prototype[Symbol.replace], as Go natives that New installs before the
 // lockdown freezes them. Each is one native step no interrupt can stop, so each is
-// bounded before the step: a replacement function's results are summed as they come;
+// bounded before the step: with a replacement function, the matches of a string of
+// MaxArrayLen units or more are counted first (as it goes, checking the deadline) and
+// more than MaxArrayLen are refused, then its results are summed as they come;
 // a replacement string is checked against the number of matches, counted only when
 // the quick bound len(s) + (len(s)+1) * per is over MaxStringLen (per is the
 // replacement's length, plus len(replacement) * len(s) when it holds a `$`, since $&,
@@ -239,6 +241,9 @@ func (g *replaceGuards) stringReplace(c goja.FunctionCall, all bool) goja.Value 
 		step = func(rep goja.Value) goja.Value { return CallJS(g.symReplace, re, s, rep) }
 	}
 	if fn, ok := goja.AssertFunction(replacement); ok {
+		if s.Length() >= MaxArrayLen && g.countString(s, p, all, MaxArrayLen) > MaxArrayLen {
+			g.oom() // the original finds every match in one step before calling fn
+		}
 		return step(g.summing(s, fn))
 	}
 	rep := g.str(replacement)
@@ -275,6 +280,9 @@ func (g *replaceGuards) regexpReplace(c goja.FunctionCall) goja.Value {
 	g.requirePlain(this, "[Symbol.replace]")
 	s := g.str(c.Argument(0))
 	if fn, ok := goja.AssertFunction(replacement); ok {
+		if s.Length() >= MaxArrayLen && g.countRegExp(s, this, MaxArrayLen) > MaxArrayLen {
+			g.oom() // the original finds every match in one step before calling fn
+		}
 		return CallJS(g.symReplace, this, s, g.summing(s, fn))
 	}
 	rep := g.str(replacement)
