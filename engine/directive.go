@@ -261,6 +261,7 @@ var (
 	roleModes    = map[string]bool{"admin": true, "root": true, "unrestricted": true, "jailbroken": true, "dan": true, "god": true, "developer": true, "superuser": true, "unfiltered": true}
 	modeLead     = map[string]bool{"in": true, "a": true, "an": true, "the": true, "running": true, "operating": true}
 	fromWord     = map[string]bool{"from": true}
+	headLead     = map[string]bool{"important": true, "urgent": true, "special": true, "hidden": true, "secret": true, "private": true, "additional": true, "extra": true, "system": true, "a": true, "an": true, "this": true, "critical": true, "final": true}
 	selfVerbs    = map[string]bool{"mention": true, "reveal": true, "disclose": true, "tell": true, "say": true, "reference": true, "acknowledge": true, "repeat": true}
 	selfNouns    = map[string]bool{"instruction": true, "instructions": true, "directive": true, "directives": true, "override": true, "prompt": true}
 	contextNouns = map[string]bool{"conversation": true, "conversations": true, "messages": true, "chat": true, "turns": true, "context": true, "transcript": true, "dialogue": true}
@@ -330,7 +331,9 @@ func (f *folded) at(i int) int {
 	ww := f.w(i)
 	switch {
 	// ---- addressed to the model ----
-	case (ww == "note" || ww == "message" || ww == "instructions" || ww == "reminder") && (f.is(i+1, "to") || f.is(i+1, "for")):
+	case (ww == "note" || ww == "message" || ww == "instructions" || ww == "reminder") && (f.is(i+1, "to") || f.is(i+1, "for")) &&
+		(int(w.sent) == i || f.in(i-1, headLead)):
+		// a heading or a label, not an object ("passed server instructions to the LLM")
 		// "Note to the assistant", "Message for AI agents", "Instructions for the model"
 		k := i + 2
 		for f.is(k, "the") || f.is(k, "any") || f.is(k, "all") || f.is(k, "an") || f.is(k, "a") || f.is(k, "ai") && f.in(k+1, modelWords) {
