@@ -597,9 +597,13 @@ func directiveIn(s string) int {
 	}
 	if f.changed {
 		// the classic phrases written with homoglyphs, fullwidth or invisible
-		// characters ("Ignоre prеviоus instruсtiоns"): the evasion is itself the sign
+		// characters ("Ignоre prеviоus instruсtiоns"): the evasion is itself the sign.
+		// A phrase already there in plain ASCII is the Medium rule's alone, whatever
+		// else the string holds (hidden Tags beside it keep the seed's Warn).
 		if _, _, ok := ordersIn(unsafe.String(&f.buf[0], f.tlen)); ok {
-			return dirAddressed
+			if _, _, plain := ordersIn(s[:min(len(s), maxDirective)]); !plain {
+				return dirAddressed
+			}
 		}
 	}
 	return dirNone
