@@ -130,8 +130,8 @@ func credRequestIn(sent string) bool {
 	}
 	verb, out, possessed, cred, place := false, false, false, path, false
 	for i, w := range words {
-		if handVerbs[w] {
-			verb = true
+		if handVerbs[w] && !negated(words, i) {
+			verb = true // "do not give us your PIN" asks for nothing
 		}
 		if outVerbs[w] {
 			out = true
@@ -164,6 +164,18 @@ func credRequestIn(sent string) bool {
 		return true // forward these credentials to https://…
 	case path && (place || url):
 		return true // reply with the token from ~/.aws/credentials
+	}
+	return false
+}
+
+// negated reports a negation among the two words before words[i] ("do not give",
+// "never share", "don't paste").
+func negated(words []string, i int) bool {
+	for k := max(0, i-2); k < i; k++ {
+		switch words[k] {
+		case "not", "don't", "dont", "never", "no", "without", "cannot", "can't", "won't":
+			return true
+		}
 	}
 	return false
 }

@@ -31,6 +31,9 @@ func TestCredentialRequest(t *testing.T) {
 		{"Never share your password with anyone, including support staff.", false},
 		{"Ticket #4: user reports slow dashboard load.", false},
 		{"Keys are rotated every 90 days; see https://docs.example.com/keys for details.", false},
+		// server-everything's own elicitation form: a warning, not a request
+		{"Your favorite integer (do not give us your phone number, pin, or other sensitive info)", false},
+		{"Don't paste your API key in the chat: support will never ask for it.", false},
 	} {
 		rep := a.AnalyzeText(tc.text)
 		got := false
