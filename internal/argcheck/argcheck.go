@@ -268,7 +268,17 @@ func Check(t *Tool, tool string, args json.RawMessage, o Options) Result {
 		return a.Rule == b.Rule && a.Pointer == b.Pointer && a.Keyword == b.Keyword
 	})
 	if len(res.Findings) > maxFindings {
+		// the cap never drops the finding that refuses: findings that only record
+		// cannot crowd it out
+		var refuse *Finding
+		if r := res.Refused(); r != nil {
+			f := *r
+			refuse = &f
+		}
 		res.Findings = res.Findings[:maxFindings]
+		if refuse != nil && res.Refused() == nil {
+			res.Findings[maxFindings-1] = *refuse
+		}
 	}
 	return res
 }
@@ -279,12 +289,16 @@ const maxDepth = 32
 // walk runs the string checks over every string leaf of v, each judged by the class
 // of the top-level property it sits under.
 func walk(out []Finding, v any, ptr string, cl class, roots []string, depth int) []Finding {
-	if depth > maxDepth || len(out) > maxFindings {
+	if depth > maxDepth || len(out) > maxFindings && slices.ContainsFunc(out, func(f Finding) bool { return f.Refuse }) {
 		return out
 	}
 	switch x := v.(type) {
 	case string:
-		return append(out, checkString(x, ptr, cl, roots)...)
+		fs := checkString(x, ptr, cl, roots)
+		if len(out) > maxFindings { // past the cap only a refusing finding is kept
+			fs = slices.DeleteFunc(fs, func(f Finding) bool { return !f.Refuse })
+		}
+		return append(out, fs...)
 	case []any:
 		for i, e := range x {
 			out = walk(out, e, fmt.Sprintf("%s/%d", ptr, i), cl, roots, depth+1)

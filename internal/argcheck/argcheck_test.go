@@ -123,3 +123,21 @@ func TestPrompt(t *testing.T) {
 		}
 	}
 }
+
+// Findings that only record cannot crowd out the one that refuses: the cap on
+// findings keeps it, however many template markers sort before it.
+func TestRefusalSurvivesTheCap(t *testing.T) {
+	run := NewTool("run", json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"a":{"type":"array"}}}`))
+	var tpl []string
+	for range 40 {
+		tpl = append(tpl, `"{{x}}"`)
+	}
+	args := `{"a":[` + strings.Join(tpl, ",") + `],"command":"ls; rm -rf /"}`
+	res := Check(run, "run", json.RawMessage(args), Options{})
+	if res.Refused() == nil {
+		t.Fatalf("not refused with %d findings: %+v", len(res.Findings), res.Findings)
+	}
+	if len(res.Findings) > maxFindings {
+		t.Errorf("%d findings, cap %d", len(res.Findings), maxFindings)
+	}
+}
