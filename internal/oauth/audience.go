@@ -17,10 +17,17 @@ const (
 // the provider answers with the RFC 8707 resource indicators it issued the token for,
 // resource (a string or an array). Each is compared with want as a canonical resource
 // URI (canonicalResource). A member of another type names nothing.
-func audience(c map[string]any, want string) int {
+func audience(c map[string]any, want string) int { return audienceIn(c, want, "aud", "resource") }
+
+// jwtAudience judges a JWT access token's aud alone (RFC 9068 §4): its resource
+// claim, which the token's issuer never checked against a request, confirms nothing.
+func jwtAudience(c map[string]any, want string) int { return audienceIn(c, want, "aud") }
+
+// audienceIn judges the members of c named by members, as audience describes.
+func audienceIn(c map[string]any, want string, members ...string) int {
 	w := canonicalResource(want)
 	out := audienceMissing
-	for _, member := range []string{"aud", "resource"} {
+	for _, member := range members {
 		v, ok := c[member]
 		if !ok || v == nil {
 			continue

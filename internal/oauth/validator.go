@@ -298,7 +298,7 @@ func (v *Validator) checkJWT(ctx context.Context, token string, hdr jwtHeader, p
 	}
 	// RFC 9068 §4: aud must name this resource; a JWT access token without aud is
 	// never accepted (AcceptMissingAudience is for introspection answers only).
-	switch audience(claims, v.cfg.Audience) {
+	switch jwtAudience(claims, v.cfg.Audience) {
 	case audienceOther:
 		return nil, errWrongAudience
 	case audienceMissing:
