@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // TestDecodedValues drives the binary over stdio in front of a TypeScript SDK server
@@ -36,10 +38,15 @@ func TestDecodedValues(t *testing.T) {
 			t.Errorf("the client saw %s", l)
 		}
 	}
-	found := false
-	for _, r := range log.allRecords() {
-		found = found || r["method"] == "sampling/createMessage" && r["via"] == "tools/call" && r["reason"] == "policy_throw"
-	}
+	// The record is written beside the answer, not before it: wait for it.
+	found := testwait.Within(testwait.Timeout, func() bool {
+		for _, r := range log.allRecords() {
+			if r["method"] == "sampling/createMessage" && r["via"] == "tools/call" && r["reason"] == "policy_throw" {
+				return true
+			}
+		}
+		return false
+	})
 	if !found {
 		t.Errorf("no record of the input request: %v", log.allRecords())
 	}

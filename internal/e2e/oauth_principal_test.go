@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/internal/oauth/oauthtest"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // modernCallBody is a 2026-07-28 tools/call (the _meta envelope, no session).
@@ -86,15 +87,19 @@ func TestOAuthTokenPerRequest(t *testing.T) {
 
 	// Every record of a refused call names the narrow token's client and scopes.
 	var refusedRecs int
-	for _, rec := range g.stderr.records() {
-		if rec["tool"] != "echo" || rec["outcome"] == "ok" && rec["decision"] != "reject" {
-			continue
+	testwait.Within(testwait.Timeout, func() bool { // records are written beside the answers
+		refusedRecs = 0
+		for _, rec := range g.stderr.records() {
+			if rec["tool"] != "echo" || rec["outcome"] == "ok" && rec["decision"] != "reject" {
+				continue
+			}
+			caller, _ := rec["caller"].(map[string]any)
+			if caller["caller_id"] == "agent" && fmt.Sprint(caller["scopes"]) == "[mcp]" {
+				refusedRecs++
+			}
 		}
-		caller, _ := rec["caller"].(map[string]any)
-		if caller["caller_id"] == "agent" && fmt.Sprint(caller["scopes"]) == "[mcp]" {
-			refusedRecs++
-		}
-	}
+		return refusedRecs >= 2
+	})
 	if refusedRecs < 2 {
 		t.Fatalf("%d records name the narrow token's client and scopes, want 2:\n%s", refusedRecs, g.stderr.String())
 	}

@@ -391,11 +391,15 @@ func TestOneReadingServerToClient(t *testing.T) {
 				checkRefusalRecords(t, log, 3)
 				// The refused result leaves one record, the call's, cited by its error.
 				var calls []map[string]any
-				for _, r := range log.allRecords() {
-					if r["method"] == "tools/call" && r["outcome"] == "upstream_error" {
-						calls = append(calls, r)
+				testwait.Within(testwait.Timeout, func() bool { // written beside the answer
+					calls = nil
+					for _, r := range log.allRecords() {
+						if r["method"] == "tools/call" && r["outcome"] == "upstream_error" {
+							calls = append(calls, r)
+						}
 					}
-				}
+					return len(calls) > 0
+				})
 				if len(calls) != 1 || calls[0]["reason"] != "duplicate_member" || !strings.Contains(refusedText, fmt.Sprint(calls[0]["event_id"])) {
 					t.Errorf("want one record of the refused call, cited by %q; have %v", refusedText, calls)
 				}
