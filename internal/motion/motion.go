@@ -2,20 +2,28 @@
 // showed the agent and that a later call then sends on in its arguments, above all to
 // another server, the shape of cross-tool exfiltration (docs/decisions.md#secrets-in-motion).
 //
-// A Scope (one per session and caller) remembers, for each such value, only a keyed
-// hash: HMAC-SHA-256 under a random key drawn once per process, plus a maphash of its
-// first 8 bytes under a random seed to find candidates. Neither the value nor a hash
-// that outlives the process is kept, in memory or on disk. Entries live for TTL and a
-// Scope holds at most MaxEntries, the oldest dropped first. Values shorter than
-// MinValueBytes are not remembered.
+// A Scope (one per session and caller) remembers, for each such value, only keyed
+// hashes: HMAC-SHA-256 under a random key drawn once per process, and a polynomial hash
+// modulo 2^61-1 under a random base of the value and of its first 8 bytes. Neither the
+// value nor a hash that outlives the process is kept, in memory or on disk. Entries
+// live for TTL and a Scope holds at most MaxEntries (MaxPerPrefix of one start), the
+// oldest dropped first. Values shorter than MinValueBytes are not remembered.
+//
+// Find reads every string of the arguments whole, in time linear in their length (the
+// message size limit bounds it; docs/decisions.md#motion-scan): a bitset over a keyed
+// mix of each 8-byte window rules out almost every position, and a candidate is checked
+// in constant time per remembered value of its start by the polynomial hash of the
+// window; the HMAC confirms only a window whose polynomial hash already matched.
 package motion
 
 import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"hash/maphash"
+	"encoding/binary"
+	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/engine"
@@ -32,19 +40,112 @@ const (
 	MaxEntries = 4096
 	// MaxPerResult bounds the values one result adds.
 	MaxPerResult = 256
+	// MaxPerPrefix bounds the values one Scope remembers that begin with the same
+	// MinValueBytes bytes (the oldest of them dropped first): it bounds the work at
+	// each position of an argument that carries such a beginning.
+	MaxPerPrefix = 64
 	// TTL is how long a value is remembered after the result that showed it.
 	TTL = time.Hour
-	// MaxSearchBytes bounds the argument text (decoded forms included) one Find reads.
-	MaxSearchBytes = 4 << 20
 )
 
-const prefixLen = MinValueBytes
+const (
+	prefixLen = MinValueBytes
+	// mersenne is the modulus of the polynomial hash, 2^61-1.
+	mersenne = 1<<61 - 1
+	// filterBits: the candidate bitset has 1<<filterBits bits (8 KiB per Scope).
+	filterBits = 16
+	// chunk is how many positions share one table of prefix hashes in Find (the table
+	// holds chunk+MaxValueBytes+1 words).
+	chunk = 16 << 10
+)
 
-// key and seed are drawn once per process: a hash proves nothing outside it.
+// The keys are drawn once per process: a hash proves nothing outside it.
 var (
-	key  = func() []byte { b := make([]byte, 32); _, _ = rand.Read(b); return b }()
-	seed = maphash.MakeSeed()
+	key              = randomBytes(32)
+	base             = randomBelow(mersenne-(1<<32)) + 1<<32 // of the polynomial hash
+	mixK0            = binary.LittleEndian.Uint64(randomBytes(8))
+	mixK1            = binary.LittleEndian.Uint64(randomBytes(8)) | 1 // odd: a bijection
+	pow              = powers()
+	prefixHashesPool = sync.Pool{New: func() any { b := make([]uint64, 0, chunk+MaxValueBytes+1); return &b }}
 )
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func randomBelow(n uint64) uint64 {
+	return binary.LittleEndian.Uint64(randomBytes(8)) % n
+}
+
+// powers returns base^L mod 2^61-1 for L up to MaxValueBytes.
+func powers() (p [MaxValueBytes + 1]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = mulmod(p[i-1], base)
+	}
+	return p
+}
+
+// mulmod is a*b mod 2^61-1 for a, b < 2^61-1.
+func mulmod(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b) // < 2^122: hi < 2^58
+	r := (lo & mersenne) + (lo >> 61) + (hi << 3)
+	r = (r & mersenne) + (r >> 61)
+	if r >= mersenne {
+		r -= mersenne
+	}
+	return r
+}
+
+// poly is the polynomial hash of b: each byte plus one, in base `base`, mod 2^61-1.
+func poly[T string | []byte](b T) uint64 {
+	var h uint64
+	for i := 0; i < len(b); i++ {
+		h = mulmod(h, base) + uint64(b[i]) + 1
+		if h >= mersenne {
+			h -= mersenne
+		}
+	}
+	return h
+}
+
+// prefixHashes appends to h the polynomial hashes of every prefix of b (h[k] of
+// b[:k], so len(b)+1 of them).
+func prefixHashes[T string | []byte](b T, h []uint64) []uint64 {
+	var x uint64
+	h = append(h, 0)
+	for i := 0; i < len(b); i++ {
+		x = mulmod(x, base) + uint64(b[i]) + 1
+		if x >= mersenne {
+			x -= mersenne
+		}
+		h = append(h, x)
+	}
+	return h
+}
+
+// window is the polynomial hash of b[i:j] from b's prefix hashes h (j-i ≤ MaxValueBytes).
+func window(h []uint64, i, j int) uint64 {
+	r := h[j] + mersenne - mulmod(h[i], pow[j-i])
+	if r >= mersenne {
+		r -= mersenne
+	}
+	return r
+}
+
+// load8 is the 8 bytes of b at i, little-endian.
+func load8[T string | []byte](b T, i int) uint64 {
+	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+}
+
+// slot is the candidate bitset's index of an 8-byte window: the top bits of a keyed
+// multiply, which every bit of the window reaches.
+func slot(x uint64) uint64 {
+	return ((x ^ mixK0) * mixK1) >> (64 - filterBits)
+}
 
 // Source says which result showed a value: its record's event id, its server and
 // tool, and the rule that found the value (a rule id, or "sensitive_file" for a line
@@ -58,19 +159,25 @@ type Source struct {
 
 type entry struct {
 	mac     [sha256.Size]byte
-	start   uint64 // the maphash of the first prefixLen bytes: its byStart key
+	start   uint64 // the polynomial hash of the first prefixLen bytes: its byStart key
+	poly    uint64 // the polynomial hash of the whole value
+	slot    uint64 // the bitset index of its first prefixLen bytes
 	n       int
 	src     *Source
 	expires time.Time
 }
 
 // Scope is the memory of one session and caller. The zero value is not usable: use
-// NewScope. It is safe for concurrent use.
+// NewScope. It is safe for concurrent use; Finds run side by side.
 type Scope struct {
-	mu      sync.Mutex
-	byStart map[uint64][]*entry
-	order   []*entry // oldest first
-	now     func() time.Time
+	mu      sync.RWMutex
+	byStart map[uint64][]*entry // each list oldest first
+	order   []*entry            // oldest first
+	// filter has the slot bit of every remembered value set; a dropped value's bit
+	// stays set (a wasted lookup) until stale passes MaxEntries/4 and it is rebuilt.
+	filter []uint64
+	stale  int
+	now    func() time.Time
 }
 
 // NewScope returns an empty Scope.
@@ -78,7 +185,11 @@ func NewScope() *Scope {
 	return &Scope{byStart: map[uint64][]*entry{}, now: time.Now}
 }
 
+// macs counts the HMACs computed, for the tests that bound them.
+var macs atomic.Int64
+
 func mac(v []byte) (m [sha256.Size]byte) {
+	macs.Add(1)
 	h := hmac.New(sha256.New, key)
 	h.Write(v)
 	copy(m[:], h.Sum(nil))
@@ -87,54 +198,68 @@ func mac(v []byte) (m [sha256.Size]byte) {
 
 // Remember adds the values a result showed (each cut to MaxValueBytes; shorter than
 // MinValueBytes skipped), at most MaxPerResult of them, under src. values are only
-// read during the call.
+// read during the call. The hashes are computed before the Scope is locked.
 func (s *Scope) Remember(src Source, values [][]byte) {
 	if s == nil || len(values) == 0 {
 		return
 	}
 	p := &src
 	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire(now)
-	added := 0
+	var add []*entry
 	for _, v := range values {
 		if len(v) < MinValueBytes {
 			continue
 		}
+		if len(add) == MaxPerResult {
+			break
+		}
 		if len(v) > MaxValueBytes {
 			v = v[:MaxValueBytes]
 		}
-		if added == MaxPerResult {
-			break
-		}
-		h := maphash.Bytes(seed, v[:prefixLen])
-		e := &entry{mac: mac(v), start: h, n: len(v), src: p, expires: now.Add(TTL)}
-		if s.replace(h, e) {
+		add = append(add, &entry{mac: mac(v), start: poly(v[:prefixLen]), poly: poly(v), slot: slot(load8(v, 0)),
+			n: len(v), src: p, expires: now.Add(TTL)})
+	}
+	if len(add) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire(now)
+	if s.filter == nil {
+		s.filter = make([]uint64, 1<<filterBits/64)
+	}
+	for _, e := range add {
+		s.filter[e.slot>>6] |= 1 << (e.slot & 63)
+		if s.replace(e) {
 			continue
 		}
-		added++
-		s.byStart[h] = append(s.byStart[h], e)
+		s.byStart[e.start] = append(s.byStart[e.start], e)
 		s.order = append(s.order, e)
+		if list := s.byStart[e.start]; len(list) > MaxPerPrefix {
+			s.remove(list[0])
+		}
 		for len(s.order) > MaxEntries {
 			s.drop(s.order[0])
 			s.order = s.order[1:]
 		}
 	}
+	if s.stale > MaxEntries/4 {
+		clear(s.filter)
+		for _, e := range s.order {
+			s.filter[e.slot>>6] |= 1 << (e.slot & 63)
+		}
+		s.stale = 0
+	}
 }
 
 // replace renews an entry for the same value (the latest source wins); it reports
 // whether one was there.
-func (s *Scope) replace(h uint64, e *entry) bool {
-	for i, old := range s.byStart[h] {
+func (s *Scope) replace(e *entry) bool {
+	for _, old := range s.byStart[e.start] {
 		if old.n == e.n && old.mac == e.mac {
-			s.byStart[h][i] = e
-			for k, o := range s.order {
-				if o == old {
-					s.order = append(s.order[:k], s.order[k+1:]...)
-					break
-				}
-			}
+			s.remove(old)
+			s.stale-- // the same slot stays in use
+			s.byStart[e.start] = append(s.byStart[e.start], e)
 			s.order = append(s.order, e)
 			return true
 		}
@@ -142,7 +267,20 @@ func (s *Scope) replace(h uint64, e *entry) bool {
 	return false
 }
 
+// remove drops e from byStart and from order.
+func (s *Scope) remove(e *entry) {
+	s.drop(e)
+	for k, o := range s.order {
+		if o == e {
+			s.order = append(s.order[:k], s.order[k+1:]...)
+			break
+		}
+	}
+}
+
+// drop removes e from byStart (the caller removes it from order).
 func (s *Scope) drop(e *entry) {
+	s.stale++
 	list := s.byStart[e.start]
 	for i, x := range list {
 		if x == e {
@@ -168,8 +306,8 @@ func (s *Scope) expire(now time.Time) {
 
 // Len is the number of values remembered.
 func (s *Scope) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return len(s.order)
 }
 
@@ -181,54 +319,70 @@ type Match struct {
 	Encoding string
 }
 
-// Find looks for any remembered value in the texts (an arguments document's string
-// leaves), as written and in their base64, hex and percent-encoded runs decoded
-// (engine.EachDecoded). It returns the first match, the latest-remembered source
-// first when several values match, or nil.
+// Find looks for any remembered value in the texts (an arguments document's strings,
+// Strings), each read whole, as written and in its base64, hex and percent-encoded runs
+// decoded (engine.EachDecoded). It returns the first match, the latest-remembered
+// source first when several values of one start match, or nil. Its time is linear in
+// the texts' length (docs/decisions.md#motion-scan).
 func (s *Scope) Find(texts []string) *Match {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.expire(s.now())
-	if len(s.order) == 0 {
+	empty := len(s.order) == 0
+	s.mu.Unlock()
+	if empty {
 		return nil
 	}
-	budget := MaxSearchBytes
-	var found *Match
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h := prefixHashesPool.Get().(*[]uint64)
+	defer prefixHashesPool.Put(h)
 	for _, t := range texts {
-		if found != nil || budget <= 0 {
-			break
-		}
-		if len(t) > budget {
-			t = t[:budget]
-		}
-		budget -= len(t)
-		if e := s.search([]byte(t)); e != nil {
+		if e := search(s, t, h); e != nil {
 			return &Match{Source: *e.src}
 		}
+		var found *Match
 		engine.EachDecoded(t, func(enc string, text []byte) {
-			if found != nil || budget <= 0 {
+			if found != nil {
 				return
 			}
-			budget -= len(text)
-			if e := s.search(text); e != nil {
+			if e := search(s, text, h); e != nil {
 				found = &Match{Source: *e.src, Encoding: enc}
 			}
 		})
+		if found != nil {
+			return found
+		}
 	}
-	return found
+	return nil
 }
 
-// search returns the entry of a remembered value that occurs in b, or nil.
-func (s *Scope) search(b []byte) *entry {
-	for i := 0; i+prefixLen <= len(b); i++ {
-		list := s.byStart[maphash.Bytes(seed, b[i:i+prefixLen])]
-		for k := len(list) - 1; k >= 0; k-- {
-			e := list[k]
-			if i+e.n <= len(b) && mac(b[i:i+e.n]) == e.mac {
-				return e
+// search returns the entry of a remembered value that occurs in b, or nil; the caller
+// holds s.mu (read). Positions go in chunks: a chunk's prefix hashes (into *h) are
+// computed only once a position of it passes the bitset.
+func search[T string | []byte](s *Scope, b T, h *[]uint64) *entry {
+	n := len(b)
+	for c := 0; c+prefixLen <= n; c += chunk {
+		end := min(c+chunk, n-prefixLen+1)
+		built := false
+		for i := c; i < end; i++ {
+			sl := slot(load8(b, i))
+			if s.filter[sl>>6]&(1<<(sl&63)) == 0 {
+				continue
+			}
+			if !built {
+				*h = prefixHashes(b[c:min(c+chunk+MaxValueBytes, n)], (*h)[:0])
+				built = true
+			}
+			hs, k := *h, i-c
+			list := s.byStart[window(hs, k, k+prefixLen)]
+			for j := len(list) - 1; j >= 0; j-- {
+				e := list[j]
+				if k+e.n < len(hs) && window(hs, k, k+e.n) == e.poly && mac([]byte(b[i:i+e.n])) == e.mac {
+					return e
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package motion
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -53,7 +54,7 @@ func TestBounds(t *testing.T) {
 	}
 	sc.Remember(Source{EventID: "old"}, [][]byte{[]byte("first-value-0001")})
 	for i := range MaxEntries {
-		sc.Remember(Source{EventID: "new"}, [][]byte{fmt.Appendf(nil, "value-number-%06d", i)})
+		sc.Remember(Source{EventID: "new"}, [][]byte{fmt.Appendf(nil, "%06d-value-number", i)})
 	}
 	if sc.Len() != MaxEntries {
 		t.Fatalf("Len = %d, want the bound %d", sc.Len(), MaxEntries)
@@ -61,17 +62,17 @@ func TestBounds(t *testing.T) {
 	if sc.Find([]string{"first-value-0001"}) != nil {
 		t.Fatal("the oldest value was not dropped past MaxEntries")
 	}
-	if sc.Find([]string{"x value-number-000007 y"}) == nil {
+	if sc.Find([]string{"x 000007-value-number y"}) == nil {
 		t.Fatal("a value within the bound was not found")
 	}
 	now = now.Add(TTL)
-	if sc.Find([]string{"value-number-000007"}) != nil || sc.Len() != 0 {
+	if sc.Find([]string{"000007-value-number"}) != nil || sc.Len() != 0 {
 		t.Fatal("values outlived TTL")
 	}
 	// one result adds at most MaxPerResult values
 	many := make([][]byte, MaxPerResult+10)
 	for i := range many {
-		many[i] = fmt.Appendf(nil, "per-result-%06d", i)
+		many[i] = fmt.Appendf(nil, "%06d-per-result", i)
 	}
 	sc.Remember(Source{EventID: "r"}, many)
 	if sc.Len() != MaxPerResult {
@@ -121,5 +122,122 @@ func TestLinesAndCredentialFile(t *testing.T) {
 	lines := Lines(doc)
 	if len(lines) != 2 || string(lines[1]) != "b3BlbnNzaC1rZXktdjEAAAAA" {
 		t.Fatalf("Lines = %q", lines)
+	}
+}
+
+// Find reads each argument whole: a value far past the first MiBs of an argument, as
+// written or encoded, and one sent as a member name, are found.
+func TestFindReadsAll(t *testing.T) {
+	sc := NewScope()
+	sc.Remember(Source{EventID: "e1", Rule: engine.RuleGitHubToken}, [][]byte{[]byte(token)})
+	pad := strings.Repeat("lorem ipsum ", 6<<20/12) // 6 MiB
+	for _, tc := range []struct {
+		name string
+		doc  string
+		enc  string
+	}{
+		{"past 6 MiB", `{"body":"` + pad + token + `"}`, ""},
+		{"past 6 MiB, base64", `{"body":"` + pad + " " + base64.StdEncoding.EncodeToString([]byte(token)) + `"}`, engine.DecodedBase64},
+		{"a later leaf past 6 MiB", `{"a":"` + pad + `","b":"` + token + `"}`, ""},
+		{"member name", `{"headers":{"` + token + `":"1"}}`, ""},
+		{"member name, hex", `{"` + hex.EncodeToString([]byte(token)) + `":true}`, engine.DecodedHex},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := sc.Find(Strings([]byte(tc.doc)))
+			if m == nil || m.EventID != "e1" || m.Encoding != tc.enc {
+				t.Fatalf("Find = %+v, want e1 with encoding %q", m, tc.enc)
+			}
+		})
+	}
+}
+
+// Many values of one start cost no HMAC at the positions of an argument that repeats
+// the start: a window is confirmed only once its polynomial hash matched; and one
+// start keeps at most MaxPerPrefix values, the latest.
+func TestSameStart(t *testing.T) {
+	sc := NewScope()
+	var vs [][]byte
+	for i := range MaxPerPrefix + 1 {
+		vs = append(vs, fmt.Appendf(nil, "sk-live-%06d-tail", i))
+	}
+	sc.Remember(Source{EventID: "e"}, vs)
+	if sc.Len() != MaxPerPrefix {
+		t.Fatalf("Len = %d, want MaxPerPrefix %d", sc.Len(), MaxPerPrefix)
+	}
+	if sc.Find([]string{string(vs[0])}) != nil || sc.Find([]string{string(vs[MaxPerPrefix])}) == nil {
+		t.Fatal("the oldest value of a full start was kept, or the latest dropped")
+	}
+	before := macs.Load()
+	arg := strings.Repeat("sk-live-", 1<<17) // 1 MiB of the start alone
+	if sc.Find([]string{arg}) != nil {
+		t.Fatal("a start alone matched")
+	}
+	if n := macs.Load() - before; n != 0 {
+		t.Fatalf("%d HMACs for an argument that carries no value, want 0", n)
+	}
+}
+
+// The keyed polynomial hash of a window equals the hash of the bytes (the table of
+// prefix hashes is right), and mulmod stays below the modulus.
+func TestPolynomialHash(t *testing.T) {
+	b := []byte("the quick brown fox jumps over the lazy dog \x00\xff")
+	h := prefixHashes(b, nil)
+	for i := 0; i < len(b); i++ {
+		for j := i; j <= len(b); j++ {
+			if window(h, i, j) != poly(b[i:j]) {
+				t.Fatalf("window(%d,%d) differs from poly", i, j)
+			}
+		}
+	}
+	for _, x := range []uint64{0, 1, mersenne - 1, 1 << 60, base} {
+		if r := mulmod(x, mersenne-1); r >= mersenne {
+			t.Fatalf("mulmod(%d) = %d ≥ modulus", x, r)
+		}
+	}
+}
+
+// FuzzSearch: search finds a remembered value exactly where it occurs in the text,
+// whatever the text and wherever the chunk boundaries fall.
+func FuzzSearch(f *testing.F) {
+	f.Add([]byte("secret-value-1"), []byte("xx secret-value-1 yy"), uint16(3))
+	f.Add([]byte("aaaaaaaaaaaa"), []byte("aaaaaaaaaaa"), uint16(0))
+	f.Fuzz(func(t *testing.T, value, text []byte, at uint16) {
+		if len(value) < MinValueBytes || len(value) > MaxValueBytes || len(text) > 1<<16 {
+			return
+		}
+		sc := NewScope()
+		sc.Remember(Source{EventID: "e"}, [][]byte{value})
+		// also place the value at a chunk boundary
+		pos := int(at) % (len(text) + 1)
+		long := append(append(append(make([]byte, 0, chunk+len(value)+len(text)), bytes.Repeat([]byte{' '}, chunk-1)...), text[:pos]...), value...)
+		long = append(long, text[pos:]...)
+		h := []uint64{}
+		sc.mu.RLock()
+		defer sc.mu.RUnlock()
+		for _, b := range [][]byte{text, long} {
+			got := search(sc, b, &h) != nil
+			if want := bytes.Contains(b, value); got != want {
+				t.Fatalf("search = %v, bytes.Contains = %v", got, want)
+			}
+			if got2 := search(sc, string(b), &h) != nil; got2 != got {
+				t.Fatal("search of the string differs from search of the bytes")
+			}
+		}
+	})
+}
+
+// BenchmarkFind: a 1 MiB argument of prose against a full Scope (reported, never
+// asserted; docs/engine.md).
+func BenchmarkFind(b *testing.B) {
+	sc := NewScope()
+	for i := range MaxEntries {
+		sc.Remember(Source{EventID: "e"}, [][]byte{fmt.Appendf(nil, "%06d-value-number-%d", i, i)})
+	}
+	arg := []string{strings.Repeat("the quick brown fox jumps over the lazy dog; ", 1<<20/45)}
+	b.SetBytes(int64(len(arg[0])))
+	for b.Loop() {
+		if sc.Find(arg) != nil {
+			b.Fatal("match")
+		}
 	}
 }

@@ -99,8 +99,9 @@ func resolve(root any, ptr string, inKey bool) (string, bool) {
 	return s, ok
 }
 
-// Strings returns the string leaves of a JSON document (arguments), member names
-// excluded, in document order; nil for a document that does not decode.
+// Strings returns the strings of a JSON document (arguments): every string leaf and
+// every member name, since a value sent as a member name moves as well; nil for a
+// document that does not decode.
 func Strings(doc []byte) []string {
 	var v any
 	if json.Unmarshal(doc, &v) != nil {
@@ -113,7 +114,8 @@ func Strings(doc []byte) []string {
 		case string:
 			out = append(out, x)
 		case map[string]any:
-			for _, e := range x {
+			for k, e := range x {
+				out = append(out, k)
 				walk(e)
 			}
 		case []any:
@@ -138,8 +140,8 @@ func NamesCredentialFile(args []string) bool {
 }
 
 // Lines returns the lines of the result's text strings (every string leaf of doc but
-// type, mimeType and binary data) of at least MinLineBytes after trimming, at most
-// MaxPerResult of them: what a credential file's read showed.
+// type, mimeType and binary data, and every member name) of at least MinLineBytes
+// after trimming, at most MaxPerResult of them: what a credential file's read showed.
 func Lines(doc []byte) [][]byte {
 	var root any
 	if json.Unmarshal(doc, &root) != nil {
@@ -151,19 +153,23 @@ func Lines(doc []byte) [][]byte {
 		if len(out) >= MaxPerResult {
 			return
 		}
-		switch x := v.(type) {
-		case string:
-			if key == "type" || key == "mimeType" || key == "data" || key == "blob" {
-				return
-			}
+		lines := func(x string) {
 			for _, l := range strings.Split(x, "\n") {
 				l = strings.TrimSpace(l)
 				if len(l) >= MinLineBytes && len(out) < MaxPerResult {
 					out = append(out, []byte(l))
 				}
 			}
+		}
+		switch x := v.(type) {
+		case string:
+			if key == "type" || key == "mimeType" || key == "data" || key == "blob" {
+				return
+			}
+			lines(x)
 		case map[string]any:
 			for k, e := range x {
+				lines(k)
 				walk(k, e)
 			}
 		case []any:
