@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/costtest"
 )
 
 const token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A" // a ghp_ shape, no live token
@@ -240,4 +241,21 @@ func BenchmarkFind(b *testing.B) {
 			b.Fatal("match")
 		}
 	}
+}
+
+// Find's cost per byte does not grow with the argument (docs/engine.md#linear-cost),
+// on its worst shape: an argument that repeats the beginning of MaxPerPrefix values.
+func TestFindLinear(t *testing.T) {
+	sc := NewScope()
+	var vs [][]byte
+	for i := range MaxPerPrefix {
+		vs = append(vs, fmt.Appendf(nil, "sk-live-%0*d", 8+i, i))
+	}
+	sc.Remember(Source{EventID: "e"}, vs)
+	shape := func(n int) []byte { return bytes.Repeat([]byte("sk-live-"), n/8) }
+	costtest.Linear(t, shape(4<<10), shape(1<<20), func(b []byte) {
+		if sc.Find([]string{string(b)}) != nil {
+			t.Fatal("match")
+		}
+	})
 }
