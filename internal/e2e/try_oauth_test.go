@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,20 +30,50 @@ func readmeBlock(t *testing.T, marker string) string {
 	return block
 }
 
-// quietPort returns a free loopback port below Linux's ephemeral range (32768 and
-// up), which no other test's listener on port 0 can be given between this check and
-// the lines' own listen.
-func quietPort(t *testing.T) string {
+// quietPorts returns n distinct free loopback ports below Linux's ephemeral range
+// (32768 and up), which no other test's listener on port 0 can be given between this
+// check and the lines' own listen. pick draws a candidate (nil: a random one in
+// 20000–31999); a port drawn twice is drawn again, so two listeners never share one.
+func quietPorts(t testing.TB, n int, pick func() int) []string {
 	t.Helper()
-	for range 100 {
-		p := fmt.Sprint(20000 + rand.IntN(12000))
+	if pick == nil {
+		pick = func() int { return 20000 + rand.IntN(12000) }
+	}
+	var ports []string
+	for range 100 * n {
+		if len(ports) == n {
+			break
+		}
+		p := fmt.Sprint(pick())
+		if slices.Contains(ports, p) {
+			continue
+		}
 		if l, err := net.Listen("tcp", "127.0.0.1:"+p); err == nil {
 			l.Close()
-			return p
+			ports = append(ports, p)
 		}
 	}
-	t.Fatal("no free port between 20000 and 32000")
-	return ""
+	if len(ports) < n {
+		t.Fatalf("found %d of %d free ports between 20000 and 32000", len(ports), n)
+	}
+	return ports
+}
+
+// TestQuietPortsDistinct: a candidate drawn twice is drawn again, so the provider and
+// the gateway are never told to listen on one port.
+func TestQuietPortsDistinct(t *testing.T) {
+	draws := []int{24242, 24242, 24242}
+	got := quietPorts(t, 2, func() int {
+		if len(draws) > 0 {
+			p := draws[0]
+			draws = draws[1:]
+			return p
+		}
+		return 20000 + rand.IntN(12000)
+	})
+	if len(got) != 2 || got[0] == got[1] {
+		t.Fatalf("quietPorts = %v, want two distinct ports", got)
+	}
 }
 
 // TestTryOAuthLocally runs the README's "Try OAuth locally" lines as they are, in
@@ -66,7 +97,8 @@ func TestTryOAuthLocally(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	block := readmeBlock(t, "try-oauth-locally")
-	lines := strings.ReplaceAll(strings.ReplaceAll(block, "9412", quietPort(t)), "8080", quietPort(t))
+	ports := quietPorts(t, 2, nil)
+	lines := strings.ReplaceAll(strings.ReplaceAll(block, "9412", ports[0]), "8080", ports[1])
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	if err := os.MkdirAll(filepath.Join(dir, "testdata", "e2e", "bin"), 0o755); err != nil {
