@@ -38,8 +38,10 @@ type testResult struct {
 	Outcome    string  `json:"outcome"` // pass, fail or error
 	Message    string  `json:"message"`
 	DurationMS float64 `json:"duration_ms"`
-	// Line and Column locate an error in File (text output only).
-	Line, Column int `json:"-"`
+	// Line and Column locate a failed assertion, a throw or an error in File (1-based;
+	// absent when unknown: a time or memory limit, an unhandled rejection).
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
 	// PolicyErrors are the policy faults (a runtime error, a timeout, a limit) that
 	// rejected a call during a test that did not pass: "file:line:col: class (reason)".
 	PolicyErrors []string `json:"policy_errors,omitempty"`
@@ -245,21 +247,21 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 	return nil
 }
 
-// writeTestLine prints one test: PASS, FAIL with its message, or ERROR with the
-// file:line:col; a message of several lines (a diff) continues indented.
+// writeTestLine prints one test: PASS, or FAIL or ERROR with the file:line:col of
+// the failed assertion, throw or error and its message; a message of several lines (a
+// diff) continues indented.
 func writeTestLine(w io.Writer, r testResult, verbose bool) {
-	where := r.File + ": " + r.Name
+	loc := r.File
+	if r.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", r.File, r.Line, r.Column)
+	}
 	var line string
 	switch r.Outcome {
 	case policytest.Pass:
-		line = "PASS  " + where
+		line = "PASS  " + r.File + ": " + r.Name
 	case policytest.Fail:
-		line = "FAIL  " + where + ": " + r.Message
+		line = "FAIL  " + loc + ": " + r.Name + ": " + r.Message
 	default:
-		loc := r.File
-		if r.Line > 0 {
-			loc = fmt.Sprintf("%s:%d:%d", r.File, r.Line, r.Column)
-		}
 		line = "ERROR " + loc + ": " + r.Name + ": " + r.Message
 	}
 	if verbose {

@@ -25,7 +25,7 @@ func TestPolicyTestOutcomesAndExitCodes(t *testing.T) {
 	}
 	for _, want := range []string{
 		"PASS  block-force-delete_test.js: test_rejects_force_delete\n",
-		"FAIL  block-force-delete_test.js: test_deliberately_failing: assertEqual: actual differs from expected (- actual, + expected)\n      - \"pass\"\n      + \"block\"\n",
+		"FAIL  block-force-delete_test.js:12:22: test_deliberately_failing: assertEqual: actual differs from expected (- actual, + expected)\n      - \"pass\"\n      + \"block\"\n",
 		"ERROR block-force-delete_test.js:17:18: test_runtime_error: TypeError: Cannot read property 'field' of undefined\n",
 	} {
 		if !strings.Contains(out, want) {

@@ -51,7 +51,8 @@ const (
 )
 
 // Result is one test's outcome. Line and Column (1-based, in the test file) say
-// where an error was raised; 0 when unknown.
+// where a failed assertion was called, or a throw or an error was raised; 0 when
+// unknown (a time or memory limit, an unhandled rejection).
 type Result struct {
 	Outcome string
 	Message string
@@ -95,7 +96,7 @@ func Run(ctx context.Context, g *gate.Gate, tf *File, test string, host Host) (r
 			timer.Reset(max(budget, time.Millisecond))
 		}
 	}
-	t := &testRun{v: v, asserts: map[*goja.Object]string{}}
+	t := &testRun{v: v, file: tf.Name, asserts: map[*goja.Object]assertion{}}
 	defer func() {
 		if r := recover(); r != nil {
 			res = t.result(r, tf.Name)
@@ -171,13 +172,38 @@ func Run(ctx context.Context, g *gate.Gate, tf *File, test string, host Host) (r
 // testRun is the state of one test: the assertion errors it raised, by identity.
 type testRun struct {
 	v       testrt.Runtime
-	asserts map[*goja.Object]string
+	file    string
+	asserts map[*goja.Object]assertion
+}
+
+// assertion is a failed mcpgate.assert or assertEqual: its message and where in the
+// test file it was called.
+type assertion struct {
+	msg       string
+	line, col int
 }
 
 func (t *testRun) fail(msg string) {
 	o := t.v.JS().NewObject()
-	t.asserts[o] = msg
+	a := assertion{msg: msg}
+	a.line, a.col = t.position(t.v.JS().CaptureCallStack(0, nil))
+	t.asserts[o] = a
 	panic(o)
+}
+
+// position is the innermost frame of stack in the test file (1-based line and column,
+// the wrapper's prefix taken off line 1), or 0, 0.
+func (t *testRun) position(stack []goja.StackFrame) (line, col int) {
+	for _, f := range stack {
+		if p := f.Position(); p.Filename == t.file && p.Line > 0 {
+			line, col = p.Line, p.Column
+			if p.Line == 1 {
+				col = max(p.Column-policyast.TestPrefixLen, 1)
+			}
+			return line, col
+		}
+	}
+	return 0, 0
 }
 
 func (t *testRun) assert(c goja.FunctionCall) goja.Value {
@@ -232,8 +258,8 @@ func (t *testRun) result(r any, file string) Result {
 		return Result{Outcome: Error, Message: err.Error()}
 	}
 	if o, ok := val.(*goja.Object); ok {
-		if msg, ok := t.asserts[o]; ok {
-			return Result{Outcome: Fail, Message: msg}
+		if a, ok := t.asserts[o]; ok {
+			return Result{Outcome: Fail, Message: a.msg, Line: a.line, Column: a.col}
 		}
 	}
 	msg := "test threw a value that could not be described"
@@ -242,21 +268,12 @@ func (t *testRun) result(r any, file string) Result {
 			msg = d.String()
 		}
 	}
-	class := nativeErrorClass(t.v, val)
-	if class == "" {
-		return Result{Outcome: Fail, Message: msg}
-	}
 	res := Result{Outcome: Error, Message: msg}
+	if nativeErrorClass(t.v, val) == "" {
+		res.Outcome = Fail
+	}
 	if ex != nil {
-		for _, f := range ex.Stack() {
-			if p := f.Position(); p.Filename == file && p.Line > 0 {
-				res.Line, res.Column = p.Line, p.Column
-				if p.Line == 1 {
-					res.Column = max(p.Column-policyast.TestPrefixLen, 1)
-				}
-				break
-			}
-		}
+		res.Line, res.Column = t.position(ex.Stack())
 	}
 	return res
 }

@@ -39,11 +39,12 @@ func TestRunOutcomes(t *testing.T) {
 		line                        int
 	}{
 		{"pass", `mcpgate.assertEqual(mcpgate.echo({a: [1, 2]}), {a: [1, 2]});`, Pass, "", 0},
-		{"assert", `mcpgate.assert(1 === 2, "one is not two");`, Fail, "one is not two", 0},
+		{"assert", `mcpgate.assert(1 === 2, "one is not two");`, Fail, "one is not two", 3},
 		{"assertEqual diff", `mcpgate.assertEqual({a: 1}, {a: 2});`, Fail,
-			"assertEqual: actual differs from expected (- actual, + expected)\n  {\n-   \"a\": 1\n+   \"a\": 2\n  }", 0},
-		{"thrown string", `throw "nope";`, Fail, "nope", 0},
-		{"plain Error", `throw new Error("plain");`, Fail, "plain", 0},
+			"assertEqual: actual differs from expected (- actual, + expected)\n  {\n-   \"a\": 1\n+   \"a\": 2\n  }", 3},
+		{"thrown string", `throw "nope";`, Fail, "nope", 3},
+		{"plain Error", `throw new Error("plain");`, Fail, "plain", 3},
+		{"assert in a helper", "function check(x) {\n  mcpgate.assert(x, \"deep\");\n}\n  check(false);", Fail, "deep", 4},
 		{"TypeError", "var u;\n  u.x = 1;", Error, "TypeError: Cannot convert undefined or null to object", 4},
 		{"ReferenceError", `nothere();`, Error, "ReferenceError: nothere is not defined", 3},
 		{"host error", `mcpgate.echo("boom");`, Error, "TypeError: mcpgate.echo: bad spec", 3},
