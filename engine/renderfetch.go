@@ -54,7 +54,7 @@ func fetchTagAt(s string, i int, dst []fetchURL) []fetchURL {
 	for j < len(s) && j-i <= 9 && (isAlnum(s[j]) || s[j] == ':') {
 		j++
 	}
-	if j == i+1 || j >= len(s) || !(s[j] == ' ' || s[j] == '\n' || s[j] == '\t' || s[j] == '/' || s[j] == '>') {
+	if j == i+1 || j >= len(s) || !(isHTMLSpace(s[j]) || s[j] == '/' || s[j] == '>') {
 		return dst
 	}
 	var low [12]byte
@@ -72,38 +72,8 @@ func fetchTagAt(s string, i int, dst []fetchURL) []fetchURL {
 	}
 	end := j + e + 1
 	tag := s[j : j+e]
-	for k := 0; k < len(tag); {
-		for k < len(tag) && (tag[k] == ' ' || tag[k] == '\n' || tag[k] == '\t' || tag[k] == '/' || tag[k] == '\r') {
-			k++
-		}
-		ns := k
-		for k < len(tag) && tag[k] != '=' && tag[k] != ' ' && tag[k] != '\n' && tag[k] != '\t' {
-			k++
-		}
-		an := tag[ns:k]
-		if k >= len(tag) || tag[k] != '=' {
-			if k == ns {
-				k++
-			}
-			continue
-		}
-		k++
-		vs, ve := k, k
-		if k < len(tag) && (tag[k] == '"' || tag[k] == '\'') {
-			q := tag[k]
-			vs = k + 1
-			ve = vs
-			for ve < len(tag) && tag[ve] != q {
-				ve++
-			}
-			k = ve + 1
-		} else {
-			for ve < len(tag) && tag[ve] != ' ' && tag[ve] != '\n' && tag[ve] != '\t' {
-				ve++
-			}
-			k = ve
-		}
-		vs, ve = j+vs, j+min(ve, len(tag))
+	htmlAttrs(tag, func(an string, vs, ve int) {
+		vs, ve = j+vs, j+ve
 		for _, a := range attrs {
 			if !strings.EqualFold(an, a) {
 				continue
@@ -118,7 +88,7 @@ func fetchTagAt(s string, i int, dst []fetchURL) []fetchURL {
 				}
 			}
 		}
-	}
+	})
 	return dst
 }
 
