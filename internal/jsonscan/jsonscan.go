@@ -1,5 +1,6 @@
 // Package jsonscan holds the byte-level JSON skipping that mcpgate's layers share:
-// finding where a string ends and how deep a document nests, without decoding it.
+// finding where a string ends, how deep a document nests and which members an object
+// holds, without decoding it.
 // It does not validate: callers either validated the document already
 // (httpfront's depth check) or deliberately read broken input (jsonrpc.PeekID, which
 // fails the request a malformed line answers). The engine keeps its own validating
@@ -11,6 +12,8 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -132,4 +135,121 @@ func MayHold(b []byte, s string) bool {
 		i += 2 + j
 	}
 	return false
+}
+
+// Members calls each for every member of the JSON object b, in order: name is the
+// member name as it stands (a JSON string with its quotes; see StringIs), value its
+// value without surrounding white space. It reports whether b is an object whose
+// members it followed to the closing brace. It does not validate: b must be valid
+// JSON already (jsonrpc.Parse validated the message a result came in), and an answer
+// over invalid JSON means nothing. Linear in len(b): strings are skipped with String,
+// so reading one member of a result costs a fraction of decoding it.
+func Members(b []byte, each func(name, value []byte)) bool {
+	i := Space(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	if i = Space(b, i+1); i < len(b) && b[i] == '}' {
+		return true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		end, _ := String(b, i)
+		if end < 0 {
+			return false
+		}
+		name := b[i:end]
+		if i = Space(b, end); i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = Space(b, i+1)
+		vend := Value(b, i)
+		if vend < 0 {
+			return false
+		}
+		each(name, b[i:vend])
+		if i = Space(b, vend); i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = Space(b, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// Value returns the offset just past the JSON value that starts at b[i] (no white
+// space before it), matching brackets without decoding, or -1 when it does not end
+// within b. Like Members it does not validate.
+func Value(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := String(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _ := String(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// StringIs reports whether raw is a JSON string (with its quotes) that decodes to s,
+// as encoding/json decodes it: escapes read ("\u0074ask" is "task") and invalid
+// UTF-8 read as U+FFFD. A string without escapes is compared in place.
+func StringIs(raw []byte, s string) bool {
+	if len(raw) < 2 || raw[0] != '"' {
+		return false
+	}
+	if in := raw[1 : len(raw)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		return string(in) == s
+	}
+	var d string
+	return json.Unmarshal(raw, &d) == nil && d == s
+}
+
+// StringFolds reports whether raw is a JSON string (with its quotes) that decodes to
+// a string equal to s under Unicode simple case folding (strings.EqualFold): every
+// name encoding/json matches to a struct field tagged s folds to s, so a false
+// answer means such a field stays unset.
+func StringFolds(raw []byte, s string) bool {
+	if len(raw) < 2 || raw[0] != '"' {
+		return false
+	}
+	if in := raw[1 : len(raw)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		return bytes.EqualFold(in, []byte(s))
+	}
+	var d string
+	return json.Unmarshal(raw, &d) == nil && strings.EqualFold(d, s)
 }

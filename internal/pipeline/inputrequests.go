@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -20,10 +21,17 @@ import (
 
 // inputRequired reports whether a result is a 2026-07-28 input_required result: its
 // resultType decoded, as every peer reads it ("input\u005frequired" is
-// "input_required"; docs/decisions.md#decoded-values).
+// "input_required"; docs/decisions.md#decoded-values). It reads that one member of
+// the result, which jsonrpc.Parse validated, without decoding the rest
+// (docs/decisions.md#read-members).
 func inputRequired(result json.RawMessage) bool {
-	var t string
-	return json.Unmarshal(field(result, "resultType"), &t) == nil && t == "input_required"
+	var t []byte // the last one, as a decoder reads it
+	jsonscan.Members(result, func(name, v []byte) {
+		if jsonscan.StringIs(name, "resultType") {
+			t = v
+		}
+	})
+	return jsonscan.StringIs(t, "input_required")
 }
 
 // maxRequestState bounds the opaque requestState the gateway relays, in bytes.

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
 // This file holds the wire shapes: decoding a tools/call's params and building the
@@ -40,17 +41,23 @@ func decodeParams(raw json.RawMessage) (map[string]json.RawMessage, string, json
 
 // splitResult returns the result's content array ([] when absent) and its
 // structuredContent (nil when absent); ok is false for a result that is not an object.
+// It reads the two members of the result, which jsonrpc.Parse validated, without
+// decoding it (docs/decisions.md#read-members); the last of a repeated name counts,
+// as a decoder reads it.
 func splitResult(result json.RawMessage) (content, structured json.RawMessage, ok bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(result, &m) != nil || m == nil {
+	ok = jsonscan.Members(result, func(name, v []byte) {
+		switch {
+		case jsonscan.StringIs(name, "content"):
+			content = v
+		case jsonscan.StringIs(name, "structuredContent"):
+			structured = v
+		}
+	})
+	if !ok {
 		return nil, nil, false
 	}
-	content = m["content"]
 	if len(content) == 0 || string(content) == "null" {
 		content = json.RawMessage("[]")
-	}
-	if sc := m["structuredContent"]; len(sc) > 0 {
-		structured = sc
 	}
 	return content, structured, true
 }

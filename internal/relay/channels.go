@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -374,6 +375,13 @@ func (t *taskIndex) clock() time.Time {
 // 2025-11-25 "Tasks": task.taskId, and task.ttl in milliseconds or null).
 func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 	if resp == nil || resp.Result == nil {
+		return
+	}
+	// Most results create no task: one look at the member names, which the decoder
+	// below matches case-insensitively, spares decoding them (docs/decisions.md#read-members).
+	task := false
+	jsonscan.Members(resp.Result, func(name, _ []byte) { task = task || jsonscan.StringFolds(name, "task") })
+	if !task {
 		return
 	}
 	var r struct {
