@@ -61,9 +61,12 @@ type Conn struct {
 	queue []*jsonrpc.Message
 	ready chan struct{}
 
-	pumpOnce sync.Once
-	in       chan received // server messages read by pump
-	inErr    error         // the error that ended the server's stream, once in is closed
+	// Recv alone (it has one caller at a time) touches these: in carries what the one
+	// read of the server in flight (readOnce, reading set) got; inErr is the error
+	// that ended the server's stream, once one did.
+	in      chan received
+	reading bool
+	inErr   error
 
 	legacy legacyState
 	modern modernState
@@ -74,7 +77,7 @@ func Wrap(up upstream.Conn, opts Options) *Conn {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Conn{up: up, opts: opts, ready: make(chan struct{}, 1), in: make(chan received)}
+	return &Conn{up: up, opts: opts, ready: make(chan struct{}, 1), in: make(chan received, 1)}
 }
 
 // Send forwards a client message, translated when the server speaks another revision.
@@ -104,38 +107,71 @@ func (c *Conn) Send(m *jsonrpc.Message) error {
 
 // Recv returns the next server message in the client's revision. A message the
 // translation made itself goes first; one server message and its error come as read
-// (jsonrpc.Conn says which errors end the stream).
+// (jsonrpc.Conn says which errors end the stream). On a hop that passes everything
+// through (a 2025-11-25 client whose server answered its initialize) Recv reads the
+// server itself, in the caller's goroutine; elsewhere one read at a time runs on a
+// goroutine of its own (readOnce), so that Recv can wait on the server and on the
+// translation's own messages at once (docs/decisions.md#direct-reads).
 func (c *Conn) Recv() (*jsonrpc.Message, error) {
-	c.pumpOnce.Do(func() { go c.pump() })
 	for {
 		if m := c.dequeue(); m != nil {
 			return m, nil
 		}
-		select {
-		case <-c.ready:
-			continue
-		case r, ok := <-c.in:
-			if !ok {
-				return nil, c.inErr
+		if c.inErr != nil {
+			return nil, c.inErr
+		}
+		var r received
+		if !c.reading && c.passing() {
+			// Nothing enqueues on a passing hop but Recv itself: a second initialize
+			// that ends the passing is answered by the server, which wakes this read.
+			r.msg, r.err = c.up.Recv()
+		} else {
+			if !c.reading {
+				c.reading = true
+				go c.readOnce()
 			}
-			if r.err != nil {
-				return r.msg, r.err
-			}
-			c.mu.Lock()
-			md := c.mode
-			c.mu.Unlock()
-			m := r.msg
-			switch md {
-			case legacyClient:
-				m = c.recvLegacy(m)
-			case modernClient:
-				m = c.recvModern(m)
-			}
-			if m != nil {
-				return m, nil
+			select {
+			case <-c.ready:
+				continue
+			case r = <-c.in:
+				c.reading = false
 			}
 		}
+		if r.err != nil {
+			if !jsonrpc.Transient(r.err) {
+				c.inErr = r.err
+				continue // the queue first, then the error
+			}
+			return r.msg, r.err
+		}
+		c.mu.Lock()
+		md := c.mode
+		c.mu.Unlock()
+		m := r.msg
+		switch md {
+		case legacyClient:
+			m = c.recvLegacy(m)
+		case modernClient:
+			m = c.recvModern(m)
+		}
+		if m != nil {
+			return m, nil
+		}
 	}
+}
+
+// passing reports whether the hop passes every message through, and only Recv can
+// enqueue (legacyPassing: Send forwards as it is, no exchange or timer exists).
+func (c *Conn) passing() bool {
+	c.mu.Lock()
+	md := c.mode
+	c.mu.Unlock()
+	if md != legacyClient {
+		return false
+	}
+	c.legacy.mu.Lock()
+	defer c.legacy.mu.Unlock()
+	return c.legacy.phase == legacyPassing
 }
 
 type received struct {
@@ -143,18 +179,10 @@ type received struct {
 	err error
 }
 
-// pump reads the server until its stream ends, so that Recv can wait on the server
-// and on the translation's own messages at once.
-func (c *Conn) pump() {
-	for {
-		m, err := c.up.Recv()
-		if err != nil && !jsonrpc.Transient(err) {
-			c.inErr = err
-			close(c.in)
-			return
-		}
-		c.in <- received{m, err}
-	}
+// readOnce reads one server message for Recv.
+func (c *Conn) readOnce() {
+	m, err := c.up.Recv()
+	c.in <- received{m, err}
 }
 
 // Close closes the server connection and stops the translation's timers.
