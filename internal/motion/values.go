@@ -140,7 +140,7 @@ func NamesCredentialFile(args []string) bool {
 }
 
 // Lines returns the lines of the result's text strings (every string leaf of doc but
-// type, mimeType and binary data, and every member name) of at least MinLineBytes
+// type, mimeType, uri and binary data, and every member name) of at least MinLineBytes
 // after trimming, at most MaxPerResult of them: what a credential file's read showed.
 func Lines(doc []byte) [][]byte {
 	var root any
@@ -163,7 +163,7 @@ func Lines(doc []byte) [][]byte {
 		}
 		switch x := v.(type) {
 		case string:
-			if key == "type" || key == "mimeType" || key == "data" || key == "blob" {
+			if key == "type" || key == "mimeType" || key == "data" || key == "blob" || key == "uri" {
 				return
 			}
 			lines(x)

@@ -312,6 +312,9 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 		}
 	}
 	rep, verdict, err := r.channelRules(parts, err, extra...)
+	if err == nil && len(parts) > 0 { // what a response showed, for secrets in motion
+		r.rememberShown(m, c.Params, doc, rep.Findings)
+	}
 	if verdict == engine.Block {
 		return r.blockMessage(m, doc, parts, blockTextOf(m, r.rec.eventID()), "")
 	}

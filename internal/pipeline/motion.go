@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"encoding/json"
+
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -62,4 +65,22 @@ func (r *run) remember(result []byte, findings []engine.Finding) {
 		s.Rule = motion.RuleSensitiveFile
 		sc.Remember(s, motion.Lines(result))
 	}
+}
+
+// rememberShown is remember for the response to a client request other than
+// tools/call (resources/read, prompts/get, completion/complete, the tasks methods):
+// doc is its result, findings the output rules' (pointing into doc); the credential
+// file is named in the request's params (a resources/read's uri, a prompt's
+// arguments). The source has no tool.
+func (r *run) rememberShown(m *methods.Method, params, doc json.RawMessage, findings []engine.Finding) {
+	sc := r.c.Motion
+	if sc == nil || m == nil || m.Direction != methods.ClientRequest {
+		return
+	}
+	saved := r.args
+	defer func() { r.args = saved }()
+	if len(params) > 0 {
+		r.args = params
+	}
+	r.remember(doc, findings)
 }
