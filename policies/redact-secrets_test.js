@@ -71,3 +71,22 @@ function test_redacts_an_ssn_named_only_by_its_member() {
   mcpgate.assertEqual(r.result.structuredContent,
     { customer: { id: "321549876", SSN: "[REDACTED:SSN]", ssn: ["[REDACTED:SSN]"] }, orders: [{ id: "321549877" }] });
 }
+
+function test_a_secret_store_tools_answer_keeps_its_secret_and_loses_its_pii() {
+  var text = "AKIAQYLPMN5HFIQR7XB2 (owner SSN 321-54-9876)";
+  ["read_secret", "vault_read_secret", "get_secret_value", "getSecretValue", "createAccessToken", "generate_api_key",
+   "op.get-password", "rotate_db_credentials"].forEach(function (tool) {
+    var r = mcpgate.call({ tool: tool, params: { key: "db_password" }, user: user, policies: ["redact-secrets.js"],
+      result: { content: [{ type: "text", text: text }] } });
+    mcpgate.assertEqual(r.result.content[0].text, "AKIAQYLPMN5HFIQR7XB2 (owner SSN [REDACTED:SSN])", tool);
+  });
+}
+
+function test_other_tools_still_lose_the_secret() {
+  // a name that mentions a secret without reading one, and tools that read files or settings
+  ["list_secrets", "read_text_file", "get_env", "secret_santa_draw", "get_weather", "tokenize_text", "vault_status"].forEach(function (tool) {
+    var r = mcpgate.call({ tool: tool, params: {}, user: user, policies: ["redact-secrets.js"],
+      result: { content: [{ type: "text", text: "key AKIAQYLPMN5HFIQR7XB2" }] } });
+    mcpgate.assertEqual(r.result.content[0].text, "key [REDACTED:AWS_ACCESS_KEY]", tool);
+  });
+}
