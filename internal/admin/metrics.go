@@ -127,7 +127,7 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 // adds and one map lookup under a mutex) and reads only names, codes and timings.
 func (m *Metrics) Observe(r *audit.Record) {
 	action := vocab.Strongest(r.ActionTaken, vocab.Pass) // "" reads as pass
-	if method := audit.RecordMethod(r); method != "tools/call" {
+	if method := audit.RecordMethod(r); method != methods.ToolsCall {
 		// a method of the gateway's table is a bounded label set; any other (an error
 		// answering a method the gateway does not know) is "other"
 		if methods.Of(method) == nil {

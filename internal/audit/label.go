@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcpgate/mcpgate/internal/bound"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // WriteTable writes records as an aligned table, one row each, in the given order:
@@ -150,7 +151,7 @@ func shadowCell(s *Shadow) string {
 // toolCell is the TOOL column: the tool of a tools/call, the method (and tool, if
 // any) of another channel's record.
 func toolCell(r *Record) string {
-	if m := RecordMethod(r); m != "tools/call" {
+	if m := RecordMethod(r); m != methods.ToolsCall {
 		if r.Tool != "" {
 			return m + " " + r.Tool
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -126,7 +127,7 @@ func (f Filter) since() string {
 // their method.
 func RecordMethod(r *Record) string {
 	if r.Method == "" {
-		return "tools/call"
+		return methods.ToolsCall
 	}
 	return r.Method
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -324,7 +325,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	var s *session
 	var err error
 	if sid == "" {
-		if msg.Kind != jsonrpc.KindRequest || msg.Method != "initialize" {
+		if msg.Kind != jsonrpc.KindRequest || msg.Method != methods.Initialize {
 			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: missing Mcp-Session-Id header: start a session with initialize")
 			return
 		}

@@ -38,7 +38,7 @@ func isModern(r *http.Request, msg *jsonrpc.Message) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
 		return methods.RevisionOf(v) == methods.Rev20260728
 	}
-	if msg.Method == "server/discover" {
+	if msg.Method == methods.ServerDiscover {
 		return true
 	}
 	e, ok := methods.EnvelopeOf(msg.Params)
@@ -101,7 +101,7 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	s.touch()
 	inner, _ := json.Marshal("m" + strconv.FormatUint(modernSeq.Add(1), 10))
 	fwd := msg.WithID(inner)
-	if msg.Method == "tools/call" {
+	if msg.Method == methods.ToolsCall {
 		fwd.ParamHeaders = mcpparam.Of(r.Header) // checked where the tool's listing is known
 	}
 	st, err := s.openRequest(fwd, !sse)
@@ -127,7 +127,7 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	}
 	s.mu.Unlock()
 	if open { // the client left before the answer (a subscriptions/listen stream closed): the server stops
-		_ = s.send(jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": inner, "reason": "the client closed the stream"}))
+		_ = s.send(jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{"requestId": inner, "reason": "the client closed the stream"}))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 var errSessionEnded = errors.New("httpfront: session ended")
@@ -265,7 +266,7 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 			s.appendLocked(st, subscriptionMeta(msg, st.clientID).Raw)
 			return
 		}
-		if msg.Method == "notifications/progress" {
+		if msg.Method == methods.NotificationProgress {
 			var p struct {
 				Token json.RawMessage `json:"progressToken"`
 			}
@@ -275,7 +276,7 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 				return
 			}
 		}
-		if msg.Method == "notifications/message" || msg.Method == "notifications/progress" {
+		if msg.Method == methods.NotificationMessage || msg.Method == methods.NotificationProgress {
 			if st := s.causeLocked(msg); st != nil {
 				s.appendLocked(st, msg.Raw)
 				return
@@ -372,7 +373,7 @@ func (s *session) causeLocked(msg *jsonrpc.Message) *stream {
 	var call *stream
 	calls := 0
 	for _, st := range s.open {
-		if !st.json && st.method == "tools/call" {
+		if !st.json && st.method == methods.ToolsCall {
 			calls++
 			call = st
 		}
@@ -395,11 +396,11 @@ func (s *session) relatedLocked() *stream {
 		}
 		rank := 3
 		switch {
-		case st.owner != 0 && st.method == "tools/call":
+		case st.owner != 0 && st.method == methods.ToolsCall:
 			rank = 0
 		case st.owner != 0:
 			rank = 1
-		case st.method == "tools/call":
+		case st.method == methods.ToolsCall:
 			rank = 2
 		}
 		if pick[rank] == nil {

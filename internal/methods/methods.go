@@ -226,94 +226,94 @@ var table = []Method{
 	// Lifecycle.
 	// The instructions of initialize and server/discover go into the model's system
 	// prompt; their own flow (docs/channels.md#instructions) replaces a blocked text.
-	{Name: "initialize", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields, Text: instructions,
+	{Name: Initialize, Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields, Text: instructions,
 		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Route: Answered},
-	{Name: "server/discover", Revisions: Rev20260728, Direction: ClientRequest, Shape: Fields, Text: instructions,
+	{Name: ServerDiscover, Revisions: Rev20260728, Direction: ClientRequest, Shape: Fields, Text: instructions,
 		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Cacheable: true, Route: Answered},
-	{Name: "ping", Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
-	{Name: "logging/setLevel", Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
+	{Name: Ping, Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
+	{Name: LoggingSetLevel, Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
 
 	// Tools.
-	{Name: "tools/list", Revisions: Both, Direction: ClientRequest, Shape: Listing, Phase: ctxapi.PhaseList,
+	{Name: ToolsList, Revisions: Both, Direction: ClientRequest, Shape: Listing, Phase: ctxapi.PhaseList,
 		List: &List{Key: "tools", Entry: "name", Capability: "tools", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
-	{Name: "tools/call", Revisions: Both, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByName, NameParam: "name"},
+	{Name: ToolsCall, Revisions: Both, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByName, NameParam: "name"},
 
 	// Prompts.
-	{Name: "prompts/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
+	{Name: PromptsList, Revisions: Both, Direction: ClientRequest, Shape: Listing,
 		List: &List{Key: "prompts", Entry: "name", Capability: "prompts", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
-	{Name: "prompts/get", Revisions: Both, Direction: ClientRequest, Shape: Fields,
+	{Name: PromptsGet, Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "description"), f(Messages, "messages")}, Phase: ctxapi.PhasePrompt, PhaseKey: "messages",
-		Block: PromptMessages, Route: ByName, Withholds: "prompts/list", Asks: "name", NameParam: "name"},
+		Block: PromptMessages, Route: ByName, Withholds: PromptsList, Asks: "name", NameParam: "name"},
 
 	// Resources.
-	{Name: "resources/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
+	{Name: ResourcesList, Revisions: Both, Direction: ClientRequest, Shape: Listing,
 		List: &List{Key: "resources", Entry: "uri", Capability: "resources", Sep: "+"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
-	{Name: "resources/templates/list", Revisions: Both, Direction: ClientRequest, Shape: Listing,
+	{Name: ResourcesTemplatesList, Revisions: Both, Direction: ClientRequest, Shape: Listing,
 		List: &List{Key: "resourceTemplates", Entry: "uriTemplate", Capability: "resources", Sep: "+"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
-	{Name: "resources/read", Revisions: Both, Direction: ClientRequest, Shape: Fields,
+	{Name: ResourcesRead, Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Resources, "contents")}, Phase: ctxapi.PhaseResource, PhaseKey: "contents",
-		Block: ResourceContents, Cacheable: true, Route: ByURI, Withholds: "resources/list", Asks: "uri", NameParam: "uri"},
-	{Name: "resources/subscribe", Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
-	{Name: "resources/unsubscribe", Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
-	{Name: "subscriptions/listen", Revisions: Rev20260728, Direction: ClientRequest},
+		Block: ResourceContents, Cacheable: true, Route: ByURI, Withholds: ResourcesList, Asks: "uri", NameParam: "uri"},
+	{Name: ResourcesSubscribe, Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
+	{Name: ResourcesUnsubscribe, Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
+	{Name: SubscriptionsListen, Revisions: Rev20260728, Direction: ClientRequest},
 
 	// Completion.
-	{Name: "completion/complete", Revisions: Both, Direction: ClientRequest, Shape: Fields,
+	{Name: CompletionComplete, Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "completion")}, Block: EmptyCompletion, Route: ByRef},
 
 	// Tasks: the 2025-11-25 methods and the 2026-07-28 extension
 	// (io.modelcontextprotocol/tasks). A task's statusMessage is shown to the user.
-	{Name: "tasks/result", Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByTask},
+	{Name: TasksResult, Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByTask},
 	// A 2026-07-28 tasks/get of a finished task inlines the tool's result (a
 	// CallToolResult) or its error: read like tasks/result, a blocked content block
 	// becomes a text block carrying the block text.
-	{Name: "tasks/get", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: []Field{statusMessage[0],
+	{Name: TasksGet, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: []Field{statusMessage[0],
 		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
 		Block: ReplaceText, NameParam: "taskId", Route: ByTask},
-	{Name: "tasks/cancel", Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask},
+	{Name: TasksCancel, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask},
 	// tasks/list is read as named members (each task's statusMessage); List says how
 	// several servers' lists merge.
-	{Name: "tasks/list", Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields,
+	{Name: TasksList, Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "tasks", "*", "statusMessage")}, Block: ReplaceText, Route: Answered,
 		List: &List{Key: "tasks", Entry: "taskId", Capability: "tasks", Sep: "+"}},
 	// tasks/update carries the client's inputResponses for a task: they go through the
 	// input rules and the pre phase of the task's tool (RequestPhase).
-	{Name: "tasks/update", Revisions: Rev20260728, Direction: ClientRequest, Phase: ctxapi.PhasePre, NameParam: "taskId", Route: ByTask},
+	{Name: TasksUpdate, Revisions: Rev20260728, Direction: ClientRequest, Phase: ctxapi.PhasePre, NameParam: "taskId", Route: ByTask},
 	// A status may carry the finished task's result as tasks/get does: read alike, and
 	// judged by the post phase of the task's tool (docs/decisions.md#task-results).
-	{Name: "notifications/tasks/status", Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: []Field{statusMessage[0],
+	{Name: NotificationTasksStatus, Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: []Field{statusMessage[0],
 		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
 		Block: ReplaceText},
 
 	// Server → client requests.
 	// In 2026-07-28 these are not wire requests: a result of resultType
 	// input_required carries them as inputRequests.
-	{Name: "sampling/createMessage", Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
+	{Name: SamplingCreateMessage, Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
 		Text: []Field{f(Free, "systemPrompt"), f(Messages, "messages"), f(Free, "tools")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
-	{Name: "elicitation/create", Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
+	{Name: ElicitationCreate, Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
 		Text: []Field{f(Free, "message"), f(Free, "requestedSchema"), f(Free, "url")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
 	// roots/list: the request carries nothing; the client's answer (its result, or a
 	// 2026-07-28 inputResponses entry) runs the roots phase on its way to the server:
 	// pinned roots, input rules, policies (docs/channels.md#roots).
-	{Name: "roots/list", Revisions: Rev20251125, Direction: ServerRequest, Phase: ctxapi.PhaseRoots},
+	{Name: RootsList, Revisions: Rev20251125, Direction: ServerRequest, Phase: ctxapi.PhaseRoots},
 
 	// Server notifications.
-	{Name: "notifications/message", Revisions: Both, Direction: ServerNotification, Shape: Fields,
+	{Name: NotificationMessage, Revisions: Both, Direction: ServerNotification, Shape: Fields,
 		Text: []Field{f(Free, "logger"), f(Free, "data")}, Block: Drop},
-	{Name: "notifications/progress", Revisions: Both, Direction: ServerNotification, Shape: Fields,
+	{Name: NotificationProgress, Revisions: Both, Direction: ServerNotification, Shape: Fields,
 		Text: []Field{f(Free, "message")}, Block: Drop, Record: WhenText},
-	{Name: "notifications/cancelled", Revisions: Both, Direction: ServerNotification, Shape: Fields,
+	{Name: NotificationCancelled, Revisions: Both, Direction: ServerNotification, Shape: Fields,
 		Text: []Field{f(Free, "reason")}, Block: ReplaceText, Record: WhenText},
-	{Name: "notifications/subscriptions/acknowledged", Revisions: Rev20260728, Direction: ServerNotification},
-	{Name: "notifications/tools/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "tools/list"},
-	{Name: "notifications/prompts/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "prompts/list"},
-	{Name: "notifications/resources/list_changed", Revisions: Both, Direction: ServerNotification, Invalidates: "resources/list"},
-	{Name: "notifications/resources/updated", Revisions: Both, Direction: ServerNotification},
-	{Name: "notifications/elicitation/complete", Revisions: Rev20251125, Direction: ServerNotification},
+	{Name: NotificationSubscriptionsAcknowledged, Revisions: Rev20260728, Direction: ServerNotification},
+	{Name: NotificationToolsListChanged, Revisions: Both, Direction: ServerNotification, Invalidates: ToolsList},
+	{Name: NotificationPromptsListChanged, Revisions: Both, Direction: ServerNotification, Invalidates: PromptsList},
+	{Name: NotificationResourcesListChanged, Revisions: Both, Direction: ServerNotification, Invalidates: ResourcesList},
+	{Name: NotificationResourcesUpdated, Revisions: Both, Direction: ServerNotification},
+	{Name: NotificationElicitationComplete, Revisions: Rev20251125, Direction: ServerNotification},
 
 	// Client notifications.
-	{Name: "notifications/initialized", Revisions: Rev20251125, Direction: ClientNotification},
-	{Name: "notifications/roots/list_changed", Revisions: Both, Direction: ClientNotification},
+	{Name: NotificationInitialized, Revisions: Rev20251125, Direction: ClientNotification},
+	{Name: NotificationRootsListChanged, Revisions: Both, Direction: ClientNotification},
 }
 
 func init() {

@@ -213,7 +213,7 @@ func (m *Mux) Send(msg *jsonrpc.Message) error {
 		}
 		return m.sendTo(msg.Upstream, msg)
 	case jsonrpc.KindNotification:
-		if msg.Method == "notifications/cancelled" {
+		if msg.Method == methods.NotificationCancelled {
 			// The relay names the server the cancelled request went to.
 			if msg.Upstream != "" {
 				_ = m.sendTo(msg.Upstream, msg)
@@ -286,7 +286,7 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 		server, orig, ok := m.SplitName(name)
 		if !ok {
 			what := "tool"
-			if msg.Method == "prompts/get" {
+			if msg.Method == methods.PromptsGet {
 				what = "prompt"
 			}
 			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: unknown %s %q: with several servers, names are <server>_<name>", what, name), Unknown: true}
@@ -369,13 +369,13 @@ func (m *Mux) SplitURI(exposed string) (server, uri string, ok bool) {
 // request answers one request the mux handles itself, on its own goroutine.
 func (m *Mux) request(msg *jsonrpc.Message) {
 	switch msg.Method {
-	case "initialize":
+	case methods.Initialize:
 		m.initialize(msg)
-	case "server/discover":
+	case methods.ServerDiscover:
 		m.discover(msg)
-	case "ping":
+	case methods.Ping:
 		m.reply(msg, struct{}{})
-	case "logging/setLevel":
+	case methods.LoggingSetLevel:
 		m.broadcast(msg)
 	default:
 		if row := methods.Of(msg.Method); row != nil && row.List != nil {
@@ -576,7 +576,7 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := m.call(s.Name, "initialize", msg.Params, 0)
+			r, err := m.call(s.Name, methods.Initialize, msg.Params, 0)
 			if err == nil {
 				err = json.Unmarshal(r.Result, &answers[i].res)
 			}
@@ -656,7 +656,7 @@ func (m *Mux) discover(msg *jsonrpc.Message) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := m.call(s.Name, "server/discover", msg.Params, m.opts.ListWait)
+			r, err := m.call(s.Name, methods.ServerDiscover, msg.Params, m.opts.ListWait)
 			if err == nil {
 				err = json.Unmarshal(r.Result, &answers[i].res)
 			}
@@ -816,9 +816,9 @@ func (m *Mux) lost(s *Server, cause error) {
 func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message {
 	key := ""
 	switch msg.Method {
-	case "notifications/resources/updated":
+	case methods.NotificationResourcesUpdated:
 		key = "uri"
-	case "notifications/tasks/status":
+	case methods.NotificationTasksStatus:
 		key = "taskId"
 	default:
 		return msg
@@ -846,7 +846,7 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 	}
 	var res map[string]json.RawMessage
 	switch method {
-	case "tools/call", "resources/read", "prompts/get", "tasks/get", "tasks/cancel":
+	case methods.ToolsCall, methods.ResourcesRead, methods.PromptsGet, methods.TasksGet, methods.TasksCancel:
 		if json.Unmarshal(msg.Result, &res) != nil {
 			return msg
 		}
@@ -856,7 +856,7 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 	prefix := msg.Upstream + "+"
 	changed := false
 	switch method {
-	case "tools/call":
+	case methods.ToolsCall:
 		changed = prefixContent(res, "content", prefix)
 		// a task-augmented call's CreateTaskResult: its task id is namespaced
 		var task map[string]json.RawMessage
@@ -864,9 +864,9 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 			res["task"], _ = jsonrpc.Marshal(task)
 			changed = true
 		}
-	case "tasks/get", "tasks/cancel": // the Task itself
+	case methods.TasksGet, methods.TasksCancel: // the Task itself
 		changed = prefixKey(res, "taskId", prefix)
-	case "resources/read":
+	case methods.ResourcesRead:
 		var contents []map[string]json.RawMessage
 		if json.Unmarshal(res["contents"], &contents) == nil {
 			for _, c := range contents {
@@ -876,7 +876,7 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 				res["contents"], _ = jsonrpc.Marshal(contents)
 			}
 		}
-	case "prompts/get":
+	case methods.PromptsGet:
 		var msgs []map[string]json.RawMessage
 		if json.Unmarshal(res["messages"], &msgs) == nil {
 			for _, pm := range msgs {
@@ -984,10 +984,10 @@ var discoverServes = map[string]struct {
 	method  string
 	members map[string]string
 }{
-	"tools":       {"tools/call", map[string]string{"listChanged": "subscriptions/listen"}},
-	"prompts":     {"prompts/get", map[string]string{"listChanged": "subscriptions/listen"}},
-	"resources":   {"resources/read", map[string]string{"listChanged": "subscriptions/listen", "subscribe": "subscriptions/listen"}},
-	"completions": {"completion/complete", nil},
+	"tools":       {methods.ToolsCall, map[string]string{"listChanged": methods.SubscriptionsListen}},
+	"prompts":     {methods.PromptsGet, map[string]string{"listChanged": methods.SubscriptionsListen}},
+	"resources":   {methods.ResourcesRead, map[string]string{"listChanged": methods.SubscriptionsListen, "subscribe": methods.SubscriptionsListen}},
+	"completions": {methods.CompletionComplete, nil},
 	"logging":     {"", nil}, // the envelope's logLevel, on every request
 }
 

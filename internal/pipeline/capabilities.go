@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -18,19 +19,19 @@ func required(method string, params json.RawMessage) (capability, member string)
 	var p map[string]json.RawMessage // exact keys, as the client reads them
 	_ = json.Unmarshal(params, &p)
 	switch method {
-	case "elicitation/create":
+	case methods.ElicitationCreate:
 		var mode string
 		_ = json.Unmarshal(p["mode"], &mode) // decoded, as the client reads it ("\u0075rl" is "url")
 		if mode == "url" {
 			return "elicitation", "url"
 		}
 		return "elicitation", "form"
-	case "sampling/createMessage":
+	case methods.SamplingCreateMessage:
 		if p["tools"] != nil || p["toolChoice"] != nil {
 			return "sampling", "tools"
 		}
 		return "sampling", ""
-	case "roots/list":
+	case methods.RootsList:
 		return "roots", ""
 	}
 	return "", ""

@@ -206,7 +206,7 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 	if m != nil && m.Direction == methods.ClientRequest && inputRequired(resp.Result) {
 		return r.inputRequiredReply(m, resp)
 	}
-	if c.Tool != "" && m != nil && m.Name == "tasks/get" && inlinedToolResult(resp.Result) != nil {
+	if c.Tool != "" && m != nil && m.Name == methods.TasksGet && inlinedToolResult(resp.Result) != nil {
 		return r.taskFlow(c, m, resp.Result, resp.Raw, false) // a tasks/get that inlines the task's result
 	}
 	switch {
@@ -274,7 +274,7 @@ func (p *Pipeline) Notification(c Channel, raw []byte) (reply Reply) {
 		}
 		r.rec.emit(p)
 	}()
-	if c.Tool != "" && m.Name == "notifications/tasks/status" && inlinedToolResult(c.Params) != nil { // a task status that carries the task's result
+	if c.Tool != "" && m.Name == methods.NotificationTasksStatus && inlinedToolResult(c.Params) != nil { // a task status that carries the task's result
 		return r.taskFlow(c, m, orObject(c.Params), raw, true)
 	}
 	return r.flow(c, m, orObject(c.Params), raw)
@@ -300,7 +300,7 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 		parts, err = nil, nil
 	}
 	var extra []engine.Finding
-	if m.Name == "resources/read" {
+	if m.Name == methods.ResourcesRead {
 		extra = appFindings(doc, r.p.Strict)
 	}
 	if m.Direction == methods.ServerRequest {

@@ -151,7 +151,7 @@ func (r *run) inputRequiredReply(m *methods.Method, resp *jsonrpc.Message) Reply
 	}
 	ch := Channel{User: r.c.User, ClientInfo: r.c.ClientInfo, ProtocolVersion: r.c.ProtocolVersion, Server: r.c.Server, Policies: r.set,
 		SamplingContext: r.c.SamplingContext}
-	via := "tools/call"
+	via := methods.ToolsCall
 	if m != nil {
 		via = m.Name
 	}

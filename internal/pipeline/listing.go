@@ -82,7 +82,7 @@ type list struct {
 }
 
 // pinned reports whether tool pins read this listing.
-func (l *list) pinned() bool { return l.p.Pins != nil && l.m.Name == "tools/list" }
+func (l *list) pinned() bool { return l.p.Pins != nil && l.m.Name == methods.ToolsList }
 
 // hasPhase reports whether a policy takes part in the row's list phase.
 func (l *list) hasPhase() bool { return l.m.Phase != "" && l.set.Acts(l.m.Phase) }

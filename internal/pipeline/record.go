@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -42,7 +43,7 @@ func newRecord(p *Pipeline, c Call) *record {
 		Kind:                p.Kind,
 		Decision:            engine.Allow.String(),
 		EventID:             newEventID(),
-		Method:              "tools/call",
+		Method:              methods.ToolsCall,
 		RuleIDs:             []string{},
 		HighestSeverity:     engine.SeverityNone.String(),
 		AgentOrigin:         p.Origin,
@@ -193,7 +194,7 @@ func (t *record) emit(p *Pipeline) {
 	}
 	snap.Blocked = snap.ActionTaken == vocab.Block
 	snap.ToolCalls = []audit.ToolCall{}
-	if snap.Tool != "" || snap.Method == "tools/call" {
+	if snap.Tool != "" || snap.Method == methods.ToolsCall {
 		snap.ToolCalls = []audit.ToolCall{{Name: snap.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: snap.ActionTaken}}}
 	}
 	if p.Audit != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -60,7 +61,7 @@ func within(uri string, pins []string) bool {
 // returns the result to send and whether it changed. A change, a finding or a policy
 // that acted leaves one record, which holds no URI or name (docs/channels.md#roots).
 func (p *Pipeline) Roots(c Channel, result json.RawMessage, pins []string) (out json.RawMessage, changed bool) {
-	c.Method = "roots/list"
+	c.Method = methods.RootsList
 	r := p.arriveChannel(context.Background(), c)
 	out, removed := pinRoots(result, pins)
 	if removed {

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -44,9 +45,9 @@ func addFindings(rep *engine.Report, fs []engine.Finding, sev map[string]engine.
 func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.Finding {
 	var out []engine.Finding
 	for i, e := range entries { // every listing: icons; tools: x-mcp-header
-		out = append(out, channelcheck.Definition(e, "/"+key+"/"+strconv.Itoa(i), c.Method == "tools/list")...)
+		out = append(out, channelcheck.Definition(e, "/"+key+"/"+strconv.Itoa(i), c.Method == methods.ToolsList)...)
 	}
-	if c.Method != "tools/list" && c.Method != "prompts/list" {
+	if c.Method != methods.ToolsList && c.Method != methods.PromptsList {
 		return out
 	}
 	names := make([]string, len(entries))
@@ -54,10 +55,10 @@ func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.
 		names[i] = nameMember(e)
 	}
 	out = append(out, channelcheck.Names(names, channelcheck.EntryPointer(key))...)
-	if c.Method == "tools/list" {
+	if c.Method == methods.ToolsList {
 		out = append(out, channelcheck.SplitOrders(describedTools(c, key, names, entries))...)
 	}
-	if c.Method == "tools/list" && c.SplitName != nil {
+	if c.Method == methods.ToolsList && c.SplitName != nil {
 		tools := make([]channelcheck.Tool, 0, len(entries))
 		at := make([]int, 0, len(entries)) // tools[k] is entries[at[k]]
 		for i, e := range entries {
@@ -140,9 +141,9 @@ func wholeListing(params, result json.RawMessage) bool {
 // finding); otherwise nil.
 func requestFindings(c Channel, params json.RawMessage) (fs []engine.Finding, narrowed json.RawMessage) {
 	switch c.Method {
-	case "elicitation/create":
+	case methods.ElicitationCreate:
 		return channelcheck.Elicitation(params), nil
-	case "sampling/createMessage":
+	case methods.SamplingCreateMessage:
 		var m map[string]json.RawMessage
 		if json.Unmarshal(params, &m) != nil {
 			return nil, nil
@@ -372,7 +373,7 @@ func namesClean(c Channel, key string, result json.RawMessage) bool {
 	if bytes.Contains(result, []byte("icons")) || bytes.Contains(result, []byte("x-mcp-header")) || bytes.Contains(result, []byte(`\u`)) {
 		return false
 	}
-	if c.Method != "tools/list" && c.Method != "prompts/list" {
+	if c.Method != methods.ToolsList && c.Method != methods.PromptsList {
 		return true
 	}
 	if c.SplitName != nil {

@@ -118,7 +118,7 @@ type Session struct {
 
 	tools *toolIndex
 	views map[string]*visibility // what this caller may see, by listing method
-	vis   *visibility            // views["tools/list"]
+	vis   *visibility            // views[methods.ToolsList]
 	tasks taskIndex
 	// motion remembers, as keyed hashes, the secret and PII values results showed this
 	// session's caller (docs/decisions.md#secrets-in-motion).
@@ -173,7 +173,7 @@ func New(opts Options, up Upstream) *Session {
 	for _, m := range methods.Listings() {
 		s.views[m.Name] = &visibility{}
 	}
-	s.vis = s.views["tools/list"]
+	s.vis = s.views[methods.ToolsList]
 	s.tools = newToolIndex(s)
 	s.router, _ = up.(Router)
 	return s
@@ -283,11 +283,11 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if msg = s.openState(msg); msg == nil {
 			return
 		}
-		if msg.Method == "tools/call" {
+		if msg.Method == methods.ToolsCall {
 			s.toolCall(ctx, msg)
 			return
 		}
-		if msg.Method == "initialize" {
+		if msg.Method == methods.Initialize {
 			s.noteClientInfo(msg.Params)
 		}
 		if s.hiddenEntry(ctx, msg) || s.promptArguments(ctx, msg) || s.unknownTask(msg) || s.filterRequest(ctx, msg) {
@@ -295,12 +295,12 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		}
 		s.forwardRequest(msg)
 	case jsonrpc.KindNotification:
-		if msg.Method == "notifications/cancelled" {
+		if msg.Method == methods.NotificationCancelled {
 			if msg = s.cancelled(msg); msg == nil {
 				return
 			}
 		}
-		if msg.Method == "notifications/roots/list_changed" {
+		if msg.Method == methods.NotificationRootsListChanged {
 			s.forgetRoots() // stale until a server asks again: judged as none declared
 		}
 		s.send(msg)
@@ -645,7 +645,7 @@ func (s *Session) sendAndWait(ctx context.Context, routed *jsonrpc.Message, own 
 // (docs/channels.md#input-requests). Sent before the client's answer, so that no
 // later request under the same id can be taken for it.
 func (s *Session) abandonedInput(id json.RawMessage, upstream string) {
-	n := jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": id,
+	n := jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{"requestId": id,
 		"reason": "mcpgate: an input request was withheld; the client will not retry"})
 	n.Upstream = upstream
 	_ = s.up.Send(n)
@@ -662,7 +662,7 @@ func (s *Session) abandon(key string, p *pending, reason string) {
 	dead := s.dead != nil
 	s.mu.Unlock()
 	if ok && !dead && reason != "" {
-		n := jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": p.req.ID, "reason": reason})
+		n := jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{"requestId": p.req.ID, "reason": reason})
 		n.Upstream = p.route
 		_ = s.up.Send(n)
 	}
@@ -761,16 +761,16 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		x.Msg, x.Method, x.Request = msg, p.req.Method, p.req
 		bind = p.bind
 		switch p.req.Method {
-		case "tools/list":
+		case methods.ToolsList:
 			s.tools.observe(msg.Result)
-		case "prompts/list":
+		case methods.PromptsList:
 			s.tools.observePrompts(msg.Result)
-		case "initialize":
+		case methods.Initialize:
 			s.noteVersion(msg.Result)
 		}
 	case jsonrpc.KindNotification:
 		if m := methods.Of(msg.Method); m != nil && m.Invalidates != "" {
-			if m.Invalidates == "tools/list" {
+			if m.Invalidates == methods.ToolsList {
 				s.tools.invalidate()
 			}
 			s.views[m.Invalidates].invalidate()

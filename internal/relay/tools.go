@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
@@ -185,7 +186,7 @@ func (x *toolIndex) fetch(ctx context.Context) {
 		if cursor != "" {
 			params = map[string]any{"cursor": cursor}
 		}
-		resp, err := x.s.ownRoundTrip(ctx, "tools/list", params)
+		resp, err := x.s.ownRoundTrip(ctx, methods.ToolsList, params)
 		if err != nil || resp.Result == nil {
 			x.s.log.Debug("could not list upstream tools for access tags", slog.Any("err", err))
 			return
@@ -193,7 +194,7 @@ func (x *toolIndex) fetch(ctx context.Context) {
 		x.observe(resp.Result)
 		if x.s.listingHides() { // the caller's view of the tools, for calls to hidden ones
 			raw, _ := jsonrpc.Marshal(params)
-			reply := x.s.opts.Pipeline.Response(ctx, pipeline.Channel{Method: "tools/list", Params: raw,
+			reply := x.s.opts.Pipeline.Response(ctx, pipeline.Channel{Method: methods.ToolsList, Params: raw,
 				User: x.s.opts.User, ClientInfo: x.s.clientInfo(), Server: x.s.opts.Server, Internal: true}, resp)
 			x.s.vis.listed(cursor == "", lastPage(resp.Result), reply.Hidden, reply.HiddenAll)
 		}
@@ -382,7 +383,7 @@ func (x *toolIndex) paramDeclarations(ctx context.Context, tool string) []mcppar
 // against the prompt's listed arguments, and reports whether it answered the request
 // itself (the strict profile refused it); the server is then never asked.
 func (s *Session) promptArguments(ctx context.Context, msg *jsonrpc.Message) bool {
-	if msg.Method != "prompts/get" || s.opts.Pipeline == nil {
+	if msg.Method != methods.PromptsGet || s.opts.Pipeline == nil {
 		return false
 	}
 	var q struct {

@@ -104,12 +104,12 @@ func (c *Client) Send(m *jsonrpc.Message) error {
 		c.sendMu.Lock()
 		defer c.sendMu.Unlock()
 		c.post(m, msg)
-		if m.Method == "notifications/initialized" {
+		if m.Method == methods.NotificationInitialized {
 			c.startGet()
 		}
 		return nil
 	}
-	if m.Method == "initialize" { // synchronous: later messages need the session id
+	if m.Method == methods.Initialize { // synchronous: later messages need the session id
 		c.sendMu.Lock()
 		defer c.sendMu.Unlock()
 		c.post(m, msg)
@@ -140,7 +140,7 @@ func (c *Client) post(m *jsonrpc.Message, body []byte) {
 		return
 	}
 	defer resp.Body.Close()
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && m.Method == "initialize" {
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && m.Method == methods.Initialize {
 		c.mu.Lock()
 		c.sessionID = sid
 		c.mu.Unlock()
@@ -150,7 +150,7 @@ func (c *Client) post(m *jsonrpc.Message, body []byte) {
 		return
 	case resp.StatusCode >= 300:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if m.Method != "initialize" && c.sessionLost(resp.StatusCode, b) {
+		if m.Method != methods.Initialize && c.sessionLost(resp.StatusCode, b) {
 			c.expire(resp.StatusCode)
 			return
 		}

@@ -49,7 +49,7 @@ var ownPrefix = jsonrpc.OwnIDPrefix + "t-"
 
 // inputRequiredMethods are the requests whose result may be input_required
 // (2026-07-28 "Multi Round-Trip Requests").
-var inputRequiredMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+var inputRequiredMethods = map[string]bool{methods.ToolsCall: true, methods.PromptsGet: true, methods.ResourcesRead: true}
 
 // legacyPhase is where a 2025-11-25 client's hop stands.
 type legacyPhase uint8
@@ -148,7 +148,7 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 	l := &c.legacy
 	l.mu.Lock()
 	switch {
-	case m.Kind == jsonrpc.KindRequest && m.Method == "initialize" && (l.phase == legacyOpen || l.phase == legacyPassing):
+	case m.Kind == jsonrpc.KindRequest && m.Method == methods.Initialize && (l.phase == legacyOpen || l.phase == legacyPassing):
 		l.phase, l.init = legacyProbing, m
 		l.mu.Unlock()
 		return c.up.Send(m)
@@ -170,10 +170,10 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 	switch m.Kind {
 	case jsonrpc.KindNotification:
 		switch m.Method {
-		case "notifications/initialized":
+		case methods.NotificationInitialized:
 			l.mu.Unlock()
 			return nil // 2026-07-28 has no handshake to finish
-		case "notifications/cancelled":
+		case methods.NotificationCancelled:
 			m = c.cancelledLocked(m)
 		}
 		l.mu.Unlock()
@@ -210,9 +210,9 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 		return nil
 	}
 	switch m.Method {
-	case "ping":
+	case methods.Ping:
 		return jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`))
-	case "logging/setLevel":
+	case methods.LoggingSetLevel:
 		var p struct {
 			Level json.RawMessage `json:"level"`
 		}
@@ -335,7 +335,7 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	l.metaRaw = mustMarshal(l.meta)
 	id := c.ownID()
 	l.phase, l.initErr, l.discover, l.probed = legacyDiscovering, m, jsonrpc.IDKey(id), make(chan struct{})
-	return nil, jsonrpc.NewRequest(id, "server/discover", json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
+	return nil, jsonrpc.NewRequest(id, methods.ServerDiscover, json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
 }
 
 // sendProbe sends the server/discover probe on a goroutine of its own, without the
@@ -590,7 +590,7 @@ func (c *Conn) endLocked(x *exchange) {
 	for _, id := range slices.Sorted(maps.Keys(x.pending)) {
 		delete(c.legacy.asks, id)
 		if !c.legacy.closed {
-			c.enqueueLocked(jsonrpc.NewNotification("notifications/cancelled", map[string]any{
+			c.enqueueLocked(jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{
 				"requestId": json.RawMessage(id), "reason": "mcpgate: the request that asked for this input has ended"}))
 		}
 	}
@@ -615,7 +615,7 @@ func (c *Conn) closeLegacy() {
 func (c *Conn) enqueueLocked(m *jsonrpc.Message) { c.enqueue(m) }
 
 func inputRequestMethod(m string) bool {
-	return m == "elicitation/create" || m == "sampling/createMessage" || m == "roots/list"
+	return m == methods.ElicitationCreate || m == methods.SamplingCreateMessage || m == methods.RootsList
 }
 
 // withMeta returns params (a JSON object, or absent) with the envelope's members

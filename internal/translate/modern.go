@@ -180,7 +180,7 @@ func (s *modernState) start(c *Conn, m *jsonrpc.Message) (consumed bool) {
 	if s.env.ProtocolVersion == "" {
 		s.env.ProtocolVersion = methods.Version20260728
 	}
-	if m.Kind == jsonrpc.KindRequest && m.Method == "server/discover" {
+	if m.Kind == jsonrpc.KindRequest && m.Method == methods.ServerDiscover {
 		s.probeID, s.probe = m.IDKey(), m
 		_ = s.out.send(c, m)
 		s.phase = phaseProbing
@@ -189,7 +189,7 @@ func (s *modernState) start(c *Conn, m *jsonrpc.Message) (consumed bool) {
 	}
 	id := s.nextID("discover")
 	s.probeID = jsonrpc.IDKey(id)
-	_ = s.out.send(c, jsonrpc.NewRequest(id, "server/discover", map[string]any{"_meta": s.env.Meta(c.opts.ClientInfo)}))
+	_ = s.out.send(c, jsonrpc.NewRequest(id, methods.ServerDiscover, map[string]any{"_meta": s.env.Meta(c.opts.ClientInfo)}))
 	s.phase = phaseProbing
 	s.armProbe(c)
 	return false
@@ -280,9 +280,9 @@ func (s *modernState) initialize(c *Conn) {
 	if len(info) > 0 && info[0] == '{' {
 		ci = info
 	}
-	id := s.nextID("initialize")
+	id := s.nextID(methods.Initialize)
 	s.initID = jsonrpc.IDKey(id)
-	_ = s.out.send(c, jsonrpc.NewRequest(id, "initialize", map[string]any{
+	_ = s.out.send(c, jsonrpc.NewRequest(id, methods.Initialize, map[string]any{
 		"protocolVersion": methods.Version20251125, "capabilities": caps, "clientInfo": ci}))
 	// A server silent on initialize too must not hold the client's messages for ever.
 	key := s.initID
@@ -312,7 +312,7 @@ func (s *modernState) initialized(c *Conn, m *jsonrpc.Message) {
 		return
 	}
 	c.opts.Logger.Info("the server speaks 2025-11-25 only: translating for the 2026-07-28 client (docs/http.md#translation-modern)")
-	_ = s.out.send(c, jsonrpc.NewNotification("notifications/initialized", nil))
+	_ = s.out.send(c, jsonrpc.NewNotification(methods.NotificationInitialized, nil))
 	s.phase = phaseTranslated
 	if s.probe != nil {
 		s.held = append([]*jsonrpc.Message{s.probe}, s.held...)
@@ -372,7 +372,7 @@ func (s *modernState) translateSend(c *Conn, m *jsonrpc.Message) {
 	case jsonrpc.KindRequest:
 		s.request(c, m)
 	case jsonrpc.KindNotification:
-		if m.Method == "notifications/cancelled" {
+		if m.Method == methods.NotificationCancelled {
 			s.cancelled(c, m)
 			return
 		}
@@ -394,10 +394,10 @@ func (s *modernState) request(c *Conn, m *jsonrpc.Message) {
 		params = nil
 	}
 	switch m.Method {
-	case "server/discover":
+	case methods.ServerDiscover:
 		c.enqueue(jsonrpc.NewResponse(m.ID, s.discoverResult()))
 		return
-	case "subscriptions/listen":
+	case methods.SubscriptionsListen:
 		s.listen(c, m, params)
 		return
 	}
@@ -461,7 +461,7 @@ func (s *modernState) setLevel(c *Conn, params map[string]json.RawMessage) {
 		return
 	}
 	s.level = level
-	_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("setLevel"), "logging/setLevel", map[string]string{"level": level}))
+	_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("setLevel"), methods.LoggingSetLevel, map[string]string{"level": level}))
 }
 
 // cancelled forwards the client's cancellation of a request under the id the server
@@ -492,7 +492,7 @@ func (s *modernState) abandon(c *Conn, f *flight, why string) {
 	}
 	f.pending, f.shown = nil, nil
 	if f.final == nil {
-		_ = s.out.send(c, jsonrpc.NewNotification("notifications/cancelled", map[string]any{"requestId": f.upID, "reason": why}))
+		_ = s.out.send(c, jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{"requestId": f.upID, "reason": why}))
 	}
 	s.drop(f)
 }
@@ -682,7 +682,7 @@ func (s *modernState) finalResponse(f *flight, m *jsonrpc.Message) *jsonrpc.Mess
 	s.drop(f)
 	if m.Error != nil {
 		var eo map[string]json.RawMessage
-		if f.method == "resources/read" && json.Unmarshal(m.Error, &eo) == nil && string(eo["code"]) == "-32002" {
+		if f.method == methods.ResourcesRead && json.Unmarshal(m.Error, &eo) == nil && string(eo["code"]) == "-32002" {
 			// 2025-11-25 "resource not found" is -32002; 2026-07-28 answers -32602.
 			eo["code"] = json.RawMessage(`-32602`)
 			b, _ := jsonrpc.Marshal(eo)
@@ -734,11 +734,11 @@ func (s *modernState) translateRecv(c *Conn, m *jsonrpc.Message) *jsonrpc.Messag
 		return nil
 	case jsonrpc.KindNotification:
 		switch m.Method {
-		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed", "notifications/resources/updated":
+		case methods.NotificationToolsListChanged, methods.NotificationPromptsListChanged, methods.NotificationResourcesListChanged, methods.NotificationResourcesUpdated:
 			return s.notifySubscriptions(c, m)
-		case "notifications/elicitation/complete": // 2026-07-28 has no URL elicitation ids
+		case methods.NotificationElicitationComplete: // 2026-07-28 has no URL elicitation ids
 			return nil
-		case "notifications/cancelled":
+		case methods.NotificationCancelled:
 			var p map[string]json.RawMessage
 			if json.Unmarshal(m.Params, &p) != nil {
 				return nil
@@ -759,7 +759,7 @@ func (s *modernState) translateRecv(c *Conn, m *jsonrpc.Message) *jsonrpc.Messag
 // response stream), else the one request in flight. With none or several in flight
 // the server gets an error: the gateway does not guess which request asks.
 func (s *modernState) serverRequest(c *Conn, m *jsonrpc.Message) {
-	if m.Method == "ping" {
+	if m.Method == methods.Ping {
 		_ = s.out.send(c, jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`)))
 		return
 	}
@@ -974,7 +974,7 @@ func (s *modernState) listen(c *Conn, m *jsonrpc.Message, params map[string]json
 			sub.uris[u] = true
 			uris = append(uris, u)
 			if s.subscribed[u]++; s.subscribed[u] == 1 {
-				_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("subscribe"), "resources/subscribe", map[string]string{"uri": u}))
+				_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("subscribe"), methods.ResourcesSubscribe, map[string]string{"uri": u}))
 			}
 		}
 		agreed["resourceSubscriptions"] = uris
@@ -983,7 +983,7 @@ func (s *modernState) listen(c *Conn, m *jsonrpc.Message, params map[string]json
 		s.unlisten(c, old)
 	}
 	s.subs[m.IDKey()] = sub
-	c.enqueue(jsonrpc.NewNotification("notifications/subscriptions/acknowledged", map[string]any{
+	c.enqueue(jsonrpc.NewNotification(methods.NotificationSubscriptionsAcknowledged, map[string]any{
 		"notifications": agreed, "_meta": map[string]json.RawMessage{metaSubscriptionID: m.ID}}))
 }
 
@@ -998,7 +998,7 @@ func (s *modernState) unlisten(c *Conn, sub *subscription) {
 	for u := range sub.uris {
 		if s.subscribed[u]--; s.subscribed[u] <= 0 {
 			delete(s.subscribed, u)
-			_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("unsubscribe"), "resources/unsubscribe", map[string]string{"uri": u}))
+			_ = s.out.send(c, jsonrpc.NewRequest(s.nextID("unsubscribe"), methods.ResourcesUnsubscribe, map[string]string{"uri": u}))
 		}
 	}
 }
@@ -1026,13 +1026,13 @@ func (s *modernState) notifySubscriptions(c *Conn, m *jsonrpc.Message) *jsonrpc.
 		sub := s.subs[k]
 		want := false
 		switch m.Method {
-		case "notifications/tools/list_changed":
+		case methods.NotificationToolsListChanged:
 			want = sub.tools
-		case "notifications/prompts/list_changed":
+		case methods.NotificationPromptsListChanged:
 			want = sub.prompts
-		case "notifications/resources/list_changed":
+		case methods.NotificationResourcesListChanged:
 			want = sub.resList
-		case "notifications/resources/updated":
+		case methods.NotificationResourcesUpdated:
 			want = sub.uris[uri]
 		}
 		if !want {

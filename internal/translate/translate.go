@@ -88,9 +88,9 @@ func (c *Conn) Send(m *jsonrpc.Message) error {
 		return errQueueFull
 	}
 	if c.mode == undecided && m.Kind == jsonrpc.KindRequest {
-		if m.Method == "initialize" {
+		if m.Method == methods.Initialize {
 			c.mode = legacyClient
-		} else if _, ok := methods.EnvelopeOf(m.Params); ok || m.Method == "server/discover" {
+		} else if _, ok := methods.EnvelopeOf(m.Params); ok || m.Method == methods.ServerDiscover {
 			c.mode = modernClient
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // Conn is one connection to an MCP server: a stdio process, a remote session, or a
@@ -143,16 +144,16 @@ func (s *Supervisor) Send(m *jsonrpc.Message) error {
 		return errors.New("upstream: supervisor closed")
 	}
 	switch {
-	case m.Kind == jsonrpc.KindRequest && m.Method == "initialize":
+	case m.Kind == jsonrpc.KindRequest && m.Method == methods.Initialize:
 		s.initParams, s.initSeen = m.Params, true
-	case m.Kind == jsonrpc.KindNotification && m.Method == "notifications/initialized":
+	case m.Kind == jsonrpc.KindNotification && m.Method == methods.NotificationInitialized:
 		s.initialized = true
-	case m.Kind == jsonrpc.KindRequest && (m.Method == "resources/subscribe" || m.Method == "resources/unsubscribe"):
+	case m.Kind == jsonrpc.KindRequest && (m.Method == methods.ResourcesSubscribe || m.Method == methods.ResourcesUnsubscribe):
 		var p struct {
 			URI string `json:"uri"`
 		}
 		if json.Unmarshal(m.Params, &p) == nil && p.URI != "" {
-			if m.Method == "resources/subscribe" {
+			if m.Method == methods.ResourcesSubscribe {
 				s.subs[p.URI] = true
 			} else {
 				delete(s.subs, p.URI)
@@ -397,7 +398,7 @@ func (s *Supervisor) reinitialize(c Conn) (map[string]json.RawMessage, error) {
 			return nil, errors.New("upstream: closed")
 		}
 	}
-	r, err := call(id, "initialize", params)
+	r, err := call(id, methods.Initialize, params)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +407,7 @@ func (s *Supervisor) reinitialize(c Conn) (map[string]json.RawMessage, error) {
 	}
 	_ = json.Unmarshal(r.Result, &res)
 	if initialized {
-		if err := c.Send(jsonrpc.NewNotification("notifications/initialized", nil)); err != nil {
+		if err := c.Send(jsonrpc.NewNotification(methods.NotificationInitialized, nil)); err != nil {
 			return nil, err
 		}
 	}
@@ -414,7 +415,7 @@ func (s *Supervisor) reinitialize(c Conn) (map[string]json.RawMessage, error) {
 		s.mu.Lock()
 		id := next()
 		s.mu.Unlock()
-		if _, err := call(id, "resources/subscribe", map[string]string{"uri": u}); err != nil {
+		if _, err := call(id, methods.ResourcesSubscribe, map[string]string{"uri": u}); err != nil {
 			s.log.Warn("could not re-establish a resource subscription after the restart", "err", err)
 		}
 	}
