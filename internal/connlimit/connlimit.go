@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // Defaults.
@@ -157,7 +158,7 @@ func (l *Listener) refuse(c net.Conn, status int) {
 	if status == 503 {
 		msg, text = "mcpgate: the gateway holds as many connections as it may (--max-conns); retry later", "Service Unavailable"
 	}
-	body := jsonrpc.ErrorResponse(nil, jsonrpc.CodeUpstreamUnavailable, msg)
+	body := jsonrpc.ErrorResponse(nil, methods.CodeUpstreamUnavailable, msg)
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 	_, err := fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
 		status, text, len(body), body)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/config"
-	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/oauth"
 )
 
@@ -240,5 +240,5 @@ func (f *Front) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	f.log.Warn(fmt.Sprintf("request rejected: %s (%d)", reason, status), "method", r.Method,
 		"remote", r.RemoteAddr, "reason", reason, "authorization_sent", r.Header.Get("Authorization") != "")
 	w.Header().Set("WWW-Authenticate", challenge)
-	httpError(w, status, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
+	httpError(w, status, nil, methods.CodeInvalidRequest, "mcpgate: "+err.Error())
 }

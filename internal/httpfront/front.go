@@ -87,9 +87,6 @@ const (
 	DefaultBodyReadTimeout = 2 * time.Minute
 )
 
-// JSON-RPC error code for an unknown or expired session (the MCP SDKs' convention).
-const codeSessionNotFound = -32001
-
 // Front is the Streamable HTTP endpoint. Mount it with http.Handle("/mcp", front).
 type Front struct {
 	opts     Options
@@ -223,7 +220,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := f.opts.Hosts.Check(r.Host, r.Header.Get("Origin")); err != nil {
 		f.log.Warn("request rejected: DNS rebinding protection",
 			"host", bound.Truncate(r.Host, bound.Header), "origin", bound.Truncate(r.Header.Get("Origin"), bound.Header))
-		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
+		httpError(w, http.StatusForbidden, nil, methods.CodeInvalidRequest, "mcpgate: "+err.Error())
 		return
 	}
 	id, err := f.opts.Auth(r)
@@ -240,7 +237,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.delete(w, r, id)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		httpError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, "mcpgate: method not allowed")
+		httpError(w, http.StatusMethodNotAllowed, nil, methods.CodeInvalidRequest, "mcpgate: method not allowed")
 	}
 }
 
@@ -256,22 +253,22 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	}()
 	if f.draining.Load() {
 		w.Header().Set("Connection", "close")
-		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
+		httpError(w, http.StatusServiceUnavailable, nil, methods.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
 		return
 	}
 	sse, ok := acceptsSSE(r.Header.Get("Accept"))
 	if !ok {
-		httpError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "mcpgate: Accept must include application/json or text/event-stream")
+		httpError(w, http.StatusNotAcceptable, nil, methods.CodeInvalidRequest, "mcpgate: Accept must include application/json or text/event-stream")
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		httpError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.CodeInvalidRequest, "mcpgate: Content-Type must be application/json")
+		httpError(w, http.StatusUnsupportedMediaType, nil, methods.CodeInvalidRequest, "mcpgate: Content-Type must be application/json")
 		return
 	}
 	max := f.opts.MaxMessageBytes
 	if r.ContentLength > int64(max) { // refused before a byte of the body is read
 		w.Header().Set("Connection", "close")
-		f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
+		f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", methods.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
 		return
 	}
 	body, release, status, text := f.readBody(w, r, id.Key)
@@ -279,10 +276,10 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	switch status {
 	case 0:
 	case http.StatusRequestEntityTooLarge:
-		f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
+		f.refuseMessage(w, id.User, http.StatusRequestEntityTooLarge, nil, "", methods.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", max))
 		return
 	case http.StatusBadRequest:
-		httpError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, text)
+		httpError(w, http.StatusBadRequest, nil, methods.CodeParseError, text)
 		return
 	default: // the body budget (429, 503) or its read timeout (408): the rest of the body is never read
 		w.Header().Set("Connection", "close")
@@ -291,7 +288,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 		}
 		f.log.Warn(fmt.Sprintf("request body refused (%d)", status), "remote", r.RemoteAddr, "user_id", id.User.UserID, "caller_id", id.User.CallerID,
 			"content_length", r.ContentLength, "body_bytes_in_flight", f.bodies.inFlight())
-		httpError(w, status, nil, jsonrpc.CodeUpstreamUnavailable, text)
+		httpError(w, status, nil, methods.CodeUpstreamUnavailable, text)
 		return
 	}
 	msg, status, code, text, a, reason := f.checkMessage(body)
@@ -326,7 +323,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	var err error
 	if sid == "" {
 		if msg.Kind != jsonrpc.KindRequest || msg.Method != methods.Initialize {
-			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: missing Mcp-Session-Id header: start a session with initialize")
+			httpError(w, http.StatusBadRequest, msg.ID, methods.CodeInvalidRequest, "mcpgate: missing Mcp-Session-Id header: start a session with initialize")
 			return
 		}
 		if s, err = f.newSession(id); err != nil {
@@ -337,19 +334,19 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 			case errors.Is(err, errCallerSessions):
 				status = http.StatusTooManyRequests
 			}
-			httpError(w, status, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
+			httpError(w, status, msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
 			return
 		}
 	} else {
 		if s = f.lookup(sid); s == nil {
-			httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session not found (it ended or never existed): start a new one with initialize")
+			httpError(w, http.StatusNotFound, msg.ID, methods.CodeSessionNotFound, "mcpgate: session not found (it ended or never existed): start a new one with initialize")
 			return
 		}
 		if !f.boundTo(w, r, s, id, msg.ID) {
 			return
 		}
 		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !supportedVersions[v] {
-			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpgate: unsupported MCP-Protocol-Version %q", bound.Truncate(v, bound.Header)))
+			httpError(w, http.StatusBadRequest, msg.ID, methods.CodeInvalidRequest, fmt.Sprintf("mcpgate: unsupported MCP-Protocol-Version %q", bound.Truncate(v, bound.Header)))
 			return
 		}
 		if code, text := sessionHeaders(r, msg); code != 0 {
@@ -361,7 +358,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 
 	if msg.Kind != jsonrpc.KindRequest { // notification or response: accepted, no body
 		if err := s.send(msg); err != nil {
-			httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session ended")
+			httpError(w, http.StatusNotFound, nil, methods.CodeSessionNotFound, "mcpgate: session ended")
 			return
 		}
 		w.Header().Set("Mcp-Session-Id", s.id)
@@ -370,20 +367,20 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	st, err := s.openRequest(msg, !sse)
 	if errors.Is(err, errSessionEnded) {
-		httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session ended")
+		httpError(w, http.StatusNotFound, msg.ID, methods.CodeSessionNotFound, "mcpgate: session ended")
 		return
 	}
 	if errors.Is(err, errIDInUse) {
-		f.refuseMessage(w, id.User, http.StatusBadRequest, msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: "+err.Error())
+		f.refuseMessage(w, id.User, http.StatusBadRequest, msg.ID, msg.Method, methods.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: "+err.Error())
 		return
 	}
 	if err != nil {
-		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: "+err.Error())
+		httpError(w, http.StatusBadRequest, msg.ID, methods.CodeInvalidRequest, "mcpgate: "+err.Error())
 		return
 	}
 	if err := s.send(msg); err != nil {
 		s.dropRequest(st, msg)
-		httpError(w, http.StatusNotFound, msg.ID, codeSessionNotFound, "mcpgate: session ended")
+		httpError(w, http.StatusNotFound, msg.ID, methods.CodeSessionNotFound, "mcpgate: session ended")
 		return
 	}
 	w.Header().Set("Mcp-Session-Id", s.id)
@@ -415,38 +412,38 @@ func (f *Front) refuseMessage(w http.ResponseWriter, user ctxapi.User, status in
 func (f *Front) checkMessage(body []byte) (msg *jsonrpc.Message, status, code int, text string, amb *jsonrpc.AmbiguousError, reason vocab.Reason) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "empty request body", nil, vocab.ReasonMalformedMessage
+		return nil, http.StatusBadRequest, methods.CodeParseError, "empty request body", nil, vocab.ReasonMalformedMessage
 	}
 	if !json.Valid(trimmed) {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil, vocab.ReasonMalformedMessage
+		return nil, http.StatusBadRequest, methods.CodeParseError, "malformed JSON", nil, vocab.ReasonMalformedMessage
 	}
 	if trimmed[0] == '[' {
-		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request", nil, vocab.ReasonBatchRefused
+		return nil, http.StatusBadRequest, methods.CodeInvalidRequest, "JSON-RPC batches are not supported by MCP (removed in 2025-06-18); send one message per request", nil, vocab.ReasonBatchRefused
 	}
 	if checkDepth(trimmed, f.opts.MaxDepth) != nil {
-		return nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth), nil, vocab.ReasonMalformedMessage
+		return nil, http.StatusBadRequest, methods.CodeInvalidRequest, fmt.Sprintf("message nested deeper than %d levels", f.opts.MaxDepth), nil, vocab.ReasonMalformedMessage
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(trimmed))
 	if err := json.Compact(&buf, trimmed); err != nil {
-		return nil, http.StatusBadRequest, jsonrpc.CodeParseError, "malformed JSON", nil, vocab.ReasonMalformedMessage
+		return nil, http.StatusBadRequest, methods.CodeParseError, "malformed JSON", nil, vocab.ReasonMalformedMessage
 	}
 	msg, err := jsonrpc.Parse(buf.Bytes())
 	if err != nil {
 		errors.As(err, &amb)
-		return msg, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: "), amb, vocab.ReasonMalformedMessage
+		return msg, http.StatusBadRequest, methods.CodeInvalidRequest, strings.TrimPrefix(err.Error(), "jsonrpc: "), amb, vocab.ReasonMalformedMessage
 	}
 	return msg, 0, 0, "", nil, ""
 }
 
 func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 	if sse, ok := acceptsSSE(r.Header.Get("Accept")); !ok || !sse {
-		httpError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "mcpgate: GET needs Accept: text/event-stream")
+		httpError(w, http.StatusNotAcceptable, nil, methods.CodeInvalidRequest, "mcpgate: GET needs Accept: text/event-stream")
 		return
 	}
 	s := f.lookup(r.Header.Get("Mcp-Session-Id"))
 	if s == nil {
-		httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session not found: start a new one with initialize")
+		httpError(w, http.StatusNotFound, nil, methods.CodeSessionNotFound, "mcpgate: session not found: start a new one with initialize")
 		return
 	}
 	if !f.boundTo(w, r, s, id, nil) {
@@ -454,7 +451,7 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	if f.draining.Load() {
 		w.Header().Set("Connection", "close")
-		httpError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
+		httpError(w, http.StatusServiceUnavailable, nil, methods.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
 		return
 	}
 	s.touch()
@@ -462,7 +459,7 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 	if last := r.Header.Get("Last-Event-ID"); last != "" && len(last) <= bound.SessionID {
 		var ok bool
 		if st, after, ok = s.resume(last); !ok {
-			httpError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "mcpgate: Last-Event-ID names no stream this session still keeps")
+			httpError(w, http.StatusNotFound, nil, methods.CodeInvalidRequest, "mcpgate: Last-Event-ID names no stream this session still keeps")
 			return
 		}
 	}
@@ -478,13 +475,13 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id Identity) {
 func (f *Front) boundTo(w http.ResponseWriter, r *http.Request, s *session, id Identity, rid json.RawMessage) bool {
 	if s.key != id.Key {
 		f.wrongCaller(r, s, id)
-		httpError(w, http.StatusForbidden, rid, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+		httpError(w, http.StatusForbidden, rid, methods.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
 		return false
 	}
 	if s.grant != grant(id.User) {
 		f.log.Warn("request rejected: the token grants other scopes, client or roles than the session's (403)", "method", r.Method,
 			"remote", r.RemoteAddr, "session", s.id, "user_id", id.User.UserID, "caller_id", id.User.CallerID)
-		httpError(w, http.StatusForbidden, rid, jsonrpc.CodeInvalidRequest, "mcpgate: this session was opened with a token that grants other scopes, "+
+		httpError(w, http.StatusForbidden, rid, methods.CodeInvalidRequest, "mcpgate: this session was opened with a token that grants other scopes, "+
 			"client or roles than this one: start a new session (initialize) with this token")
 		return false
 	}
@@ -500,12 +497,12 @@ func (f *Front) wrongCaller(r *http.Request, s *session, id Identity) {
 func (f *Front) delete(w http.ResponseWriter, r *http.Request, id Identity) {
 	s := f.lookup(r.Header.Get("Mcp-Session-Id"))
 	if s == nil {
-		httpError(w, http.StatusNotFound, nil, codeSessionNotFound, "mcpgate: session not found")
+		httpError(w, http.StatusNotFound, nil, methods.CodeSessionNotFound, "mcpgate: session not found")
 		return
 	}
 	if s.key != id.Key {
 		f.wrongCaller(r, s, id)
-		httpError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
+		httpError(w, http.StatusForbidden, nil, methods.CodeInvalidRequest, "mcpgate: this session belongs to another caller")
 		return
 	}
 	s.end("client ended the session")

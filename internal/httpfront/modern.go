@@ -17,17 +17,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
-// JSON-RPC error codes of MCP 2026-07-28 (schema.ts).
-const (
-	// CodeHeaderMismatch: Mcp-Method or Mcp-Name does not match the body.
-	CodeHeaderMismatch = jsonrpc.CodeHeaderMismatch
-	// CodeMissingClientCapability: the request needs a capability the client's
-	// _meta does not declare.
-	CodeMissingClientCapability = jsonrpc.CodeMissingRequiredClientCapability
-	// CodeUnsupportedProtocolVersion: the request's revision is not served.
-	CodeUnsupportedProtocolVersion = -32022
-)
-
 // modernVersions are the 2026-era revisions the front serves without a session.
 var modernVersions = []string{methods.Version20260728}
 
@@ -71,7 +60,7 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	// revisions picks one by the first message it reads, for every later caller.
 	e, ok := methods.EnvelopeOf(msg.Params)
 	if !ok || len(e.ClientCapabilities) == 0 || e.ClientCapabilities[0] != '{' {
-		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidParams, "mcpgate: a 2026-07-28 request needs the _meta envelope "+
+		httpError(w, http.StatusBadRequest, msg.ID, methods.CodeInvalidParams, "mcpgate: a 2026-07-28 request needs the _meta envelope "+
 			"(io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities)")
 		return
 	}
@@ -82,11 +71,11 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	}
 	if methods.RevisionOf(e.ProtocolVersion) != methods.Rev20260728 || e.ProtocolVersion != methods.Version20260728 {
 		b, _ := json.Marshal(map[string]any{"supported": modernVersions, "requested": bound.Truncate(e.ProtocolVersion, bound.Header)})
-		writeErrorData(w, http.StatusBadRequest, msg.ID, CodeUnsupportedProtocolVersion, "mcpgate: unsupported protocol version", b)
+		writeErrorData(w, http.StatusBadRequest, msg.ID, methods.CodeUnsupportedProtocolVersion, "mcpgate: unsupported protocol version", b)
 		return
 	}
 	if methods.In(msg.Method, methods.Rev20260728) == nil { // initialize, ping, logging/setLevel, unknown
-		httpError(w, http.StatusNotFound, msg.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("mcpgate: method %q is not a 2026-07-28 method", bound.Truncate(msg.Method, bound.Header)))
+		httpError(w, http.StatusNotFound, msg.ID, methods.CodeMethodNotFound, fmt.Sprintf("mcpgate: method %q is not a 2026-07-28 method", bound.Truncate(msg.Method, bound.Header)))
 		return
 	}
 	s, err := f.modernSession(id)
@@ -95,7 +84,7 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 		if errors.Is(err, errCallerSessions) {
 			status = http.StatusTooManyRequests
 		}
-		httpError(w, status, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
+		httpError(w, status, msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
 		return
 	}
 	s.touch()
@@ -106,13 +95,13 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 	}
 	st, err := s.openRequest(fwd, !sse)
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
+		httpError(w, http.StatusServiceUnavailable, msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
 		return
 	}
 	st.clientID = msg.ID
 	if err := s.send(fwd); err != nil {
 		s.dropRequest(st, fwd)
-		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the upstream is gone; retry")
+		httpError(w, http.StatusServiceUnavailable, msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: the upstream is gone; retry")
 		return
 	}
 	if sse && !s.answeredFirst(w, r, st) {
@@ -200,10 +189,10 @@ func (m *modernSlot) ended() bool {
 // equal it. A value of the form "=?base64?…?=" is decoded first.
 func checkHeaders(r *http.Request, msg *jsonrpc.Message, version string) (int, string) {
 	if h := r.Header.Values("Mcp-Protocol-Version"); len(h) != 1 || strings.Trim(h[0], " \t") != version {
-		return CodeHeaderMismatch, "the MCP-Protocol-Version header is missing or does not match _meta's protocolVersion"
+		return methods.CodeHeaderMismatch, "the MCP-Protocol-Version header is missing or does not match _meta's protocolVersion"
 	}
 	if h := r.Header.Values("Mcp-Method"); len(h) != 1 || decodeHeader(h[0]) != msg.Method {
-		return CodeHeaderMismatch, "the Mcp-Method header is missing or does not match the request's method"
+		return methods.CodeHeaderMismatch, "the Mcp-Method header is missing or does not match the request's method"
 	}
 	m := methods.Of(msg.Method)
 	if m == nil || m.NameParam == "" {
@@ -217,7 +206,7 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message, version string) (int, s
 		return 0, "" // the body is judged further on
 	}
 	if h := r.Header.Values("Mcp-Name"); len(h) != 1 || decodeHeader(h[0]) != name {
-		return CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header is missing or does not match params.%s", m.NameParam)
+		return methods.CodeHeaderMismatch, fmt.Sprintf("the Mcp-Name header is missing or does not match params.%s", m.NameParam)
 	}
 	return 0, ""
 }
@@ -235,13 +224,13 @@ func sessionHeaders(r *http.Request, msg *jsonrpc.Message) (int, string) {
 		return 0, ""
 	}
 	if methods.RevisionOf(r.Header.Get("Mcp-Protocol-Version")) == methods.Rev20260728 {
-		return CodeUnsupportedProtocolVersion, "a session (Mcp-Session-Id) serves 2025-11-25; a 2026-07-28 request carries no Mcp-Session-Id"
+		return methods.CodeUnsupportedProtocolVersion, "a session (Mcp-Session-Id) serves 2025-11-25; a 2026-07-28 request carries no Mcp-Session-Id"
 	}
 	if e, ok := methods.EnvelopeOf(msg.Params); ok && methods.RevisionOf(e.ProtocolVersion) == methods.Rev20260728 {
-		return CodeUnsupportedProtocolVersion, "a session (Mcp-Session-Id) serves 2025-11-25; a request whose _meta names 2026-07-28 carries no Mcp-Session-Id"
+		return methods.CodeUnsupportedProtocolVersion, "a session (Mcp-Session-Id) serves 2025-11-25; a request whose _meta names 2026-07-28 carries no Mcp-Session-Id"
 	}
 	if h := r.Header.Values("Mcp-Method"); len(h) > 1 || len(h) == 1 && decodeHeader(h[0]) != msg.Method {
-		return CodeHeaderMismatch, "the Mcp-Method header does not match the request's method"
+		return methods.CodeHeaderMismatch, "the Mcp-Method header does not match the request's method"
 	}
 	h := r.Header.Values("Mcp-Name")
 	if len(h) == 0 {
@@ -252,7 +241,7 @@ func sessionHeaders(r *http.Request, msg *jsonrpc.Message) (int, string) {
 	var name string
 	_ = json.Unmarshal(msg.Params, &p)
 	if len(h) > 1 || m == nil || m.NameParam == "" || json.Unmarshal(p[m.NameParam], &name) != nil || decodeHeader(h[0]) != name {
-		return CodeHeaderMismatch, "the Mcp-Name header does not match the request's name"
+		return methods.CodeHeaderMismatch, "the Mcp-Name header does not match the request's name"
 	}
 	return 0, ""
 }
@@ -289,7 +278,7 @@ func modernStatus(resp []byte) int {
 		} `json:"error"`
 	}
 	if json.Unmarshal(resp, &m) == nil && m.Error != nil &&
-		m.Error.Code <= CodeHeaderMismatch && m.Error.Code >= CodeUnsupportedProtocolVersion {
+		m.Error.Code <= methods.CodeHeaderMismatch && m.Error.Code >= methods.CodeUnsupportedProtocolVersion {
 		return http.StatusBadRequest
 	}
 	return http.StatusOK

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // TestSubscriptionMeta: a listen stream's notifications and closing response name the
@@ -45,12 +46,12 @@ func TestCheckHeaders(t *testing.T) {
 		code    int
 	}{
 		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "=?base64?w6k=?="}, 0},
-		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "e"}, CodeHeaderMismatch},
-		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, CodeHeaderMismatch},
-		{msg, map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "=?base64?w6k=?="}, CodeHeaderMismatch},
+		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "e"}, methods.CodeHeaderMismatch},
+		{msg, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, methods.CodeHeaderMismatch},
+		{msg, map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "=?base64?w6k=?="}, methods.CodeHeaderMismatch},
 		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, 0},
-		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, CodeHeaderMismatch},
-		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, CodeHeaderMismatch},
+		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}, methods.CodeHeaderMismatch},
+		{list, map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, methods.CodeHeaderMismatch},
 	} {
 		r := httptestRequest(c.headers)
 		if code, text := checkHeaders(r, c.m, "2026-07-28"); code != c.code {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -39,7 +40,7 @@ func TestFrontRefusesAmbiguousMessages(t *testing.T) {
 				Message string
 			}
 		}
-		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil || w.Code != http.StatusBadRequest || m.Error.Code != jsonrpc.CodeInvalidRequest ||
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil || w.Code != http.StatusBadRequest || m.Error.Code != methods.CodeInvalidRequest ||
 			string(m.ID) == "null" || !strings.Contains(m.Error.Message, "ev-1") {
 			t.Fatalf("%s: HTTP %d %s", body, w.Code, w.Body)
 		}
@@ -74,11 +75,11 @@ func TestFrontRefusalsLeaveOneRecord(t *testing.T) {
 		code       int
 		reason     vocab.Reason
 	}{
-		{"batch", "[" + call + "]", jsonrpc.CodeInvalidRequest, vocab.ReasonBatchRefused},
-		{"oversized", strings.Replace(call, canary, canary+strings.Repeat("a", 2000), 1), jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge},
-		{"BOM", "\ufeff" + call, jsonrpc.CodeParseError, vocab.ReasonMalformedMessage},
-		{"comment", "/*c*/" + call, jsonrpc.CodeParseError, vocab.ReasonMalformedMessage},
-		{"jsonrpc with a space", strings.Replace(call, `"2.0"`, `"2.0 "`, 1), jsonrpc.CodeInvalidRequest, vocab.ReasonMalformedMessage},
+		{"batch", "[" + call + "]", methods.CodeInvalidRequest, vocab.ReasonBatchRefused},
+		{"oversized", strings.Replace(call, canary, canary+strings.Repeat("a", 2000), 1), methods.CodeInvalidRequest, vocab.ReasonMessageTooLarge},
+		{"BOM", "\ufeff" + call, methods.CodeParseError, vocab.ReasonMalformedMessage},
+		{"comment", "/*c*/" + call, methods.CodeParseError, vocab.ReasonMalformedMessage},
+		{"jsonrpc with a space", strings.Replace(call, `"2.0"`, `"2.0 "`, 1), methods.CodeInvalidRequest, vocab.ReasonMalformedMessage},
 	} {
 		got = got[:0]
 		w := post(f, tc.body, nil)

@@ -527,7 +527,7 @@ func (s *session) serveSSE(w http.ResponseWriter, r *http.Request, st *stream, a
 		if ending {
 			if st != s.standalone {
 				// The backend answers nothing more; say so instead of hanging.
-				_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", jsonrpc.ErrorResponse(json.RawMessage(st.reqID), jsonrpc.CodeUpstreamUnavailable, "mcpgate: the session ended before the request was answered"))
+				_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", jsonrpc.ErrorResponse(json.RawMessage(st.reqID), methods.CodeUpstreamUnavailable, "mcpgate: the session ended before the request was answered"))
 			}
 			return
 		}
@@ -571,7 +571,7 @@ func (s *session) serveJSON(w http.ResponseWriter, r *http.Request, st *stream) 
 		case <-r.Context().Done():
 			return
 		case <-s.done:
-			httpError(w, http.StatusBadGateway, json.RawMessage(st.reqID), jsonrpc.CodeUpstreamUnavailable, "mcpgate: the session ended before the request was answered")
+			httpError(w, http.StatusBadGateway, json.RawMessage(st.reqID), methods.CodeUpstreamUnavailable, "mcpgate: the session ended before the request was answered")
 			return
 		}
 	}

@@ -23,7 +23,7 @@ type Conn interface {
 }
 
 // ErrNotDelivered is wrapped by a Send error that concerns only the message sent:
-// the session goes on, and a request should be answered with CodeUpstreamUnavailable.
+// the session goes on, and a request should be answered with methods.CodeUpstreamUnavailable.
 var ErrNotDelivered = errors.New("message not delivered")
 
 // DropError reports a server message that was dropped because it is over the size
@@ -221,8 +221,9 @@ func (e *RequestError) Error() string { return e.Message }
 // Is makes errors.Is(err, ErrNotDelivered) true.
 func (e *RequestError) Is(target error) bool { return target == ErrNotDelivered }
 
-// ResponseErrorMessage is the error response (-32603) for an upstream message that
-// could not be relayed, so the request it answers fails at once instead of timing out.
+// ResponseErrorMessage is the error response (-32603, methods.CodeInternalError; this
+// package sits below the table) for an upstream message that could not be relayed,
+// so the request it answers fails at once instead of timing out.
 func ResponseErrorMessage(id json.RawMessage, why string) *Message {
-	return NewErrorResponse(id, CodeInternalError, "mcpgate: the upstream's response was dropped: "+why)
+	return NewErrorResponse(id, -32603, "mcpgate: the upstream's response was dropped: "+why)
 }

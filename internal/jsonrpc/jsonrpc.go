@@ -21,27 +21,6 @@ import (
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
-// JSON-RPC 2.0 error codes (JSON-RPC 2.0 §5.1) and the MCP/SDK server-error codes we use.
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
-	// CodeUpstreamUnavailable (server-error range) means the upstream MCP server is not
-	// running or exited while the request was in flight.
-	CodeUpstreamUnavailable = -32000
-	// CodeRequestTimeout matches the MCP SDKs' RequestTimeout code.
-	CodeRequestTimeout = -32001
-	// CodeMissingRequiredClientCapability (MCP 2026-07-28, schema.ts
-	// MissingRequiredClientCapability): the request needs a capability its _meta
-	// clientCapabilities do not declare; data is {requiredCapabilities}.
-	CodeMissingRequiredClientCapability = -32021
-	// CodeHeaderMismatch (MCP 2026-07-28, HeaderMismatch): a request's headers
-	// disagree with its body; over HTTP, 400 Bad Request.
-	CodeHeaderMismatch = -32020
-)
-
 // DefaultMaxMessageBytes is the default per-message limit: 64 MiB (docs/decisions.md#message-size).
 const DefaultMaxMessageBytes = 64 << 20
 

@@ -21,7 +21,7 @@ import (
 type AmbiguousError struct {
 	Reason vocab.Reason
 	// Kind, ID and Method are the message as read with exact member names (the last
-	// of equal ones), for the refusal: a request is answered with CodeInvalidRequest
+	// of equal ones), for the refusal: a request is answered with methods.CodeInvalidRequest
 	// under ID (nil when the id itself is ambiguous), a response fails the request it
 	// answers. Method is "" when the method is ambiguous.
 	Kind   Kind

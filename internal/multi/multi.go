@@ -58,9 +58,6 @@ type Server struct {
 	Conn Conn
 }
 
-// CodeResourceNotFound is MCP's JSON-RPC error code for an unknown resource.
-const CodeResourceNotFound = -32002
-
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 
 // ValidName checks a server name used as a prefix: letters, digits and '-', so that
@@ -243,7 +240,7 @@ func (m *Mux) Send(msg *jsonrpc.Message) error {
 func (m *Mux) sendTo(server string, msg *jsonrpc.Message) error {
 	s := m.byName[server]
 	if s == nil {
-		return &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: no upstream server is named %q", server)}
+		return &jsonrpc.RequestError{Code: methods.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: no upstream server is named %q", server)}
 	}
 	err := s.Conn.Send(msg)
 	switch {
@@ -289,7 +286,7 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 			if msg.Method == methods.PromptsGet {
 				what = "prompt"
 			}
-			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: unknown %s %q: with several servers, names are <server>_<name>", what, name), Unknown: true}
+			return nil, &jsonrpc.RequestError{Code: methods.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: unknown %s %q: with several servers, names are <server>_<name>", what, name), Unknown: true}
 		}
 		return routed(server, "name", orig)
 	case methods.ByURI:
@@ -297,9 +294,9 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 		_ = json.Unmarshal(params["uri"], &uri)
 		server, orig, ok := m.SplitURI(uri)
 		if !ok {
-			code := CodeResourceNotFound
+			code := methods.CodeResourceNotFound
 			if e, modern := methods.EnvelopeOf(msg.Params); modern && methods.RevisionOf(e.ProtocolVersion) == methods.Rev20260728 {
-				code = jsonrpc.CodeInvalidParams // 2026-07-28 answers an unknown resource -32602
+				code = methods.CodeInvalidParams // 2026-07-28 answers an unknown resource -32602
 			}
 			return nil, &jsonrpc.RequestError{Code: code, Message: fmt.Sprintf("mcpgate: resource %q names no upstream server: with several servers, resource URIs are <server>+<uri>, as resources/list shows them", uri), Unknown: true}
 		}
@@ -309,7 +306,7 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 		_ = json.Unmarshal(params["taskId"], &id)
 		server, orig, ok := m.SplitURI(id)
 		if !ok {
-			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: task %q names no upstream server: with several servers, task ids are <server>+<taskId>", id), Unknown: true}
+			return nil, &jsonrpc.RequestError{Code: methods.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: task %q names no upstream server: with several servers, task ids are <server>+<taskId>", id), Unknown: true}
 		}
 		return routed(server, "taskId", orig)
 	case methods.ByRef:
@@ -329,7 +326,7 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 			key = "uri"
 		}
 		if !ok {
-			return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: completion reference %q names no upstream server", name+uri), Unknown: true}
+			return nil, &jsonrpc.RequestError{Code: methods.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: completion reference %q names no upstream server", name+uri), Unknown: true}
 		}
 		ref[key], _ = jsonrpc.Marshal(orig)
 		b, _ := jsonrpc.Marshal(ref)
@@ -339,7 +336,7 @@ func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 		out.Upstream = server
 		return out, nil
 	}
-	return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("mcpgate: method %q is not supported with several upstream servers", msg.Method)}
+	return nil, &jsonrpc.RequestError{Code: methods.CodeMethodNotFound, Message: fmt.Sprintf("mcpgate: method %q is not supported with several upstream servers", msg.Method)}
 }
 
 // SplitName maps "<server>_<name>" to its server and the server's own name.
@@ -383,7 +380,7 @@ func (m *Mux) request(msg *jsonrpc.Message) {
 			m.list(msg, l.Capability, l.Key, l.Entry, l.Sep)
 			return
 		}
-		m.replyErr(msg.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("mcpgate: method %q is not supported with several upstream servers", msg.Method))
+		m.replyErr(msg.ID, methods.CodeMethodNotFound, fmt.Sprintf("mcpgate: method %q is not supported with several upstream servers", msg.Method))
 	}
 }
 
@@ -491,10 +488,10 @@ func (m *Mux) all(server, method, field string, first map[string]json.RawMessage
 			var ce *callError
 			level := slog.LevelWarn
 			switch {
-			case errors.As(err, &ce) && ce.obj.Code == jsonrpc.CodeMethodNotFound:
+			case errors.As(err, &ce) && ce.obj.Code == methods.CodeMethodNotFound:
 				level = slog.LevelDebug // the server does not offer this list
 			case errors.Is(err, jsonrpc.ErrNotDelivered),
-				errors.As(err, &ce) && ce.obj.Code == jsonrpc.CodeUpstreamUnavailable:
+				errors.As(err, &ce) && ce.obj.Code == methods.CodeUpstreamUnavailable:
 				level = slog.LevelDebug // down or lost: its supervisor logs the restarts
 			}
 			m.log.Log(context.Background(), level, "listing an upstream failed; its entries are left out", "upstream", server, "method", method, "err", err)
@@ -556,7 +553,7 @@ func (m *Mux) broadcast(msg *jsonrpc.Message) {
 		ok = true
 	}
 	if !ok && firstErr != nil {
-		m.replyErr(msg.ID, jsonrpc.CodeInternalError, "mcpgate: "+firstErr.Error())
+		m.replyErr(msg.ID, methods.CodeInternalError, "mcpgate: "+firstErr.Error())
 		return
 	}
 	m.reply(msg, struct{}{})
@@ -608,7 +605,7 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		}
 	}
 	if up == 0 {
-		m.replyErr(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: no upstream server could be initialized")
+		m.replyErr(msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: no upstream server could be initialized")
 		return
 	}
 	if version == "" {
@@ -693,7 +690,7 @@ func (m *Mux) discover(msg *jsonrpc.Message) {
 		}
 	}
 	if up == 0 {
-		m.replyErr(msg.ID, jsonrpc.CodeInternalError, "mcpgate: no upstream server answered server/discover: "+firstErr.Error())
+		m.replyErr(msg.ID, methods.CodeInternalError, "mcpgate: no upstream server answered server/discover: "+firstErr.Error())
 		return
 	}
 	supported := slices.Sorted(maps.Keys(versions))
@@ -806,7 +803,7 @@ func (m *Mux) lost(s *Server, cause error) {
 	}
 	m.mu.Unlock()
 	for _, w := range mine {
-		w.ch <- jsonrpc.NewErrorResponse(nil, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the upstream connection was lost")
+		w.ch <- jsonrpc.NewErrorResponse(nil, methods.CodeUpstreamUnavailable, "mcpgate: the upstream connection was lost")
 	}
 	m.emit(nil, &jsonrpc.ResetError{Upstream: s.Name, Err: cause})
 }

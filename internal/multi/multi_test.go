@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
@@ -97,7 +98,7 @@ func server(caps string, lists map[string]string) func(m *jsonrpc.Message) *json
 		case lists[m.Method] != "":
 			return result(m, lists[m.Method])
 		case strings.HasSuffix(m.Method, "/list"):
-			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "no")
+			return jsonrpc.NewErrorResponse(m.ID, methods.CodeMethodNotFound, "no")
 		}
 		return nil
 	}
@@ -148,15 +149,15 @@ func TestRoute(t *testing.T) {
 		{"completion of a prompt", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"beta_p"},"argument":{"name":"x","value":""}}}`, "beta", `{"argument":{"name":"x","value":""},"ref":{"name":"p","type":"ref/prompt"}}`, 0},
 		{"completion of a template", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"alpha+demo://{id}"}}}`, "alpha", `{"ref":{"type":"ref/resource","uri":"demo://{id}"}}`, 0},
 		{"answered by the mux", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "", ``, 0},
-		{"unknown server", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delta_x"}}`, "", "", jsonrpc.CodeInvalidParams},
-		{"no prefix", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "", "", jsonrpc.CodeInvalidParams},
-		{"bare URI", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"demo://x"}}`, "", "", CodeResourceNotFound},
+		{"unknown server", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delta_x"}}`, "", "", methods.CodeInvalidParams},
+		{"no prefix", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "", "", methods.CodeInvalidParams},
+		{"bare URI", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"demo://x"}}`, "", "", methods.CodeResourceNotFound},
 		{"task", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"beta+t-9"}}`, "beta", `{"taskId":"t-9"}`, 0},
 		{"task result", `{"jsonrpc":"2.0","id":1,"method":"tasks/result","params":{"taskId":"alpha+t-1"}}`, "alpha", `{"taskId":"t-1"}`, 0},
-		{"task of no server", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-9"}}`, "", "", jsonrpc.CodeInvalidParams},
+		{"task of no server", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-9"}}`, "", "", methods.CodeInvalidParams},
 		{"task update", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"beta+t-9","inputResponses":{"e1":{"action":"decline"}}}}`, "beta", `{"inputResponses":{"e1":{"action":"decline"}},"taskId":"t-9"}`, 0},
-		{"task update of no server", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"t-9","inputResponses":{}}}`, "", "", jsonrpc.CodeInvalidParams},
-		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"vendor/x"}`, "", "", jsonrpc.CodeMethodNotFound},
+		{"task update of no server", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"t-9","inputResponses":{}}}`, "", "", methods.CodeInvalidParams},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"vendor/x"}`, "", "", methods.CodeMethodNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := mustParse(tc.in)

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -35,7 +36,7 @@ func (r *run) argumentChecks() *Reply {
 	r.rec.setOutcome(vocab.OutcomeRejected)
 	r.rec.guardrail(f.Rule)
 	r.rec.escalate(vocab.Block)
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams,
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInvalidParams,
 		Message: "mcpgate: arguments refused (" + f.Rule + " at " + quotePointer(f.Pointer) + "); see audit log entry " + r.rec.eventID()})
 	return &Reply{Error: b}
 }
@@ -116,7 +117,7 @@ func (p *Pipeline) PromptArguments(ctx context.Context, c Channel, t *argcheck.T
 	r.rec.setOutcome(vocab.OutcomeRejected)
 	r.rec.guardrail(f.Rule)
 	r.rec.escalate(vocab.Block)
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams,
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInvalidParams,
 		Message: "mcpgate: arguments refused (" + f.Rule + " at " + quotePointer(f.Pointer) + "); see audit log entry " + r.rec.eventID()})
 	return Reply{Error: b}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -75,7 +76,7 @@ func TestArgumentChecks(t *testing.T) {
 				t.Fatal("a refused call reached the upstream")
 			}
 			var e jsonrpc.ErrorObject
-			if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != jsonrpc.CodeInvalidParams || !strings.Contains(e.Message, r.EventID) {
+			if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != methods.CodeInvalidParams || !strings.Contains(e.Message, r.EventID) {
 				t.Fatalf("error %s", reply.Error)
 			}
 			if r.Outcome != vocab.OutcomeRejected || r.ActionTaken != vocab.Block {

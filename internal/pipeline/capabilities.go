@@ -99,7 +99,7 @@ func (r *run) missingCapability(missing map[string]map[string]struct{}) Reply {
 		}
 	})
 	data, _ := jsonrpc.Marshal(map[string]any{"requiredCapabilities": missing})
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeMissingRequiredClientCapability,
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeMissingRequiredClientCapability,
 		Message: "mcpgate: the server asks for input the request's clientCapabilities do not declare: " + strings.Join(names, ", ") +
 			" (audit log entry " + r.rec.eventID() + ")", Data: data})
 	return Reply{Error: b}

@@ -87,10 +87,6 @@ const (
 	HiddenByUnreadListing = "tool-listing"
 )
 
-// blockedRequestCode is the JSON-RPC error code a blocked server-to-client request is
-// answered with: the code MCP's sampling section uses for a request the user rejected.
-const blockedRequestCode = -1
-
 // arriveChannel starts the record of a channel message. Unlike a tools/call it does
 // not count toward the rate limit.
 func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
@@ -248,7 +244,7 @@ func (p *Pipeline) serverRequest(ctx context.Context, c Channel, raw []byte) (re
 	if !m.Filtered() {
 		return Reply{Original: raw}, rec
 	}
-	return r.flow(c, m, orObject(c.Params), raw), rec
+	return r.flow(c, m, methods.OrObject(c.Params), raw), rec
 }
 
 // Notification filters a server notification (notifications/message,
@@ -261,7 +257,7 @@ func (p *Pipeline) Notification(c Channel, raw []byte) (reply Reply) {
 	if !m.Filtered() {
 		return Reply{Original: raw}
 	}
-	if m.Record == methods.WhenText && !holdsText(m, orObject(c.Params)) {
+	if m.Record == methods.WhenText && !holdsText(m, methods.OrObject(c.Params)) {
 		return Reply{Original: raw}
 	}
 	r := p.arriveChannel(context.Background(), c)
@@ -275,9 +271,9 @@ func (p *Pipeline) Notification(c Channel, raw []byte) (reply Reply) {
 		r.rec.emit(p)
 	}()
 	if c.Tool != "" && m.Name == methods.NotificationTasksStatus && inlinedToolResult(c.Params) != nil { // a task status that carries the task's result
-		return r.taskFlow(c, m, orObject(c.Params), raw, true)
+		return r.taskFlow(c, m, methods.OrObject(c.Params), raw, true)
 	}
-	return r.flow(c, m, orObject(c.Params), raw)
+	return r.flow(c, m, methods.OrObject(c.Params), raw)
 }
 
 // holdsText reports whether a message of m holds anything for the rules to read; an
@@ -329,7 +325,7 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 		if m.Direction == methods.ServerRequest { // the request itself, mutable
 			call.Params = doc
 		} else { // the request read-only, the result's member as ctx.response.content
-			call.Params = orObject(c.Params)
+			call.Params = methods.OrObject(c.Params)
 			call.Response = &ctxapi.Response{Content: orArray(field(doc, m.PhaseKey))}
 		}
 		pol = r.phase(phaseStages[m.Phase], call)
@@ -425,7 +421,7 @@ func (r *run) blockMessage(m *methods.Method, doc json.RawMessage, parts []part,
 	}
 	switch block {
 	case methods.Refuse:
-		b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: blockedRequestCode, Message: text})
+		b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeUserRejected, Message: text})
 		return Reply{Error: b}
 	case methods.Drop:
 		return Reply{NoReply: true}
@@ -574,7 +570,7 @@ func (r *run) refuse(message string) Reply {
 	}
 	r.rec.escalate(vocab.Block)
 	r.rec.outputChanged()
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: blockedRequestCode, Message: message})
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeUserRejected, Message: message})
 	return Reply{Error: b}
 }
 
@@ -598,13 +594,6 @@ func firstURI(result json.RawMessage) string {
 		return ""
 	}
 	return r.Contents[0].URI
-}
-
-func orObject(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 || string(v) == "null" {
-		return json.RawMessage("{}")
-	}
-	return v
 }
 
 // HiddenEntry answers a prompts/get or resources/read of a prompt or resource that a

@@ -86,7 +86,7 @@ func (p *Pipeline) inputRequests(ctx context.Context, c Channel, via string, res
 			continue
 		}
 		ch := c
-		ch.Method, ch.Params, ch.Via, ch.Tool, ch.ToolAccess, ch.Arguments = method, orObject(e["params"]), via, "", "", nil
+		ch.Method, ch.Params, ch.Via, ch.Tool, ch.ToolAccess, ch.Arguments = method, methods.OrObject(e["params"]), via, "", "", nil
 		raw := jsonrpc.Request(json.RawMessage(`"input"`), method, ch.Params)
 		reply, rec := p.serverRequest(ctx, ch, raw)
 		switch {

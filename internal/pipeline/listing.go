@@ -189,7 +189,7 @@ func (l *list) listPhase(rep engine.Report) {
 		return
 	}
 	tools, _ := jsonrpc.Marshal(l.out)
-	pol := l.phase(phaseStages[l.m.Phase], &ctxapi.Call{Phase: l.m.Phase, Params: orObject(l.ch.Params),
+	pol := l.phase(phaseStages[l.m.Phase], &ctxapi.Call{Phase: l.m.Phase, Params: methods.OrObject(l.ch.Params),
 		Tools: tools, Findings: rep.Findings})
 	l.rec.acted(pol.Acted)
 	var after []json.RawMessage

@@ -711,7 +711,7 @@ func (r *run) invalidParams(err error) Reply {
 	r.rec.setReason(vocab.ReasonInvalidParams)
 	r.rec.setOutcome(vocab.OutcomeRejected)
 	r.rec.escalate(vocab.Block)
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInvalidParams, Message: "mcpgate: " + err.Error()})
 	return Reply{Error: b}
 }
 
@@ -720,7 +720,7 @@ func (r *run) overloaded(err error) Reply {
 	r.rec.setReason(vocab.ReasonInflightLimit)
 	r.rec.setOutcome(vocab.OutcomeRejected)
 	r.rec.escalate(vocab.Block)
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeUpstreamUnavailable,
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeUpstreamUnavailable,
 		Message: "mcpgate: " + err.Error() + " (the gateway's --max-inflight-calls limit); retry later (audit log entry " + r.rec.eventID() + ")"})
 	return Reply{Error: b}
 }
@@ -735,13 +735,13 @@ func (r *run) upstreamFailed(err error) Reply {
 		return Reply{NoReply: true}
 	case errors.Is(err, ErrTimeout):
 		r.rec.setOutcome(vocab.OutcomeTimeout)
-		code = jsonrpc.CodeRequestTimeout
+		code = methods.CodeRequestTimeout
 	case errors.Is(err, ErrUnknownTool):
 		r.rec.setOutcome(vocab.OutcomeUnknownTool)
-		code = jsonrpc.CodeInvalidParams
+		code = methods.CodeInvalidParams
 	default:
 		r.rec.setOutcome(vocab.OutcomeUpstreamError)
-		code = jsonrpc.CodeUpstreamUnavailable
+		code = methods.CodeUpstreamUnavailable
 	}
 	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: code, Message: "mcpgate: " + err.Error() + " (audit log entry " + r.rec.eventID() + ")"})
 	return Reply{Error: b}
@@ -761,13 +761,13 @@ func (r *run) refusedResponse(resp *jsonrpc.Message) Reply {
 		r.rec.setOutcome(vocab.OutcomeRejected)
 		var eo jsonrpc.ErrorObject
 		if json.Unmarshal(resp.Error, &eo) != nil || eo.Code == 0 {
-			eo = jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: the retry is not the request its requestState was issued for"}
+			eo = jsonrpc.ErrorObject{Code: methods.CodeInvalidParams, Message: "mcpgate: the retry is not the request its requestState was issued for"}
 		}
 		b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: eo.Code, Message: eo.Message + " (audit log entry " + r.rec.eventID() + ")"})
 		return Reply{Error: b}
 	}
 	r.rec.setOutcome(vocab.OutcomeUpstreamError)
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError,
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInternalError,
 		Message: "mcpgate: the upstream's response was dropped: it has more than one reading (" + string(reason) + "; audit log entry " + r.rec.eventID() + ")"})
 	return Reply{Error: b}
 }
@@ -811,7 +811,7 @@ func (r *run) filterUpstreamError(raw json.RawMessage) Reply {
 	r.rec.outputChanged()
 	if verdict == engine.Block || !object {
 		r.rec.escalate(vocab.Block)
-		out := map[string]json.RawMessage{"code": json.RawMessage(strconv.Itoa(jsonrpc.CodeInternalError))}
+		out := map[string]json.RawMessage{"code": json.RawMessage(strconv.Itoa(methods.CodeInternalError))}
 		if c, ok := e["code"]; object && ok {
 			out["code"] = c
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -149,9 +150,9 @@ func TestHandle(t *testing.T) {
 			up:       upstreamReturning(cleanResult, nil), textPrefix: "[mcpgate: result withheld by policy p.js: no — see audit log entry ",
 			notText: "build ok", action: "block", decision: "allow", outcome: "ok", reason: "policy_throw", phase: "post"},
 		{name: "upstream gone", filter: true, args: `{}`, up: upstreamFailing(ErrUnavailable),
-			rpcErr: jsonrpc.CodeUpstreamUnavailable, action: "pass", outcome: "upstream_error"},
+			rpcErr: methods.CodeUpstreamUnavailable, action: "pass", outcome: "upstream_error"},
 		{name: "upstream timeout", filter: true, args: `{}`, up: upstreamFailing(ErrTimeout),
-			rpcErr: jsonrpc.CodeRequestTimeout, action: "pass", outcome: "timeout"},
+			rpcErr: methods.CodeRequestTimeout, action: "pass", outcome: "timeout"},
 		{name: "client cancelled", filter: true, args: `{}`, up: upstreamFailing(ErrCancelled),
 			noReply: true, action: "pass", outcome: "cancelled"},
 		{name: "undecodable result fails open", filter: true, args: `{}`, up: upstreamReturning(`"not an object"`, nil),
@@ -159,7 +160,7 @@ func TestHandle(t *testing.T) {
 		{name: "undecodable result fails closed", filter: true, failClosed: true, args: `{}`, up: upstreamReturning(`[1,2]`, nil),
 			textPrefix: "[mcpgate: tool output blocked", action: "block", decision: "block", outcome: "ok", reason: "undecodable_result"},
 		{name: "arguments that are not an object", filter: true, args: `[1]`, up: upstreamFailing(errors.New("must not be called")),
-			rpcErr: jsonrpc.CodeInvalidParams, action: "block", outcome: "rejected", reason: "invalid_params"},
+			rpcErr: methods.CodeInvalidParams, action: "block", outcome: "rejected", reason: "invalid_params"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,8 +426,8 @@ func TestLongToolNameIsInvalidParams(t *testing.T) {
 			return nil, ErrUnavailable
 		})
 	var e jsonrpc.ErrorObject
-	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != jsonrpc.CodeInvalidParams {
-		t.Fatalf("reply %+v: want a %d error", reply, jsonrpc.CodeInvalidParams)
+	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != methods.CodeInvalidParams {
+		t.Fatalf("reply %+v: want a %d error", reply, methods.CodeInvalidParams)
 	}
 	if called {
 		t.Fatal("the upstream was called")
@@ -532,7 +533,7 @@ func TestInflightCallLimit(t *testing.T) {
 		return nil, ErrUnavailable
 	})
 	var e jsonrpc.ErrorObject
-	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != jsonrpc.CodeUpstreamUnavailable || !strings.Contains(e.Message, "--max-inflight-calls") {
+	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != methods.CodeUpstreamUnavailable || !strings.Contains(e.Message, "--max-inflight-calls") {
 		t.Fatalf("second call: %+v, want -32000 naming the limit", reply)
 	}
 	if called {
@@ -640,12 +641,12 @@ case "prompt": throw m;
 func TestRetryMismatchIsRecorded(t *testing.T) {
 	p, rec := newPipeline(t, nil, true, false)
 	reply := p.Handle(context.Background(), call(`{"table":"public"}`), func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
-		m := jsonrpc.NewErrorResponse(json.RawMessage("1"), jsonrpc.CodeInvalidParams, "mcpgate: a retry must repeat the request")
+		m := jsonrpc.NewErrorResponse(json.RawMessage("1"), methods.CodeInvalidParams, "mcpgate: a retry must repeat the request")
 		m.Refused = vocab.ReasonRetryMismatch
 		return m, nil
 	})
 	var e jsonrpc.ErrorObject
-	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != jsonrpc.CodeInvalidParams {
+	if err := json.Unmarshal(reply.Error, &e); err != nil || e.Code != methods.CodeInvalidParams {
 		t.Fatalf("client got %s", reply.Error)
 	}
 	if len(rec.recs) != 1 {

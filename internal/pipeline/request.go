@@ -65,6 +65,6 @@ func (p *Pipeline) Request(ctx context.Context, c Channel) (reply Reply) {
 
 // requestError is a Reply answering a client request with -32600 and message.
 func requestError(message string) Reply {
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidRequest, Message: message})
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInvalidRequest, Message: message})
 	return Reply{Error: b}
 }

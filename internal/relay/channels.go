@@ -472,7 +472,7 @@ func (s *Session) unknownTask(msg *jsonrpc.Message) bool {
 // response.
 func (s *Session) unknownTaskError(id json.RawMessage, method, server string) *jsonrpc.Message {
 	ev := s.recordRefusal(method, server, vocab.ReasonTaskUnknown, false)
-	return jsonrpc.NewErrorResponse(id, jsonrpc.CodeInvalidParams, "mcpgate: the task is not known to this session "+
+	return jsonrpc.NewErrorResponse(id, methods.CodeInvalidParams, "mcpgate: the task is not known to this session "+
 		"(its ttl passed, it was forgotten, or it was not created through the gateway), so "+method+" cannot be "+
 		"filtered and is not relayed (audit log entry "+ev+")")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -41,7 +42,7 @@ func (s *Session) paramHeaders(ctx context.Context, msg *jsonrpc.Message, server
 		text += " (audit log entry " + eventID + ")"
 	}
 	data, _ := json.Marshal(map[string]any{"mismatch": map[string]string{"header": m.Header, "body": m.Body}})
-	obj, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeHeaderMismatch, Message: text, Data: data})
+	obj, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeHeaderMismatch, Message: text, Data: data})
 	s.write(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, obj), Kind: jsonrpc.KindResponse, ID: msg.ID, Error: obj})
 	return nil, true
 }

@@ -28,7 +28,7 @@ func (s *Session) recordRefusal(method, server string, reason vocab.Reason, from
 func (s *Session) refuseClient(a *jsonrpc.AmbiguousError) {
 	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", methods.Known(a.Method))
 	id := s.recordRefusal(a.Method, s.opts.Server, a.Reason, false)
-	s.replyError(a.ID, jsonrpc.CodeInvalidRequest, a.Refusal(id))
+	s.replyError(a.ID, methods.CodeInvalidRequest, a.Refusal(id))
 }
 
 // refuseUpstream refuses a server message with more than one reading: a request is
@@ -44,7 +44,7 @@ func (s *Session) refuseUpstream(d *jsonrpc.DropError) {
 	switch {
 	case a.Kind == jsonrpc.KindRequest:
 		id := s.recordRefusal(a.Method, server, a.Reason, true)
-		answer := jsonrpc.NewErrorResponse(a.ID, jsonrpc.CodeInvalidRequest, a.Refusal(id))
+		answer := jsonrpc.NewErrorResponse(a.ID, methods.CodeInvalidRequest, a.Refusal(id))
 		answer.Upstream = d.Upstream
 		s.send(answer)
 		if a.Answers && a.ID != nil { // read as a response, it answers this request too
@@ -115,7 +115,7 @@ func (s *Session) caseVariantArgument(ctx context.Context, msg *jsonrpc.Message,
 	}
 	a := &jsonrpc.AmbiguousError{Reason: vocab.ReasonCaseVariantMember, Kind: jsonrpc.KindRequest, ID: msg.ID, Method: msg.Method}
 	s.log.Warn("client message refused: it has more than one reading", "reason", a.Reason, "method", a.Method, "tool", name)
-	return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.CodeInvalidRequest, a.Refusal(s.recordRefusal(msg.Method, server, a.Reason, false)))
+	return jsonrpc.NewErrorResponse(msg.ID, methods.CodeInvalidRequest, a.Refusal(s.recordRefusal(msg.Method, server, a.Reason, false)))
 }
 
 // failPending fails the request in flight under id to server ("" with one server), if

@@ -230,20 +230,20 @@ func (s *Session) readClient(ctx context.Context) error {
 		var drop *jsonrpc.DropError
 		switch {
 		case errors.As(err, &drop) && drop.Reason == jsonrpc.ReasonTooLarge:
-			s.refuse(nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", s.opts.MaxMessageBytes))
+			s.refuse(nil, "", methods.CodeInvalidRequest, vocab.ReasonMessageTooLarge, fmt.Sprintf("mcpgate: message exceeds the %d-byte limit", s.opts.MaxMessageBytes))
 			continue
 		case drop != nil && drop.Ambiguous != nil:
 			s.refuseClient(drop.Ambiguous)
 			continue
 		case drop != nil:
-			code := jsonrpc.CodeParseError
+			code := methods.CodeParseError
 			var id json.RawMessage
 			method := ""
 			if msg != nil {
 				id, method = msg.ID, msg.Method
 			}
 			if id != nil || json.Valid(drop.Head) {
-				code = jsonrpc.CodeInvalidRequest
+				code = methods.CodeInvalidRequest
 			}
 			s.refuse(id, method, code, vocab.ReasonMalformedMessage, "mcpgate: "+strings.TrimPrefix(drop.Reason, jsonrpc.ReasonMalformed+": "))
 			continue
@@ -260,18 +260,18 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 	switch msg.Kind {
 	case jsonrpc.KindBatch:
 		// MCP removed JSON-RPC batching; a batch must never slip past the policies.
-		s.refuse(nil, "", jsonrpc.CodeInvalidRequest, vocab.ReasonBatchRefused, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
+		s.refuse(nil, "", methods.CodeInvalidRequest, vocab.ReasonBatchRefused, "mcpgate: JSON-RPC batches are not supported by MCP; send one message per line")
 	case jsonrpc.KindRequest:
 		if jsonrpc.IsOwnIDKey(msg.IDKey()) {
 			// The gateway's own requests (listings, the multiplexer's, a restart's
 			// initialize) use these ids; a client request under one could have its
 			// answer taken for theirs (docs/decisions.md#reserved-ids). Another
 			// gateway's own ids have another random part and pass.
-			s.replyError(msg.ID, jsonrpc.CodeInvalidRequest, "mcpgate: request ids beginning with "+strconv.Quote(jsonrpc.OwnIDPrefix)+" are reserved for the gateway's own requests")
+			s.replyError(msg.ID, methods.CodeInvalidRequest, "mcpgate: request ids beginning with "+strconv.Quote(jsonrpc.OwnIDPrefix)+" are reserved for the gateway's own requests")
 			return
 		}
 		if s.draining.Load() {
-			s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
+			s.replyError(msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: the gateway is shutting down")
 			return
 		}
 		if e, ok := methods.EnvelopeOf(msg.Params); ok {
@@ -337,7 +337,7 @@ func (s *Session) failSend(id json.RawMessage, err error) bool {
 	case errors.As(err, &re):
 		s.replyError(id, re.Code, re.Message)
 	case errors.Is(err, jsonrpc.ErrNotDelivered):
-		s.replyError(id, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+strings.TrimPrefix(err.Error(), "mcpgate: "))
+		s.replyError(id, methods.CodeUpstreamUnavailable, "mcpgate: "+strings.TrimPrefix(err.Error(), "mcpgate: "))
 	default:
 		return false
 	}
@@ -356,12 +356,12 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 	s.mu.Lock()
 	if s.dead != nil {
 		s.mu.Unlock()
-		s.replyError(msg.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
+		s.replyError(msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
 		return
 	}
 	if s.busy(key) {
 		s.mu.Unlock()
-		s.refuse(msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
+		s.refuse(msg.ID, msg.Method, methods.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
 	bind := s.stateBinding(msg.Method, msg.Params)
@@ -424,7 +424,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 	s.mu.Lock()
 	if s.busy(key) {
 		s.mu.Unlock()
-		s.refuse(msg.ID, msg.Method, jsonrpc.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
+		s.refuse(msg.ID, msg.Method, methods.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -834,10 +834,10 @@ func (s *Session) reset(e *jsonrpc.ResetError) {
 	const why = "mcpgate: upstream MCP server exited while the request was in flight; it is being restarted"
 	for _, p := range lost {
 		if p.ch != nil {
-			p.ch <- jsonrpc.NewErrorResponse(p.req.ID, jsonrpc.CodeUpstreamUnavailable, why)
+			p.ch <- jsonrpc.NewErrorResponse(p.req.ID, methods.CodeUpstreamUnavailable, why)
 			continue
 		}
-		s.replyError(p.req.ID, jsonrpc.CodeUpstreamUnavailable, why)
+		s.replyError(p.req.ID, methods.CodeUpstreamUnavailable, why)
 	}
 }
 
@@ -885,7 +885,7 @@ func (s *Session) upstreamGone(cause error) {
 			close(p.ch)
 			continue
 		}
-		s.replyError(p.req.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
+		s.replyError(p.req.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+pipeline.ErrUnavailable.Error())
 	}
 }
 

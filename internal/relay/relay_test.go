@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
@@ -375,7 +376,7 @@ func TestRelayFailsDroppedResponses(t *testing.T) {
 	h.client(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t"}}`)
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":4,"result":{"structuredContent":` + deep + `}}`
-	if got := errorCode(t, h.clientGets()); got != jsonrpc.CodeInternalError {
+	if got := errorCode(t, h.clientGets()); got != methods.CodeInternalError {
 		t.Fatalf("too deep: code %d", got)
 	}
 	if rec := h.recs.call(); rec.Outcome != "upstream_error" {
@@ -385,7 +386,7 @@ func TestRelayFailsDroppedResponses(t *testing.T) {
 	h.client(`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"file:///big"}}`)
 	h.upstreamGets()
 	h.up.lines <- `TOOLARGE:{"jsonrpc":"2.0","id":5,"result":{"contents":[{"text":"aaaa`
-	if got := errorCode(t, h.clientGets()); got != jsonrpc.CodeInternalError {
+	if got := errorCode(t, h.clientGets()); got != methods.CodeInternalError {
 		t.Fatalf("oversized: code %d", got)
 	}
 }
@@ -397,7 +398,7 @@ func TestRelayRejectsDuplicateInFlightIDs(t *testing.T) {
 	h.client(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
 	h.upstreamGets()
 	h.client(`{"jsonrpc":"2.0","id":1.0,"method":"prompts/list"}`)
-	if got := errorCode(t, h.clientGets()); got != jsonrpc.CodeInvalidRequest {
+	if got := errorCode(t, h.clientGets()); got != methods.CodeInvalidRequest {
 		t.Fatalf("code %d", got)
 	}
 	// The first request is still answered normally.
@@ -453,7 +454,7 @@ func TestRelayReset(t *testing.T) {
 				if p, err := jsonrpc.Parse([]byte(got)); err == nil {
 					m = *p
 				}
-				if errorCode(t, got) != jsonrpc.CodeUpstreamUnavailable || !strings.Contains(got, "exited while the request was in flight") {
+				if errorCode(t, got) != methods.CodeUpstreamUnavailable || !strings.Contains(got, "exited while the request was in flight") {
 					t.Fatalf("client got %q", got)
 				}
 				failed = append(failed, string(m.ID))
@@ -492,7 +493,7 @@ func TestRelayRefusedRequest(t *testing.T) {
 		t.Fatalf("client got %q", got)
 	}
 	h.client(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"x"}}`)
-	if got := h.clientGets(); errorCode(t, got) != jsonrpc.CodeUpstreamUnavailable || !strings.Contains(got, "restarting") {
+	if got := h.clientGets(); errorCode(t, got) != methods.CodeUpstreamUnavailable || !strings.Contains(got, "restarting") {
 		t.Fatalf("client got %q", got)
 	}
 	h.client(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // id 2 is free again

@@ -77,7 +77,7 @@ func (s *Session) openState(msg *jsonrpc.Message) *jsonrpc.Message {
 	_ = json.Unmarshal(raw, &token)
 	inner, err := s.sealer().Open(s.stateBinding(msg.Method, msg.Params), token)
 	if err != nil {
-		s.refuse(msg.ID, msg.Method, jsonrpc.CodeInvalidParams, vocab.ReasonRequestStateInvalid,
+		s.refuse(msg.ID, msg.Method, methods.CodeInvalidParams, vocab.ReasonRequestStateInvalid,
 			"mcpgate: "+err.Error()+": send the request again without requestState and inputResponses")
 		return nil
 	}
@@ -114,11 +114,11 @@ func (s *Session) sealState(b reqstate.Binding, resp *jsonrpc.Message) *jsonrpc.
 		return resp
 	}
 	if json.Unmarshal(raw, &state) != nil {
-		return jsonrpc.NewErrorResponse(resp.ID, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result has a requestState that is not a string")
+		return jsonrpc.NewErrorResponse(resp.ID, methods.CodeInternalError, "mcpgate: the server's input_required result has a requestState that is not a string")
 	}
 	sealed, err := s.sealer().Seal(b, state)
 	if err != nil {
-		return jsonrpc.NewErrorResponse(resp.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: the server's requestState is over %d bytes; the request is failed", reqstate.MaxInner))
+		return jsonrpc.NewErrorResponse(resp.ID, methods.CodeInternalError, fmt.Sprintf("mcpgate: the server's requestState is over %d bytes; the request is failed", reqstate.MaxInner))
 	}
 	r["requestState"], _ = jsonrpc.Marshal(sealed)
 	out, err := jsonrpc.Marshal(r)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 )
 
@@ -14,7 +15,7 @@ import (
 const maxRootsAsked = 256
 
 // rootsBusy answers a roots/list request over maxRootsAsked.
-var rootsBusy, _ = jsonrpc.Marshal(jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError,
+var rootsBusy, _ = jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInternalError,
 	Message: "mcpgate: too many roots/list requests wait for the client's answer"})
 
 // askRoots notes a server's roots/list request, so that the client's answer goes

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // countingRouter routes like the multiplexer: a tool name "<server>_<name>" goes to
@@ -31,7 +32,7 @@ func (r countingRouter) Route(m *jsonrpc.Message) (*jsonrpc.Message, error) {
 	_ = json.Unmarshal(params["name"], &name)
 	server, orig, ok := strings.Cut(name, "_")
 	if !ok {
-		return nil, &jsonrpc.RequestError{Code: jsonrpc.CodeInvalidParams, Message: "mcpgate: unknown tool " + name, Unknown: true}
+		return nil, &jsonrpc.RequestError{Code: methods.CodeInvalidParams, Message: "mcpgate: unknown tool " + name, Unknown: true}
 	}
 	params["name"], _ = jsonrpc.Marshal(orig)
 	b, _ := jsonrpc.Marshal(params)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -110,7 +111,7 @@ func (s *Session) ownedElsewhere(params json.RawMessage) bool {
 // nothing about the task.
 func (s *Session) notOwnedTaskError(id json.RawMessage, method, server string) *jsonrpc.Message {
 	ev := s.recordRefusal(method, server, vocab.ReasonTaskNotOwned, false)
-	return jsonrpc.NewErrorResponse(id, jsonrpc.CodeInvalidParams, "mcpgate: the task is not known to this session "+
+	return jsonrpc.NewErrorResponse(id, methods.CodeInvalidParams, "mcpgate: the task is not known to this session "+
 		"(its ttl passed, it was forgotten, or it was not created through the gateway), so "+method+" cannot be "+
 		"filtered and is not relayed (audit log entry "+ev+")")
 }

@@ -406,7 +406,7 @@ func (c *Client) fail(m *jsonrpc.Message, why string) {
 	}
 	c.log.Warn("remote MCP request failed", "method", m.Method, "err", why)
 	if m.Kind == jsonrpc.KindRequest {
-		c.queue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+why))
+		c.queue(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+why))
 	}
 }
 

@@ -37,10 +37,6 @@ const (
 // input requests; a var so that tests can shorten it.
 var inputRoundTimeout = 10 * time.Minute
 
-// CodeUnsupportedProtocolVersion is the 2026-07-28 error a server answers to a
-// revision it does not serve (schema.ts UNSUPPORTED_PROTOCOL_VERSION).
-const CodeUnsupportedProtocolVersion = -32022
-
 // ownPrefix starts the ids of the translation's own messages: the server/discover
 // probe, retries of input_required requests and the server-to-client requests they
 // become. It is apart from the relay's "mcpgate-N", the multiplexer's and the
@@ -217,13 +213,13 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 			Level json.RawMessage `json:"level"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil || len(p.Level) == 0 || p.Level[0] != '"' {
-			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams, "mcpgate: logging/setLevel needs a string level")
+			return jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams, "mcpgate: logging/setLevel needs a string level")
 		}
 		c.legacy.meta[methods.MetaLogLevel] = p.Level // carried on every later request
 		c.legacy.metaRaw = mustMarshal(c.legacy.meta)
 		return jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`))
 	}
-	return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeMethodNotFound,
+	return jsonrpc.NewErrorResponse(m.ID, methods.CodeMethodNotFound,
 		"mcpgate: "+m.Method+" has no 2026-07-28 counterpart, and the server speaks only 2026-07-28 (docs/http.md#translation)")
 }
 
@@ -316,7 +312,7 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	var e struct {
 		Code int `json:"code"`
 	}
-	if m.Error == nil || json.Unmarshal(m.Error, &e) != nil || e.Code != CodeUnsupportedProtocolVersion {
+	if m.Error == nil || json.Unmarshal(m.Error, &e) != nil || e.Code != methods.CodeUnsupportedProtocolVersion {
 		l.phase, l.init = legacyPassing, nil
 		return m, nil
 	}
@@ -327,7 +323,7 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	_ = json.Unmarshal(l.init.Params, &p)
 	l.meta = map[string]json.RawMessage{
 		methods.MetaProtocolVersion:    json.RawMessage(`"` + methods.Version20260728 + `"`),
-		methods.MetaClientCapabilities: orObject(p.Capabilities),
+		methods.MetaClientCapabilities: methods.Object(p.Capabilities),
 	}
 	if len(p.ClientInfo) > 0 && p.ClientInfo[0] == '{' {
 		l.meta[methods.MetaClientInfo] = p.ClientInfo
@@ -434,29 +430,29 @@ func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
 		RequestState  json.RawMessage            `json:"requestState"`
 	}
 	if json.Unmarshal(m.Result, &r) != nil {
-		return c.failLocked(x, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result is malformed (inputRequests must be an object)")
+		return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result is malformed (inputRequests must be an object)")
 	}
 	x.round++
 	if x.round > maxInputRounds {
-		return c.failLocked(x, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: the server asked for input more than %d times for this %s; the request is failed", maxInputRounds, x.orig.Method))
+		return c.failLocked(x, methods.CodeInternalError, fmt.Sprintf("mcpgate: the server asked for input more than %d times for this %s; the request is failed", maxInputRounds, x.orig.Method))
 	}
 	if len(r.RequestState) > maxRequestState {
-		return c.failLocked(x, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: the server's requestState is over %d bytes; the request is failed", maxRequestState))
+		return c.failLocked(x, methods.CodeInternalError, fmt.Sprintf("mcpgate: the server's requestState is over %d bytes; the request is failed", maxRequestState))
 	}
 	if len(r.RequestState) > 0 && r.RequestState[0] != '"' {
-		return c.failLocked(x, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result has a requestState that is not a string")
+		return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result has a requestState that is not a string")
 	}
 	x.state = r.RequestState
 	x.responses = map[string]json.RawMessage{}
 	if len(r.InputRequests) == 0 {
 		if x.state == nil {
-			return c.failLocked(x, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result has neither inputRequests nor requestState")
+			return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result has neither inputRequests nor requestState")
 		}
 		x.timer = time.AfterFunc(stateOnlyPacing, func() { c.retry(x) })
 		return nil
 	}
 	if len(r.InputRequests) > maxInputRequests {
-		return c.failLocked(x, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: the server's input_required result has more than %d inputRequests", maxInputRequests))
+		return c.failLocked(x, methods.CodeInternalError, fmt.Sprintf("mcpgate: the server's input_required result has more than %d inputRequests", maxInputRequests))
 	}
 	type out struct {
 		key string
@@ -470,7 +466,7 @@ func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
 		}
 		if json.Unmarshal(r.InputRequests[k], &e) != nil || !inputRequestMethod(e.Method) ||
 			len(e.Params) > 0 && e.Params[0] != '{' && string(e.Params) != "null" {
-			return c.failLocked(x, jsonrpc.CodeInternalError, "mcpgate: the server's input_required result has an input request that is not elicitation/create, sampling/createMessage or roots/list with object params")
+			return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result has an input request that is not elicitation/create, sampling/createMessage or roots/list with object params")
 		}
 		var params any
 		if len(e.Params) > 0 && string(e.Params) != "null" {
@@ -494,7 +490,7 @@ func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
 			c.legacy.mu.Unlock()
 			return
 		}
-		m := c.failLocked(x, jsonrpc.CodeRequestTimeout, fmt.Sprintf("mcpgate: the client did not answer the server's input requests within %s; the request is failed", inputRoundTimeout))
+		m := c.failLocked(x, methods.CodeRequestTimeout, fmt.Sprintf("mcpgate: the client did not answer the server's input requests within %s; the request is failed", inputRoundTimeout))
 		c.legacy.mu.Unlock()
 		c.enqueue(m)
 	})
@@ -525,7 +521,7 @@ func (c *Conn) answered(m *jsonrpc.Message) {
 		_ = json.Unmarshal(m.Error, &e)
 		code := e.Code
 		if code == 0 {
-			code = jsonrpc.CodeInternalError
+			code = methods.CodeInternalError
 		}
 		out := c.failLocked(x, code, "mcpgate: the server's input request ("+a.method+") was not answered: "+strings.TrimPrefix(e.Message, "mcpgate: "))
 		l.mu.Unlock()
@@ -569,7 +565,7 @@ func (c *Conn) retry(x *exchange) {
 	l.mu.Unlock()
 	if err := c.up.Send(req); err != nil {
 		l.mu.Lock()
-		m := c.failLocked(x, jsonrpc.CodeUpstreamUnavailable, "mcpgate: the retry with the client's input could not be sent to the server")
+		m := c.failLocked(x, methods.CodeUpstreamUnavailable, "mcpgate: the retry with the client's input could not be sent to the server")
 		l.mu.Unlock()
 		c.enqueue(m)
 	}
@@ -666,13 +662,6 @@ func withoutMembers(v json.RawMessage, names ...string) json.RawMessage {
 		delete(o, n)
 	}
 	return mustMarshal(o)
-}
-
-func orObject(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 || v[0] != '{' {
-		return json.RawMessage(`{}`)
-	}
-	return v
 }
 
 func mustMarshal(v any) json.RawMessage {

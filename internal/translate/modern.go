@@ -140,7 +140,7 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	case phaseProbing, phaseInitializing:
 		if len(s.held) >= maxOutboxQueue { // bounded like the queue the held messages go to
 			if m.Kind == jsonrpc.KindRequest {
-				c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, fmt.Sprintf(
+				c.enqueue(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, fmt.Sprintf(
 					"mcpgate: %d messages are already held until the server answers server/discover or initialize; retry later", maxOutboxQueue)))
 			}
 			return nil
@@ -149,7 +149,7 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 		return nil
 	case phaseFailed:
 		if m.Kind == jsonrpc.KindRequest {
-			c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, s.initErr))
+			c.enqueue(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, s.initErr))
 		}
 		return nil
 	}
@@ -334,7 +334,7 @@ func (s *modernState) fail(c *Conn, text string) {
 	}
 	for _, h := range s.held {
 		if h.Kind == jsonrpc.KindRequest {
-			c.enqueue(jsonrpc.NewErrorResponse(h.ID, jsonrpc.CodeUpstreamUnavailable, s.initErr))
+			c.enqueue(jsonrpc.NewErrorResponse(h.ID, methods.CodeUpstreamUnavailable, s.initErr))
 		}
 	}
 	s.held = nil
@@ -416,7 +416,7 @@ func (s *modernState) request(c *Conn, m *jsonrpc.Message) {
 	s.byClient[m.IDKey()] = f
 	if err := s.out.send(c, jsonrpc.NewRequest(f.upID, m.Method, legacyParams(params, m.Params))); err != nil {
 		s.drop(f)
-		c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeUpstreamUnavailable, "mcpgate: "+err.Error()))
+		c.enqueue(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+err.Error()))
 	}
 }
 
@@ -488,7 +488,7 @@ func (s *modernState) cancelled(c *Conn, m *jsonrpc.Message) {
 // requests get an error and the server is told to cancel the original request.
 func (s *modernState) abandon(c *Conn, f *flight, why string) {
 	for _, r := range f.pending {
-		_ = s.out.send(c, jsonrpc.NewErrorResponse(r.id, jsonrpc.CodeRequestTimeout, "mcpgate: "+why+" before the input request was answered"))
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(r.id, methods.CodeRequestTimeout, "mcpgate: "+why+" before the input request was answered"))
 	}
 	f.pending, f.shown = nil, nil
 	if f.final == nil {
@@ -527,7 +527,7 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 	// The retry's result is the issuing request's: one naming another tool, prompt
 	// or resource would have it judged and recorded under that name.
 	if f == nil || f.method != m.Method || f.name != nameOf(m.Method, params) {
-		c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams,
+		c.enqueue(jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams,
 			"mcpgate: requestState is not one this connection issued for this "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
 		return
 	}
@@ -536,7 +536,7 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 		// judged, and recorded, by arguments that never ran (docs/decisions.md#retry-binding).
 		// The round stays open for the request it was issued for.
 		c.opts.Logger.Warn("a Multi Round-Trip retry refused: its params differ from the request the server ran", "method", methods.Known(m.Method))
-		e := jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams,
+		e := jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams,
 			"mcpgate: a retry must repeat the request its requestState was issued for: its arguments (and every params member but _meta, inputResponses and requestState) differ from the request the server is running")
 		e.Refused = vocab.ReasonRetryMismatch
 		c.enqueue(e)
@@ -561,7 +561,7 @@ func (s *modernState) retry(c *Conn, m *jsonrpc.Message, params map[string]json.
 	if err := s.out.send(c, out...); err != nil {
 		// The server reads nothing: its answers cannot reach it, so the round ends
 		// here rather than going on as if it had them.
-		c.enqueue(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError,
+		c.enqueue(jsonrpc.NewErrorResponse(m.ID, methods.CodeInternalError,
 			"mcpgate: the server is not reading its input, so the answers to its input requests could not be sent: send the request again later"))
 		s.abandon(c, f, "the server stopped reading its input")
 		return
@@ -682,9 +682,9 @@ func (s *modernState) finalResponse(f *flight, m *jsonrpc.Message) *jsonrpc.Mess
 	s.drop(f)
 	if m.Error != nil {
 		var eo map[string]json.RawMessage
-		if f.method == methods.ResourcesRead && json.Unmarshal(m.Error, &eo) == nil && string(eo["code"]) == "-32002" {
+		if f.method == methods.ResourcesRead && json.Unmarshal(m.Error, &eo) == nil && string(eo["code"]) == strconv.Itoa(methods.CodeResourceNotFound) {
 			// 2025-11-25 "resource not found" is -32002; 2026-07-28 answers -32602.
-			eo["code"] = json.RawMessage(`-32602`)
+			eo["code"] = json.RawMessage(strconv.Itoa(methods.CodeInvalidParams))
 			b, _ := jsonrpc.Marshal(eo)
 			return &jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(f.clientID, b), Kind: jsonrpc.KindResponse, ID: f.clientID, Error: b}
 		}
@@ -764,7 +764,7 @@ func (s *modernState) serverRequest(c *Conn, m *jsonrpc.Message) {
 		return
 	}
 	if mm := methods.Of(m.Method); mm == nil || mm.Direction != methods.ServerRequest {
-		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeMethodNotFound, "mcpgate: a 2026-07-28 client takes no "+m.Method+" request"))
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, methods.CodeMethodNotFound, "mcpgate: a 2026-07-28 client takes no "+m.Method+" request"))
 		return
 	}
 	var f *flight
@@ -782,18 +782,18 @@ func (s *modernState) serverRequest(c *Conn, m *jsonrpc.Message) {
 		}
 	}
 	if f == nil || f.final != nil {
-		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest,
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidRequest,
 			"mcpgate: the 2026-07-28 client takes "+m.Method+" only as an input request of the one client request it serves, and none (or more than one) is in flight"))
 		return
 	}
 	if len(f.pending) >= maxInputRequests {
 		// The requests wait in memory until the client retries, and go to it in one
 		// result: a server that keeps asking must not grow either without bound.
-		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: %d input requests already wait for the client's answer to this request", maxInputRequests)))
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, methods.CodeInternalError, fmt.Sprintf("mcpgate: %d input requests already wait for the client's answer to this request", maxInputRequests)))
 		return
 	}
 	if f.state == "" && len(s.rounds) >= s.maxWait {
-		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", s.maxWait)))
+		_ = s.out.send(c, jsonrpc.NewErrorResponse(m.ID, methods.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", s.maxWait)))
 		return
 	}
 	s.seq++
