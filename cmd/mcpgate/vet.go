@@ -65,8 +65,9 @@ Inputs (any mix):
                    and the TLS key pinned for each url server (gateway run --pins pins it)
 
 --lock resolves each pinned npm package's dist.integrity (from $npm_config_registry
-or registry.npmjs.org) and each image digest, and writes mcpgate.lock next to
---config. Later runs, and gateway run at start-up, resolve them again and report a
+or registry.npmjs.org), each pinned PyPI release's file hashes (uvx, pipx; from
+$UV_DEFAULT_INDEX, $UV_INDEX_URL, $PIP_INDEX_URL or pypi.org/simple) and each image
+digest, and writes mcpgate.lock next to --config. Later runs, and gateway run at start-up, resolve them again and report a
 package whose integrity differs.
 
 Findings name the rule, severity, server, a JSON Pointer into the input and a

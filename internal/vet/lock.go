@@ -26,19 +26,27 @@ type Lock struct {
 	Packages []LockedPackage `json:"packages"`
 }
 
-// LockedPackage is one package. Integrity is npm's dist.integrity ("sha512-…", SRI)
-// or an image's digest ("sha256:…").
+// LockedPackage is one package. Integrity is npm's dist.integrity ("sha512-…", SRI),
+// an image's digest ("sha256:…"), or for a PyPI release PyPIIntegrity of its Files.
 type LockedPackage struct {
-	Ecosystem string `json:"ecosystem"`
-	Name      string `json:"name"`
-	Version   string `json:"version"`
-	Integrity string `json:"integrity"`
-	Tarball   string `json:"tarball,omitempty"`
+	Ecosystem string       `json:"ecosystem"`
+	Name      string       `json:"name"`
+	Version   string       `json:"version"`
+	Integrity string       `json:"integrity"`
+	Tarball   string       `json:"tarball,omitempty"`
+	Files     []LockedFile `json:"files,omitempty"` // a PyPI release's wheels and sdist
+}
+
+// LockedFile is one file of a PyPI release: its name and the index's sha256 (hex).
+type LockedFile struct {
+	Filename string `json:"filename"`
+	SHA256   string `json:"sha256"`
 }
 
 // Resolution is what a registry says of a package now.
 type Resolution struct {
 	Integrity, Tarball string
+	Files              []LockedFile
 	Err                error
 }
 
@@ -64,7 +72,9 @@ func WriteLock(path string, l *Lock) error {
 	slices.SortFunc(l.Packages, func(a, b LockedPackage) int {
 		return cmp.Or(cmp.Compare(a.Ecosystem, b.Ecosystem), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
 	})
-	l.Packages = slices.Compact(l.Packages)
+	l.Packages = slices.CompactFunc(l.Packages, func(a, b LockedPackage) bool {
+		return a.Ecosystem == b.Ecosystem && a.Name == b.Name && a.Version == b.Version
+	})
 	b, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		return err
@@ -90,7 +100,7 @@ func WriteLock(path string, l *Lock) error {
 
 func (l *Lock) find(p PackageRef) *LockedPackage {
 	for i, x := range l.Packages {
-		if x.Ecosystem == p.Ecosystem && x.Name == p.Name && x.Version == lockVersion(p) {
+		if x.Ecosystem == p.Ecosystem && x.Name == lockName(p) && x.Version == lockVersion(p) {
 			return &l.Packages[i]
 		}
 	}
@@ -99,13 +109,22 @@ func (l *Lock) find(p PackageRef) *LockedPackage {
 
 func lockVersion(p PackageRef) string { return strings.TrimPrefix(p.Version, "v") }
 
-// Lockable are the packages of the configuration that a lock can hold: npm packages
-// with an exact version, and images with a digest.
+// lockName is the package's name in the lock: a PyPI name normalized (PEP 503), so
+// "MCP_Server.Fetch" and "mcp-server-fetch" are one package.
+func lockName(p PackageRef) string {
+	if p.Ecosystem == "pypi" {
+		return pypiNorm(p.Name)
+	}
+	return p.Name
+}
+
+// Lockable are the packages of the configuration that a lock can hold: npm and PyPI
+// packages with an exact version, and images with a digest.
 func Lockable(c *Config) []PackageRef {
 	var out []PackageRef
 	for _, s := range c.Servers {
 		for _, p := range Packages(s) {
-			if (p.Ecosystem == "npm" && p.Pinned()) || (p.Ecosystem == "oci" && p.Digest != "") {
+			if lockable(p) {
 				out = append(out, p)
 			}
 		}
@@ -113,10 +132,16 @@ func Lockable(c *Config) []PackageRef {
 	return out
 }
 
+func lockable(p PackageRef) bool {
+	return ((p.Ecosystem == "npm" || p.Ecosystem == "pypi") && p.Pinned()) || (p.Ecosystem == "oci" && p.Digest != "")
+}
+
 // Resolver finds a package's integrity now. NPMRegistry is the npm registry's base
-// URL (https://registry.npmjs.org by default, or $npm_config_registry).
+// URL (https://registry.npmjs.org by default, or $npm_config_registry); PyPIIndex a
+// Python package index's simple API (DefaultPyPIIndex).
 type Resolver struct {
 	NPMRegistry string
+	PyPIIndex   string
 	Client      *http.Client
 }
 
@@ -144,6 +169,8 @@ func (r Resolver) Resolve(ctx context.Context, refs []PackageRef) map[string]Res
 			out[p.Spec()] = Resolution{Integrity: p.Digest}
 		case "npm":
 			out[p.Spec()] = r.npm(ctx, p)
+		case "pypi":
+			out[p.Spec()] = r.pypi(ctx, p)
 		}
 	}
 	return out
@@ -196,7 +223,7 @@ func NewLock(refs []PackageRef, res map[string]Resolution) (*Lock, []error) {
 			errs = append(errs, fmt.Errorf("%s: %v", p.Spec(), cmp.Or(r.Err, errors.New("not resolved"))))
 			continue
 		}
-		l.Packages = append(l.Packages, LockedPackage{Ecosystem: p.Ecosystem, Name: p.Name, Version: lockVersion(p), Integrity: r.Integrity, Tarball: r.Tarball})
+		l.Packages = append(l.Packages, LockedPackage{Ecosystem: p.Ecosystem, Name: lockName(p), Version: lockVersion(p), Integrity: r.Integrity, Tarball: r.Tarball, Files: r.Files})
 	}
 	return l, errs
 }
@@ -206,7 +233,7 @@ func NewLock(refs []PackageRef, res map[string]Resolution) (*Lock, []error) {
 func checkLock(s Server, l *Lock, res map[string]Resolution) []Finding {
 	var out []Finding
 	for _, p := range Packages(s) {
-		if !((p.Ecosystem == "npm" && p.Pinned()) || (p.Ecosystem == "oci" && p.Digest != "")) {
+		if !lockable(p) {
 			continue
 		}
 		ptr := s.Pointer + "/args/" + strconv.Itoa(p.Arg)
@@ -222,7 +249,7 @@ func checkLock(s Server, l *Lock, res map[string]Resolution) []Finding {
 			out = append(out, newFinding(RuleIntegrityUnverified, s.Name, ptr, strconv.Quote(p.Spec())+"'s integrity could not be resolved to compare with "+LockFileName))
 		case r.Integrity != lp.Integrity:
 			out = append(out, newFinding(RuleIntegrityMismatch, s.Name, ptr,
-				strconv.Quote(p.Spec())+" resolves to an artifact whose integrity differs from the one in "+LockFileName+": the package was swapped since it was reviewed; review it, then mcpgate vet --lock"))
+				strconv.Quote(p.Spec())+" resolves to an artifact whose integrity differs from the one in "+LockFileName+filesChanged(lp.Files, r.Files)+": the package was swapped since it was reviewed; review it, then mcpgate vet --lock"))
 		}
 	}
 	return out

@@ -122,10 +122,25 @@ func osa(a, b string, limit int) int {
 	return prev[len(rb)]
 }
 
+// samePyPI reports whether name, normalized as PEP 503 says, is a known name so
+// normalized: the index serves both as one project.
+func (l *lookalikes) samePyPI(name string) bool {
+	n := pypiNorm(name)
+	for k := range l.known {
+		if pypiNorm(k) == n {
+			return true
+		}
+	}
+	return false
+}
+
 // checkNames gives vet_lookalike_name for a server's packages.
 func checkNames(s Server, l *lookalikes) []Finding {
 	var out []Finding
 	for _, p := range Packages(s) {
+		if p.Ecosystem == "pypi" && l.samePyPI(p.Name) {
+			continue // "MCP_Server.Fetch" is mcp-server-fetch (PEP 503)
+		}
 		if k := l.Of(p.Name); k != "" {
 			out = append(out, newFinding(RuleLookalikeName, s.Name, s.Pointer+"/args/"+strconv.Itoa(p.Arg),
 				kindOf(p)+" "+strconv.Quote(p.Name)+" looks like the well-known "+strconv.Quote(k)+" but is not it; if it is the one you mean, add it to mcpgate.allowedServers"))

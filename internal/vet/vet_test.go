@@ -428,3 +428,95 @@ func TestProjectConfigs(t *testing.T) {
 		}
 	}
 }
+
+// fakeIndex is a Python package index on loopback serving PEP 691 project pages:
+// page[name] is the page's JSON.
+func fakeIndex(t *testing.T, page map[string][]byte) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := page[strings.Trim(r.URL.Path, "/")]
+		if !ok || r.Header.Get("Accept") != "application/vnd.pypi.simple.v1+json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.pypi.simple.v1+json")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestLockPyPI: uvx and pipx packages are locked as npm ones are: each file of the
+// pinned release (wheels and sdist, from the index's PEP 691 page) with its sha256;
+// a file replaced or added later is vet_integrity_mismatch naming it, and an index
+// that cannot be reached is vet_integrity_unverified.
+func TestLockPyPI(t *testing.T) {
+	fixture, err := os.ReadFile("testdata/pypi/mcp-server-fetch.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := map[string][]byte{"mcp-server-fetch": fixture}
+	idx := fakeIndex(t, page)
+	c := mustConfig(t, `{"mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch==2025.4.7"]},
+		"fetch2": {"command": "pipx", "args": ["run", "--spec", "MCP_Server.Fetch==2025.4.7", "mcp-server-fetch"]}}}`)
+	r := Resolver{PyPIIndex: idx.URL + "/simple"}
+	page["simple/mcp-server-fetch"] = fixture
+	refs := Lockable(c)
+	if len(refs) != 2 {
+		t.Fatalf("lockable: %+v", refs)
+	}
+	l, errs := NewLock(refs, r.Resolve(context.Background(), refs))
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	p := l.Packages[0]
+	if p.Ecosystem != "pypi" || p.Name != "mcp-server-fetch" || p.Version != "2025.4.7" || len(p.Files) != 2 ||
+		p.Files[0].Filename != "mcp_server_fetch-2025.4.7-py3-none-any.whl" || p.Integrity != PyPIIntegrity(p.Files) {
+		t.Fatalf("locked %+v", l.Packages)
+	}
+	path := filepath.Join(t.TempDir(), LockFileName)
+	if err := WriteLock(path, l); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = ReadLock(path); err != nil || len(l.Packages) != 1 {
+		t.Fatalf("read back %+v %v", l, err) // both servers run the same release
+	}
+	run := func() []Finding {
+		return Run(Input{Config: c, Lock: l, Resolved: r.Resolve(context.Background(), refs)}, Options{})
+	}
+	if fs := run(); len(fs) != 0 {
+		t.Fatalf("as reviewed: %+v", fs)
+	}
+	swapped := strings.Replace(string(fixture), p.Files[0].SHA256, strings.Repeat("ab", 32), 1)
+	page["simple/mcp-server-fetch"] = []byte(swapped)
+	fs := run()
+	if got := ids(fs); !slices.Equal(got, []string{"vet_integrity_mismatch fetch /mcpServers/fetch/args/0", "vet_integrity_mismatch fetch2 /mcpServers/fetch2/args/2"}) {
+		t.Fatalf("swapped wheel: %q", got)
+	}
+	if !strings.Contains(fs[0].Message, "changed: mcp_server_fetch-2025.4.7-py3-none-any.whl") {
+		t.Fatalf("message does not name the file: %s", fs[0].Message)
+	}
+	added := strings.Replace(string(fixture), `"files": [`, `"files": [{"filename": "mcp_server_fetch-2025.4.7-cp312-cp312-manylinux_2_17_x86_64.whl", "hashes": {"sha256": "`+strings.Repeat("cd", 32)+`"}},`, 1)
+	page["simple/mcp-server-fetch"] = []byte(added)
+	if fs := run(); len(fs) != 2 || !strings.Contains(fs[0].Message, "added: mcp_server_fetch-2025.4.7-cp312") {
+		t.Fatalf("added wheel: %+v", fs)
+	}
+	idx.Close()
+	if got := ids(run()); !slices.Equal(got, []string{"vet_integrity_unverified fetch /mcpServers/fetch/args/0", "vet_integrity_unverified fetch2 /mcpServers/fetch2/args/2"}) {
+		t.Fatalf("index unreachable: %q", got)
+	}
+}
+
+func TestFileVersion(t *testing.T) {
+	for name, want := range map[string]string{
+		"mcp_server_fetch-2025.4.7-py3-none-any.whl":  "2025.4.7",
+		"mcp_server_fetch-2025.4.7.tar.gz":            "2025.4.7",
+		"mcp-server-fetch-2025.4.7.zip":               "2025.4.7",
+		"pkg-1.0rc1-1-cp312-cp312-manylinux_2_17.whl": "1.0rc1",
+		"README.md":  "",
+		"broken.whl": "",
+	} {
+		if got := fileVersion(name); got != want {
+			t.Errorf("fileVersion(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
