@@ -105,6 +105,9 @@ type Finding struct {
 	// decoded form of an argument's encoded run; Start and End are then offsets in that
 	// decoded text (docs/engine.md#decoded-arguments). Results are never decoded so.
 	Decoded string `json:"decoded,omitempty"`
+	// Source is "" for the built-in rules, "guardrail:<name>" for a finding an
+	// outside content guardrail reported (docs/guardrails.md#findings).
+	Source string `json:"source,omitempty"`
 }
 
 // Report is the result of one analysis. Verdict follows the highest severity.

@@ -343,7 +343,7 @@ type ctxMember struct {
 }
 
 // findingsValue builds ctx.findings: a frozen array of frozen
-// {rule_id, severity, entity, pointer, start, end}.
+// {rule_id, severity, entity, pointer, start, end}, plus source for a guardrail's.
 func (v *vm) findingsValue(fs []engine.Finding) goja.Value {
 	items := make([]any, len(fs))
 	for i, f := range fs {
@@ -354,6 +354,9 @@ func (v *vm) findingsValue(fs []engine.Finding) goja.Value {
 		_ = o.Set("pointer", f.Pointer)
 		_ = o.Set("start", f.Start)
 		_ = o.Set("end", f.End)
+		if f.Source != "" { // an outside guardrail's (docs/guardrails.md#findings)
+			_ = o.Set("source", f.Source)
+		}
 		items[i] = o
 	}
 	arr := v.rt.NewArray(items...)

@@ -42,6 +42,13 @@ const (
 	ReasonTaskNotOwned          Reason = "task_not_owned"            // a tasks/get, tasks/result, tasks/update or tasks/cancel for a task another session's call created: answered -32602 as for an unknown task, never relayed
 	ReasonSecretInMotion        Reason = "secret_in_motion"          // a tools/call whose arguments carry a secret or PII value an earlier result showed the caller: recorded, or refused with --refuse-secrets-in-motion
 
+	// Outside guardrails (docs/guardrails.md): the policy field names the service as
+	// "guardrail:<name>".
+	ReasonGuardrailBlock   Reason = "guardrail_block"   // a content guardrail answered BLOCKED: the call rejected (pre) or its result blocked (post)
+	ReasonGuardrailDeny    Reason = "guardrail_deny"    // an authorization service denied the call: rejected before the upstream
+	ReasonGuardrailTimeout Reason = "guardrail_timeout" // a guardrail with failMode closed did not answer in time
+	ReasonGuardrailError   Reason = "guardrail_error"   // a guardrail with failMode closed failed: 5xx, malformed or oversized answer, open breaker, texts past maxBytes
+
 	// The strict profile's argument checks (docs/engine.md#argument-checks): answered
 	// -32602, never forwarded.
 	ReasonArgumentSchema Reason = "argument_schema" // arguments that break the listed inputSchema (or a prompt's declared arguments), or an undeclared argument
@@ -70,6 +77,7 @@ var Reasons = []Reason{
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch, ReasonRequestStateInvalid,
 	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath, ReasonSecretInMotion, ReasonTaskNotOwned,
+	ReasonGuardrailBlock, ReasonGuardrailDeny, ReasonGuardrailTimeout, ReasonGuardrailError,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName, ReasonInexactID,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,
 }

@@ -106,17 +106,19 @@ type Stage string
 // Stages in the order a call meets them. StageGateway is derived: elapsed minus
 // upstream.
 const (
-	StageToolAccess   Stage = "tool_access"
-	StageInputRules   Stage = "input_rules"
-	StageArguments    Stage = "arguments" // the argument checks against the listed schema (internal/argcheck)
-	StagePrePolicies  Stage = "pre_policies"
-	StageUpstream     Stage = "upstream"
-	StageOutputRules  Stage = "output_rules"
-	StagePostPolicies Stage = "post_policies"
-	StageMerge        Stage = "merge"
-	StageGateway      Stage = "gateway"
-	StageShadowPre    Stage = "shadow_pre"  // the --shadow candidate set, pre phase
-	StageShadowPost   Stage = "shadow_post" // the --shadow candidate set, post phase
+	StageToolAccess     Stage = "tool_access"
+	StageInputRules     Stage = "input_rules"
+	StageArguments      Stage = "arguments"      // the argument checks against the listed schema (internal/argcheck)
+	StageGuardrailsPre  Stage = "guardrails_pre" // the outside guardrails over the arguments, and authorization (docs/guardrails.md); each also under "guardrail:<name>"
+	StagePrePolicies    Stage = "pre_policies"
+	StageUpstream       Stage = "upstream"
+	StageOutputRules    Stage = "output_rules"
+	StageGuardrailsPost Stage = "guardrails_post" // the outside content guardrails over the result
+	StagePostPolicies   Stage = "post_policies"
+	StageMerge          Stage = "merge"
+	StageGateway        Stage = "gateway"
+	StageShadowPre      Stage = "shadow_pre"  // the --shadow candidate set, pre phase
+	StageShadowPost     Stage = "shadow_post" // the --shadow candidate set, post phase
 
 	// The policy phases of the other channels (docs/channels.md#phases).
 	StageListPolicies          Stage = "list_policies"

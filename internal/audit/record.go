@@ -106,6 +106,26 @@ type Record struct {
 	// earlier result showed this session's caller (docs/decisions.md#secrets-in-motion):
 	// which result, never the value.
 	SecretInMotion *Motion `json:"secret_in_motion,omitempty"`
+	// Guardrails are the outside guardrails the message was sent to, one entry per
+	// callout (docs/guardrails.md#record): never a text, a reason or a value.
+	Guardrails []GuardrailCall `json:"guardrails,omitempty"`
+}
+
+// GuardrailCall is one callout to an outside guardrail.
+type GuardrailCall struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`              // generic, authzen or opa
+	Phase   string `json:"phase"`             // pre, post, or pre_rewritten (authorization of a pre policy's arguments)
+	Verdict string `json:"verdict,omitempty"` // none, block, intervene, allow or deny; "" when Error is set
+	// Error is guardrail_timeout or guardrail_error when no verdict came; Detail says
+	// which failure (timeout, status_503, malformed, oversized, transport,
+	// circuit_open, truncated), and FailMode what it decided.
+	Error    string  `json:"error,omitempty"`
+	Detail   string  `json:"detail,omitempty"`
+	FailMode string  `json:"fail_mode"`
+	Findings int     `json:"findings,omitempty"` // findings the answer reported (ctx.findings)
+	Replaced int     `json:"replaced,omitempty"` // texts an intervention changed
+	MS       float64 `json:"ms"`
 }
 
 // Motion is a record's secret_in_motion field: the record of the result that showed

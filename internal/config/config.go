@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/channelcheck"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/vet"
 )
@@ -99,6 +101,9 @@ type Gate struct {
 	// VetAllow maps a server name to the vet rule ids ("*" for all) whose findings
 	// are reported but keep it from nothing (docs/vet.md#allow).
 	VetAllow map[string][]string `json:"vetAllow,omitempty"`
+	// Guardrails are the outside content guardrails and authorization services by
+	// name (docs/guardrails.md#config).
+	Guardrails map[string]guardrail.Spec `json:"guardrails,omitempty"`
 }
 
 // Audit is "mcpgate": {"audit": {...}}. Zero values mean "not set": the flag's
@@ -291,6 +296,13 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf(`"mcpgate.passEnv[%d]": %w`, i, err))
 		}
 	}
+	for _, name := range sortedKeys(c.Gate.Guardrails) {
+		if !guardrailName.MatchString(name) {
+			errs = append(errs, fmt.Errorf(`"mcpgate.guardrails": name %q: want 1 to 64 letters, digits, '_', '-' or '.'`, name))
+		} else if err := c.Gate.Guardrails[name].Validate(); err != nil {
+			errs = append(errs, fmt.Errorf(`"mcpgate.guardrails.%s": %w`, name, err))
+		}
+	}
 	for _, name := range sortedKeys(c.MCPServers) {
 		s := c.MCPServers[name]
 		switch {
@@ -354,6 +366,10 @@ func (c *Config) severities(structure bool) map[string]engine.Severity {
 	}
 	return m
 }
+
+// guardrailName is what a guardrail may be called: it names the service in records
+// ("guardrail:<name>") and in stage_ms.
+var guardrailName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 func validClass(cl string) bool { return slices.Contains(CallerClasses, cl) }
 

@@ -145,3 +145,25 @@ func TestVetKeys(t *testing.T) {
 		t.Errorf("bad vetAllow rule: %v", err)
 	}
 }
+
+// TestGuardrailsConfig: the "guardrails" key is read with ${NAME} expanded, and a bad
+// entry is an error naming it.
+func TestGuardrailsConfig(t *testing.T) {
+	env := func(k string) (string, bool) { return map[string]string{"GUARD_HMAC": "k1"}[k], k == "GUARD_HMAC" }
+	c, err := ParseEnv([]byte(`{"mcpgate":{"guardrails":{"injection":{"kind":"generic","url":"http://127.0.0.1:8700/beta/litellm_basic_guardrail_api","failMode":"open","timeout":"1500ms","hmacSecret":"${GUARD_HMAC}"},"authz":{"kind":"authzen","url":"http://127.0.0.1:8181/access/v1/evaluation"}}}}`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := c.Gate.Guardrails["injection"]; g.HMACSecret != "k1" || g.Timeout != "1500ms" || c.Gate.Guardrails["authz"].Kind != "authzen" {
+		t.Fatalf("%+v", c.Gate.Guardrails)
+	}
+	for _, tc := range []struct{ conf, want string }{
+		{`{"mcpgate":{"guardrails":{"x":{"kind":"opa","url":"http://h","methods":["prompts/get"]}}}}`, `"mcpgate.guardrails.x": "methods"`},
+		{`{"mcpgate":{"guardrails":{"a b":{"kind":"opa","url":"http://h"}}}}`, `name "a b"`},
+		{`{"mcpgate":{"guardrails":{"x":{"kind":"opa","url":"http://h","colour":1}}}}`, `unknown field "colour"`},
+	} {
+		if _, err := ParseEnv([]byte(tc.conf), env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.conf, err, tc.want)
+		}
+	}
+}

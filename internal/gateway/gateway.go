@@ -31,6 +31,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/capture"
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/otlplog"
 	"github.com/mcpgate/mcpgate/internal/pins"
@@ -328,6 +329,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		PerCaller: cfg.HTTP.Listen != "" && (len(g.file.Gate.Tokens) > 0 || g.file.Gate.OAuth != nil),
 	}
 	g.health = g.pipe.Health
+	if g.pipe.Guardrails, err = guardrail.New(g.file.Gate.Guardrails); err != nil {
+		return nil, fmt.Errorf(`"mcpgate.guardrails": %w`, err)
+	}
 	if cfg.ShadowDir != "" {
 		if g.shadow, err = gate.Load(ctx, gate.Options{Dir: cfg.ShadowDir, Evaluators: cfg.Evaluators,
 			Analyzer: an, Logger: g.log.With("shadow", true)}); err != nil {

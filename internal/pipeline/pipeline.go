@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/budget"
 	"github.com/mcpgate/mcpgate/internal/capture"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/motion"
@@ -113,6 +114,10 @@ type Pipeline struct {
 	// MaxCacheTTL is the longest ttlMs a 2026-07-28 cacheable result keeps on its
 	// way to the client (--max-cache-ttl); DefaultMaxCacheTTL when zero.
 	MaxCacheTTL time.Duration
+	// Guardrails are the outside content guardrails and authorization services
+	// (docs/guardrails.md), called between the built-in rules and the policies of a
+	// phase. Nil: none.
+	Guardrails *guardrail.Set
 	// PerCaller is whether the gateway tells callers apart (bearer tokens, OAuth or
 	// configured callers): a cacheable result is then cacheScope "private", since
 	// what one caller may see is not another's (docs/http.md#cache-hints).
@@ -262,8 +267,14 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		return *refused
 	}
 
-	// 2. Pre-phase policies: reject or rewrite the arguments.
-	preCall := r.policyCall(ctxapi.PhasePre, nil, in.Findings)
+	// 2. Outside guardrails and authorization (docs/guardrails.md), then the pre-phase
+	// policies: reject or rewrite the arguments.
+	outside, stop := r.guardrailsPre(&in)
+	if stop != nil {
+		r.rec.setInputRules(in)
+		return *stop
+	}
+	preCall := r.policyCall(ctxapi.PhasePre, nil, withFindings(in.Findings, outside))
 	sh.startPre(r.ctx, preCall) // beside the live phase and the upstream call
 	pre := r.policies(preCall, vocab.StagePrePolicies)
 	if r.ctx.Err() != nil { // the client cancelled or left: no policy failed
@@ -277,6 +288,10 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 		if in, err = r.rewriteArguments(pre.Params); err != nil {
 			return r.reject(&gate.Rejection{Policy: lastOf(pre.Acted), Code: vocab.ReasonBadCtxShape,
 				Message: "the rewritten arguments are not a JSON object"}, vocab.OutcomeRejected)
+		}
+		if stop := r.authorizeRewritten(); stop != nil {
+			r.rec.setInputRules(in)
+			return *stop
 		}
 	}
 	r.rec.setInputRules(in)
@@ -333,6 +348,15 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 		return r.block()
 	}
 
+	// Outside content guardrails over the result (docs/guardrails.md).
+	var guarded bool
+	var outside []engine.Finding
+	var stop *Reply
+	result, guarded, verdict, outside, stop = r.guardrailsPost(result, out, verdict)
+	if stop != nil {
+		return *stop
+	}
+
 	// 5. Post-phase policies, each on the content the previous one left. With no
 	// policy acting in post the result is never decoded here: the clean path stays one scan.
 	var post gate.Result
@@ -341,7 +365,7 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 		if !ok { // undecodable and fail-open: forward untouched, nothing else can read it
 			return Reply{Original: resp.Raw}
 		}
-		postCall := r.policyCall(ctxapi.PhasePost, &ctxapi.Response{Content: content, StructuredContent: structured}, out.Findings)
+		postCall := r.policyCall(ctxapi.PhasePost, &ctxapi.Response{Content: content, StructuredContent: structured}, withFindings(out.Findings, outside))
 		sh.deferPost(postCall) // run once the live reply is out
 		if r.set.Acts(ctxapi.PhasePost) {
 			post = r.policies(postCall, vocab.StagePostPolicies)
@@ -375,7 +399,7 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 	if verdict == engine.Warn || warnings > 0 {
 		return r.warn(result, findings+warnings)
 	}
-	if !post.Changed {
+	if !post.Changed && !guarded {
 		return Reply{Original: resp.Raw} // changes are detected, not assumed
 	}
 	return Reply{Result: result}

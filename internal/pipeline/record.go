@@ -183,6 +183,7 @@ func (t *record) emit(p *Pipeline) {
 	snap.RuleIDs = append([]string{}, t.r.RuleIDs...) // [] rather than null on the wire
 	snap.GuardrailsTriggered = append([]string{}, t.r.GuardrailsTriggered...)
 	snap.Policies = slices.Clone(t.r.Policies)
+	snap.Guardrails = slices.Clone(t.r.Guardrails)
 	snap.TS = time.Now().UTC().Format(audit.TSLayout)
 	end := t.end // the live reply's time, when the record waited for a shadow after it
 	if end.IsZero() {

@@ -1,0 +1,222 @@
+package guardrail
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"time"
+)
+
+// Kinds of guardrail.
+const (
+	KindGeneric = "generic" // LiteLLM Generic Guardrail API (content)
+	KindAuthZEN = "authzen" // AuthZEN 1.0 evaluation API (authorization)
+	KindOPA     = "opa"     // OPA data API, {"input": ...} (authorization)
+)
+
+// Fail modes.
+const (
+	FailOpen   = "open"
+	FailClosed = "closed"
+)
+
+// Defaults.
+const (
+	DefaultTimeout   = time.Second
+	DefaultMaxBytes  = 1 << 20 // what one guardrail is sent, like the scan cap
+	MaxAnswerBytes   = 1 << 20 // a larger answer is an error
+	DefaultFailures  = 5       // consecutive failures that open the breaker
+	DefaultCooldown  = 30 * time.Second
+	defaultArguments = "shape"
+)
+
+// Methods a content guardrail may name; an authorization guardrail takes tools/call.
+var Methods = []string{"tools/call", "resources/read", "prompts/get", "tools/list", "sampling/createMessage", "elicitation/create"}
+
+// Spec is one entry of "mcpgate": {"guardrails": {"<name>": Spec}}.
+type Spec struct {
+	// Kind is generic, authzen or opa.
+	Kind string `json:"kind"`
+	// URL is the service's endpoint: http:// or https://.
+	URL string `json:"url"`
+	// Methods are the MCP methods the guardrail is asked about; default ["tools/call"].
+	Methods []string `json:"methods,omitempty"`
+	// FailMode is open or closed: what a timeout, a 5xx, a malformed or oversized
+	// answer or an open breaker decides. Default closed.
+	FailMode string `json:"failMode,omitempty"`
+	// Timeout is a Go duration ("1500ms"); default 1s.
+	Timeout string `json:"timeout,omitempty"`
+	// MaxBytes bounds the text bytes one request carries; default 1 MiB. Texts past it
+	// are not sent, which follows the fail mode like the scan cap.
+	MaxBytes int `json:"maxBytes,omitempty"`
+	// HMACSecret signs each body: X-Mcpgate-Timestamp (Unix seconds) and
+	// X-Mcpgate-Signature: sha256=hex(HMAC-SHA256(secret, timestamp "." body)).
+	HMACSecret string `json:"hmacSecret,omitempty"`
+	// Headers are sent as they are: the service's own API key, never the caller's.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Arguments is what an authorization request's context carries of the arguments:
+	// "shape" (member names and JSON types; the default) or "values".
+	Arguments string `json:"arguments,omitempty"`
+	// TLS configures https:// services: a CA bundle and a client certificate (mTLS).
+	TLS *TLS `json:"tls,omitempty"`
+	// Breaker opens after Failures consecutive failures and stays open Cooldown.
+	Breaker *Breaker `json:"breaker,omitempty"`
+}
+
+// TLS is a guardrail's TLS client configuration; files are PEM.
+type TLS struct {
+	CAFile   string `json:"caFile,omitempty"`
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+}
+
+// Breaker is a guardrail's circuit breaker.
+type Breaker struct {
+	Failures int    `json:"failures,omitempty"` // default 5
+	Cooldown string `json:"cooldown,omitempty"` // Go duration; default 30s
+}
+
+// Authorizes reports whether the kind is an authorization service.
+func (s Spec) Authorizes() bool { return s.Kind == KindAuthZEN || s.Kind == KindOPA }
+
+// Validate checks a Spec without reading its TLS files.
+func (s Spec) Validate() error {
+	_, err := s.compile(false)
+	return err
+}
+
+// compiled is a Spec with its defaults applied.
+type compiled struct {
+	kind       string
+	url        string
+	methods    []string
+	failClosed bool
+	timeout    time.Duration
+	maxBytes   int
+	secret     []byte
+	headers    map[string]string
+	values     bool
+	tls        *tls.Config
+	failures   int
+	cooldown   time.Duration
+}
+
+func (s Spec) compile(readFiles bool) (*compiled, error) {
+	c := &compiled{kind: s.Kind, url: s.URL, headers: s.Headers, maxBytes: s.MaxBytes,
+		timeout: DefaultTimeout, failures: DefaultFailures, cooldown: DefaultCooldown}
+	var errs []error
+	switch s.Kind {
+	case KindGeneric, KindAuthZEN, KindOPA:
+	case "":
+		errs = append(errs, errors.New(`"kind" is required: generic, authzen or opa`))
+	default:
+		errs = append(errs, fmt.Errorf(`"kind" %q: want generic, authzen or opa`, s.Kind))
+	}
+	if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf(`"url" %q: want an http:// or https:// URL`, s.URL))
+	} else if u.User != nil {
+		errs = append(errs, errors.New(`"url": no user:password in the URL; use "headers"`))
+	}
+	c.methods = s.Methods
+	if len(c.methods) == 0 {
+		c.methods = []string{"tools/call"}
+	}
+	for _, m := range c.methods {
+		switch {
+		case !slices.Contains(Methods, m):
+			errs = append(errs, fmt.Errorf(`"methods": %q is none of %v`, m, Methods))
+		case s.Authorizes() && m != "tools/call":
+			errs = append(errs, fmt.Errorf(`"methods": an authorization guardrail takes tools/call only, not %q`, m))
+		}
+	}
+	switch s.FailMode {
+	case "", FailClosed:
+		c.failClosed = true
+	case FailOpen:
+	default:
+		errs = append(errs, fmt.Errorf(`"failMode" %q: want open or closed`, s.FailMode))
+	}
+	if s.Timeout != "" {
+		d, err := time.ParseDuration(s.Timeout)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf(`"timeout" %q: want a positive Go duration such as "1500ms"`, s.Timeout))
+		}
+		c.timeout = d
+	}
+	switch {
+	case s.MaxBytes < 0:
+		errs = append(errs, errors.New(`"maxBytes" must not be negative`))
+	case s.MaxBytes == 0:
+		c.maxBytes = DefaultMaxBytes
+	}
+	if s.HMACSecret != "" {
+		c.secret = []byte(s.HMACSecret)
+	}
+	switch s.Arguments {
+	case "", defaultArguments:
+	case "values":
+		c.values = true
+	default:
+		errs = append(errs, fmt.Errorf(`"arguments" %q: want shape or values`, s.Arguments))
+	}
+	if s.Arguments != "" && !s.Authorizes() {
+		errs = append(errs, errors.New(`"arguments" applies to authzen and opa only`))
+	}
+	if b := s.Breaker; b != nil {
+		if b.Failures < 0 {
+			errs = append(errs, errors.New(`"breaker.failures" must not be negative`))
+		} else if b.Failures > 0 {
+			c.failures = b.Failures
+		}
+		if b.Cooldown != "" {
+			d, err := time.ParseDuration(b.Cooldown)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf(`"breaker.cooldown" %q: want a positive Go duration`, b.Cooldown))
+			}
+			c.cooldown = d
+		}
+	}
+	if t := s.TLS; t != nil {
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			errs = append(errs, errors.New(`"tls": certFile and keyFile go together`))
+		}
+		if readFiles && len(errs) == 0 {
+			cfg, err := t.config()
+			if err != nil {
+				errs = append(errs, fmt.Errorf(`"tls": %w`, err))
+			}
+			c.tls = cfg
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+func (t *TLS) config() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", t.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,288 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// The guardrails stage (docs/guardrails.md): outside content guardrails and
+// authorization services, called between the built-in rules and the policies of a
+// phase. A callout can only narrow (docs/decisions.md#callouts-narrow): a block or a
+// deny stops the message, an intervention replaces exactly the texts it was sent,
+// and the built-in rules and the Warn sanitizer run again over the replacement.
+
+// Phases of a guardrail callout, as its record entry names them.
+const (
+	guardPre          = "pre"
+	guardPost         = "post"
+	guardPreRewritten = "pre_rewritten" // authorization again, on a pre policy's arguments
+)
+
+// guardrailsPre runs the pre phase's guardrails over the arguments after the input
+// rules: content guardrails (their findings go to the pre policies) and
+// authorization. in is updated when an intervention rewrote the arguments. It returns
+// the guardrails' findings, and a reply when the call stops.
+func (r *run) guardrailsPre(in *engine.Report) ([]engine.Finding, *Reply) {
+	g, method := r.p.Guardrails, r.rec.r.Method
+	content, authz := g.Content(method), g.Authorizes(method)
+	if !content && !authz {
+		return nil, nil
+	}
+	var c *guardrail.Content
+	if content {
+		if texts, err := guardrail.Leaves(r.args, false); err == nil {
+			c = r.guardContent(guardPre, texts, in.Findings)
+		}
+	}
+	var a *guardrail.Access
+	if authz {
+		a = r.guardAccess()
+	}
+	outs, stop := r.runGuardrails(guardPre, vocab.StageGuardrailsPre, c, a)
+	if stop != nil {
+		return nil, stop
+	}
+	if c == nil {
+		return findingsOf(outs), nil
+	}
+	args, changed, err := r.intervene(r.args, c.Texts, outs, guardPre, false)
+	if err != nil || !changed {
+		return findingsOf(outs), nil
+	}
+	again, err := r.rewriteArguments(args)
+	if err != nil { // Replace wrote an object: cannot happen
+		return nil, r.guardStop(guardrail.Outcome{Name: lastIntervened(outs), Failure: guardrail.FailureError, FailClosed: true}, guardPre)
+	}
+	*in = again
+	// What the intervention produced is what gets authorized.
+	if stop := r.authorizeRewritten(); stop != nil {
+		return nil, stop
+	}
+	return findingsOf(outs), nil
+}
+
+// authorizeRewritten asks the authorization services again about arguments a pre
+// policy (or a content guardrail) rewrote, so that what a mutation produced is what
+// was authorized (docs/guardrails.md#authorization).
+func (r *run) authorizeRewritten() *Reply {
+	if !r.p.Guardrails.Authorizes(r.rec.r.Method) {
+		return nil
+	}
+	_, stop := r.runGuardrails(guardPreRewritten, vocab.StageGuardrailsPre, nil, r.guardAccess())
+	return stop
+}
+
+// guardrailsPost runs the content guardrails over a result after the output rules.
+// It returns the result to go on with (replaced where a guardrail intervened),
+// whether it changed, the verdict after the output rules ran again over a
+// replacement, the guardrails' findings for the post policies, and a reply when the
+// result is blocked.
+func (r *run) guardrailsPost(result json.RawMessage, out engine.Report, verdict engine.Verdict) (json.RawMessage, bool, engine.Verdict, []engine.Finding, *Reply) {
+	if !r.p.Guardrails.Content(r.rec.r.Method) {
+		return result, false, verdict, nil, nil
+	}
+	texts, err := guardrail.Leaves(result, true)
+	if err != nil { // undecodable: the fail mode of the output rules decided it
+		return result, false, verdict, nil, nil
+	}
+	c := r.guardContent(guardPost, texts, out.Findings)
+	outs, stop := r.runGuardrails(guardPost, vocab.StageGuardrailsPost, c, nil)
+	if stop != nil {
+		return nil, false, verdict, nil, stop
+	}
+	// The output rules judge what the service returned; the Warn sanitizer then
+	// cleans it, so a service can never put escapes back.
+	raw, changed, err := r.intervene(result, texts, outs, guardPost, false)
+	if err != nil || !changed {
+		return result, false, verdict, findingsOf(outs), nil
+	}
+	r.rec.escalate(vocab.Redact)
+	r.rec.outputChanged()
+	v, _ := r.rescan(raw, verdict)
+	if v == engine.Block {
+		reply := r.block()
+		return nil, false, v, nil, &reply
+	}
+	replaced, _, err := r.intervene(result, texts, outs, guardPost, true)
+	if err != nil {
+		reply := r.block()
+		return nil, false, v, nil, &reply
+	}
+	return replaced, true, v, findingsOf(outs), nil
+}
+
+func (r *run) guardContent(phase string, texts []guardrail.Text, findings []engine.Finding) *guardrail.Content {
+	return &guardrail.Content{Method: r.rec.r.Method, Server: r.c.Server, Tool: r.tool, Phase: phase,
+		ProtocolVersion: r.c.ProtocolVersion, EventID: r.rec.eventID(), User: r.c.User, Texts: texts, Findings: findings}
+}
+
+func (r *run) guardAccess() *guardrail.Access {
+	return &guardrail.Access{Method: r.rec.r.Method, Server: r.c.Server, Tool: r.tool,
+		ProtocolVersion: r.c.ProtocolVersion, EventID: r.rec.eventID(), User: r.c.User, Arguments: r.args}
+}
+
+// runGuardrails runs one phase's callouts, records each, and returns a reply when
+// one stops the message: a block or a deny first, else the first failure under fail
+// mode closed, in guardrail name order.
+func (r *run) runGuardrails(phase string, stage vocab.Stage, c *guardrail.Content, a *guardrail.Access) ([]guardrail.Outcome, *Reply) {
+	start := time.Now()
+	outs := r.p.Guardrails.Run(r.ctx, c, a)
+	r.rec.stage(stage, start)
+	if r.ctx.Err() != nil { // the client cancelled or left: no guardrail failed
+		reply := r.upstreamFailed(ErrCancelled)
+		return nil, &reply
+	}
+	for _, o := range outs {
+		r.rec.guardrailCall(o, phase)
+	}
+	for _, o := range outs {
+		if o.Verdict == guardrail.Block || o.Verdict == guardrail.Deny {
+			return nil, r.guardStop(o, phase)
+		}
+	}
+	for _, o := range outs {
+		if o.Stops() {
+			return nil, r.guardStop(o, phase)
+		}
+	}
+	return outs, nil
+}
+
+// guardStop answers a message a guardrail stopped: in pre, the call is rejected with
+// one record naming the service; in post, the result is blocked.
+func (r *run) guardStop(o guardrail.Outcome, phase string) *Reply {
+	name := guardrail.Source(o.Name)
+	code, msg := vocab.ReasonGuardrailBlock, "the guardrail blocked the call"
+	switch {
+	case o.Verdict == guardrail.Deny:
+		code, msg = vocab.ReasonGuardrailDeny, "the authorization service denied the call"
+	case o.Failure == guardrail.FailureTimeout:
+		code, msg = vocab.ReasonGuardrailTimeout, "the guardrail did not answer in time (failMode closed)"
+		r.rec.setFailModeTriggered()
+	case o.Failure != "":
+		code, msg = vocab.ReasonGuardrailError, "the guardrail failed (failMode closed)"
+		r.rec.setFailModeTriggered()
+	case o.Reason != "":
+		msg = o.Reason // blocked_reason: to the client only, scanned and bounded by thrown
+	}
+	r.rec.setReason(code)
+	r.rec.setPolicy(name)
+	r.rec.guardrail(name)
+	r.rec.escalate(vocab.Block)
+	if phase == guardPost {
+		r.rec.setPhase(guardPost)
+		reply := r.block()
+		return &reply
+	}
+	r.rec.setPhase(guardPre)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	text, notice := r.thrown(&gate.Rejection{Code: code, Message: msg})
+	reply := Reply{Result: noticedErrorResult(notice, guardRejectText(name, text, r.rec.eventID()))}
+	return &reply
+}
+
+// intervene applies the interventions of outs to doc: each replaces exactly the
+// texts its guardrail was sent, index by index, and only where the text changed; on
+// the same text a later guardrail (by name) wins. With sanitize each replacement
+// goes through the Warn sanitizer.
+func (r *run) intervene(doc json.RawMessage, texts []guardrail.Text, outs []guardrail.Outcome, phase string, sanitize bool) (json.RawMessage, bool, error) {
+	var set []guardrail.Text
+	at := map[string]int{}
+	for _, o := range outs {
+		if o.Verdict != guardrail.Intervene {
+			continue
+		}
+		n := 0
+		for i, idx := range o.Sent {
+			t := texts[idx]
+			v := o.Texts[i]
+			if v == t.Value {
+				continue
+			}
+			if sanitize {
+				v = engine.Sanitize(v)
+			}
+			if v == t.Value {
+				continue
+			}
+			n++
+			if j, ok := at[t.Pointer]; ok {
+				set[j].Value = v
+				continue
+			}
+			at[t.Pointer] = len(set)
+			set = append(set, guardrail.Text{Pointer: t.Pointer, Value: v})
+		}
+		if n > 0 && !sanitize {
+			r.rec.guardrailReplaced(o.Name, phase, n)
+			r.rec.guardrail(guardrail.Source(o.Name))
+		}
+	}
+	if len(set) == 0 {
+		return doc, false, nil
+	}
+	out, err := guardrail.Replace(doc, set)
+	return out, err == nil, err
+}
+
+func findingsOf(outs []guardrail.Outcome) []engine.Finding {
+	var fs []engine.Finding
+	for _, o := range outs {
+		fs = append(fs, o.Findings...)
+	}
+	return fs
+}
+
+func lastIntervened(outs []guardrail.Outcome) string {
+	name := ""
+	for _, o := range outs {
+		if o.Verdict == guardrail.Intervene {
+			name = o.Name
+		}
+	}
+	return name
+}
+
+// withFindings is the built-in findings followed by the guardrails', a new slice.
+func withFindings(built, outside []engine.Finding) []engine.Finding {
+	if len(outside) == 0 {
+		return built
+	}
+	return slices.Concat(built, outside)
+}
+
+// guardRejectText is the rejection of a call a guardrail stopped
+// (docs/guardrails.md#semantics; the shape of docs/decisions.md#rejection-shape).
+func guardRejectText(name, message, eventID string) string {
+	return "[mcpgate: call rejected by " + name + ": " + message + " — see audit log entry " + eventID + "]"
+}
+
+// guardrailCall records one callout: its verdict or failure, its time in stage_ms
+// under "guardrail:<name>", never a text or a reason.
+func (t *record) guardrailCall(o guardrail.Outcome, phase string) {
+	mode := guardrail.FailOpen
+	if o.FailClosed {
+		mode = guardrail.FailClosed
+	}
+	d := ms(o.Elapsed)
+	t.r.Guardrails = append(t.r.Guardrails, audit.GuardrailCall{Name: o.Name, Kind: o.Kind, Phase: phase,
+		Verdict: string(o.Verdict), Error: string(o.Failure), Detail: o.Detail, FailMode: mode,
+		Findings: len(o.Findings), MS: d})
+	t.r.StageMS[vocab.Stage(guardrail.Source(o.Name))] += d
+}
+
+// guardrailReplaced notes how many texts an intervention changed.
+func (t *record) guardrailReplaced(name, phase string, n int) {
+	for i := range t.r.Guardrails {
+		if g := &t.r.Guardrails[i]; g.Name == name && g.Phase == phase {
+			g.Replaced = n
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
+	"github.com/mcpgate/mcpgate/internal/guardrail/guardtest"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+func guarded(t *testing.T, p *Pipeline, specs map[string]guardrail.Spec) {
+	t.Helper()
+	s, err := guardrail.New(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Guardrails = s
+}
+
+func textResult(s string) string {
+	b, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}})
+	return string(b)
+}
+
+// TestGuardrailOutcomes: each outcome of a content guardrail in each phase, and each
+// fail mode, on the ladder, with one record naming the service.
+func TestGuardrailOutcomes(t *testing.T) {
+	svc := &guardtest.Service{}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	never := upstreamFailing(errors.New("must not be called"))
+	tests := []struct {
+		name     string
+		mode     string
+		args     string
+		up       Upstream
+		policies map[string]string
+		// expectations
+		original   bool
+		textPrefix string
+		notText    string
+		action     vocab.Action
+		outcome    vocab.Outcome
+		reason     vocab.Reason
+		policy     string
+		phase      string
+		failMode   bool
+		entry      audit.GuardrailCall // the first guardrails entry (name g, kind generic)
+	}{
+		{name: "none passes byte for byte", args: `{"p":"a"}`, up: upstreamReturning(cleanResult, nil),
+			original: true, action: "pass", outcome: "ok", entry: audit.GuardrailCall{Phase: "pre", Verdict: "none", FailMode: "closed"}},
+		{name: "blocked arguments reject the call", args: `{"p":"GUARD:block"}`, up: never,
+			textPrefix: "[mcpgate: call rejected by guardrail:g: test guardrail blocked — see audit log entry ",
+			action:     "block", outcome: "rejected", reason: "guardrail_block", policy: "guardrail:g", phase: "pre",
+			entry: audit.GuardrailCall{Phase: "pre", Verdict: "block", FailMode: "closed"}},
+		{name: "blocked result is withheld", args: `{}`, up: upstreamReturning(textResult("x GUARD:block"), nil),
+			textPrefix: "[mcpgate: tool output blocked — see audit log entry ", notText: "GUARD",
+			action: "block", outcome: "ok", reason: "guardrail_block", policy: "guardrail:g", phase: "post",
+			entry: audit.GuardrailCall{Phase: "pre", Verdict: "none", FailMode: "closed"}},
+		{name: "intervened result is replaced", args: `{}`, up: upstreamReturning(textResult("GUARD:redact secret-abc"), nil),
+			textPrefix: "GUARD:redact [REDACTED]", notText: "secret-abc", action: "redact", outcome: "ok",
+			entry: audit.GuardrailCall{Phase: "pre", Verdict: "none", FailMode: "closed"}},
+		{name: "an intervention's escape is caught by the rules", args: `{}`, up: upstreamReturning(textResult("GUARD:escape"), nil),
+			textPrefix: "[mcpgate: tool output blocked", notText: "c2VjcmV0", action: "block", outcome: "ok", reason: "filter_block",
+			entry: audit.GuardrailCall{Phase: "pre", Verdict: "none", FailMode: "closed"}},
+		{name: "5xx closed rejects", args: `{"p":"GUARD:5xx"}`, up: never,
+			textPrefix: "[mcpgate: call rejected by guardrail:g: the guardrail failed (failMode closed)",
+			action:     "block", outcome: "rejected", reason: "guardrail_error", policy: "guardrail:g", phase: "pre", failMode: true,
+			entry: audit.GuardrailCall{Phase: "pre", Error: "guardrail_error", Detail: "status_503", FailMode: "closed"}},
+		{name: "5xx open goes on", mode: "open", args: `{"p":"GUARD:5xx"}`, up: upstreamReturning(cleanResult, nil),
+			original: true, action: "pass", outcome: "ok",
+			entry: audit.GuardrailCall{Phase: "pre", Error: "guardrail_error", Detail: "status_503", FailMode: "open"}},
+		{name: "garbage closed blocks the result", args: `{}`, up: upstreamReturning(textResult("GUARD:garbage"), nil),
+			textPrefix: "[mcpgate: tool output blocked", action: "block", outcome: "ok", reason: "guardrail_error", policy: "guardrail:g",
+			phase: "post", failMode: true, entry: audit.GuardrailCall{Phase: "pre", Verdict: "none", FailMode: "closed"}},
+		{name: "hang closed times out", args: `{"p":"GUARD:hang"}`, up: never,
+			textPrefix: "[mcpgate: call rejected by guardrail:g: the guardrail did not answer in time",
+			action:     "block", outcome: "rejected", reason: "guardrail_timeout", policy: "guardrail:g", phase: "pre", failMode: true,
+			entry: audit.GuardrailCall{Phase: "pre", Error: "guardrail_timeout", Detail: "timeout", FailMode: "closed"}},
+		{name: "hang open goes on", mode: "open", args: `{}`, up: upstreamReturning(textResult("GUARD:hang"), nil),
+			original: true, action: "pass", outcome: "ok", entry: audit.GuardrailCall{Phase: "pre", Verdict: "none", FailMode: "open"}},
+		{name: "a finding reaches the policies", args: `{"p":"GUARD:finding"}`, up: never,
+			policies:   map[string]string{"f.js": `if (ctx.phase === "pre" && ctx.findings.some(f => f.source === "guardrail:g" && f.rule_id === "test_finding" && f.pointer === "/p")) { throw "guardrail said so" }`},
+			textPrefix: "[mcpgate: call rejected by policy f.js: guardrail said so", action: "block", outcome: "rejected",
+			reason: "policy_throw", policy: "f.js", phase: "pre", entry: audit.GuardrailCall{Phase: "pre", Verdict: "none", FailMode: "closed", Findings: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, tc.policies, true, false)
+			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, FailMode: tc.mode, Timeout: "300ms",
+				Breaker: &guardrail.Breaker{Failures: 1000}}})
+			reply := p.Handle(context.Background(), call(tc.args), tc.up)
+			if tc.original {
+				if reply.Original == nil {
+					t.Fatalf("want the upstream's bytes, got %+v", reply)
+				}
+			} else {
+				if got := firstText(t, reply.Result); !strings.HasPrefix(got, tc.textPrefix) {
+					t.Fatalf("first text %q, want prefix %q", got, tc.textPrefix)
+				}
+				if tc.notText != "" && strings.Contains(string(reply.Result), tc.notText) {
+					t.Fatalf("result still holds %q: %s", tc.notText, reply.Result)
+				}
+			}
+			if len(rec.recs) != 1 {
+				t.Fatalf("want one record, got %d", len(rec.recs))
+			}
+			r := rec.recs[0]
+			if r.ActionTaken != tc.action || r.Outcome != tc.outcome || r.Reason != tc.reason || r.Policy != tc.policy ||
+				r.Phase != tc.phase || r.FailModeTriggered != tc.failMode {
+				t.Errorf("record action=%s outcome=%s reason=%s policy=%s phase=%s fail_mode=%v", r.ActionTaken, r.Outcome, r.Reason, r.Policy, r.Phase, r.FailModeTriggered)
+			}
+			if tc.policy != "" && !contains(r.GuardrailsTriggered, tc.policy) {
+				t.Errorf("guardrails_triggered %v lacks %s", r.GuardrailsTriggered, tc.policy)
+			}
+			tc.entry.Name, tc.entry.Kind = "g", "generic"
+			if len(r.Guardrails) == 0 {
+				t.Fatalf("no guardrails entry")
+			}
+			got := r.Guardrails[0]
+			got.MS = 0
+			if got != tc.entry {
+				t.Errorf("guardrails[0] %+v, want %+v", got, tc.entry)
+			}
+			if _, ok := r.StageMS["guardrail:g"]; !ok {
+				t.Errorf("stage_ms %v lacks guardrail:g", r.StageMS)
+			}
+			b, _ := json.Marshal(r)
+			for _, v := range []string{"GUARD:", "secret-abc", "test guardrail blocked"} {
+				if strings.Contains(string(b), v) {
+					t.Errorf("the record holds %q: %s", v, b)
+				}
+			}
+		})
+	}
+}
+
+// TestGuardrailInterveneArguments: the upstream gets exactly the replaced leaves, the
+// input rules run again, and the rewrite is recorded as one.
+func TestGuardrailInterveneArguments(t *testing.T) {
+	srv := httptest.NewServer(&guardtest.Service{})
+	defer srv.Close()
+	p, rec := newPipeline(t, nil, true, false)
+	guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL}})
+	var sent json.RawMessage
+	p.Handle(context.Background(), call(`{"q":"GUARD:redact secret-1","n":3,"keep":"secret-2x","x":{"y":["secret-3"]}}`), upstreamReturning(cleanResult, &sent))
+	var params struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(sent, &params); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"keep":"[REDACTED]","n":3,"q":"GUARD:redact [REDACTED]","x":{"y":["[REDACTED]"]}}`; params.Name != "read_file" || string(params.Arguments) != want {
+		t.Fatalf("upstream got %s", sent)
+	}
+	r := rec.recs[0]
+	if !r.ParamsRewritten || !contains(r.GuardrailsTriggered, "guardrail:g") || r.Guardrails[0].Replaced != 3 {
+		t.Fatalf("record %+v", r)
+	}
+}
+
+// TestAuthorizationAfterRewrite: the authorization service is asked again about the
+// arguments a pre policy rewrote, so a mutation cannot smuggle what was not
+// authorized. Without the second ask, the call below reaches the upstream.
+func TestAuthorizationAfterRewrite(t *testing.T) {
+	var asked atomic.Int32
+	pdp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		var req struct {
+			Input struct {
+				Context struct {
+					Arguments map[string]any `json:"arguments"`
+				} `json:"context"`
+			} `json:"input"`
+		}
+		_ = json.Unmarshal(b, &req)
+		_, force := req.Input.Context.Arguments["force"]
+		_, _ = io.WriteString(w, map[bool]string{true: `{"result":false}`, false: `{"result":true}`}[force])
+	}))
+	defer pdp.Close()
+	p, rec := newPipeline(t, map[string]string{"add.js": `if (ctx.phase === "pre") { ctx.params.force = true }`}, true, false)
+	guarded(t, p, map[string]guardrail.Spec{"opa": {Kind: "opa", URL: pdp.URL}})
+	reply := p.Handle(context.Background(), call(`{"path":"a"}`), upstreamFailing(errors.New("must not be called")))
+	if got := firstText(t, reply.Result); !strings.HasPrefix(got, "[mcpgate: call rejected by guardrail:opa: the authorization service denied the call") {
+		t.Fatalf("reply %q", got)
+	}
+	r := rec.recs[0]
+	if asked.Load() != 2 || r.Reason != vocab.ReasonGuardrailDeny || r.Outcome != vocab.OutcomeRejected || r.Policy != "guardrail:opa" ||
+		len(r.Guardrails) != 2 || r.Guardrails[0].Verdict != "allow" || r.Guardrails[1].Phase != "pre_rewritten" || r.Guardrails[1].Verdict != "deny" {
+		t.Fatalf("asked %d, record %+v", asked.Load(), r)
+	}
+}
+
+// TestAuthorizationDeny: a deny before any policy, with the upstream never called.
+func TestAuthorizationDeny(t *testing.T) {
+	pdp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"decision":false}`)
+	}))
+	defer pdp.Close()
+	p, rec := newPipeline(t, nil, true, false)
+	guarded(t, p, map[string]guardrail.Spec{"pdp": {Kind: "authzen", URL: pdp.URL}})
+	p.Handle(context.Background(), call(`{}`), upstreamFailing(errors.New("must not be called")))
+	if r := rec.recs[0]; r.Reason != vocab.ReasonGuardrailDeny || r.ActionTaken != vocab.Block || r.Outcome != vocab.OutcomeRejected {
+		t.Fatalf("record %+v", r)
+	}
+}
