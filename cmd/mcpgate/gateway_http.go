@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/gateway"
 	"github.com/mcpgate/mcpgate/internal/httpfront"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
 // httpFlags are the Streamable HTTP front's flags of gateway run (docs/http.md).
@@ -19,6 +20,7 @@ type httpFlags struct {
 	perCaller    int
 	idleTimeout  time.Duration
 	maxDepth     int
+	warmPool     int
 	heldOpen     gateway.HTTP // the bounds of what a caller holds open (docs/http.md#held-open)
 	oauth        gateway.OAuth
 	tls          gateway.TLS
@@ -33,6 +35,7 @@ func (h *httpFlags) register(fl *pflag.FlagSet, session string, sessions int) {
 	fl.IntVar(&h.maxSessions, "max-sessions", sessions, "with --listen: most concurrent MCP sessions (each has "+session+"); past it an initialize gets 503")
 	fl.IntVar(&h.perCaller, "max-sessions-per-caller", gateway.DefaultMaxSessionsPerCaller, "with --listen and callers told apart by token: most concurrent sessions of one caller; past it an initialize gets 429 (without tokens there is one caller, and --max-sessions alone applies)")
 	fl.DurationVar(&h.idleTimeout, "session-idle-timeout", 30*time.Minute, "with --listen: end a session after this long without traffic")
+	fl.IntVar(&h.warmPool, "warm-pool", gateway.DefaultWarmPool, fmt.Sprintf("with --listen: started, not yet initialized processes of each stdio server kept waiting for new sessions; a session takes one and never shares it (0: start each session's process when it begins; at most %d)", upstream.MaxPoolSize))
 	fl.IntVar(&h.maxDepth, "max-json-depth", httpfront.DefaultMaxDepth, "with --listen: deepest JSON nesting accepted in a client message")
 	fl.Int64Var(&h.heldOpen.MaxBodyBytesInFlight, "max-body-bytes-in-flight", httpfront.DefaultMaxBodyBytesInFlight, "with --listen: most request-body bytes being read or held by the POSTs in flight, all callers together; past it a POST gets 503 (-1: no limit)")
 	fl.Int64Var(&h.heldOpen.MaxBodyBytesPerCaller, "max-body-bytes-per-caller", httpfront.DefaultMaxBodyBytesPerCaller, "with --listen: most request-body bytes in flight of one caller (never below --max-message-bytes); past it a POST gets 429 (-1: no limit)")
@@ -57,6 +60,9 @@ func (h *httpFlags) check() error {
 			return fmt.Errorf("%s needs --listen: OAuth and TLS are for the Streamable HTTP front (stdio has one local caller)", f.name)
 		}
 	}
+	if h.warmPool < 0 || h.warmPool > upstream.MaxPoolSize {
+		return fmt.Errorf("--warm-pool %d: want 0 (off) to %d processes per stdio server", h.warmPool, upstream.MaxPoolSize)
+	}
 	if h.oauth.AcceptMissingAudience && !h.enabled() {
 		return fmt.Errorf("--oauth-accept-missing-audience needs --listen: OAuth and TLS are for the Streamable HTTP front (stdio has one local caller)")
 	}
@@ -70,7 +76,7 @@ func (h *httpFlags) enabled() bool { return h.listen != "" }
 func (h *httpFlags) config() gateway.HTTP {
 	return gateway.HTTP{
 		Listen: h.listen, AllowHosts: h.allowHosts, DrainTimeout: h.drainTimeout,
-		MaxSessions: h.maxSessions, MaxSessionsPerCaller: h.perCaller, IdleTimeout: h.idleTimeout, MaxDepth: h.maxDepth,
+		MaxSessions: h.maxSessions, MaxSessionsPerCaller: h.perCaller, IdleTimeout: h.idleTimeout, MaxDepth: h.maxDepth, WarmPool: h.warmPool,
 		OAuth: h.oauth, TLS: h.tls,
 		MaxBodyBytesInFlight: h.heldOpen.MaxBodyBytesInFlight, MaxBodyBytesPerCaller: h.heldOpen.MaxBodyBytesPerCaller,
 		BodyReadTimeout: h.heldOpen.BodyReadTimeout, ConnIdleTimeout: h.heldOpen.ConnIdleTimeout,

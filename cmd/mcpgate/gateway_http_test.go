@@ -12,6 +12,9 @@ func TestHTTPFlagsCheck(t *testing.T) {
 	}{
 		{httpFlags{}, ""},
 		{httpFlags{listen: "127.0.0.1:0"}, ""},
+		{httpFlags{listen: "127.0.0.1:0", warmPool: 16}, ""},
+		{httpFlags{listen: "127.0.0.1:0", warmPool: 17}, "--warm-pool 17: want 0 (off) to 16"},
+		{httpFlags{listen: "127.0.0.1:0", warmPool: -1}, "--warm-pool -1"},
 		{func() httpFlags { h := httpFlags{listen: "127.0.0.1:0"}; h.oauth.Issuer = "https://i"; return h }(), ""},
 		{func() httpFlags { h := httpFlags{}; h.oauth.Issuer = "https://i"; return h }(), "--oauth-issuer needs --listen"},
 		{func() httpFlags { h := httpFlags{}; h.tls.Cert = "c"; return h }(), "--tls-cert needs --listen"},

@@ -446,7 +446,7 @@ func TestServersRestartListChanged(t *testing.T) {
 			var d *driver
 			var gwPid int
 			if tr == "http" {
-				g := startHTTPGateway(t, "--config", cfg)
+				g := startHTTPGateway(t, "--config", cfg, "--warm-pool", "0") // killServer finds the session's process alone
 				d, gwPid = startDriver(t, map[string]any{"url": g.url}), g.cmd.Process.Pid
 			} else {
 				d = startDriver(t, map[string]any{"command": binary, "args": []string{"gateway", "run", "--log-format", "json", "--config", cfg, "--policies", emptyPolicies(t)}})
@@ -553,7 +553,7 @@ func TestServersFailedRestartBacksOff(t *testing.T) {
 			var log *stderrLog
 			var gwPid int
 			if tr == "http" {
-				g := startHTTPGateway(t, "--config", cfg)
+				g := startHTTPGateway(t, "--config", cfg, "--warm-pool", "0") // the script counts its starts; killServer finds the session's process alone
 				d, log, gwPid = startDriver(t, map[string]any{"url": g.url}), g.stderr, g.cmd.Process.Pid
 			} else {
 				d = startDriver(t, map[string]any{"command": binary, "args": []string{"gateway", "run", "--log-format", "json", "--config", cfg, "--policies", emptyPolicies(t)}})

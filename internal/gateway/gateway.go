@@ -217,10 +217,11 @@ type Gateway struct {
 	emitter *audit.Emitter
 	pipe    *pipeline.Pipeline
 	admin   *admin.Server
-	shadow  *gate.Gate       // ShadowDir's set; nil without
-	capture *capture.Writer  // nil without Capture.File
-	limiter *ratelimit.Redis // nil without Shared.RateLimitStore
-	health  *pipeline.Health // policy errors per file
+	shadow  *gate.Gate                // ShadowDir's set; nil without
+	capture *capture.Writer           // nil without Capture.File
+	limiter *ratelimit.Redis          // nil without Shared.RateLimitStore
+	health  *pipeline.Health          // policy errors per file
+	pools   map[string]*upstream.Pool // warm processes per stdio server (HTTP only; set before the front serves)
 }
 
 // New builds a gateway. Every error is a start-up error with a message that names
@@ -521,11 +522,15 @@ func (g *Gateway) openUpstream() (upstream.Conn, error) {
 	if g.cfg.Upstream != nil {
 		return g.cfg.Upstream(g.pipe.Analyzer)
 	}
-	var upErr io.Writer
+	return openServers(g.cfg.Servers, g.pools, g.upEnv, g.upstreamStderr(), g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames, g.cfg.Version)
+}
+
+// upstreamStderr is where the stdio upstreams' stderr is relayed; nil drops it.
+func (g *Gateway) upstreamStderr() io.Writer {
 	if g.cfg.RelayUpstreamStderr {
-		upErr = g.cfg.Stderr
+		return g.cfg.Stderr
 	}
-	return openServers(g.cfg.Servers, g.upEnv, upErr, g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames, g.cfg.Version)
+	return nil
 }
 
 // upstreamEnv is the part of our environment the stdio upstreams get, and logs once,

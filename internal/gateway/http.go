@@ -49,8 +49,12 @@ type HTTP struct {
 	ConnIdleTimeout       time.Duration
 	MaxConnsPerAddr       int
 	MaxConns              int
-	OAuth                 OAuth // --oauth-issuer, --oauth-audience (auth.go)
-	TLS                   TLS   // --tls-cert, --tls-key, --tls-client-ca (auth.go)
+	// WarmPool is how many started, not yet initialized processes of each stdio
+	// server wait for the next session (--warm-pool, docs/http.md#warm-pool); 0 starts
+	// each session's process when the session begins. At most upstream.MaxPoolSize.
+	WarmPool int
+	OAuth    OAuth // --oauth-issuer, --oauth-audience (auth.go)
+	TLS      TLS   // --tls-cert, --tls-key, --tls-client-ca (auth.go)
 }
 
 // Server is one upstream: a name ("" for the single unprefixed upstream) and its
@@ -100,7 +104,8 @@ func Servers(file *config.Config, argv []string) ([]Server, error) {
 // puts a multiplexer in front when there are several (or prefix is set). With
 // several, a server that cannot start is left out, logged with its name and retried
 // with backoff (docs/servers.md#restarts); with one, its start error is returned.
-func openServers(servers []Server, inherited []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool, version string) (upstream.Conn, error) {
+// A stdio server with a pool in pools takes its process from it.
+func openServers(servers []Server, pools map[string]*upstream.Pool, inherited []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool, version string) (upstream.Conn, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("no upstream configured")
 	}
@@ -111,7 +116,7 @@ func openServers(servers []Server, inherited []string, upErr io.Writer, maxMessa
 			l = log.With("upstream", sp.Name)
 		}
 		startOne := func() (upstream.Conn, error) {
-			c, err := dialOne(sp, inherited, upErr, maxMessage, l)
+			c, err := dialOne(sp, pools[sp.Name], inherited, upErr, maxMessage, l)
 			if err != nil {
 				return nil, err
 			}
@@ -134,20 +139,62 @@ func openServers(servers []Server, inherited []string, upErr io.Writer, maxMessa
 }
 
 // dialOne opens one server's connection: a remote client for a url server, else its
-// process.
-func dialOne(sp Server, inherited []string, upErr io.Writer, maxMessage int, l *slog.Logger) (upstream.Conn, error) {
+// process, taken from pool when there is one.
+func dialOne(sp Server, pool *upstream.Pool, inherited []string, upErr io.Writer, maxMessage int, l *slog.Logger) (upstream.Conn, error) {
 	if sp.Server.URL != "" {
 		return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l,
 			Client: upstreamClient(sp.Server)})
 	}
+	if pool != nil {
+		return pool.Take()
+	}
+	return upstream.Start(processOptions(sp, inherited, upErr, maxMessage))
+}
+
+// processOptions are a stdio server's upstream.Start options.
+func processOptions(sp Server, inherited []string, upErr io.Writer, maxMessage int) upstream.Options {
 	env := make([]string, 0, len(sp.Server.Env))
 	for _, k := range slices.Sorted(maps.Keys(sp.Server.Env)) {
 		env = append(env, k+"="+sp.Server.Env[k])
 	}
-	return upstream.Start(upstream.Options{
+	return upstream.Options{
 		Argv: append([]string{sp.Server.Command}, sp.Server.Args...), Env: env, Inherited: inherited,
 		Stderr: upErr, MaxMessageBytes: maxMessage, Name: sp.Name,
-	})
+	}
+}
+
+// startPools starts a warm pool of size processes for each stdio server
+// (docs/decisions.md#warm-pool); nil when size is 0 or the upstream is not configured
+// servers. Close them with closePools.
+func (g *Gateway) startPools(size int) map[string]*upstream.Pool {
+	if size <= 0 || g.cfg.Upstream != nil {
+		return nil
+	}
+	pools := map[string]*upstream.Pool{}
+	for _, sp := range g.cfg.Servers {
+		if sp.Server.URL != "" {
+			continue
+		}
+		l := g.log
+		if sp.Name != "" {
+			l = l.With("upstream", sp.Name)
+		}
+		opts := processOptions(sp, g.upEnv, g.upstreamStderr(), g.cfg.MaxMessageBytes)
+		pools[sp.Name] = upstream.NewPool(size, func() (*upstream.Process, error) { return upstream.Start(opts) }, l)
+	}
+	if len(pools) > 0 {
+		g.log.Info("warm pool: started processes wait for new sessions", "per_server", size, "servers", len(pools))
+	}
+	return pools
+}
+
+// closePools ends the processes still waiting in pools.
+func closePools(pools map[string]*upstream.Pool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, p := range pools {
+		p.Close(ctx, 2*time.Second)
+	}
 }
 
 // ServeHTTP serves MCP over Streamable HTTP at /mcp until ctx ends (SIGINT/SIGTERM).
@@ -183,6 +230,11 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 0 {
 		return errors.New("no upstream: put the MCP server command after --, or list servers under mcpServers in --config")
 	}
+	if h.WarmPool > upstream.MaxPoolSize {
+		return fmt.Errorf("--warm-pool %d: at most %d processes per server", h.WarmPool, upstream.MaxPoolSize)
+	}
+	g.pools = g.startPools(h.WarmPool)
+	defer closePools(g.pools)
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
 	go g.watch(reloadCtx)
@@ -268,6 +320,10 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	g.log.Info("gateway stopped")
 	return nil
 }
+
+// DefaultWarmPool is --warm-pool's default: one started process of each stdio server
+// waits for the next HTTP session (docs/decisions.md#warm-pool).
+const DefaultWarmPool = 1
 
 // DefaultConnIdleTimeout is how long an idle keep-alive connection of the HTTP
 // front stays open (--conn-idle-timeout).
