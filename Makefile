@@ -13,6 +13,9 @@ TESTBED_BIN := testdata/e2e/bin
 # The OpenID provider of the OAuth tests (zitadel's example server; .ci/run starts it).
 OIDC_SERVER_VERSION ?= v3.52.0
 OIDC_SERVER := github.com/zitadel/oidc/v3/example/server@$(OIDC_SERVER_VERSION)
+# The OPA server of the guardrail tests (.ci/run starts it with testdata/e2e/opa).
+OPA_VERSION ?= v1.22.3
+OPA := github.com/open-policy-agent/opa@$(OPA_VERSION)
 
 # Packages with golden files under testdata/ (each defines -update).
 GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./internal/pipeline/ ./cmd/mcpgate/
@@ -75,7 +78,12 @@ demo: build
 
 ## deps: the end-to-end test bed — npm servers, clients and the conformance suite, and
 ## the go-sdk reference server, each at its pinned version.
-deps: testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION)
+deps: testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION) $(TESTBED_BIN)/.opa-$(OPA_VERSION)
+
+$(TESTBED_BIN)/.opa-$(OPA_VERSION):
+	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install $(OPA)
+	@rm -f $(TESTBED_BIN)/.opa-*
+	@touch $@
 
 $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION):
 	mkdir -p $(TESTBED_BIN)/.oidc && GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN)/.oidc $(GO) install $(OIDC_SERVER)

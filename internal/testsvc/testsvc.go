@@ -4,6 +4,7 @@
 //	MCPGATE_TEST_REDIS_URL     redis://127.0.0.1:6379/15
 //	MCPGATE_TEST_POSTGRES_URL  postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
 //	MCPGATE_TEST_OIDC_ISSUER   http://localhost:9412/  (an OpenID provider)
+//	MCPGATE_TEST_OPA_URL       http://127.0.0.1:8281   (an OPA server with testdata/e2e/opa)
 //
 // .ci/run installs and starts them and sets these. Outside CI a test without them
 // skips with a notice saying how to run it; with CI set it fails instead, so a CI
@@ -45,4 +46,12 @@ func need(t testing.TB, env, what string) string {
 func OIDCIssuer(t testing.TB) string {
 	t.Helper()
 	return need(t, "MCPGATE_TEST_OIDC_ISSUER", "zitadel's example OpenID provider: make deps, then PORT=9412 REDIRECT_URI=http://localhost:9413/callback testdata/e2e/bin/oidc-server and MCPGATE_TEST_OIDC_ISSUER=http://localhost:9412/ (see .ci/run)")
+}
+
+// OPAURL returns MCPGATE_TEST_OPA_URL, the base URL of an OPA server
+// (github.com/open-policy-agent/opa, installed by make deps and started by .ci/run)
+// serving testdata/e2e/opa, or skips (fails under CI) without it.
+func OPAURL(t testing.TB) string {
+	t.Helper()
+	return need(t, "MCPGATE_TEST_OPA_URL", "an OPA server: make deps, then testdata/e2e/bin/opa run --server --addr 127.0.0.1:8281 --disable-telemetry testdata/e2e/opa and MCPGATE_TEST_OPA_URL=http://127.0.0.1:8281 (see .ci/run)")
 }

@@ -12,7 +12,10 @@
 //	GUARD:5xx       HTTP 503
 //	GUARD:big       an answer over 1 MiB
 //
-// and NONE otherwise. Every request it took is kept for the test to read.
+// and NONE otherwise. A marker written GUARD:post-<marker> acts only on a result
+// (mcp.phase "post"), so a call whose arguments carry it reaches the upstream. With
+// Prefix set (say "SOFT:") the markers begin with it instead, so two services tell
+// their markers apart. Every request it took is kept for the test to read.
 package guardtest
 
 import (
@@ -42,6 +45,8 @@ type Service struct {
 	// Secret, when set, is the HMAC secret the signature is checked against; a request
 	// whose signature does not match is answered 401.
 	Secret string
+	// Prefix is the markers' prefix; "" means "GUARD:".
+	Prefix string
 	mu     sync.Mutex
 	reqs   []Request
 }
@@ -73,12 +78,32 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var in struct {
 		Texts []string `json:"texts"`
+		MCP   struct {
+			Phase string `json:"phase"`
+		} `json:"mcp"`
 	}
 	if json.Unmarshal(body, &in) != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	all := strings.Join(in.Texts, "\n")
+	prefix := s.Prefix
+	if prefix == "" {
+		prefix = "GUARD:"
+	}
+	post := prefix + "post-"
+	marks := make([]string, len(in.Texts)) // the texts as markers read them: GUARD:<marker>
+	for i, t := range in.Texts {
+		if in.MCP.Phase == "post" {
+			t = strings.ReplaceAll(t, post, prefix)
+		} else {
+			t = strings.ReplaceAll(t, post, "")
+		}
+		if prefix != "GUARD:" {
+			t = strings.ReplaceAll(strings.ReplaceAll(t, "GUARD:", ""), prefix, "GUARD:")
+		}
+		marks[i] = t
+	}
+	all := strings.Join(marks, "\n")
 	w.Header().Set("Content-Type", "application/json")
 	answer := func(v any) { _ = json.NewEncoder(w).Encode(v) }
 	switch {
@@ -96,14 +121,14 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out := make([]string, len(in.Texts))
 		for i, t := range in.Texts {
 			out[i] = secretWord.ReplaceAllString(t, "[REDACTED]")
-			if strings.Contains(t, "GUARD:escape") {
+			if strings.Contains(marks[i], "GUARD:escape") {
 				out[i] = t + " \x1b]52;c;c2VjcmV0\x07"
 			}
 		}
 		answer(map[string]any{"action": "GUARDRAIL_INTERVENED", "texts": out})
 	case strings.Contains(all, "GUARD:finding"):
 		idx := 0
-		for i, t := range in.Texts {
+		for i, t := range marks {
 			if strings.Contains(t, "GUARD:finding") {
 				idx = i
 			}

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/guardrail/guardtest"
+	"github.com/mcpgate/mcpgate/internal/testsvc"
+)
+
+// guardrailCase is one call through a gateway with outside guardrails, and what the
+// client and the record must show.
+type guardrailCase struct {
+	name   string
+	args   map[string]any
+	text   string // the first content text begins with this
+	reason string // the record's reason ("" for none)
+	policy string
+	entry  map[string]string // one guardrails entry the record must hold (name, phase, verdict or error)
+}
+
+// guardrailTransports runs the cases over stdio and over HTTP, against the fakeup
+// upstream, with the given configuration and policies directory.
+func guardrailTransports(t *testing.T, cfg, pol string, cases []guardrailCase) {
+	_, fake := httpBinaries(t)
+	check := func(t *testing.T, tc guardrailCase, text string, rec map[string]any) {
+		t.Helper()
+		if !strings.HasPrefix(text, tc.text) {
+			t.Errorf("%s: first text %q, want prefix %q", tc.name, text, tc.text)
+		}
+		if r, _ := rec["reason"].(string); r != tc.reason {
+			t.Errorf("%s: reason %q, want %q; record %v", tc.name, r, tc.reason, rec)
+		}
+		if p, _ := rec["policy"].(string); p != tc.policy {
+			t.Errorf("%s: policy %q, want %q", tc.name, p, tc.policy)
+		}
+		if tc.entry != nil && !hasEntry(rec, tc.entry) {
+			t.Errorf("%s: guardrails %v lack %v", tc.name, rec["guardrails"], tc.entry)
+		}
+		b, _ := json.Marshal(rec)
+		if strings.Contains(string(b), "secret-") || strings.Contains(string(b), "GUARD:") {
+			t.Errorf("%s: the record holds a value: %s", tc.name, b)
+		}
+	}
+	t.Run("stdio", func(t *testing.T) {
+		c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--config", cfg, "--policies", pol}, []string{fake})...)
+		for i, tc := range cases {
+			res := callTool(t, c, "echo", tc.args)
+			text := ""
+			if len(res.Content) > 0 {
+				if tc, ok := res.Content[0].(mcp.TextContent); ok {
+					text = tc.Text
+				}
+			}
+			check(t, tc, text, log.waitRecords(t, i+1)[i])
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		g := startHTTPGateway(t, "--config", cfg, "--policies", pol, "--", fake)
+		c := newHTTPClient(g.url)
+		c.initialize(t)
+		for i, tc := range cases {
+			m := c.call(t, i+1, "echo", tc.args)
+			check(t, tc, httpResultText(m), g.stderr.waitRecords(t, i+1)[i])
+		}
+	})
+}
+
+func hasEntry(rec map[string]any, want map[string]string) bool {
+	list, _ := rec["guardrails"].([]any)
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		ok := true
+		for k, v := range want {
+			if s, _ := m[k].(string); s != v {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func writeConfig(t *testing.T, guardrails map[string]any) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"mcpgate": map[string]any{"guardrails": guardrails}})
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGuardrailsContent: a test-bed content service speaking LiteLLM's Generic
+// Guardrail API on loopback blocks, intervenes, hangs, answers garbage and 5xx, under
+// fail mode closed ("strict", signed) and open ("soft"), over stdio and HTTP.
+func TestGuardrailsContent(t *testing.T) {
+	strict := &guardtest.Service{Secret: "e2e-secret"}
+	soft := &guardtest.Service{Prefix: "SOFT:"}
+	s1, s2 := httptest.NewServer(strict), httptest.NewServer(soft)
+	defer s1.Close()
+	defer s2.Close()
+	t.Setenv("E2E_GUARD_HMAC", "e2e-secret")
+	cfg := writeConfig(t, map[string]any{
+		"strict": map[string]any{"kind": "generic", "url": s1.URL, "timeout": "1s", "hmacSecret": "${E2E_GUARD_HMAC}",
+			"breaker": map[string]any{"failures": 1000}},
+		"soft": map[string]any{"kind": "generic", "url": s2.URL, "failMode": "open", "timeout": "300ms",
+			"breaker": map[string]any{"failures": 1000}},
+	})
+	pol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pol, "flag.js"), []byte(
+		`if (ctx.phase === "pre" && ctx.findings.some(f => f.source === "guardrail:strict" && f.rule_id === "test_finding")) { throw "flagged" }`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guardrailTransports(t, cfg, pol, []guardrailCase{
+		{name: "none", args: map[string]any{"text": "hello"}, text: "fakeup: hello",
+			entry: map[string]string{"name": "strict", "phase": "post", "verdict": "none"}},
+		{name: "blocked call", args: map[string]any{"text": "GUARD:block"},
+			text:   "[mcpgate: call rejected by guardrail:strict: test guardrail blocked — see audit log entry ",
+			reason: "guardrail_block", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "phase": "pre", "verdict": "block"}},
+		{name: "blocked result", args: map[string]any{"text": "GUARD:post-block"}, text: "[mcpgate: tool output blocked — see audit log entry ",
+			reason: "guardrail_block", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "phase": "post", "verdict": "block"}},
+		{name: "intervened result", args: map[string]any{"text": "GUARD:post-redact secret-abc"}, text: "fakeup: GUARD:post-redact [REDACTED]",
+			entry: map[string]string{"name": "strict", "phase": "post", "verdict": "intervene"}},
+		{name: "finding reaches a policy", args: map[string]any{"text": "GUARD:finding"},
+			text: "[mcpgate: call rejected by policy flag.js: flagged", reason: "policy_throw", policy: "flag.js"},
+		{name: "5xx closed", args: map[string]any{"text": "GUARD:5xx"}, text: "[mcpgate: call rejected by guardrail:strict: the guardrail failed",
+			reason: "guardrail_error", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "error": "guardrail_error", "detail": "status_503"}},
+		{name: "garbage closed", args: map[string]any{"text": "GUARD:garbage"}, text: "[mcpgate: call rejected by guardrail:strict: the guardrail failed",
+			reason: "guardrail_error", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "detail": "malformed"}},
+		{name: "hang closed", args: map[string]any{"text": "GUARD:hang"}, text: "[mcpgate: call rejected by guardrail:strict: the guardrail did not answer in time",
+			reason: "guardrail_timeout", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "error": "guardrail_timeout"}},
+		{name: "hang open", args: map[string]any{"text": "SOFT:hang"}, text: "fakeup: SOFT:hang",
+			entry: map[string]string{"name": "soft", "phase": "pre", "error": "guardrail_timeout"}},
+		{name: "5xx open", args: map[string]any{"text": "SOFT:5xx"}, text: "fakeup: SOFT:5xx",
+			entry: map[string]string{"name": "soft", "phase": "pre", "error": "guardrail_error", "detail": "status_503"}},
+	})
+	for _, r := range strict.Requests() {
+		if !r.SignatureOK || r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" || r.Header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("a request was unsigned or carried the caller's headers: %v", r.Header)
+		}
+	}
+}
+
+// TestGuardrailsOPA: a real OPA server with a Rego policy over the input authorizes
+// each call, over stdio and HTTP; a pre policy that adds "force" to allowed arguments
+// is caught, since the rewritten arguments are authorized again (without that second
+// ask the call reaches the upstream).
+func TestGuardrailsOPA(t *testing.T) {
+	base := testsvc.OPAURL(t)
+	cfg := writeConfig(t, map[string]any{"opa": map[string]any{"kind": "opa", "url": base + "/v1/data/mcpgate/allow", "timeout": "5s"}})
+	pol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pol, "force.js"), []byte(
+		`if (ctx.phase === "pre" && ctx.params.text === "please force") { ctx.params.force = true }`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guardrailTransports(t, cfg, pol, []guardrailCase{
+		{name: "allowed", args: map[string]any{"text": "hello"}, text: "fakeup: hello",
+			entry: map[string]string{"name": "opa", "phase": "pre", "verdict": "allow"}},
+		{name: "denied", args: map[string]any{"text": "x", "force": true},
+			text:   "[mcpgate: call rejected by guardrail:opa: the authorization service denied the call",
+			reason: "guardrail_deny", policy: "guardrail:opa", entry: map[string]string{"name": "opa", "phase": "pre", "verdict": "deny"}},
+		{name: "denied after a rewrite", args: map[string]any{"text": "please force"},
+			text:   "[mcpgate: call rejected by guardrail:opa: the authorization service denied the call",
+			reason: "guardrail_deny", policy: "guardrail:opa", entry: map[string]string{"name": "opa", "phase": "pre_rewritten", "verdict": "deny"}},
+	})
+}
