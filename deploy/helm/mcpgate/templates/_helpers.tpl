@@ -32,3 +32,26 @@ httpHeaders:
   - name: Host
     value: localhost
 {{- end -}}
+
+{{/* The configuration with one url server per stdioServers entry: the gateway reaches
+each stdio server's container over loopback (docs/deploy.md#stdio-servers). */}}
+{{- define "mcpgate.config" -}}
+{{- $cfg := deepCopy .Values.config }}
+{{- $servers := dict }}
+{{- if $cfg.mcpServers }}{{- $servers = $cfg.mcpServers }}{{- end }}
+{{- range $i, $name := keys .Values.stdioServers | sortAlpha }}
+{{- if hasKey $servers $name }}
+{{- fail (printf "stdioServers.%s: config.mcpServers has a server of that name too" $name) }}
+{{- end }}
+{{- $_ := set $servers $name (dict "url" (printf "http://127.0.0.1:%v/mcp" (include "mcpgate.stdioPort" (list $ $name $i)))) }}
+{{- end }}
+{{- $_ := set $cfg "mcpServers" $servers }}
+{{- toPrettyJson $cfg }}
+{{- end -}}
+
+{{/* The loopback port of stdioServers entry (list $ name index): its port, or 9100 plus
+its place in name order. */}}
+{{- define "mcpgate.stdioPort" -}}
+{{- $s := index (index . 0).Values.stdioServers (index . 1) }}
+{{- $s.port | default (add 9100 (index . 2)) }}
+{{- end -}}
