@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpgate/mcpgate/internal/audit"
@@ -284,4 +285,29 @@ func tokenGuard(hosts []string, token string) *Guard {
 	}
 	d := sha256.Sum256([]byte(token))
 	return newGuard(hosts, d[:])
+}
+
+// TestGuardrailMetrics: each callout of a record counts by guardrail, kind and result
+// (the error when no verdict came), with its time in the latency histogram.
+func TestGuardrailMetrics(t *testing.T) {
+	m := NewMetrics(nil, nil)
+	m.Observe(&audit.Record{Method: "tools/call", ActionTaken: "block", Guardrails: []audit.GuardrailCall{
+		{Name: "opa", Kind: "opa", Phase: "pre", Verdict: "allow", MS: 2},
+		{Name: "opa", Kind: "opa", Phase: "pre_rewritten", Verdict: "deny", MS: 3},
+		{Name: "injection", Kind: "generic", Phase: "pre", Error: "guardrail_timeout", Detail: "timeout", MS: 1500},
+	}})
+	srv := httptest.NewRecorder()
+	promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}).ServeHTTP(srv, httptest.NewRequest("GET", "/metrics", nil))
+	body := srv.Body.String()
+	for _, want := range []string{
+		`mcpgate_guardrail_calls_total{guardrail="opa",kind="opa",result="allow"} 1`,
+		`mcpgate_guardrail_calls_total{guardrail="opa",kind="opa",result="deny"} 1`,
+		`mcpgate_guardrail_calls_total{guardrail="injection",kind="generic",result="guardrail_timeout"} 1`,
+		`mcpgate_guardrail_latency_seconds_count{guardrail="opa"} 2`,
+		`mcpgate_guardrail_latency_seconds_sum{guardrail="injection"} 1.5`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }

@@ -37,6 +37,8 @@ const OtherTool = "_other"
 //	mcpgate_findings_total{rule,stage}             counter: calls in which a rule found something; stage input|output
 //	mcpgate_policy_eval_seconds{phase}             histogram: pre/post policy time (record stage_ms)
 //	mcpgate_upstream_latency_seconds               histogram: upstream time (record stage_ms.upstream)
+//	mcpgate_guardrail_calls_total{guardrail,kind,result}  counter: callouts to outside guardrails; result is the verdict or the error (record guardrails)
+//	mcpgate_guardrail_latency_seconds{guardrail}   histogram: time of one callout
 //	mcpgate_policy_generation                      gauge: generation of the running policy set
 //	mcpgate_policy_reload_success                  gauge: 1 when the last (re)load succeeded, else 0
 //	mcpgate_policy_loaded_timestamp_seconds        gauge: when the running set was loaded
@@ -53,10 +55,17 @@ type Metrics struct {
 	findings *prometheus.CounterVec
 	policy   *prometheus.HistogramVec
 	upstream prometheus.Histogram
+	gcalls   *prometheus.CounterVec
+	glatency *prometheus.HistogramVec
 
-	mu    sync.Mutex
-	tools map[string]bool
+	mu         sync.Mutex
+	tools      map[string]bool
+	guardrails map[string]bool
 }
+
+// MaxGuardrailLabels caps distinct guardrail label values (names come from the
+// configuration, so the cap only guards against a record from elsewhere).
+const MaxGuardrailLabels = 64
 
 // NewMetrics builds the registry. gate and stats are called at scrape time; either
 // may be nil.
@@ -83,10 +92,18 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 			Name: "mcpgate_upstream_latency_seconds", Help: "Time the upstream MCP server took to answer a tools/call.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms .. 262 s
 		}),
-		tools: map[string]bool{},
+		gcalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_guardrail_calls_total", Help: "Callouts to outside guardrails (docs/guardrails.md) by guardrail, kind and result: a verdict (none, block, intervene, allow, deny) or an error (guardrail_timeout, guardrail_error).",
+		}, []string{"guardrail", "kind", "result"}),
+		glatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mcpgate_guardrail_latency_seconds", Help: "Time of one callout to an outside guardrail, failures included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 8), // 0.5 ms .. 8 s
+		}, []string{"guardrail"}),
+		tools:      map[string]bool{},
+		guardrails: map[string]bool{},
 	}
 	reg := m.Registry
-	reg.MustRegister(m.calls, m.outcomes, m.channels, m.findings, m.policy, m.upstream)
+	reg.MustRegister(m.calls, m.outcomes, m.channels, m.findings, m.policy, m.upstream, m.gcalls, m.glatency)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if gate != nil {
 		reg.MustRegister(
@@ -159,6 +176,27 @@ func (m *Metrics) Observe(r *audit.Record) {
 	if v, ok := r.StageMS[vocab.StageUpstream]; ok {
 		m.upstream.Observe(v / 1000)
 	}
+	for _, g := range r.Guardrails {
+		name, result := m.guardrailLabel(g.Name), g.Verdict
+		if g.Error != "" {
+			result = g.Error
+		}
+		m.gcalls.WithLabelValues(name, g.Kind, result).Inc()
+		m.glatency.WithLabelValues(name).Observe(g.MS / 1000)
+	}
+}
+
+func (m *Metrics) guardrailLabel(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.guardrails[name] {
+		return name
+	}
+	if len(m.guardrails) >= MaxGuardrailLabels {
+		return OtherTool
+	}
+	m.guardrails[name] = true
+	return name
 }
 
 // Write makes Metrics an audit sink: it counts r (Observe).
