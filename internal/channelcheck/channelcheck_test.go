@@ -404,3 +404,27 @@ func TestSplitOrders(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizedTool: the tools whose definition says an authorization decides who
+// gets them, beside names that only look alike.
+func TestAuthorizedTool(t *testing.T) {
+	for _, c := range []struct {
+		tools string
+		want  int
+	}{
+		{`[{"name":"get_weather"},{"name":"admin_delete_tenant"}]`, 1},
+		{`[{"name":"sudoExec"}]`, 0},
+		{`[{"name":"impersonate-user"}]`, 0},
+		{`[{"name":"grant_role"}]`, 0},
+		{`[{"name":"revokeUserAccess"}]`, 0},
+		{`[{"name":"x","securitySchemes":[{"type":"oauth2","scopes":["a"]}]}]`, 0},
+		{`[{"name":"x","securitySchemes":[{"type":"noauth"}]}]`, -1},
+		{`[{"name":"list_roots"},{"name":"get_access_logs"},{"name":"admission_check"},{"name":"grant_application_status"},{"name":"delete_file"}]`, -1},
+		{`{"name":"admin"}`, -1},
+		{`null`, -1},
+	} {
+		if got := AuthorizedTool(json.RawMessage(c.tools)); got != c.want {
+			t.Errorf("AuthorizedTool(%s) = %d, want %d", c.tools, got, c.want)
+		}
+	}
+}

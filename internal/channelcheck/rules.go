@@ -66,6 +66,10 @@ const (
 	// RuleCacheTTLClamped: a 2026-07-28 cacheable result whose ttlMs was over the
 	// gateway's maximum (--max-cache-ttl) and was clamped to it. Low: recorded.
 	RuleCacheTTLClamped = "cache_ttl_clamped"
+	// RuleCacheScopeAuthorized: a 2026-07-28 listing marked cacheScope "public" that
+	// holds a tool an authorization decides (AuthorizedTool), relayed as "private".
+	// Low: recorded.
+	RuleCacheScopeAuthorized = "cache_scope_authorized_listing"
 )
 
 // Rules lists this package's rules in the engine's shape, sorted by id, for
@@ -88,6 +92,7 @@ func Rules() []engine.Rule {
 		{ID: RuleXMCPHeaderInvalid, Family: Family, Severity: engine.SeverityHigh, Summary: "a tool whose x-mcp-header annotations break the rules (CR/LF or other non-token characters, duplicates, unreachable); clients must drop it"},
 		{ID: RuleInstructionsCrossServer, Family: Family, Severity: engine.SeverityMedium, Summary: "with several servers, one server's instructions name another server's tool"},
 		{ID: RuleCacheTTLClamped, Family: Family, Severity: engine.SeverityLow, Summary: "a 2026-07-28 cacheable result whose ttlMs was over --max-cache-ttl, clamped to it"},
+		{ID: RuleCacheScopeAuthorized, Family: Family, Severity: engine.SeverityLow, Summary: `a 2026-07-28 tools listing marked cacheScope "public" that holds a tool an authorization decides (an administrator's tool, one that grants or revokes roles or access, one with securitySchemes), relayed as "private"`},
 		{ID: RuleAppEgress, Family: Family, Severity: engine.SeverityMedium, Summary: "an MCP App (ui:// HTML) that posts a form to, loads from or sends to (fetch, XMLHttpRequest, WebSocket, img) an origin its csp does not declare; High in the strict profile"},
 		{ID: RuleAppPostMessageAny, Family: Family, Severity: engine.SeverityMedium, Summary: "an MCP App (ui:// HTML) that calls postMessage with target origin \"*\"; High in the strict profile"},
 	}

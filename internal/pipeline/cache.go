@@ -19,7 +19,9 @@ const DefaultMaxCacheTTL = 5 * time.Minute
 // client (schema.ts "CacheableResult"): a ttlMs over the maximum is clamped to it,
 // with the finding cache_ttl_clamped (Low) on the record; cacheScope "public"
 // becomes "private" when the gateway changed the result (its ttlMs included) or
-// tells callers apart (Pipeline.PerCaller). A result the gateway left alone, with no
+// tells callers apart (Pipeline.PerCaller), and on a tools listing that holds a tool
+// an authorization decides (channelcheck.AuthorizedTool), with the finding
+// cache_scope_authorized_listing (Low). A result the gateway left alone, with no
 // caller identity in play and a ttlMs within the maximum, passes byte for byte.
 func (r *run) cacheHints(c Channel, m *methods.Method, resp *jsonrpc.Message, reply Reply) Reply {
 	if m == nil || !m.Cacheable || resp.Error != nil || reply.Error != nil || reply.NoReply ||
@@ -57,6 +59,13 @@ func (r *run) cacheHints(c Channel, m *methods.Method, resp *jsonrpc.Message, re
 	if scope == "public" && (changed || edited || r.p.PerCaller) { // public only where nothing changed
 		doc["cacheScope"] = json.RawMessage(`"private"`)
 		edited = true
+	} else if scope == "public" && m.Name == "tools/list" {
+		// a listing with a tool some callers only may see is not for a shared cache
+		if i := channelcheck.AuthorizedTool(doc["tools"]); i >= 0 {
+			doc["cacheScope"] = json.RawMessage(`"private"`)
+			edited = true
+			r.rec.addFindings(engine.Report{Findings: []engine.Finding{{RuleID: channelcheck.RuleCacheScopeAuthorized, Severity: engine.SeverityLow, Pointer: "/tools/" + strconv.Itoa(i)}}, Highest: engine.SeverityLow})
+		}
 	}
 	if !edited {
 		return reply

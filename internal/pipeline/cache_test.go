@@ -19,6 +19,9 @@ func TestCacheHints(t *testing.T) {
 	listing := func(ttl, scope string) string {
 		return `{"resultType":"complete","tools":[{"name":"get_weather","description":"Returns the weather.","inputSchema":{"type":"object"}}],"ttlMs":` + ttl + `,"cacheScope":"` + scope + `"}`
 	}
+	adminListing := func(name, more string) string {
+		return `{"resultType":"complete","tools":[{"name":"get_weather","inputSchema":{"type":"object"}},{"name":"` + name + `","inputSchema":{"type":"object"}` + more + `}],"ttlMs":300000,"cacheScope":"public"}`
+	}
 	for _, tc := range []struct {
 		name      string
 		method    string
@@ -37,6 +40,11 @@ func TestCacheHints(t *testing.T) {
 		{"callers told apart: an escaped public is private", "tools/list", "2026-07-28", listing("1000", `\u0070ublic`), 0, true, 1000, "private", false},
 		{"an escaped public, clamped", "tools/list", "2026-07-28", listing("2592000000", `\u0070ubli\u0063`), 0, false, 300000, "private", true},
 		{"resources/read clamped", "resources/read", "2026-07-28", `{"resultType":"complete","contents":[{"uri":"file:///a","text":"hello"}],"ttlMs":86400000,"cacheScope":"private"}`, 0, false, 300000, "private", true},
+		{"an administrator's tool, public: private", "tools/list", "2026-07-28", adminListing("admin_delete_tenant", ""), 0, false, 300000, "private", false},
+		{"a tool that grants roles, public: private", "tools/list", "2026-07-28", adminListing("grantUserRole", ""), 0, false, 300000, "private", false},
+		{"a tool with an oauth2 scheme, public: private", "tools/list", "2026-07-28", adminListing("list_invoices", `,"securitySchemes":[{"type":"oauth2","scopes":["billing.read"]}]`), 0, false, 300000, "private", false},
+		{"noauth and ordinary names, public: kept", "tools/list", "2026-07-28", adminListing("delete_file", `,"securitySchemes":[{"type":"noauth"}]`), 0, false, -1, "", false},
+		{"an administrator's tool, already private: kept", "tools/list", "2026-07-28", `{"resultType":"complete","tools":[{"name":"admin_reset","inputSchema":{"type":"object"}}],"ttlMs":300000,"cacheScope":"private"}`, 0, false, -1, "", false},
 		{"2025-11-25: untouched", "tools/list", "2025-11-25", listing("2592000000", "public"), 0, false, -1, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,6 +55,9 @@ func TestCacheHints(t *testing.T) {
 			_, ids, _, _ := lastRec(t, rec)
 			if slices.Contains(ids, channelcheck.RuleCacheTTLClamped) != tc.clamped {
 				t.Errorf("rule ids %v", ids)
+			}
+			if authorized := tc.scope == "private" && tc.ttl == 300000 && !tc.clamped && !tc.perCaller; slices.Contains(ids, channelcheck.RuleCacheScopeAuthorized) != authorized {
+				t.Errorf("rule ids %v, want %s: %v", ids, channelcheck.RuleCacheScopeAuthorized, authorized)
 			}
 			if tc.ttl < 0 {
 				if r.Original == nil {
