@@ -109,7 +109,7 @@ func runReplay(ctx context.Context, file, dir, format, cfgPath, caller string, s
 		filter := e.FilterOutput
 		out, err := runner.Call(ctx, fixture.Call{
 			Tool: e.Tool, Params: e.Arguments, ToolAccess: e.ToolAccess, User: e.User,
-			Result: e.Result, FilterOutput: &filter,
+			Result: e.Result, FilterOutput: &filter, Guardrails: e.Guardrails,
 		}, nil)
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", e.EventID, err)

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -37,6 +38,10 @@ type Entry struct {
 	Result      json.RawMessage `json:"result,omitempty"`
 	ActionTaken vocab.Action    `json:"action_taken"` // the recorded action
 	Outcome     vocab.Outcome   `json:"outcome"`
+	// Guardrails are the outside guardrails' verdicts, replacements and findings, in
+	// the order given (docs/guardrails.md#replay): replay gives them back instead of
+	// calling out.
+	Guardrails []guardrail.Recorded `json:"guardrails,omitempty"`
 }
 
 // MaxLine bounds one line Read accepts, in bytes (a result may be large).

@@ -27,6 +27,9 @@ import (
 type Set struct {
 	guards []*guard // by name
 	now    func() time.Time
+	// replay, when set, holds recorded outcomes by phase: Run returns them and calls
+	// no service (Replay).
+	replay map[string][]Outcome
 }
 
 type guard struct {
@@ -91,6 +94,9 @@ type Content struct {
 
 // Access is what an authorization guardrail is asked about.
 type Access struct {
+	// Phase is pre, or pre_rewritten for arguments a pre policy rewrote; it keys a
+	// replayed outcome and is not sent.
+	Phase           string
 	Method          string
 	Server, Tool    string
 	ProtocolVersion string
@@ -121,26 +127,73 @@ const (
 )
 
 // Outcome is one guardrail's part in a phase.
+// Its JSON form is what --capture stores and a fixture stubs (Recorded).
 type Outcome struct {
-	Name string
-	Kind string
+	Name string `json:"name"`
+	Kind string `json:"kind"`
 	// Verdict is the answer; "" when Failure is set.
-	Verdict Verdict
+	Verdict Verdict `json:"verdict,omitempty"`
 	// Failure is set when no verdict came (FailureTimeout, FailureError); Detail says
 	// which: timeout, status_<code>, malformed, oversized, transport, circuit_open,
 	// truncated (texts past maxBytes were not sent, and the fail mode is closed).
-	Failure    Failure
-	Detail     string
-	FailClosed bool
+	Failure    Failure `json:"failure,omitempty"`
+	Detail     string  `json:"detail,omitempty"`
+	FailClosed bool    `json:"fail_closed,omitempty"`
 	// Reason is a BLOCKED answer's blocked_reason: for the client only, never a record.
-	Reason string
+	Reason string `json:"blocked_reason,omitempty"`
 	// Sent are the indexes into Content.Texts that were sent; Texts are the
 	// replacements of an Intervene, Texts[i] for Content.Texts[Sent[i]].
-	Sent  []int
-	Texts []string
+	Sent  []int    `json:"sent,omitempty"`
+	Texts []string `json:"texts,omitempty"`
 	// Findings are the answer's findings, Source "guardrail:<name>".
-	Findings []engine.Finding
-	Elapsed  time.Duration
+	Findings []engine.Finding `json:"findings,omitempty"`
+	Elapsed  time.Duration    `json:"-"`
+}
+
+// Recorded is one outcome with the phase it was given in (pre, pre_rewritten,
+// post): an entry of a capture (gateway run --capture) or a fixture's stub.
+type Recorded struct {
+	Phase string `json:"phase"`
+	Outcome
+}
+
+// Replay returns a Set that calls no service: Run gives back the recorded outcomes
+// of the phase asked (a content phase's generic ones, an authorization's others), so
+// mcpgate replay and mcpgate test reproduce a decision offline. A phase with none
+// recorded gets none. No records: nil.
+func Replay(recorded []Recorded) *Set {
+	if len(recorded) == 0 {
+		return nil
+	}
+	s := &Set{now: time.Now, replay: map[string][]Outcome{}}
+	for _, r := range recorded {
+		s.replay[r.Phase] = append(s.replay[r.Phase], r.Outcome)
+	}
+	return s
+}
+
+func (s *Set) replayed(content *Content, access *Access) []Outcome {
+	var out []Outcome
+	if content != nil {
+		for _, o := range s.replay[content.Phase] {
+			if o.Kind == KindGeneric {
+				out = append(out, o)
+			}
+		}
+	}
+	if access != nil {
+		phase := access.Phase
+		if phase == "" {
+			phase = "pre"
+		}
+		for _, o := range s.replay[phase] {
+			if o.Kind != KindGeneric {
+				out = append(out, o)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Stops reports whether the outcome stops the message: a block, a deny, or a
@@ -162,6 +215,16 @@ func (s *Set) any(method string, authz bool) bool {
 	if s == nil {
 		return false
 	}
+	if s.replay != nil {
+		for _, outs := range s.replay {
+			for _, o := range outs {
+				if (o.Kind != KindGeneric) == authz && method == "tools/call" {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	for _, g := range s.guards {
 		if g.c.kind != KindGeneric == authz && slices.Contains(g.c.methods, method) {
 			return true
@@ -178,6 +241,9 @@ func (s *Set) any(method string, authz bool) bool {
 func (s *Set) Run(ctx context.Context, content *Content, access *Access) []Outcome {
 	if s == nil {
 		return nil
+	}
+	if s.replay != nil {
+		return s.replayed(content, access)
 	}
 	var run []*guard
 	var longest time.Duration

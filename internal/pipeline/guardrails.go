@@ -30,7 +30,7 @@ const (
 // authorization. in is updated when an intervention rewrote the arguments. It returns
 // the guardrails' findings, and a reply when the call stops.
 func (r *run) guardrailsPre(in *engine.Report) ([]engine.Finding, *Reply) {
-	g, method := r.p.Guardrails, r.rec.r.Method
+	g, method := r.guardrails(), r.rec.r.Method
 	content, authz := g.Content(method), g.Authorizes(method)
 	if !content && !authz {
 		return nil, nil
@@ -43,7 +43,7 @@ func (r *run) guardrailsPre(in *engine.Report) ([]engine.Finding, *Reply) {
 	}
 	var a *guardrail.Access
 	if authz {
-		a = r.guardAccess()
+		a = r.guardAccess(guardPre)
 	}
 	outs, stop := r.runGuardrails(guardPre, vocab.StageGuardrailsPre, c, a)
 	if stop != nil {
@@ -72,10 +72,10 @@ func (r *run) guardrailsPre(in *engine.Report) ([]engine.Finding, *Reply) {
 // policy (or a content guardrail) rewrote, so that what a mutation produced is what
 // was authorized (docs/guardrails.md#authorization).
 func (r *run) authorizeRewritten() *Reply {
-	if !r.p.Guardrails.Authorizes(r.rec.r.Method) {
+	if !r.guardrails().Authorizes(r.rec.r.Method) {
 		return nil
 	}
-	_, stop := r.runGuardrails(guardPreRewritten, vocab.StageGuardrailsPre, nil, r.guardAccess())
+	_, stop := r.runGuardrails(guardPreRewritten, vocab.StageGuardrailsPre, nil, r.guardAccess(guardPreRewritten))
 	return stop
 }
 
@@ -85,7 +85,7 @@ func (r *run) authorizeRewritten() *Reply {
 // replacement, the guardrails' findings for the post policies, and a reply when the
 // result is blocked.
 func (r *run) guardrailsPost(result json.RawMessage, out engine.Report, verdict engine.Verdict) (json.RawMessage, bool, engine.Verdict, []engine.Finding, *Reply) {
-	if !r.p.Guardrails.Content(r.rec.r.Method) {
+	if !r.guardrails().Content(r.rec.r.Method) {
 		return result, false, verdict, nil, nil
 	}
 	texts, err := guardrail.Leaves(result, true)
@@ -118,13 +118,22 @@ func (r *run) guardrailsPost(result json.RawMessage, out engine.Report, verdict 
 	return replaced, true, v, findingsOf(outs), nil
 }
 
+// guardrails is the call's guardrails: a replayed or stubbed set (Call.Guardrails),
+// else the Pipeline's.
+func (r *run) guardrails() *guardrail.Set {
+	if r.c.Guardrails != nil {
+		return r.c.Guardrails
+	}
+	return r.p.Guardrails
+}
+
 func (r *run) guardContent(phase string, texts []guardrail.Text, findings []engine.Finding) *guardrail.Content {
 	return &guardrail.Content{Method: r.rec.r.Method, Server: r.c.Server, Tool: r.tool, Phase: phase,
 		ProtocolVersion: r.c.ProtocolVersion, EventID: r.rec.eventID(), User: r.c.User, Texts: texts, Findings: findings}
 }
 
-func (r *run) guardAccess() *guardrail.Access {
-	return &guardrail.Access{Method: r.rec.r.Method, Server: r.c.Server, Tool: r.tool,
+func (r *run) guardAccess(phase string) *guardrail.Access {
+	return &guardrail.Access{Phase: phase, Method: r.rec.r.Method, Server: r.c.Server, Tool: r.tool,
 		ProtocolVersion: r.c.ProtocolVersion, EventID: r.rec.eventID(), User: r.c.User, Arguments: r.args}
 }
 
@@ -133,7 +142,7 @@ func (r *run) guardAccess() *guardrail.Access {
 // mode closed, in guardrail name order.
 func (r *run) runGuardrails(phase string, stage vocab.Stage, c *guardrail.Content, a *guardrail.Access) ([]guardrail.Outcome, *Reply) {
 	start := time.Now()
-	outs := r.p.Guardrails.Run(r.ctx, c, a)
+	outs := r.guardrails().Run(r.ctx, c, a)
 	r.rec.stage(stage, start)
 	if r.ctx.Err() != nil { // the client cancelled or left: no guardrail failed
 		reply := r.upstreamFailed(ErrCancelled)
@@ -141,6 +150,9 @@ func (r *run) runGuardrails(phase string, stage vocab.Stage, c *guardrail.Conten
 	}
 	for _, o := range outs {
 		r.rec.guardrailCall(o, phase)
+		if r.capture != nil { // --capture keeps each verdict for mcpgate replay
+			r.capture.Guardrails = append(r.capture.Guardrails, guardrail.Recorded{Phase: phase, Outcome: o})
+		}
 	}
 	for _, o := range outs {
 		if o.Verdict == guardrail.Block || o.Verdict == guardrail.Deny {

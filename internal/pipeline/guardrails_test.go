@@ -215,3 +215,53 @@ func TestAuthorizationDeny(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// TestGuardrailCaptureReplay: --capture keeps each guardrail's verdict, replacements
+// and findings; the same call replayed with them (guardrail.Replay, as mcpgate replay
+// and mcpgate test fixtures do) reaches the same decision without calling out.
+func TestGuardrailCaptureReplay(t *testing.T) {
+	svc := &guardtest.Service{}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, args, result string
+		action             vocab.Action
+		reason             vocab.Reason
+	}{
+		{"blocked call", `{"q":"GUARD:block"}`, cleanResult, vocab.Block, vocab.ReasonGuardrailBlock},
+		{"intervened result", `{"q":"a"}`, textResult("GUARD:redact secret-9"), vocab.Redact, ""},
+		{"timed out", `{"q":"GUARD:hang"}`, cleanResult, vocab.Block, vocab.ReasonGuardrailTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, nil, true, false)
+			caps := &captured{}
+			p.Capture = caps
+			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, Timeout: "200ms"}})
+			p.Handle(context.Background(), call(tc.args), upstreamReturning(tc.result, nil))
+			if len(caps.es) != 1 {
+				t.Fatalf("want one capture entry, got %d", len(caps.es))
+			}
+			live := rec.recs[0]
+			if live.ActionTaken != tc.action || live.Reason != tc.reason {
+				t.Fatalf("live: %s %s", live.ActionTaken, live.Reason)
+			}
+			e := caps.es[0]
+			if len(e.Guardrails) == 0 {
+				t.Fatal("no guardrail verdicts captured")
+			}
+			before := len(svc.Requests())
+			c := call(tc.args)
+			c.Guardrails = guardrail.Replay(e.Guardrails)
+			p.Guardrails = nil // no service to call: only the recorded verdicts
+			var sent json.RawMessage
+			reply := p.Handle(context.Background(), c, upstreamReturning(tc.result, &sent))
+			again := rec.recs[1]
+			if again.ActionTaken != tc.action || again.Reason != tc.reason || len(svc.Requests()) != before {
+				t.Fatalf("replayed: %s %s, service called %d times", again.ActionTaken, again.Reason, len(svc.Requests())-before)
+			}
+			if tc.action == vocab.Redact && !strings.Contains(firstText(t, reply.Result), "[REDACTED]") {
+				t.Fatalf("replayed result %s", reply.Result)
+			}
+		})
+	}
+}

@@ -169,6 +169,9 @@ type Call struct {
 	// FilterOutput, when set, overrides Pipeline.FilterOutput for this call (replay
 	// runs each captured call as it was run).
 	FilterOutput *bool
+	// Guardrails, when set, replaces Pipeline.Guardrails for this call: replay and
+	// mcpgate test give recorded or stubbed verdicts (guardrail.Replay).
+	Guardrails *guardrail.Set
 	// Hidden, when set, reports whether the tool is withheld from this caller's
 	// listing; a call to it is then rejected (docs/channels.md#hidden). Nil means
 	// nothing is hidden.
