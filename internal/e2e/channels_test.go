@@ -524,6 +524,7 @@ func TestChannelsListPolicyOverHTTP(t *testing.T) {
 func TestChannelsRelatedRoutingOverHTTP(t *testing.T) {
 	server := hostileServer(t)
 	up := exec.Command(server[0], server[1:]...)
+	endWithTest(up)
 	up.Env = append(os.Environ(), "HTTP_PORT=0")
 	stdout, err := up.StdoutPipe()
 	if err != nil {

@@ -33,6 +33,7 @@ func TestHAProxyReplicas(t *testing.T) {
 	g2 := startHTTPGateway(t, "--", fake)
 	bind := freeAddr(t)
 	cmd := exec.Command(hap, "-db", "-f", filepath.Join(root, "deploy", "haproxy.cfg"))
+	endWithTest(cmd)
 	cmd.Env = append(os.Environ(), "MCPGATE_BIND="+bind,
 		"MCPGATE_REPLICA_1="+hostPort(g1.url), "MCPGATE_REPLICA_2="+hostPort(g2.url))
 	log := &stderrLog{}

@@ -37,12 +37,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "mcpgate")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/mcpgate")
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build mcpgate:", err)
-		os.Exit(1)
+	if b := os.Getenv("MCPGATE_E2E_BINARY"); b != "" { // a helper run of this binary (TestHarnessChildrenEndWithIt)
+		binary = b
+	} else {
+		build := exec.Command("go", "build", "-o", binary, "./cmd/mcpgate")
+		build.Dir = root
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: build mcpgate:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -295,6 +299,16 @@ func (c *rawConn) await(id int) json.RawMessage {
 	return nil
 }
 
+// endWithTest makes cmd end with the test binary, even when it is killed and no
+// cleanup runs: the kernel sends cmd SIGKILL (PR_SET_PDEATHSIG) when this process
+// exits, so no server, driver or balancer of a killed run lives on under init.
+func endWithTest(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
 // boundedCmd is a test-bed driver (a node script and the gateways and servers it
 // starts) that is killed, with its whole process group, once limit has passed: a
 // hang fails its test with what the driver printed instead of running into the
@@ -310,7 +324,7 @@ func harnessCmd(t *testing.T, limit time.Duration, name string, args ...string) 
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL} // ends with the test binary, even killed
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second // a child still holding stdout does not keep Wait waiting
 	return boundedCmd{Cmd: cmd, ctx: ctx, limit: limit}

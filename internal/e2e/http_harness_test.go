@@ -76,6 +76,9 @@ func startHTTPGatewayUnder(t testing.TB, wrapper []string, args ...string) *http
 	full := append([]string{"gateway", "run", "--listen", "127.0.0.1:0", "--policies", pol, "--log-format", "json"}, args...)
 	argv := append(append(append([]string{}, wrapper...), gw), full...)
 	cmd := exec.Command(argv[0], argv[1:]...)
+	// The gateway ends when the test binary does, even killed: SIGTERM drains it and
+	// it closes its upstreams (which have their own parent-death signal).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	g := &httpGateway{cmd: cmd, stderr: &stderrLog{}, done: make(chan struct{})}
 	cmd.Stderr = g.stderr
 	cmd.Stdout = io.Discard

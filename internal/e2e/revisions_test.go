@@ -66,6 +66,7 @@ func scriptHTTP(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(node22(t), append(append([]string{filepath.Join(root, "testdata", "e2e", script)}, args...), addr[strings.LastIndex(addr, ":")+1:])...)
+	endWithTest(cmd)
 	log := &stderrLog{}
 	cmd.Stderr = log
 	must(t, cmd.Start())
@@ -285,6 +286,7 @@ backend mcpgate
     server gw2 `+hostPort(g2.url)+`
 `), 0o600))
 	cmd := exec.Command(hap, "-db", "-f", cfg)
+	endWithTest(cmd)
 	log := &stderrLog{}
 	cmd.Stdout, cmd.Stderr = log, log
 	must(t, cmd.Start())

@@ -40,6 +40,7 @@ func startDriver(t *testing.T, spec map[string]any) *driver {
 	nodeModule(t, "@modelcontextprotocol/sdk/package.json")
 	b, _ := json.Marshal(spec)
 	cmd := exec.Command("node", filepath.Join(root, "testdata", "e2e", "driver.mjs"), string(b))
+	endWithTest(cmd)
 	d := &driver{t: t, lines: make(chan map[string]any, 64), stderr: &stderrLog{}}
 	cmd.Stderr = d.stderr
 	in, err := cmd.StdinPipe()
@@ -488,6 +489,7 @@ func TestServersRemoteRestart(t *testing.T) {
 	addr := freePort(t)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "-http", addr, "-stateless=false")
+		endWithTest(cmd)
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

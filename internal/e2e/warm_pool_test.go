@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,4 +95,72 @@ func TestWarmPoolFigures(t *testing.T) {
 			sessions, len(procs), rss>>10, rss/max(len(procs), 1)>>10, rss/sessions>>10)
 		g.stop(t)
 	}
+}
+
+// TestHarnessChildrenEndWithIt: when the test binary is killed (SIGKILL: no cleanup
+// runs), the gateway it started and that gateway's upstream end too, instead of
+// living on under init. A helper run of this binary starts a gateway with a warm
+// upstream, prints both pids and waits; this test kills it and waits for both to end.
+func TestHarnessChildrenEndWithIt(t *testing.T) {
+	_, fake := httpBinaries(t)
+	if os.Getenv("MCPGATE_E2E_ORPHAN") != "" {
+		g := startHTTPGateway(t, "--warm-pool", "1", "--", fake)
+		gw := g.cmd.Process.Pid
+		testwait.For(t, "the warm upstream", func() bool { return len(serverPids(gw, fake)) == 1 })
+		fmt.Printf("pids %d %d\n", gw, serverPids(gw, fake)[0])
+		time.Sleep(10 * time.Minute) // until killed
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(self, "-test.run=^TestHarnessChildrenEndWithIt$", "-test.timeout=15m")
+	helper.Env = append(os.Environ(), "MCPGATE_E2E_ORPHAN=1", "MCPGATE_E2E_BINARY="+binary)
+	helper.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var gw, up int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if n, _ := fmt.Sscanf(sc.Text(), "pids %d %d", &gw, &up); n == 2 {
+			break
+		}
+	}
+	if gw == 0 || up == 0 {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+		t.Fatal("the helper printed no pids")
+	}
+	t.Cleanup(func() { // a failed run leaves nothing behind either
+		_ = syscall.Kill(gw, syscall.SIGKILL)
+		_ = syscall.Kill(up, syscall.SIGKILL)
+	})
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+	for name, pid := range map[string]int{"the gateway": gw, "its upstream": up} {
+		testwait.For(t, name+" to end after the test binary was killed", func() bool { return processGone(pid) })
+	}
+}
+
+// processGone reports whether pid has exited: no such process, or a zombie nobody
+// reaped yet.
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
 }
