@@ -27,9 +27,9 @@ func init() { subcommands = append(subcommands, newVetCmd) }
 
 // vetFlags are the flags of mcpgate vet.
 type vetFlags struct {
-	format, config, baseline, endpoint, pins, lockFile, profile string
-	entries                                                     []string
-	lock                                                        bool
+	format, config, baseline, endpoint, pins, lockFile, profile, sigstoreRoot string
+	entries                                                                   []string
+	lock                                                                      bool
 }
 
 func newVetCmd() *cobra.Command {
@@ -45,6 +45,8 @@ func newVetCmd() *cobra.Command {
   vet_unverified_official_claim  a registry entry calling itself official, unverified
   vet_unpinned_package           npx / uvx / pipx / docker run with no exact version or digest
   vet_integrity_mismatch         a package whose integrity differs from mcpgate.lock
+  vet_provenance_invalid         an npm provenance attestation that does not verify, or
+                                 names another repository than mcpgate.lock
   vet_plaintext_transport        http:// or ws:// to a host that is not loopback
   vet_tls_verification_off       NODE_TLS_REJECT_UNAUTHORIZED=0, --insecure, insecureSkipVerify
   vet_identity_unproven          --endpoint claims an --entry's name but is none of its remotes[]
@@ -67,7 +69,9 @@ Inputs (any mix):
 --lock resolves each pinned npm package's dist.integrity (from $npm_config_registry
 or registry.npmjs.org), each pinned PyPI release's file hashes (uvx, pipx; from
 $UV_DEFAULT_INDEX, $UV_INDEX_URL, $PIP_INDEX_URL or pypi.org/simple) and each image
-digest, and writes mcpgate.lock next to --config. Later runs, and gateway run at start-up, resolve them again and report a
+digest, and writes mcpgate.lock next to --config. Where the npm registry offers a
+provenance attestation it is verified (Sigstore, against the public-good trusted
+root built in, or --sigstore-root) and its source repository locked. Later runs, and gateway run at start-up, resolve them again and report a
 package whose integrity differs.
 
 Findings name the rule, severity, server, a JSON Pointer into the input and a
@@ -100,6 +104,7 @@ Exit status: 0 nothing found (or only low and allowed findings), 3 a warn-level
 	fl.StringVar(&f.pins, "pins", "", "tool pin file: the tools each server listed (scope check, servers added)")
 	fl.BoolVar(&f.lock, "lock", false, "write "+vet.LockFileName+" with each pinned package's resolved version and integrity")
 	fl.StringVar(&f.lockFile, "lock-file", "", "the lock file (default: "+vet.LockFileName+" next to --config)")
+	fl.StringVar(&f.sigstoreRoot, "sigstore-root", "", "Sigstore trusted_root.json to verify npm provenance with (default: the public-good root built in)")
 	fl.StringVar(&f.profile, "profile", "", `default, or strict: plaintext transport and look-alike names are high (default: the config's "mcpgate.profile", else default)`)
 	return cmd
 }
@@ -164,13 +169,17 @@ func runVet(ctx context.Context, f vetFlags, w io.Writer) error {
 		}
 	}
 	if in.Config != nil {
+		res, err := vetResolver(f.sigstoreRoot)
+		if err != nil {
+			return err
+		}
 		lockPath := f.lockFile
 		if lockPath == "" {
 			lockPath = filepath.Join(filepath.Dir(f.config), vet.LockFileName)
 		}
 		if f.lock {
 			refs := vet.Lockable(in.Config)
-			l, errs := vet.NewLock(refs, (vet.Resolver{}).Resolve(ctx, refs))
+			l, errs := vet.NewLock(refs, res.Resolve(ctx, refs))
 			if len(errs) > 0 {
 				return fmt.Errorf("vet --lock: %w", errors.Join(errs...))
 			}
@@ -185,7 +194,7 @@ func runVet(ctx context.Context, f vetFlags, w io.Writer) error {
 		}
 		if l != nil {
 			in.Lock = l
-			in.Resolved = (vet.Resolver{}).Resolve(ctx, vet.Lockable(in.Config))
+			in.Resolved = res.Resolve(ctx, vet.Lockable(in.Config))
 		}
 	}
 	fs := vet.Run(in, opts)
@@ -206,6 +215,25 @@ func runVet(ctx context.Context, f vetFlags, w io.Writer) error {
 		return exitStatus(exitWarn)
 	}
 	return nil
+}
+
+// vetResolver is the package resolver of vet and of start-up: the registries from
+// the environment, and npm provenance verified against the Sigstore trusted root
+// in file ("" for the public-good root built in).
+func vetResolver(file string) (vet.Resolver, error) {
+	if file == "" {
+		tr, err := vet.PublicGoodRoot()
+		return vet.Resolver{Trusted: tr}, err
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return vet.Resolver{}, fmt.Errorf("vet: %w", err)
+	}
+	tr, err := vet.ReadTrustedRoot(b)
+	if err != nil {
+		return vet.Resolver{}, fmt.Errorf("vet: --sigstore-root %s: %w", file, err)
+	}
+	return vet.Resolver{Trusted: tr}, nil
 }
 
 func readVetConfig(name string) (*vet.Config, error) {
@@ -390,7 +418,12 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 		}
 		if l != nil {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			in.Lock, in.Resolved = l, (vet.Resolver{}).Resolve(rctx, vet.Lockable(c))
+			res, err := vetResolver("")
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			in.Lock, in.Resolved = l, res.Resolve(rctx, vet.Lockable(c))
 			cancel()
 		}
 	}

@@ -55,3 +55,40 @@ func FuzzParseEntry(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPyPIFiles: any project page is files of the version (each named for it, with
+// a 64-digit sha256) or an error, never a panic.
+func FuzzPyPIFiles(f *testing.F) {
+	f.Add(`{"files": [{"filename": "p-1.0-py3-none-any.whl", "hashes": {"sha256": "`+strings.Repeat("a", 64)+`"}}, {"filename": "p-1.0.tar.gz", "hashes": {}}]}`, "1.0")
+	f.Add(`{"files": [{"filename": "p-1.0.zip", "hashes": {"sha256": "x"}}, {"filename": "-.whl"}]}`, "1.0")
+	f.Add(`{"files": null}`, "")
+	f.Fuzz(func(t *testing.T, page, version string) {
+		files, err := pypiFiles(strings.NewReader(page), version)
+		if err != nil {
+			return
+		}
+		for _, x := range files {
+			if !strings.EqualFold(fileVersion(x.Filename), version) || len(x.SHA256) != 64 {
+				t.Fatalf("%+v for %q", x, version)
+			}
+		}
+		_ = PyPIIntegrity(files)
+	})
+}
+
+// FuzzVerifyNPMProvenance: any bundle and integrity is verified or refused, never
+// a panic, and nothing but the recorded bundle verifies for sigstore@2.0.0.
+func FuzzVerifyNPMProvenance(f *testing.F) {
+	tr, err := PublicGoodRoot()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(`{"mediaType": "application/vnd.dev.sigstore.bundle+json;version=0.1"}`, "sha512-"+strings.Repeat("A", 86)+"==")
+	f.Add(`{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json", "verificationMaterial": {}, "dsseEnvelope": {"payload": "e30=", "payloadType": "application/vnd.in-toto+json", "signatures": [{"sig": "AA=="}]}}`, "sha512-x")
+	f.Add(`[]`, "sha1-AA==")
+	f.Fuzz(func(t *testing.T, bundle, integrity string) {
+		if repo, err := VerifyNPMProvenance(tr, []byte(bundle), "sigstore", "2.0.0", integrity); err == nil {
+			t.Fatalf("a fuzzed bundle verified: %s", repo)
+		}
+	})
+}

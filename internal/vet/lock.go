@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
 // LockFileName is the lock's name next to the configuration.
@@ -35,6 +37,9 @@ type LockedPackage struct {
 	Integrity string       `json:"integrity"`
 	Tarball   string       `json:"tarball,omitempty"`
 	Files     []LockedFile `json:"files,omitempty"` // a PyPI release's wheels and sdist
+	// Provenance is the source repository a verified npm provenance attestation
+	// names ("https://github.com/org/repo"); "" when the registry offered none.
+	Provenance string `json:"provenance,omitempty"`
 }
 
 // LockedFile is one file of a PyPI release: its name and the index's sha256 (hex).
@@ -48,6 +53,12 @@ type Resolution struct {
 	Integrity, Tarball string
 	Files              []LockedFile
 	Err                error
+	// Provenance is the source repository of the npm provenance attestation the
+	// registry offers, verified (VerifyNPMProvenance); ProvenanceErr says why it
+	// is not: it did not verify, or (errProvenanceFetch) it could not be fetched.
+	// Both are empty when the registry offers none, or the Resolver has no Trusted root.
+	Provenance    string
+	ProvenanceErr error
 }
 
 // ReadLock reads a lock file; a missing file is (nil, nil).
@@ -143,6 +154,9 @@ type Resolver struct {
 	NPMRegistry string
 	PyPIIndex   string
 	Client      *http.Client
+	// Trusted verifies npm provenance attestations where the registry offers them
+	// (docs/vet.md#provenance); nil skips them.
+	Trusted root.TrustedMaterial
 }
 
 // DefaultNPMRegistry is the npm registry from the environment, or the public one.
@@ -199,8 +213,14 @@ func (r Resolver) npm(ctx context.Context, p PackageRef) Resolution {
 	var doc struct {
 		Version string `json:"version"`
 		Dist    struct {
-			Integrity string `json:"integrity"`
-			Tarball   string `json:"tarball"`
+			Integrity    string `json:"integrity"`
+			Tarball      string `json:"tarball"`
+			Attestations struct {
+				URL        string `json:"url"`
+				Provenance struct {
+					PredicateType string `json:"predicateType"`
+				} `json:"provenance"`
+			} `json:"attestations"`
 		} `json:"dist"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&doc); err != nil {
@@ -209,7 +229,15 @@ func (r Resolver) npm(ctx context.Context, p PackageRef) Resolution {
 	if doc.Dist.Integrity == "" {
 		return Resolution{Err: fmt.Errorf("npm registry: %s has no dist.integrity", p.Spec())}
 	}
-	return Resolution{Integrity: doc.Dist.Integrity, Tarball: doc.Dist.Tarball}
+	res := Resolution{Integrity: doc.Dist.Integrity, Tarball: doc.Dist.Tarball}
+	if a := doc.Dist.Attestations; r.Trusted != nil && a.URL != "" {
+		b, err := r.npmAttestations(ctx, c, a.URL, cmp.Or(a.Provenance.PredicateType, "https://slsa.dev/provenance/v1"))
+		if err == nil {
+			res.Provenance, err = VerifyNPMProvenance(r.Trusted, b, p.Name, lockVersion(p), doc.Dist.Integrity)
+		}
+		res.ProvenanceErr = err
+	}
+	return res
 }
 
 // NewLock builds a lock from resolved packages; packages that did not resolve are
@@ -223,9 +251,44 @@ func NewLock(refs []PackageRef, res map[string]Resolution) (*Lock, []error) {
 			errs = append(errs, fmt.Errorf("%s: %v", p.Spec(), cmp.Or(r.Err, errors.New("not resolved"))))
 			continue
 		}
-		l.Packages = append(l.Packages, LockedPackage{Ecosystem: p.Ecosystem, Name: lockName(p), Version: lockVersion(p), Integrity: r.Integrity, Tarball: r.Tarball, Files: r.Files})
+		if r.ProvenanceErr != nil {
+			errs = append(errs, fmt.Errorf("%s: provenance: %v", p.Spec(), r.ProvenanceErr))
+			continue
+		}
+		l.Packages = append(l.Packages, LockedPackage{Ecosystem: p.Ecosystem, Name: lockName(p), Version: lockVersion(p), Integrity: r.Integrity, Tarball: r.Tarball, Files: r.Files, Provenance: r.Provenance})
 	}
 	return l, errs
+}
+
+// checkProvenance: an npm provenance attestation that does not verify, or names
+// another source repository than the lock (vet_provenance_invalid); one the lock
+// holds that cannot be fetched or is no longer offered (vet_integrity_unverified).
+func checkProvenance(server, ptr string, p PackageRef, lp *LockedPackage, r Resolution) []Finding {
+	spec := strconv.Quote(p.Spec())
+	switch {
+	case r.Err != nil:
+	case r.ProvenanceErr != nil && errors.Is(r.ProvenanceErr, errProvenanceFetch):
+		return []Finding{newFinding(RuleIntegrityUnverified, server, ptr, spec+"'s provenance attestation could not be fetched from the registry to verify it")}
+	case r.ProvenanceErr != nil:
+		return []Finding{newFinding(RuleProvenanceInvalid, server, ptr, spec+"'s provenance attestation does not verify ("+provenanceReason(r.ProvenanceErr)+"): the registry offers a signature that does not match the package; do not run it until reviewed")}
+	case lp.Provenance != "" && r.Provenance == "" && r.Integrity == lp.Integrity:
+		return []Finding{newFinding(RuleIntegrityUnverified, server, ptr, spec+" was locked with provenance from "+lp.Provenance+", and the registry offers none now to verify")}
+	case lp.Provenance != "" && r.Provenance == "":
+		return []Finding{newFinding(RuleProvenanceInvalid, server, ptr, spec+" was locked with provenance from "+lp.Provenance+", and the registry offers none now")}
+	case lp.Provenance != "" && r.Provenance != lp.Provenance:
+		return []Finding{newFinding(RuleProvenanceInvalid, server, ptr, spec+" was built from "+r.Provenance+", not from "+lp.Provenance+" as locked: another repository publishes it now")}
+	}
+	return nil
+}
+
+// provenanceReason is a verification error's first line, cut to 200 bytes: it
+// names keys, logs and digests of the attestation, never a configuration value.
+func provenanceReason(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }
 
 // checkLock: a locked package whose integrity now differs (swapped), one that could
@@ -250,6 +313,9 @@ func checkLock(s Server, l *Lock, res map[string]Resolution) []Finding {
 		case r.Integrity != lp.Integrity:
 			out = append(out, newFinding(RuleIntegrityMismatch, s.Name, ptr,
 				strconv.Quote(p.Spec())+" resolves to an artifact whose integrity differs from the one in "+LockFileName+filesChanged(lp.Files, r.Files)+": the package was swapped since it was reviewed; review it, then mcpgate vet --lock"))
+		}
+		if ok {
+			out = append(out, checkProvenance(s.Name, ptr, p, lp, r)...)
 		}
 	}
 	return out

@@ -46,6 +46,7 @@ const (
 	RuleIdentityUnproven    = "vet_identity_unproven"
 	RuleIdentityChanged     = "vet_identity_changed"
 	RuleIntegrityUnverified = "vet_integrity_unverified"
+	RuleProvenanceInvalid   = "vet_provenance_invalid"
 	RuleExcessiveScope      = "vet_excessive_scope"
 	RuleDriftWeakened       = "vet_drift_weakened"
 	RuleDriftWidened        = "vet_drift_widened"
@@ -65,6 +66,7 @@ func Rules() []engine.Rule {
 		{ID: RulePlaintextTransport, Family: Family, Severity: engine.SeverityMedium, Summary: "a remote MCP server reached over http:// or ws:// to a host that is not loopback (strict: high)"},
 		{ID: RuleTLSUnverified, Family: Family, Severity: engine.SeverityHigh, Summary: "TLS certificate verification turned off for a server (NODE_TLS_REJECT_UNAUTHORIZED=0, --insecure, insecureSkipVerify)"},
 		{ID: RuleIdentityUnproven, Family: Family, Severity: engine.SeverityHigh, Summary: "an endpoint that claims a registry name whose entry lists no matching remotes[] url"},
+		{ID: RuleProvenanceInvalid, Family: Family, Severity: engine.SeverityHigh, Summary: "an npm package whose provenance attestation (Sigstore) does not verify, or names another source repository than mcpgate.lock"},
 		{ID: RuleIntegrityUnverified, Family: Family, Severity: engine.SeverityMedium, Summary: "a package held in mcpgate.lock whose integrity could not be resolved now to compare"},
 		{ID: RuleIdentityChanged, Family: Family, Severity: engine.SeverityHigh, Summary: "a url server whose TLS public key (SPKI sha256) differs from the one pinned, until mcpgate pins approve"},
 		{ID: RuleExcessiveScope, Family: Family, Severity: engine.SeverityMedium, Summary: "a url server asking for write, delete or admin OAuth scopes when every tool it lists is readOnlyHint"},
