@@ -58,7 +58,7 @@ func (t *textScan) credentialRequest() {
 		return
 	}
 	s := t.s[:min(len(t.s), maxCredRequest)]
-	if !mayNameCredential(s) {
+	if seen, _ := t.gate(); !credNeedMet(seen) || !mayNameCredential(s) {
 		return
 	}
 	start := 0
@@ -72,16 +72,42 @@ func (t *textScan) credentialRequest() {
 	}
 }
 
-// mayNameCredential is a cheap pre-check: s holds one of the credential words'
-// distinctive parts in any case.
+// mayNameCredential is a cheap pre-check: s holds one of credHints, the credential
+// words' distinctive parts (case as written). One pass: a table indexed by two bytes
+// marks where a hint can start, and only there is the hint compared.
 func mayNameCredential(s string) bool {
-	for _, w := range [...]string{"oken", "ey", "assw", "redential", "reds", "ecret", "ookie", "hrase", "otp", "OTP", "fa", "FA", "PAT", "ode", "EY", "OKEN", "ASSW", "ECRET", "/."} {
-		if strings.Contains(s, w) {
-			return true
+	for i := 0; i+1 < len(s); i++ {
+		if h := credBigram[uint16(s[i])|uint16(s[i+1])<<8]; h != 0 {
+			if h == 1 {
+				return true // a hint of two bytes
+			}
+			for _, w := range credHints {
+				if strings.HasPrefix(s[i:], w) {
+					return true
+				}
+			}
 		}
 	}
 	return false
 }
+
+// credHints are the parts of credential words mayNameCredential looks for.
+var credHints = [...]string{"oken", "ey", "assw", "redential", "reds", "ecret", "ookie", "hrase", "otp", "OTP", "fa", "FA", "PAT", "ode", "EY", "OKEN", "ASSW", "ECRET", "/."}
+
+// credBigram is 1 at the first two bytes of a hint of two bytes, 2 at those of a
+// longer one.
+var credBigram = func() *[1 << 16]uint8 {
+	var t [1 << 16]uint8
+	for _, w := range credHints {
+		k := uint16(w[0]) | uint16(w[1])<<8
+		if len(w) == 2 {
+			t[k] = 1
+		} else if t[k] == 0 {
+			t[k] = 2
+		}
+	}
+	return &t
+}()
 
 // sentenceEnd returns the end of the sentence that starts at i: after ". ", "! ",
 // "? " or a line break (a URL's dots do not end it).

@@ -500,39 +500,118 @@ func hasPrivPart(w string) bool {
 	return false
 }
 
-// gateWords are words one of which every pattern needs (a model, the user, an error,
-// a prompt, a stealth adverb, a mode): a text with none is not folded at all.
-var gateWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, set := range []map[string]bool{modelWords, userWords, stealthWords, errorWords, roleModes} {
-		for w := range set {
-			m[w] = true
+// Gate classes of a word (gateClass). Each of gateNeeds is the set of classes one
+// pattern of at (or a group of them) needs words of: a model word and a word that
+// addresses it ("Note to the assistant", "AI agents reading this", "if you are an
+// AI"), or a model word that a ':' follows ("Assistant: ..."); the user and a
+// negation or must ("do not tell the user", "the user must not know"); a stealth
+// adverb and an action ("silently send"); "before answering"; "SYSTEM: you ..."
+// system and you; "you are now in admin mode" a mode and now; "do not mention this
+// instruction" a verb of selfVerbs and a noun of selfNouns; "hide this" or "keep this
+// secret" hide or keep and this; "your system prompt" a head and a noun; "the prior
+// conversation" an adverb and a noun; "the secrets you have seen" a noun, you and
+// seen; the escalating error an error word, a verb it starts at (runVerbs), and a
+// privileged word, a safeguard or a downloader.
+const (
+	gModel uint32 = 1 << iota
+	gAddr
+	gModelColon // set by gateScan: a ':' after a word of gModel
+	gUser
+	gUserOrder
+	gStealth
+	gAction
+	gBefore
+	gAnswering
+	gErr
+	gRun
+	gPriv
+	gSystem
+	gYou
+	gMode
+	gNow
+	gSelfVerb
+	gSelfNoun
+	gHideKeep
+	gThis
+	gPromptHead
+	gPromptNoun
+	gPast
+	gContext
+	gSecretNoun
+	gSeen
+)
+
+var gateNeeds = [...]uint32{gModel | gAddr, gModelColon, gUser | gUserOrder, gStealth | gAction, gBefore | gAnswering,
+	gSystem | gYou, gMode | gNow, gSelfVerb | gSelfNoun, gHideKeep | gThis,
+	gPromptHead | gPromptNoun, gPast | gContext, gSecretNoun | gYou | gSeen, gErr | gRun | gPriv}
+
+// gateClass maps each gate word to its classes: a text whose words meet none of
+// gateNeeds is not folded at all.
+var gateClass = func() map[string]uint32 {
+	m := map[string]uint32{}
+	add := func(c uint32, sets ...map[string]bool) {
+		for _, set := range sets {
+			for w := range set {
+				m[w] |= c
+			}
 		}
 	}
-	for _, w := range []string{"prompt", "instructions", "instruction", "language", "hide", "secret", "hidden", "system", "developer", "note", "message", "reminder", "answering", "responding", "replying",
-		"prior", "previous", "earlier", "credentials", "secrets", "passwords", "directive", "directives"} {
-		m[w] = true
+	words := func(ws ...string) map[string]bool {
+		set := map[string]bool{}
+		for _, w := range ws {
+			set[w] = true
+		}
+		return set
+	}
+	add(gModel, modelWords, words("language"))
+	add(gAddr, orderNouns, readingVerbs, words("note", "message", "instructions", "reminder", "dear", "attention", "hey", "hello", "if"))
+	add(gUser, userWords)
+	add(gUserOrder, words("not", "don't", "dont", "never", "without", "must", "should"))
+	add(gStealth, stealthWords)
+	add(gAction, actionVerbs)
+	add(gBefore, words("before"))
+	add(gAnswering, words("answering", "responding", "replying"))
+	add(gSystem, words("system"))
+	add(gYou, words("you"))
+	add(gMode, roleModes)
+	add(gNow, words("now"))
+	add(gSelfVerb, selfVerbs)
+	add(gSelfNoun, selfNouns)
+	add(gHideKeep, words("hide", "keep"))
+	add(gThis, words("this"))
+	add(gPromptHead, words("system", "developer", "hidden", "initial"))
+	add(gPromptNoun, words("prompt", "message", "instructions", "rules"))
+	add(gPast, words("prior", "previous", "earlier"))
+	add(gContext, contextNouns)
+	add(gSecretNoun, secretNouns)
+	add(gSeen, seenWords)
+	add(gErr, errorWords)
+	add(gRun, runVerbs)
+	add(gPriv, privWords, safetyWords, words("curl", "wget", "iwr", "irm"))
+	// the credential-request detector's (wordgate.go): "fa" stands for "2fa", the
+	// letters of "api_key" for the pair ("api", "key"), "shadow" for /etc/shadow
+	add(gHand, handVerbs)
+	for w := range credNouns {
+		if isAlphaString(w) {
+			m[w] |= gCred
+		}
+	}
+	add(gCred, words("fa", "shadow"))
+	for pair := range credPairs {
+		m[pair[0]] |= gPairA
+		m[pair[1]] |= gPairB
 	}
 	return m
 }()
 
-// wordBloom holds a bit per hash of the start and error words (as gateBloom).
+// wordBloom holds a bit per wordHash of the start and error words: a word whose bit
+// is clear is none of them, without a map lookup.
 var wordBloom = func() (b [1024]uint64) {
 	for _, set := range []map[string]bool{startWords, errorWords} {
 		for w := range set {
 			h := wordHash(w)
 			b[h>>6&1023] |= 1 << (h & 63)
 		}
-	}
-	return
-}()
-
-// gateBloom holds, per hash of a gate word (wordHash), one bit: a word whose bit is
-// clear is no gate word, without a map lookup.
-var gateBloom = func() (b [1024]uint64) {
-	for w := range gateWords {
-		h := wordHash(w)
-		b[h>>6&1023] |= 1 << (h & 63)
 	}
 	return
 }()
@@ -547,42 +626,11 @@ func wordHash(w string) uint32 {
 }
 
 // mayDirect reports whether s may hold an order in plain words: it holds a
-// non-ASCII byte (homoglyphs are read after folding) or an ASCII word that is a gate
-// word. One pass, lower-casing as it goes; no map lookup for most words.
+// non-ASCII byte (homoglyphs are read after folding) or ASCII words that meet one of
+// gateNeeds (gateScan).
 func mayDirect(s string) bool {
-	h, n := uint32(2166136261), 0
-	var buf [16]byte
-	for i := 0; i <= len(s); i++ {
-		c := byte(' ')
-		if i < len(s) {
-			c = s[i]
-		}
-		if c >= utf8.RuneSelf {
-			return true
-		}
-		if isAlpha(c) {
-			c |= 0x20
-			h = (h ^ uint32(c)) * 16777619
-			if n < len(buf) {
-				buf[n] = c
-			}
-			n++
-			continue
-		}
-		if c == '\'' && n > 0 {
-			h = (h ^ uint32(c)) * 16777619
-			if n < len(buf) {
-				buf[n] = c
-			}
-			n++
-			continue
-		}
-		if n >= 2 && n <= len(buf) && gateBloom[h>>6&1023]&(1<<(h&63)) != 0 && gateWords[string(buf[:n])] {
-			return true
-		}
-		h, n = 2166136261, 0
-	}
-	return false
+	seen, high := gateScan(s, true)
+	return high || directNeedMet(seen)
 }
 
 // directiveIn folds s (up to maxDirective bytes) and returns its directive class.
@@ -590,6 +638,11 @@ func directiveIn(s string) int {
 	if !mayDirect(s[:min(len(s), maxDirective)]) {
 		return dirNone
 	}
+	return directiveFolded(s)
+}
+
+// directiveFolded is directiveIn past its gate.
+func directiveFolded(s string) int {
 	var f folded
 	f.fold(s)
 	if c := f.detect(); c != dirNone {
@@ -620,7 +673,10 @@ func (t *textScan) directives() {
 	if t.directive || len(s) < 12 || len(s) > maxDirective || t.notice {
 		return
 	}
-	if c := directiveIn(s); c != dirNone {
+	if seen, high := t.gate(); !high && !directNeedMet(seen) {
+		return
+	}
+	if c := directiveFolded(s); c != dirNone {
 		t.directive = true
 		t.k.add(dirRules[c], "plain_words", 0, len(s))
 	}

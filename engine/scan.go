@@ -121,6 +121,12 @@ type textScan struct {
 	// last encoded run checked ended
 	directive bool
 	b64Done   int
+
+	// gated: gateSeen and gateHigh hold gateScan of the string's first
+	// maxCredRequest bytes (wordgate.go)
+	gated    bool
+	gateHigh bool
+	gateSeen uint32
 }
 
 // scanText runs every matcher over s and reports hits to k. cut says s is a prefix
