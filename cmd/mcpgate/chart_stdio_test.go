@@ -248,16 +248,18 @@ func TestChartStdioServers(t *testing.T) {
 		"MCPGATE_TOKEN_SHA256="+hex.EncodeToString(sum[:]))
 	url := ""
 	serving := regexp.MustCompile(`"url":"(http://[^"]+)"`)
-	testwait.For(t, "the gateway to listen", func() bool {
+	if !testwait.Within(6*testwait.Timeout, func() bool {
 		if m := serving.FindStringSubmatch(gwLog.String()); m != nil {
 			url = m[1]
 		}
 		return url != ""
-	})
+	}) {
+		t.Fatalf("the gateway did not listen:\n%s", gwLog.String())
+	}
 	// The gateway starts the url server down when the sidecar is not yet listening and
 	// retries with backoff, as a pod's containers start in any order; wait for it.
 	var tools []string
-	testwait.For(t, "the stdio server's tools through the gateway", func() bool {
+	served := testwait.Within(6*testwait.Timeout, func() bool {
 		sid, res := mcpPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"chart","version":"1"}}}`)
 		if sid == "" || res == nil {
 			return false
@@ -279,6 +281,9 @@ func TestChartStdioServers(t *testing.T) {
 		}
 		return true
 	})
+	if !served {
+		t.Fatalf("no session through the gateway reached the stdio server (tools %q)\ngateway:\n%s\nserver container:\n%s", tools, gwLog.String(), sideLog.String())
+	}
 }
 
 // mcpPost POSTs one message with the chart test's bearer token and returns the

@@ -62,16 +62,16 @@ func TestWarmPool(t *testing.T) {
 
 // TestWarmPoolFigures reports, side by side in one run, the time an HTTP session takes
 // to connect (initialize answered) and the resident memory of the server processes
-// per session, with --warm-pool 0 (each session starts its own) and --warm-pool 2, for
-// server-everything (Node) as a team runs it. Figures are reported, never asserted
-// (make bench; MCPGATE_POOL_FIGURES=1).
+// per session, with --warm-pool 0 (each session starts its own, as before the pool),
+// 1 (the default) and 2, for server-everything (Node) as a team runs it. Figures are
+// reported, never asserted (make bench; MCPGATE_POOL_FIGURES=1).
 func TestWarmPoolFigures(t *testing.T) {
 	if os.Getenv("MCPGATE_POOL_FIGURES") == "" {
 		t.Skip("figures: set MCPGATE_POOL_FIGURES=1 (make bench)")
 	}
 	server := []string{"node", nodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}
 	const sessions = 4
-	for _, size := range []int{0, 2} {
+	for _, size := range []int{0, 1, 2} {
 		g := startHTTPGateway(t, append([]string{"--warm-pool", strconv.Itoa(size), "--"}, server...)...)
 		gw := g.cmd.Process.Pid
 		var connect []time.Duration
@@ -144,7 +144,10 @@ func TestHarnessChildrenEndWithIt(t *testing.T) {
 	_ = helper.Process.Kill()
 	_ = helper.Wait()
 	for name, pid := range map[string]int{"the gateway": gw, "its upstream": up} {
-		testwait.For(t, name+" to end after the test binary was killed", func() bool { return processGone(pid) })
+		// the kernel signals at once; a loaded machine gets a generous while to deliver it
+		if !testwait.Within(6*testwait.Timeout, func() bool { return processGone(pid) }) {
+			t.Errorf("%s (%d) still runs after the test binary was killed", name, pid)
+		}
 	}
 }
 
