@@ -371,17 +371,23 @@ func (t *taskIndex) clock() time.Time {
 	return time.Now()
 }
 
+// mayHoldTask reports whether a result has a member that a decoder reads as a
+// struct field tagged "task": most results create no task, and one look at the member
+// names, which encoding/json matches case-insensitively, spares decoding them
+// (docs/decisions.md#read-members).
+func mayHoldTask(result json.RawMessage) bool {
+	task := false
+	jsonscan.Members(result, func(name, _ []byte) { task = task || jsonscan.StringFolds(name, "task") })
+	return task
+}
+
 // created notes the task a tools/call response created (a CreateTaskResult, MCP
 // 2025-11-25 "Tasks": task.taskId, and task.ttl in milliseconds or null).
 func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 	if resp == nil || resp.Result == nil {
 		return
 	}
-	// Most results create no task: one look at the member names, which the decoder
-	// below matches case-insensitively, spares decoding them (docs/decisions.md#read-members).
-	task := false
-	jsonscan.Members(resp.Result, func(name, _ []byte) { task = task || jsonscan.StringFolds(name, "task") })
-	if !task {
+	if !mayHoldTask(resp.Result) {
 		return
 	}
 	var r struct {

@@ -32,7 +32,7 @@ var taskOwners = struct {
 
 // ownTask notes that s created the task a tools/call response carries, if any.
 func (s *Session) ownTask(resp *jsonrpc.Message) {
-	if resp == nil || resp.Result == nil {
+	if resp == nil || resp.Result == nil || !mayHoldTask(resp.Result) {
 		return
 	}
 	var r struct {
