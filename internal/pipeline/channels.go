@@ -94,6 +94,7 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 		SamplingContext: c.SamplingContext, ClientCapabilities: c.ClientCapabilities, Roots: c.Roots, Motion: c.Motion}
 	r := &run{p: p, ctx: ctx, c: call, rec: newRecord(p, call), set: noPolicies,
 		limit: func(int) bool { return false }, args: json.RawMessage("{}"), filterOutput: p.FilterOutput}
+	r.rec.hold = holdOf(ctx)
 	method := c.Method
 	if methods.Of(method) == nil { // an error answering a method the gateway does not know
 		method = bound.Truncate(method, bound.ToolName)

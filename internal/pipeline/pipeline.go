@@ -414,6 +414,7 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 func (p *Pipeline) arrive(ctx context.Context, c Call) *run {
 	r := &run{p: p, ctx: ctx, c: c, rec: newRecord(p, c), set: noPolicies, limit: func(int) bool { return false },
 		filterOutput: p.FilterOutput}
+	r.rec.hold = holdOf(ctx)
 	switch {
 	case c.Policies != nil:
 		r.set = c.Policies

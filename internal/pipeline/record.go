@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"context"
 	"maps"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate/engine"
@@ -26,6 +28,42 @@ type record struct {
 	state   decisions
 	emitted bool
 	end     time.Time // when the live reply was ready; zero: when emitted
+	hold    *recordHold
+}
+
+// recordHold keeps the records of the calls handled under one HoldRecords context
+// from their sinks until the front has written the reply.
+type recordHold struct {
+	mu       sync.Mutex
+	released bool
+	held     []func()
+}
+
+type holdKey struct{}
+
+// HoldRecords returns a context under which the audit records of the calls Handle
+// answers are built when they are decided, as always, but handed to Pipeline.Audit
+// only when release is called: a front calls it once the reply is written, so that
+// encoding and writing the record never compete with the reply
+// (docs/decisions.md#records-after-reply). Each record still goes out exactly once;
+// one decided after release (a shadow's) goes out at once. release may be called
+// more than once; a front defers it so that every path releases.
+func HoldRecords(ctx context.Context) (context.Context, func()) {
+	h := &recordHold{}
+	return context.WithValue(ctx, holdKey{}, h), func() {
+		h.mu.Lock()
+		held := h.held
+		h.released, h.held = true, nil
+		h.mu.Unlock()
+		for _, f := range held {
+			f()
+		}
+	}
+}
+
+func holdOf(ctx context.Context) *recordHold {
+	h, _ := ctx.Value(holdKey{}).(*recordHold)
+	return h
 }
 
 // decisions is what the run has decided so far, read by its later steps.
@@ -168,7 +206,7 @@ func (t *record) rulesActed(out engine.Report) {
 func (t *record) setAuditOutputOff() { t.r.AuditOutput = "off" }
 
 // emit sends a snapshot of the record to p.Audit, once; later calls do
-// nothing. The sink encodes the snapshot on another goroutine, and with
+// nothing. Under HoldRecords the snapshot is taken now and sent on release. The sink encodes the snapshot on another goroutine, and with
 // MCPGATE_AUDIT_OUTPUT=off the pipeline goes on after the record is out.
 func (t *record) emit(p *Pipeline) {
 	if t.emitted {
@@ -198,7 +236,17 @@ func (t *record) emit(p *Pipeline) {
 	if snap.Tool != "" || snap.Method == methods.ToolsCall {
 		snap.ToolCalls = []audit.ToolCall{{Name: snap.Tool, Arguments: map[string]any{}, RBAC: audit.RBAC{Action: snap.ActionTaken}}}
 	}
-	if p.Audit != nil {
-		p.Audit.Emit(&snap)
+	if p.Audit == nil {
+		return
 	}
+	if h := t.hold; h != nil {
+		h.mu.Lock()
+		if !h.released {
+			h.held = append(h.held, func() { p.Audit.Emit(&snap) })
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+	}
+	p.Audit.Emit(&snap)
 }

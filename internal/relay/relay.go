@@ -439,6 +439,10 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			s.mu.Unlock()
 			cancel()
 		}()
+		// The call's record goes to the sinks once its reply is written
+		// (docs/decisions.md#records-after-reply); every other path releases it here.
+		ctx, release := pipeline.HoldRecords(ctx)
+		defer release()
 		// Routed once, here: the server names the call's record and policies, and the
 		// route is carried to the upstream call (a pre policy rewrites the arguments,
 		// never the name a route reads).
@@ -489,6 +493,7 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 		default:
 			s.write(s.sealState(bind, jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false))))
 		}
+		release()
 	}()
 }
 
