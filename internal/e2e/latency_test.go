@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -60,17 +61,38 @@ func (p *stdioPeer) rpc(b *testing.B, line string) []byte {
 }
 
 // BenchmarkStdioLatency measures, side by side in one run, a tools/call returning
-// 4 KiB of text sent straight to the upstream and sent through `gateway run
-// --filter-output` with the shipped policies: calls alternate between the two, so
-// both see the same machine load. It reports each path's p50 and p99 round trip and
-// what the gateway adds (gateway minus direct, per percentile).
-// make bench runs it with -benchtime 5000x.
+// 4 KiB and 256 KiB of text sent straight to the upstream and sent through `gateway
+// run --filter-output` with the shipped policies and an audit file: calls alternate
+// between the paths, so all see the same machine load. It reports each path's p50
+// and p99 round trip, what the gateway adds (gateway minus direct, per percentile)
+// and added-p50-x, the p50 added as a multiple of the direct p50. With
+// MCPGATE_BENCH_BASE naming another mcpgate binary (the commit before, built with go
+// build -o), that binary runs as a third path in the same alternation, reported as
+// base-* (docs/http.md#added-latency). make bench runs it with -benchtime 5000x.
 func BenchmarkStdioLatency(b *testing.B) {
+	for _, size := range []int{4 << 10, 256 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) { stdioLatency(b, size) })
+	}
+}
+
+func stdioLatency(b *testing.B, size int) {
 	_, fake := httpBinaries(b)
-	direct := startStdioPeer(b, fake)
-	gw := startStdioPeer(b, binary, "gateway", "run", "--filter-output", "--policies", shippedPolicies(),
-		"--audit-file", filepath.Join(b.TempDir(), "audit.jsonl"), "--log-level", "warn", "--", fake)
-	const size = 4 << 10
+	gateway := func(bin string) *stdioPeer {
+		return startStdioPeer(b, bin, "gateway", "run", "--filter-output", "--policies", shippedPolicies(),
+			"--audit-file", filepath.Join(b.TempDir(), "audit.jsonl"), "--log-level", "warn", "--", fake)
+	}
+	paths := []struct {
+		name string
+		peer *stdioPeer
+		took []time.Duration
+	}{{name: "direct", peer: startStdioPeer(b, fake)}, {name: "gateway", peer: gateway(binary)}}
+	if base := os.Getenv("MCPGATE_BENCH_BASE"); base != "" {
+		paths = append(paths, struct {
+			name string
+			peer *stdioPeer
+			took []time.Duration
+		}{name: "base", peer: gateway(base)})
+	}
 	call := func(p *stdioPeer, id int) time.Duration {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"big","arguments":{"bytes":%d}}}`, id, size)
 		t0 := time.Now()
@@ -89,15 +111,16 @@ func BenchmarkStdioLatency(b *testing.B) {
 		return d
 	}
 	for i := range 200 { // warm up: the gateway lists tools once, runtimes fill their pools
-		call(direct, i+1)
-		call(gw, i+1)
+		for _, p := range paths {
+			call(p.peer, i+1)
+		}
 	}
-	d, g := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
-	b.SetBytes(size)
+	b.SetBytes(int64(size))
 	b.ResetTimer()
 	for i := range b.N {
-		d = append(d, call(direct, 1000+i))
-		g = append(g, call(gw, 1000+i))
+		for k := range paths {
+			paths[(i+k)%len(paths)].took = append(paths[(i+k)%len(paths)].took, call(paths[(i+k)%len(paths)].peer, 1000+i))
+		}
 	}
 	b.StopTimer()
 	pct := func(v []time.Duration, q float64) float64 {
@@ -105,10 +128,99 @@ func BenchmarkStdioLatency(b *testing.B) {
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 		return float64(s[int(q*float64(len(s)-1))].Microseconds()) / 1000
 	}
-	b.ReportMetric(pct(d, .5), "direct-p50-ms")
-	b.ReportMetric(pct(d, .99), "direct-p99-ms")
-	b.ReportMetric(pct(g, .5), "gateway-p50-ms")
-	b.ReportMetric(pct(g, .99), "gateway-p99-ms")
-	b.ReportMetric(pct(g, .5)-pct(d, .5), "added-p50-ms")
-	b.ReportMetric(pct(g, .99)-pct(d, .99), "added-p99-ms")
+	d50, d99 := pct(paths[0].took, .5), pct(paths[0].took, .99)
+	b.ReportMetric(d50, "direct-p50-ms")
+	b.ReportMetric(d99, "direct-p99-ms")
+	for _, p := range paths[1:] {
+		g50, g99 := pct(p.took, .5), pct(p.took, .99)
+		b.ReportMetric(g50, p.name+"-p50-ms")
+		b.ReportMetric(g99, p.name+"-p99-ms")
+		prefix := p.name + "-"
+		if p.name == "gateway" {
+			prefix = ""
+		}
+		b.ReportMetric(g50-d50, prefix+"added-p50-ms")
+		b.ReportMetric(g99-d99, prefix+"added-p99-ms")
+		b.ReportMetric((g50-d50)/d50, prefix+"added-p50-x")
+	}
+}
+
+// BenchmarkFirstCall measures a fresh gateway's first moments against the server it
+// fronts, each start side by side: the time from starting the process to the answer
+// to initialize, the bare server's and the gateway's (`gateway run --filter-output`,
+// shipped policies, an audit file), and the gateway's pre_policies stage of its
+// first tools/call against its tenth's, from their audit records. The first call
+// is sent once the client has its initialize answer, as a client does. With
+// MCPGATE_BENCH_BASE the other binary is started alternately and reported as base-*
+// (docs/policies.md#first-call). Run: go test -run '^$' -bench FirstCall -benchtime
+// 20x ./internal/e2e/
+func BenchmarkFirstCall(b *testing.B) {
+	_, fake := httpBinaries(b)
+	start := func(argv ...string) (*stdioPeer, time.Duration) {
+		t0 := time.Now()
+		p := startStdioPeer(b, argv...)
+		return p, time.Since(t0)
+	}
+	type side struct {
+		name               string
+		bin                string
+		init, first, tenth []float64
+	}
+	sides := []*side{{name: "gateway", bin: binary}}
+	if base := os.Getenv("MCPGATE_BENCH_BASE"); base != "" {
+		sides = append(sides, &side{name: "base", bin: base})
+	}
+	var bare []float64
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for i := range b.N {
+		p, d := start(fake)
+		bare = append(bare, ms(d))
+		p.in.Close()
+		for _, s := range sides {
+			auditFile := filepath.Join(b.TempDir(), "audit.jsonl")
+			p, d := start(s.bin, "gateway", "run", "--filter-output", "--policies", shippedPolicies(),
+				"--audit-file", auditFile, "--log-level", "warn", "--", fake)
+			s.init = append(s.init, ms(d))
+			for id := 1; id <= 10; id++ {
+				p.rpc(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"big","arguments":{"bytes":4096}}}`, id))
+			}
+			p.in.Close()
+			_ = p.cmd.Wait()
+			var pre []float64
+			data, err := os.ReadFile(auditFile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var r struct {
+					Method  string             `json:"method"`
+					StageMS map[string]float64 `json:"stage_ms"`
+				}
+				if json.Unmarshal([]byte(line), &r) == nil && r.Method == "tools/call" {
+					pre = append(pre, r.StageMS["pre_policies"])
+				}
+			}
+			if len(pre) != 10 {
+				b.Fatalf("run %d: %d tools/call records in %s, want 10", i, len(pre), auditFile)
+			}
+			s.first, s.tenth = append(s.first, pre[0]), append(s.tenth, pre[9])
+		}
+	}
+	med := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		return s[len(s)/2]
+	}
+	b.ReportMetric(med(bare), "bare-init-ms")
+	for _, s := range sides {
+		prefix := ""
+		if s.name != "gateway" {
+			prefix = s.name + "-"
+		}
+		b.ReportMetric(med(s.init), prefix+"init-ms")
+		b.ReportMetric(med(s.init)/med(bare), prefix+"init-x")
+		b.ReportMetric(med(s.first), prefix+"first-pre-ms")
+		b.ReportMetric(med(s.tenth), prefix+"tenth-pre-ms")
+		b.ReportMetric(med(s.first)/max(med(s.tenth), 0.001), prefix+"first-pre-x")
+	}
 }
