@@ -43,6 +43,9 @@ type Spec struct {
 	Kind string `json:"kind"`
 	// URL is the service's endpoint: http:// or https://.
 	URL string `json:"url"`
+	// Preset maps a generic guardrail onto a named vendor's API (presets.go):
+	// lakera, azure-prompt-shields or presidio. "" speaks the Generic Guardrail API.
+	Preset string `json:"preset,omitempty"`
 	// Methods are the MCP methods the guardrail is asked about; default ["tools/call"].
 	Methods []string `json:"methods,omitempty"`
 	// FailMode is open or closed: what a timeout, a 5xx, a malformed or oversized
@@ -92,6 +95,7 @@ func (s Spec) Validate() error {
 // compiled is a Spec with its defaults applied.
 type compiled struct {
 	kind       string
+	preset     string
 	url        string
 	methods    []string
 	failClosed bool
@@ -120,6 +124,14 @@ func (s Spec) compile(readFiles bool) (*compiled, error) {
 		errs = append(errs, fmt.Errorf(`"url" %q: want an http:// or https:// URL`, s.URL))
 	} else if u.User != nil {
 		errs = append(errs, errors.New(`"url": no user:password in the URL; use "headers"`))
+	}
+	c.preset = s.Preset
+	switch {
+	case s.Preset == "":
+	case s.Kind != KindGeneric:
+		errs = append(errs, errors.New(`"preset" applies to kind generic only`))
+	case !slices.Contains(Presets, s.Preset):
+		errs = append(errs, fmt.Errorf(`"preset" %q: want one of %v`, s.Preset, Presets))
 	}
 	c.methods = s.Methods
 	if len(c.methods) == 0 {

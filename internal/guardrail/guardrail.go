@@ -361,6 +361,9 @@ func (g *guard) content(ctx context.Context, now func() time.Time, c *Content) O
 	if req.MCP.Truncated && g.c.failClosed {
 		return failed(FailureError, "truncated")
 	}
+	if g.c.preset != "" {
+		return g.presetContent(ctx, now, c, req.Texts, sent)
+	}
 	for _, f := range c.Findings {
 		req.MCP.Findings = append(req.MCP.Findings, wireFinding{RuleID: f.RuleID, Severity: f.Severity.String(),
 			Entity: f.Entity, Pointer: f.Pointer, Start: f.Start, End: f.End})

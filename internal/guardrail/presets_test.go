@@ -1,0 +1,110 @@
+package guardrail_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/internal/guardrail"
+)
+
+// TestPresets replays each vendor fixture of testdata/presets: the service answers
+// the fixture's answers in order, the requests must equal the fixture's (as JSON),
+// and the outcome must be the one it wants.
+func TestPresets(t *testing.T) {
+	files, _ := filepath.Glob("testdata/presets/*.json")
+	if len(files) == 0 {
+		t.Fatal("no preset fixtures")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fx struct {
+				Preset   string            `json:"preset"`
+				Phase    string            `json:"phase"`
+				Texts    []string          `json:"texts"`
+				Requests []json.RawMessage `json:"requests"`
+				Answers  []json.RawMessage `json:"answers"`
+				Want     struct {
+					Verdict  guardrail.Verdict `json:"verdict"`
+					Texts    []string          `json:"texts"`
+					Findings []string          `json:"findings"`
+				} `json:"want"`
+			}
+			if err := json.Unmarshal(b, &fx); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var got []json.RawMessage
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				n := len(got)
+				got = append(got, body)
+				mu.Unlock()
+				if n >= len(fx.Answers) {
+					http.Error(w, "no more answers", http.StatusInternalServerError)
+					return
+				}
+				_, _ = w.Write(fx.Answers[n])
+			}))
+			defer srv.Close()
+			s := newSet(t, map[string]guardrail.Spec{"v": {Kind: "generic", Preset: fx.Preset, URL: srv.URL}})
+			c := content(fx.Texts...)
+			c.Phase = fx.Phase
+			o := s.Run(context.Background(), c, nil)[0]
+			if len(got) != len(fx.Requests) {
+				t.Fatalf("%d requests, want %d", len(got), len(fx.Requests))
+			}
+			for i := range got {
+				if !jsonEqual(got[i], fx.Requests[i]) {
+					t.Errorf("request %d\n got %s\nwant %s", i, got[i], fx.Requests[i])
+				}
+			}
+			var ids []string
+			for _, f := range o.Findings {
+				if f.Source != "guardrail:v" {
+					t.Errorf("finding source %q", f.Source)
+				}
+				ids = append(ids, f.RuleID)
+			}
+			if o.Verdict != fx.Want.Verdict || !reflect.DeepEqual(o.Texts, fx.Want.Texts) || strings.Join(ids, ",") != strings.Join(fx.Want.Findings, ",") {
+				t.Fatalf("outcome %+v, want %+v", o, fx.Want)
+			}
+		})
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestPresetMalformed: a vendor answer of the wrong shape is a failure under the fail
+// mode, like a generic one.
+func TestPresetMalformed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"unexpected":true}`)
+	}))
+	defer srv.Close()
+	for _, p := range guardrail.Presets {
+		s := newSet(t, map[string]guardrail.Spec{"v": {Kind: "generic", Preset: p, URL: srv.URL}})
+		if o := s.Run(context.Background(), content("x"), nil)[0]; o.Failure != guardrail.FailureError || !o.Stops() {
+			t.Errorf("%s: %+v", p, o)
+		}
+	}
+	if err := (guardrail.Spec{Kind: "opa", Preset: "lakera", URL: "http://x"}).Validate(); err == nil {
+		t.Error("a preset on an authorization guardrail was accepted")
+	}
+}
