@@ -137,3 +137,76 @@ func TestAnalyzeTextLinear(t *testing.T) {
 		})
 	}
 }
+
+// timestampedLogs is UTF-8 log text with a millisecond timestamp on every line.
+const timestampedLogs = "2026-12-02 14:51:07.113 INFO  überprüfe Verbindung zum Server db-1 (Versuch 2 von 5)\n" +
+	"2026-12-02 14:51:07.118 DEBUG 缓存命中率 97.5%，耗时 1.42ms\n" +
+	"14:51:07.120 WARN  la requête a pris plus de temps que prévu; nouvel essai dans 250 ms\n" +
+	"2026-12-02T14:51:07.131Z INFO  работа завершена без ошибок за 12 мс\n"
+
+// naiveCount is the naive per-byte loop the scan is measured against: one table
+// lookup and one add per byte.
+func naiveCount(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n += int(naiveTable[s[i]])
+	}
+	return n
+}
+
+// naiveTable marks the bytes the naive loop counts: ESC and non-ASCII bytes.
+var naiveTable = func() (t [256]uint8) {
+	t[0x1b] = 1
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 1
+	}
+	return
+}()
+
+func benchNaive(b *testing.B, text string) {
+	want := 0
+	for _, r := range []byte(text) {
+		if r == 0x1b || r >= 0x80 {
+			want++
+		}
+	}
+	if got := naiveCount(text); got != want {
+		b.Fatalf("naive loop counted %d, want %d", got, want)
+	}
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		naiveCount(text)
+	}
+}
+
+// BenchmarkNaiveLoopCleanASCII is the naive loop over AnalyzeTextCleanASCII's bytes.
+func BenchmarkNaiveLoopCleanASCII(b *testing.B) { benchNaive(b, repeatTo(cleanProse, 1<<20)) }
+
+// BenchmarkNaiveLoopTimestampedLogs is the naive loop over AnalyzeTextTimestampedLogs's bytes.
+func BenchmarkNaiveLoopTimestampedLogs(b *testing.B) {
+	benchNaive(b, repeatTo(timestampedLogs, 1<<20))
+}
+
+func BenchmarkAnalyzeTextTimestampedLogs(b *testing.B) {
+	a, _ := New(Options{MaxScanBytes: 2 << 20})
+	text := repeatTo(timestampedLogs, 1<<20)
+	wantRules(b, a.AnalyzeText(text))
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		a.AnalyzeText(text)
+	}
+}
+
+// A clean log with a timestamp on every line allocates nothing: HH:MM:SS.mmm is
+// refused as an IPv6 address by its shape, before netip.ParseAddr builds an error.
+func TestTimestampsAllocateNothing(t *testing.T) {
+	a, _ := New(Options{})
+	text := repeatTo(timestampedLogs, 64<<10)
+	if r := a.AnalyzeText(text); len(r.Findings) != 0 {
+		t.Fatalf("findings in clean logs: %v", r.RuleIDs())
+	}
+	if n := testing.AllocsPerRun(5, func() { a.AnalyzeText(text) }); n != 0 {
+		t.Fatalf("%.0f allocations per scan of %d bytes of timestamped logs", n, len(text))
+	}
+}

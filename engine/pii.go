@@ -869,15 +869,22 @@ func (t *textScan) ipv6(i int) int {
 		return k
 	}
 	cand := s[j:k]
-	colons, digit := 0, false
+	colons, dots, digit := 0, 0, false
 	for x := 0; x < len(cand); x++ {
-		if cand[x] == ':' {
+		switch {
+		case cand[x] == ':':
 			colons++
-		} else if isDigit(cand[x]) {
+		case cand[x] == '.':
+			dots++
+		case isDigit(cand[x]):
 			digit = true
 		}
 	}
-	if colons < 2 || !digit || !ipv6Context(s, j, k) {
+	// RFC 4291 §2.2: eight groups (7 colons), six and a dotted IPv4 tail (6 colons, 3
+	// dots), or fewer with "::"; anything else (a timestamp 14:51:07.113) ParseAddr
+	// would refuse, after allocating its error
+	if colons < 2 || !digit || dots != 0 && dots != 3 ||
+		colons != 7 && !(colons == 6 && dots == 3) && !strings.Contains(cand, "::") || !ipv6Context(s, j, k) {
 		return k
 	}
 	if a, err := netip.ParseAddr(cand); err == nil && a.Is6() && plausibleIPv6(cand, a) {
