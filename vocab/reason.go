@@ -33,6 +33,7 @@ const (
 	ReasonEntryHidden           Reason = "entry_hidden"              // a prompts/get or resources/read of a prompt or resource withheld from the caller's listing
 	ReasonPolicyHidden          Reason = "policy_hidden"             // a list policy removed the tool from the listing
 	ReasonToolDefinitionChanged Reason = "tool_definition_changed"   // the tool differs from its pin and pins block
+	ReasonServerInfoChanged     Reason = "server_info_changed"       // the initialize serverInfo differs from its pin and pins block
 	ReasonTaskUnknown           Reason = "task_unknown"              // a tasks/result for a task the session does not hold (expired, forgotten, or not created through it): refused, never relayed
 	ReasonRootOutsidePin        Reason = "root_outside_pin"          // a client's roots/list answer named a root outside the server's pinned roots: removed
 	ReasonMissingCapability     Reason = "missing_client_capability" // an input_required result asked for input the request's clientCapabilities do not declare: answered -32021
@@ -74,7 +75,7 @@ var Reasons = []Reason{
 	ReasonPolicyThrow, ReasonPolicyTimeout, ReasonPolicyStackLimit, ReasonPolicyMemoryLimit,
 	ReasonBadCtxShape, ReasonPolicyError, ReasonFilterBlock, ReasonScanTruncated,
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
-	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
+	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonServerInfoChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch, ReasonRequestStateInvalid,
 	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath, ReasonSecretInMotion, ReasonTaskNotOwned,
 	ReasonGuardrailBlock, ReasonGuardrailDeny, ReasonGuardrailTimeout, ReasonGuardrailError,

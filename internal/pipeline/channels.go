@@ -177,7 +177,8 @@ func (r *run) channelRescan(m *methods.Method, doc json.RawMessage, verdict engi
 // for byte.
 func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Message) (reply Reply) {
 	m := methods.Of(c.Method)
-	if resp.Error == nil && m.Filtered() && m.Record == methods.WhenText && !holdsText(m, resp.Result) {
+	info := p.serverInfoChange(c, resp)
+	if info == nil && resp.Error == nil && m.Filtered() && m.Record == methods.WhenText && !holdsText(m, resp.Result) {
 		return Reply{Original: resp.Raw} // nothing to read, no record
 	}
 	r := p.arriveChannel(ctx, c)
@@ -194,6 +195,13 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 		}
 		r.rec.emit(p)
 	}()
+	if info != nil {
+		refused, ok, found := r.serverInfoChanged(c, info)
+		if ok {
+			return refused
+		}
+		defer r.rec.addFindings(found) // after the result's own findings are set
+	}
 	if resp.Refused != "" {
 		return r.refusedResponse(resp)
 	}

@@ -45,6 +45,7 @@ const (
 	RuleTLSUnverified       = "vet_tls_verification_off"
 	RuleIdentityUnproven    = "vet_identity_unproven"
 	RuleIdentityChanged     = "vet_identity_changed"
+	RuleServerInfoChanged   = "vet_server_info_changed"
 	RuleIntegrityUnverified = "vet_integrity_unverified"
 	RuleProvenanceInvalid   = "vet_provenance_invalid"
 	RuleExcessiveScope      = "vet_excessive_scope"
@@ -69,6 +70,7 @@ func Rules() []engine.Rule {
 		{ID: RuleProvenanceInvalid, Family: Family, Severity: engine.SeverityHigh, Summary: "an npm package whose provenance attestation (Sigstore) does not verify, or names another source repository than mcpgate.lock"},
 		{ID: RuleIntegrityUnverified, Family: Family, Severity: engine.SeverityMedium, Summary: "a package held in mcpgate.lock whose integrity could not be resolved now to compare"},
 		{ID: RuleIdentityChanged, Family: Family, Severity: engine.SeverityHigh, Summary: "a url server whose TLS public key (SPKI sha256) differs from the one pinned, until mcpgate pins approve"},
+		{ID: RuleServerInfoChanged, Family: Family, Severity: engine.SeverityMedium, Summary: "a server whose initialize serverInfo (name, version) differs from the one pinned (--pins); with --pins-mode block (strict) the session is refused until mcpgate pins approve"},
 		{ID: RuleExcessiveScope, Family: Family, Severity: engine.SeverityMedium, Summary: "a url server asking for write, delete or admin OAuth scopes when every tool it lists is readOnlyHint"},
 		{ID: RuleDriftWeakened, Family: Family, Severity: engine.SeverityMedium, Summary: "against the baseline, a security setting got weaker: https to http, TLS required to optional, --fail-mode closed to open, --filter-output or pins off, --upstream-env minimal to inherit"},
 		{ID: RuleDriftWidened, Family: Family, Severity: engine.SeverityMedium, Summary: "against the baseline, a host, root, scope or environment list got wider"},

@@ -1,0 +1,56 @@
+package pipeline
+
+import (
+	"cmp"
+
+	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/vet"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// serverInfoChange pins the serverInfo of an upstream's initialize result, with tool
+// pins on, beside its TLS key ("NAME#identity" serverInfo, docs/vet.md#identity), and
+// returns the change when it differs from the pin; nil otherwise. With several
+// servers the initialize result is the gateway's own, and nothing is pinned.
+func (p *Pipeline) serverInfoChange(c Channel, resp *jsonrpc.Message) *vet.ServerInfoChange {
+	if p.Pins == nil || c.Method != methods.Initialize || resp.Error != nil || resp.Refused != "" {
+		return nil
+	}
+	server := cmp.Or(c.Server, p.PinServer)
+	if server == "" {
+		return nil // several servers: the gateway answers initialize itself
+	}
+	ch, err := vet.CheckServerInfo(p.Pins, server, resp.Result)
+	if err != nil {
+		p.logger().Warn("serverInfo pin could not be checked", "server", server, "err", err)
+	}
+	return ch
+}
+
+// serverInfoChanged records vet_server_info_changed and logs it. With --pins-mode
+// block (strict) the initialize is refused with -32603 naming the approval, so the
+// server is not used until `mcpgate pins approve 'NAME#identity' serverInfo`; ok is
+// false otherwise, and the result goes its usual way, found to be added to its
+// record.
+func (r *run) serverInfoChanged(c Channel, info *vet.ServerInfoChange) (reply Reply, ok bool, found engine.Report) {
+	server := cmp.Or(c.Server, r.p.PinServer)
+	sev := engine.SeverityMedium
+	if r.p.PinBlock {
+		sev = engine.SeverityHigh
+	}
+	rep := engine.Report{Findings: []engine.Finding{{RuleID: vet.RuleServerInfoChanged, Severity: sev, Pointer: "/serverInfo"}}, Highest: sev}
+	r.p.logger().Warn("vet finding", "rule_id", vet.RuleServerInfoChanged, "severity", sev.String(), "server", server,
+		"changed", info.Fields, "approve", "mcpgate pins approve '"+vet.IdentityServer(server)+"' "+vet.ServerInfoTool)
+	if !r.p.PinBlock {
+		return Reply{}, false, rep
+	}
+	r.rec.setFindings(rep)
+	r.rec.setReason(vocab.ReasonServerInfoChanged)
+	r.rec.escalate(vocab.Block)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInternalError,
+		Message: "mcpgate: " + info.Message(server) + " (audit log entry " + r.rec.eventID() + ")"})
+	return Reply{Error: b}, true, rep
+}

@@ -1,0 +1,87 @@
+package vet
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/internal/pins"
+)
+
+// ServerInfoTool is the pin name of a server's serverInfo in the pin file, under the
+// server IdentityServer(name), beside the TLS key: `mcpgate pins approve
+// 'NAME#identity' serverInfo` accepts a change (docs/vet.md#identity).
+const ServerInfoTool = "serverInfo"
+
+// ServerInfo is the implementation a server names in its initialize result
+// (serverInfo, MCP 2025-06-18 §lifecycle "Initialization"): name and version.
+type ServerInfo struct {
+	Name    string `json:"serverName"`
+	Version string `json:"version"`
+}
+
+// ServerInfoOf reads serverInfo from an initialize result; ok is false when the
+// result names none.
+func ServerInfoOf(result json.RawMessage) (ServerInfo, bool) {
+	var r struct {
+		ServerInfo *struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"serverInfo"`
+	}
+	if json.Unmarshal(result, &r) != nil || r.ServerInfo == nil || (r.ServerInfo.Name == "" && r.ServerInfo.Version == "") {
+		return ServerInfo{}, false
+	}
+	return ServerInfo{Name: r.ServerInfo.Name, Version: r.ServerInfo.Version}, true
+}
+
+// ServerInfoChange is a serverInfo that differs from its pin: Fields are the
+// members that differ ("name", "version"), in that order.
+type ServerInfoChange struct {
+	Pinned, Now ServerInfo
+	Fields      []string
+}
+
+func serverInfoDefinition(si ServerInfo) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"name": ServerInfoTool, "serverName": si.Name, "version": si.Version})
+	return b
+}
+
+// CheckServerInfo pins the serverInfo of an initialize result for server in st the
+// first time, and returns the change when it differs from the pin; the new one stays
+// pending until approved, as a changed tool does. A result without serverInfo is
+// (nil, nil).
+func CheckServerInfo(st *pins.Store, server string, result json.RawMessage) (*ServerInfoChange, error) {
+	now, ok := ServerInfoOf(result)
+	if !ok {
+		return nil, nil
+	}
+	changes, err := st.Check(IdentityServer(server), []json.RawMessage{serverInfoDefinition(now)})
+	if err != nil || len(changes) == 0 {
+		return nil, err
+	}
+	ps, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	c := &ServerInfoChange{Now: now}
+	for _, p := range ps {
+		if p.Server == IdentityServer(server) && p.Tool == ServerInfoTool {
+			_ = json.Unmarshal(p.Definition, &c.Pinned)
+		}
+	}
+	if c.Pinned.Name != now.Name {
+		c.Fields = append(c.Fields, "name")
+	}
+	if c.Pinned.Version != now.Version {
+		c.Fields = append(c.Fields, "version")
+	}
+	return c, nil
+}
+
+// Message says what changed and how to accept it; it names the members, never
+// their values, which the server chose.
+func (c ServerInfoChange) Message(server string) string {
+	return "the server's serverInfo " + strings.Join(c.Fields, " and ") + " differs from the one pinned: another server may answer under this name; if the change is expected, approve it with mcpgate pins approve " +
+		strconv.Quote(IdentityServer(server)) + " " + ServerInfoTool
+}
