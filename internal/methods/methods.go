@@ -1,8 +1,13 @@
 // Package methods is mcpgate's one table of MCP methods: per method and revision, its
 // direction, the policy phase it runs, which members carry text the rules read, how
-// a blocked message is replaced, whether its result is cacheable, what record it
-// gets, and how several servers route it. The relay, the pipeline and the
-// multiplexer read it; none of them keeps its own list of method names.
+// a blocked message is replaced, whether its result is cacheable or can be
+// input_required, what record it gets, how several servers route it and which of its
+// members carry names they namespace, the client capability a server request needs,
+// and what the relay does with it beside relaying it (facts.go). The relay, the
+// pipeline, the translation and the multiplexer read it; none of them keeps its own
+// list of method names, and code outside this package names a method by its constant
+// (names.go). Beside the table: the JSON-RPC and MCP error codes (codes.go) and the
+// small JSON helpers every layer shares (json.go).
 //
 // Sources: the MCP specification, revisions 2025-11-25 and 2026-07-28 (schema.ts of
 // each), and docs/channels.md, which says what each row means for the user.
@@ -189,6 +194,17 @@ type Method struct {
 	// NameParam is the params member the 2026-07-28 Mcp-Name header mirrors ("name",
 	// "uri", "taskId"); "" when the request has no Mcp-Name.
 	NameParam string
+	// InputRequired: in 2026-07-28 its result may be input_required (schema.ts
+	// "InputRequiredResult", Multi Round-Trip Requests).
+	InputRequired bool
+	// Need is the client capability a server request needs; nil for none.
+	Need *Need
+	// Names lists the members of its result (a client request) or params (a server
+	// notification) that carry a server's names of things, namespaced with several
+	// servers.
+	Names []Name
+	// Effects is what the relay does with its messages beside relaying them.
+	Effects Effect
 }
 
 // Filtered reports whether the rules read the message (its result, params).
@@ -215,6 +231,7 @@ func (m *Method) AnswerPhase() ctxapi.Phase {
 var (
 	statusMessage = []Field{{Path: []string{"statusMessage"}}}
 	instructions  = []Field{{Path: []string{"instructions"}}}
+	taskID        = []Name{{Path: []string{"taskId"}}}
 	byName        = map[string]*Method{}
 )
 
@@ -227,7 +244,7 @@ var table = []Method{
 	// The instructions of initialize and server/discover go into the model's system
 	// prompt; their own flow (docs/channels.md#instructions) replaces a blocked text.
 	{Name: Initialize, Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields, Text: instructions,
-		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Route: Answered},
+		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Route: Answered, Effects: NotesClientInfo | NotesVersion},
 	{Name: ServerDiscover, Revisions: Rev20260728, Direction: ClientRequest, Shape: Fields, Text: instructions,
 		Phase: ctxapi.PhaseInstructions, Block: ReplaceText, Record: WhenText, Cacheable: true, Route: Answered},
 	{Name: Ping, Revisions: Rev20251125, Direction: ClientRequest, Route: Answered},
@@ -235,15 +252,20 @@ var table = []Method{
 
 	// Tools.
 	{Name: ToolsList, Revisions: Both, Direction: ClientRequest, Shape: Listing, Phase: ctxapi.PhaseList,
-		List: &List{Key: "tools", Entry: "name", Capability: "tools", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
-	{Name: ToolsCall, Revisions: Both, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByName, NameParam: "name"},
+		List: &List{Key: "tools", Entry: "name", Capability: "tools", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true,
+		Effects: ObservesTools},
+	// A task-augmented call's CreateTaskResult carries the task's id.
+	{Name: ToolsCall, Revisions: Both, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByName, NameParam: "name",
+		InputRequired: true, Names: []Name{{Path: []string{"content", "*"}, Kind: NameContent}, {Path: []string{"task", "taskId"}}}, Effects: Calls},
 
 	// Prompts.
 	{Name: PromptsList, Revisions: Both, Direction: ClientRequest, Shape: Listing,
-		List: &List{Key: "prompts", Entry: "name", Capability: "prompts", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
+		List: &List{Key: "prompts", Entry: "name", Capability: "prompts", Sep: "_"}, Cacheable: true, Route: Answered, WaitsForRestart: true,
+		Effects: ObservesPrompts},
 	{Name: PromptsGet, Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Free, "description"), f(Messages, "messages")}, Phase: ctxapi.PhasePrompt, PhaseKey: "messages",
-		Block: PromptMessages, Route: ByName, Withholds: PromptsList, Asks: "name", NameParam: "name"},
+		Block: PromptMessages, Route: ByName, Withholds: PromptsList, Asks: "name", NameParam: "name",
+		InputRequired: true, Names: []Name{{Path: []string{"messages", "*", "content"}, Kind: NameContent}}},
 
 	// Resources.
 	{Name: ResourcesList, Revisions: Both, Direction: ClientRequest, Shape: Listing,
@@ -252,7 +274,8 @@ var table = []Method{
 		List: &List{Key: "resourceTemplates", Entry: "uriTemplate", Capability: "resources", Sep: "+"}, Cacheable: true, Route: Answered, WaitsForRestart: true},
 	{Name: ResourcesRead, Revisions: Both, Direction: ClientRequest, Shape: Fields,
 		Text: []Field{f(Resources, "contents")}, Phase: ctxapi.PhaseResource, PhaseKey: "contents",
-		Block: ResourceContents, Cacheable: true, Route: ByURI, Withholds: ResourcesList, Asks: "uri", NameParam: "uri"},
+		Block: ResourceContents, Cacheable: true, Route: ByURI, Withholds: ResourcesList, Asks: "uri", NameParam: "uri",
+		InputRequired: true, Names: []Name{{Path: []string{"contents", "*", "uri"}}}},
 	{Name: ResourcesSubscribe, Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
 	{Name: ResourcesUnsubscribe, Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
 	{Name: SubscriptionsListen, Revisions: Rev20260728, Direction: ClientRequest},
@@ -269,8 +292,9 @@ var table = []Method{
 	// becomes a text block carrying the block text.
 	{Name: TasksGet, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: []Field{statusMessage[0],
 		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
-		Block: ReplaceText, NameParam: "taskId", Route: ByTask},
-	{Name: TasksCancel, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask},
+		Block: ReplaceText, NameParam: "taskId", Route: ByTask, Names: taskID},
+	{Name: TasksCancel, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask,
+		Names: taskID},
 	// tasks/list is read as named members (each task's statusMessage); List says how
 	// several servers' lists merge.
 	{Name: TasksList, Revisions: Rev20251125, Direction: ClientRequest, Shape: Fields,
@@ -283,19 +307,21 @@ var table = []Method{
 	// judged by the post phase of the task's tool (docs/decisions.md#task-results).
 	{Name: NotificationTasksStatus, Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: []Field{statusMessage[0],
 		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
-		Block: ReplaceText},
+		Block: ReplaceText, Names: taskID},
 
 	// Server → client requests.
 	// In 2026-07-28 these are not wire requests: a result of resultType
 	// input_required carries them as inputRequests.
 	{Name: SamplingCreateMessage, Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
-		Text: []Field{f(Free, "systemPrompt"), f(Messages, "messages"), f(Free, "tools")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
+		Text: []Field{f(Free, "systemPrompt"), f(Messages, "messages"), f(Free, "tools")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse,
+		Need: &Need{Capability: "sampling", When: []When{{Param: "tools", Member: "tools"}, {Param: "toolChoice", Member: "tools"}}}},
 	{Name: ElicitationCreate, Revisions: Rev20251125, Direction: ServerRequest, Shape: Fields,
-		Text: []Field{f(Free, "message"), f(Free, "requestedSchema"), f(Free, "url")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse},
+		Text: []Field{f(Free, "message"), f(Free, "requestedSchema"), f(Free, "url")}, Phase: ctxapi.PhaseServerRequest, Block: Refuse,
+		Need: &Need{Capability: "elicitation", Member: "form", When: []When{{Param: "mode", Value: "url", Member: "url"}}}},
 	// roots/list: the request carries nothing; the client's answer (its result, or a
 	// 2026-07-28 inputResponses entry) runs the roots phase on its way to the server:
 	// pinned roots, input rules, policies (docs/channels.md#roots).
-	{Name: RootsList, Revisions: Rev20251125, Direction: ServerRequest, Phase: ctxapi.PhaseRoots},
+	{Name: RootsList, Revisions: Rev20251125, Direction: ServerRequest, Phase: ctxapi.PhaseRoots, Need: &Need{Capability: "roots"}},
 
 	// Server notifications.
 	{Name: NotificationMessage, Revisions: Both, Direction: ServerNotification, Shape: Fields,
@@ -303,17 +329,17 @@ var table = []Method{
 	{Name: NotificationProgress, Revisions: Both, Direction: ServerNotification, Shape: Fields,
 		Text: []Field{f(Free, "message")}, Block: Drop, Record: WhenText},
 	{Name: NotificationCancelled, Revisions: Both, Direction: ServerNotification, Shape: Fields,
-		Text: []Field{f(Free, "reason")}, Block: ReplaceText, Record: WhenText},
+		Text: []Field{f(Free, "reason")}, Block: ReplaceText, Record: WhenText, Effects: Cancels},
 	{Name: NotificationSubscriptionsAcknowledged, Revisions: Rev20260728, Direction: ServerNotification},
 	{Name: NotificationToolsListChanged, Revisions: Both, Direction: ServerNotification, Invalidates: ToolsList},
 	{Name: NotificationPromptsListChanged, Revisions: Both, Direction: ServerNotification, Invalidates: PromptsList},
 	{Name: NotificationResourcesListChanged, Revisions: Both, Direction: ServerNotification, Invalidates: ResourcesList},
-	{Name: NotificationResourcesUpdated, Revisions: Both, Direction: ServerNotification},
+	{Name: NotificationResourcesUpdated, Revisions: Both, Direction: ServerNotification, Names: []Name{{Path: []string{"uri"}}}},
 	{Name: NotificationElicitationComplete, Revisions: Rev20251125, Direction: ServerNotification},
 
 	// Client notifications.
 	{Name: NotificationInitialized, Revisions: Rev20251125, Direction: ClientNotification},
-	{Name: NotificationRootsListChanged, Revisions: Both, Direction: ClientNotification},
+	{Name: NotificationRootsListChanged, Revisions: Both, Direction: ClientNotification, Effects: ForgetsRoots},
 }
 
 func init() {

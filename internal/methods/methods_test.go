@@ -61,6 +61,24 @@ func TestTableConsistent(t *testing.T) {
 		if m.Route != Unrouted && m.Direction != ClientRequest {
 			t.Errorf("%s: a route on a %v", m.Name, m.Direction)
 		}
+		if m.InputRequired && (m.Direction != ClientRequest || m.Revisions&Rev20260728 == 0) {
+			t.Errorf("%s: only a 2026-07-28 client request's result can be input_required", m.Name)
+		}
+		if (m.Need != nil) != (m.Direction == ServerRequest) || m.Need != nil && m.Need.Capability == "" {
+			t.Errorf("%s: every server request, and only one, names the capability it needs", m.Name)
+		}
+		for _, n := range m.Names {
+			if len(n.Path) == 0 || n.Path[0] == "*" || n.Path[len(n.Path)-1] == "*" && n.Kind == NameString ||
+				m.Direction != ClientRequest && m.Direction != ServerNotification {
+				t.Errorf("%s: Names %v: a member path from a result or a notification's params", m.Name, n.Path)
+			}
+		}
+		// notifications/cancelled goes both ways; the relay settles what the client cancels
+		if m.Does(Calls|NotesClientInfo) && m.Direction != ClientRequest || m.Does(ForgetsRoots) && m.Direction != ClientNotification ||
+			m.Does(Cancels) && m.Direction != ServerNotification && m.Direction != ClientNotification ||
+			m.Does(ObservesTools|ObservesPrompts|NotesVersion) && m.Direction != ClientRequest {
+			t.Errorf("%s: an effect on a message of the wrong direction", m.Name)
+		}
 	}
 	for _, name := range []string{"tools/call", "tools/list", "resources/read", "prompts/get", "tasks/get", "notifications/message"} {
 		if In(name, Rev20251125) == nil {
@@ -142,6 +160,29 @@ func TestKnown(t *testing.T) {
 	} {
 		if got := Known(c.name); got != c.want {
 			t.Errorf("Known(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestRequired: a server request needs the capability and member its params ask for,
+// read decoded, as the client reads them.
+func TestRequired(t *testing.T) {
+	for _, c := range []struct{ method, params, capability, member string }{
+		{ElicitationCreate, `{"message":"m"}`, "elicitation", "form"},
+		{ElicitationCreate, `{"mode":"form"}`, "elicitation", "form"},
+		{ElicitationCreate, `{"mode":"url","url":"https://x"}`, "elicitation", "url"},
+		{ElicitationCreate, `{"mode":"\u0075rl"}`, "elicitation", "url"},
+		{ElicitationCreate, `{"Mode":"url"}`, "elicitation", "form"},
+		{SamplingCreateMessage, `{"messages":[]}`, "sampling", ""},
+		{SamplingCreateMessage, `{"messages":[],"tools":[]}`, "sampling", "tools"},
+		{SamplingCreateMessage, `{"toolChoice":null}`, "sampling", "tools"},
+		{RootsList, `{}`, "roots", ""},
+		{RootsList, `not json`, "roots", ""},
+		{ToolsCall, `{}`, "", ""},
+		{"made/up", `{}`, "", ""},
+	} {
+		if capability, member := Of(c.method).Required([]byte(c.params)); capability != c.capability || member != c.member {
+			t.Errorf("%s %s: got %q %q, want %q %q", c.method, c.params, capability, member, c.capability, c.member)
 		}
 	}
 }

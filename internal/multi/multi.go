@@ -808,18 +808,15 @@ func (m *Mux) lost(s *Server, cause error) {
 	m.emit(nil, &jsonrpc.ResetError{Upstream: s.Name, Err: cause})
 }
 
-// notification rewrites a server notification for the client: resource URIs get
-// their server prefix.
+// notification rewrites a server notification for the client: the member that
+// carries a server's name (a resource URI, a task id; the table's Names) gets its
+// server prefix.
 func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message {
-	key := ""
-	switch msg.Method {
-	case methods.NotificationResourcesUpdated:
-		key = "uri"
-	case methods.NotificationTasksStatus:
-		key = "taskId"
-	default:
+	row := methods.Of(msg.Method)
+	if row == nil || row.Direction != methods.ServerNotification || len(row.Names) != 1 || len(row.Names[0].Path) != 1 {
 		return msg
 	}
+	key := row.Names[0].Path[0]
 	params := map[string]json.RawMessage{}
 	if json.Unmarshal(msg.Params, &params) != nil {
 		return msg
@@ -833,60 +830,32 @@ func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message
 	return msg.WithParams(b)
 }
 
-// RewriteResponse namespaces the resource URIs in a server's response for the
-// client: resources/read contents, and resource_link and embedded resource content
-// in tool results and prompt messages. method is the method of the request it answers.
-// A response with nothing to rewrite comes back as it was.
+// RewriteResponse namespaces the names a server's response carries for the client
+// (the table's Names of the request's method): resources/read contents, resource_link
+// and embedded resource content in tool results and prompt messages, and task ids.
+// method is the method of the request it answers. A response with nothing to rewrite
+// comes back as it was.
 func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Message {
 	if msg.Upstream == "" || msg.Result == nil {
 		return msg
 	}
+	row := methods.Of(method)
+	if row == nil || row.Direction != methods.ClientRequest || len(row.Names) == 0 {
+		return msg
+	}
 	var res map[string]json.RawMessage
-	switch method {
-	case methods.ToolsCall, methods.ResourcesRead, methods.PromptsGet, methods.TasksGet, methods.TasksCancel:
-		if json.Unmarshal(msg.Result, &res) != nil {
-			return msg
-		}
-	default:
+	if json.Unmarshal(msg.Result, &res) != nil {
 		return msg
 	}
 	prefix := msg.Upstream + "+"
 	changed := false
-	switch method {
-	case methods.ToolsCall:
-		changed = prefixContent(res, "content", prefix)
-		// a task-augmented call's CreateTaskResult: its task id is namespaced
-		var task map[string]json.RawMessage
-		if json.Unmarshal(res["task"], &task) == nil && prefixKey(task, "taskId", prefix) {
-			res["task"], _ = jsonrpc.Marshal(task)
-			changed = true
+	for _, n := range row.Names {
+		path, leaf := n.Path, prefixItem
+		if n.Kind == methods.NameString {
+			key := path[len(path)-1]
+			path, leaf = path[:len(path)-1], func(obj map[string]json.RawMessage, prefix string) bool { return prefixKey(obj, key, prefix) }
 		}
-	case methods.TasksGet, methods.TasksCancel: // the Task itself
-		changed = prefixKey(res, "taskId", prefix)
-	case methods.ResourcesRead:
-		var contents []map[string]json.RawMessage
-		if json.Unmarshal(res["contents"], &contents) == nil {
-			for _, c := range contents {
-				changed = prefixURI(c, prefix) || changed
-			}
-			if changed {
-				res["contents"], _ = jsonrpc.Marshal(contents)
-			}
-		}
-	case methods.PromptsGet:
-		var msgs []map[string]json.RawMessage
-		if json.Unmarshal(res["messages"], &msgs) == nil {
-			for _, pm := range msgs {
-				var one map[string]json.RawMessage
-				if json.Unmarshal(pm["content"], &one) == nil && prefixItem(one, prefix) {
-					pm["content"], _ = jsonrpc.Marshal(one)
-					changed = true
-				}
-			}
-			if changed {
-				res["messages"], _ = jsonrpc.Marshal(msgs)
-			}
-		}
+		changed = prefixAt(res, path, prefix, leaf) || changed
 	}
 	if !changed {
 		return msg
@@ -896,20 +865,34 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 	return out
 }
 
-// prefixContent prefixes the URIs of the resource items of a content array.
-func prefixContent(res map[string]json.RawMessage, field, prefix string) bool {
-	var items []map[string]json.RawMessage
-	if json.Unmarshal(res[field], &items) != nil {
+// prefixAt walks obj along path (member names, "*" for every item of an array of
+// objects) to the objects it names and prefixes each with leaf; a member it changed is
+// written back. It reports whether anything changed.
+func prefixAt(obj map[string]json.RawMessage, path []string, prefix string, leaf func(map[string]json.RawMessage, string) bool) bool {
+	if len(path) == 0 {
+		return leaf(obj, prefix)
+	}
+	key, rest := path[0], path[1:]
+	changed := false
+	if len(rest) > 0 && rest[0] == "*" {
+		var items []map[string]json.RawMessage
+		if json.Unmarshal(obj[key], &items) != nil {
+			return false
+		}
+		for _, it := range items {
+			changed = prefixAt(it, rest[1:], prefix, leaf) || changed
+		}
+		if changed {
+			obj[key], _ = jsonrpc.Marshal(items)
+		}
+		return changed
+	}
+	var sub map[string]json.RawMessage
+	if json.Unmarshal(obj[key], &sub) != nil || !prefixAt(sub, rest, prefix, leaf) {
 		return false
 	}
-	changed := false
-	for _, it := range items {
-		changed = prefixItem(it, prefix) || changed
-	}
-	if changed {
-		res[field], _ = jsonrpc.Marshal(items)
-	}
-	return changed
+	obj[key], _ = jsonrpc.Marshal(sub)
+	return true
 }
 
 // prefixItem prefixes the URI of one content item: a resource_link's uri, or an
@@ -919,10 +902,10 @@ func prefixItem(it map[string]json.RawMessage, prefix string) bool {
 	_ = json.Unmarshal(it["type"], &typ)
 	switch typ {
 	case "resource_link":
-		return prefixURI(it, prefix)
+		return prefixKey(it, "uri", prefix)
 	case "resource":
 		var r map[string]json.RawMessage
-		if json.Unmarshal(it["resource"], &r) == nil && prefixURI(r, prefix) {
+		if json.Unmarshal(it["resource"], &r) == nil && prefixKey(r, "uri", prefix) {
 			it["resource"], _ = jsonrpc.Marshal(r)
 			return true
 		}
@@ -937,15 +920,6 @@ func prefixKey(obj map[string]json.RawMessage, key, prefix string) bool {
 		return false
 	}
 	obj[key], _ = jsonrpc.Marshal(prefix + v)
-	return true
-}
-
-func prefixURI(obj map[string]json.RawMessage, prefix string) bool {
-	var uri string
-	if json.Unmarshal(obj["uri"], &uri) != nil || uri == "" {
-		return false
-	}
-	obj["uri"], _ = jsonrpc.Marshal(prefix + uri)
 	return true
 }
 

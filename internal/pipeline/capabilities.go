@@ -10,33 +10,6 @@ import (
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
-// required is the client capability an input request of method needs (MCP
-// 2026-07-28 "Multi Round-Trip Requests": a server MUST NOT send an input request
-// the request's clientCapabilities do not cover): its top-level capability and the
-// member under it ("" for none). URL-mode elicitation needs elicitation.url, any
-// other elicitation.form; sampling with tools or toolChoice needs sampling.tools.
-func required(method string, params json.RawMessage) (capability, member string) {
-	var p map[string]json.RawMessage // exact keys, as the client reads them
-	_ = json.Unmarshal(params, &p)
-	switch method {
-	case methods.ElicitationCreate:
-		var mode string
-		_ = json.Unmarshal(p["mode"], &mode) // decoded, as the client reads it ("\u0075rl" is "url")
-		if mode == "url" {
-			return "elicitation", "url"
-		}
-		return "elicitation", "form"
-	case methods.SamplingCreateMessage:
-		if p["tools"] != nil || p["toolChoice"] != nil {
-			return "sampling", "tools"
-		}
-		return "sampling", ""
-	case methods.RootsList:
-		return "roots", ""
-	}
-	return "", ""
-}
-
 // missingCapabilities returns, in the ClientCapabilities shape, the capabilities the
 // input requests of an input_required result need and declared (a request's
 // envelope clientCapabilities) lacks; nil when none is missing or there is no
@@ -60,7 +33,7 @@ func missingCapabilities(declared, result json.RawMessage) map[string]map[string
 	}
 	var missing map[string]map[string]struct{}
 	for _, e := range res.InputRequests {
-		capability, member := required(e.Method, e.Params)
+		capability, member := methods.Of(e.Method).Required(e.Params) // the table's Need
 		if capability == "" {
 			continue
 		}

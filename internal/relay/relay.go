@@ -283,11 +283,12 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if msg = s.openState(msg); msg == nil {
 			return
 		}
-		if msg.Method == methods.ToolsCall {
+		row := methods.Of(msg.Method)
+		if row.Does(methods.Calls) {
 			s.toolCall(ctx, msg)
 			return
 		}
-		if msg.Method == methods.Initialize {
+		if row.Does(methods.NotesClientInfo) {
 			s.noteClientInfo(msg.Params)
 		}
 		if s.hiddenEntry(ctx, msg) || s.promptArguments(ctx, msg) || s.unknownTask(msg) || s.filterRequest(ctx, msg) {
@@ -295,12 +296,13 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		}
 		s.forwardRequest(msg)
 	case jsonrpc.KindNotification:
-		if msg.Method == methods.NotificationCancelled {
+		row := methods.Of(msg.Method)
+		if row.Does(methods.Cancels) {
 			if msg = s.cancelled(msg); msg == nil {
 				return
 			}
 		}
-		if msg.Method == methods.NotificationRootsListChanged {
+		if row.Does(methods.ForgetsRoots) {
 			s.forgetRoots() // stale until a server asks again: judged as none declared
 		}
 		s.send(msg)
@@ -765,12 +767,12 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		}
 		x.Msg, x.Method, x.Request = msg, p.req.Method, p.req
 		bind = p.bind
-		switch p.req.Method {
-		case methods.ToolsList:
+		switch row := methods.Of(p.req.Method); {
+		case row.Does(methods.ObservesTools):
 			s.tools.observe(msg.Result)
-		case methods.PromptsList:
+		case row.Does(methods.ObservesPrompts):
 			s.tools.observePrompts(msg.Result)
-		case methods.Initialize:
+		case row.Does(methods.NotesVersion):
 			s.noteVersion(msg.Result)
 		}
 	case jsonrpc.KindNotification:

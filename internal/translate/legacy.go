@@ -43,10 +43,6 @@ var inputRoundTimeout = 10 * time.Minute
 // supervisor's.
 var ownPrefix = jsonrpc.OwnIDPrefix + "t-"
 
-// inputRequiredMethods are the requests whose result may be input_required
-// (2026-07-28 "Multi Round-Trip Requests").
-var inputRequiredMethods = map[string]bool{methods.ToolsCall: true, methods.PromptsGet: true, methods.ResourcesRead: true}
-
 // legacyPhase is where a 2025-11-25 client's hop stands.
 type legacyPhase uint8
 
@@ -183,7 +179,7 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 			c.enqueue(reply)
 			return nil
 		}
-		if inputRequiredMethods[m.Method] {
+		if row := methods.Of(m.Method); row != nil && row.InputRequired { // its result may be input_required
 			if l.sent == nil {
 				l.sent = map[string]*jsonrpc.Message{}
 			}
@@ -610,8 +606,11 @@ func (c *Conn) closeLegacy() {
 // enqueueLocked is enqueue for a caller holding legacy.mu (enqueue takes c.mu).
 func (c *Conn) enqueueLocked(m *jsonrpc.Message) { c.enqueue(m) }
 
+// inputRequestMethod reports whether m is a server request (sampling, elicitation,
+// roots), which a 2026-07-28 input request may carry.
 func inputRequestMethod(m string) bool {
-	return m == methods.ElicitationCreate || m == methods.SamplingCreateMessage || m == methods.RootsList
+	row := methods.Of(m)
+	return row != nil && row.Direction == methods.ServerRequest
 }
 
 // withMeta returns params (a JSON object, or absent) with the envelope's members
