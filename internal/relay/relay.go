@@ -40,7 +40,7 @@ type Router interface {
 
 // ResponseRewriter is implemented by an Upstream that rewrites a server's response
 // for the client (the multiplexer namespaces resource URIs); method is the method of
-// the request it answers. It runs before the pipeline and Intercept.
+// the request it answers. It runs before the pipeline.
 type ResponseRewriter interface {
 	RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Message
 }
@@ -57,10 +57,6 @@ type Exchange struct {
 	// Request is, for a response, the client's request as it was sent upstream.
 	Request *jsonrpc.Message
 }
-
-// Interceptor sees a server→client message before the client does and returns what
-// to write: x.Msg to pass it unchanged, another message to replace it, nil to drop it.
-type Interceptor func(ctx context.Context, x *Exchange) *jsonrpc.Message
 
 // Options configure a Session.
 type Options struct {
@@ -79,9 +75,6 @@ type Options struct {
 	// Server is the configured name of the single server behind the session, for
 	// ctx.server and the record; with a multiplexer each message names its own.
 	Server string
-	// Intercept, when set, sees every server→client message except tools/call
-	// responses (see the package doc).
-	Intercept Interceptor
 	// Version is mcpgate's version, the clientInfo.version of the gateway's own
 	// requests to a 2026-07-28 server; "dev" when empty.
 	Version string
@@ -799,11 +792,6 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 		return
 	}
 	x.Msg = out
-	if s.opts.Intercept != nil {
-		if out = s.opts.Intercept(s.ctx, x); out == nil {
-			return
-		}
-	}
 	if bind != nil {
 		out = s.sealState(*bind, out)
 	}

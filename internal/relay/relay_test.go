@@ -502,43 +502,6 @@ func TestRelayRefusedRequest(t *testing.T) {
 	}
 }
 
-// TestRelayIntercept: the hook sees responses with the method they answer,
-// server→client requests and notifications; it can pass, replace or drop each.
-func TestRelayIntercept(t *testing.T) {
-	seen := make(chan string, 8)
-	up := newFakeUpstream()
-	h := newHarnessWith(t, up, func(o *Options) {
-		o.Server = "fs"
-		o.Intercept = func(_ context.Context, x *Exchange) *jsonrpc.Message {
-			seen <- x.Method + "@" + x.Server
-			switch x.Method {
-			case "resources/read":
-				return jsonrpc.NewResponse(x.Msg.ID, json.RawMessage(`{"contents":[]}`))
-			case "notifications/message":
-				return nil
-			}
-			return x.Msg
-		}
-	})
-	h.client(`{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"file:///a"}}`)
-	h.upstreamGets()
-	up.lines <- `{"jsonrpc":"2.0","id":"r","result":{"contents":[{"uri":"file:///a","text":"secret"}]}}`
-	if got := h.clientGets(); got != `{"jsonrpc":"2.0","id":"r","result":{"contents":[]}}` {
-		t.Fatalf("replaced response: %q", got)
-	}
-	up.lines <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
-	sampling := `{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{"messages":[]}}`
-	up.lines <- sampling
-	if got := h.clientGets(); got != sampling {
-		t.Fatalf("passed request: %q (the dropped notification must not arrive)", got)
-	}
-	for _, want := range []string{"resources/read@fs", "notifications/message@fs", "sampling/createMessage@fs"} {
-		if got := <-seen; got != want {
-			t.Fatalf("hook saw %q, want %q", got, want)
-		}
-	}
-}
-
 // restartingUpstream refuses requests until up is closed, like a restarting
 // supervisor.
 type restartingUpstream struct {
