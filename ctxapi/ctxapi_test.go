@@ -62,7 +62,7 @@ func TestRewriteStrings(t *testing.T) {
 		{`[{"type":"text","text":"nothing"}]`, `[{"type":"text","text":"nothing"}]`},
 	}
 	for _, tc := range cases {
-		out, _, err := RewriteStrings([]byte(tc.in), ContentSkipKeys, up)
+		out, _, err := rewriteStrings([]byte(tc.in), ContentSkipKeys, up)
 		if err != nil || string(out) != tc.want {
 			t.Errorf("%s\n got %s (%v)\nwant %s", tc.in, out, err, tc.want)
 		}
@@ -82,13 +82,13 @@ func TestRewriteStrings(t *testing.T) {
 		{"[\"\xff\"]", `["` + strings.Repeat(`<\ufffd\n>`, 40) + `"]`},
 	}
 	for _, tc := range growCases {
-		out, n, err := RewriteStrings([]byte(tc.in), ContentSkipKeys, grow)
+		out, n, err := rewriteStrings([]byte(tc.in), ContentSkipKeys, grow)
 		if err != nil || string(out) != tc.want || n != strings.Count(tc.want, "<")/40 {
 			t.Errorf("%s\n got %s (%d, %v)\nwant %s", tc.in, out, n, err, tc.want)
 		}
 	}
 	for _, bad := range []string{`[`, `{"a":"x}`, `[}`, `]`} {
-		if _, _, err := RewriteStrings([]byte(bad), nil, up); err == nil {
+		if _, _, err := rewriteStrings([]byte(bad), nil, up); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}

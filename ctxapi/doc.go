@@ -8,6 +8,6 @@
 // The JavaScript binding itself lives in package gate, which also checks the shape of
 // what it reads back; this package holds the plain Go values the pipeline fills in
 // (Call, Response), the sliding-window RateLimiter and its RateLimitStore, and
-// RewriteStrings, a streaming rewriter of the strings of raw JSON that the Go-backed
+// RewriteMembersAppend, a streaming rewriter of the strings of raw JSON that the Go-backed
 // redaction helpers use when a policy has not materialised a value.
 package ctxapi

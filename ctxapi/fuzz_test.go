@@ -15,14 +15,14 @@ func FuzzRewriteStrings(f *testing.F) {
 	f.Add([]byte(`"just a string"`))
 	f.Add([]byte(`[1,"\u00e9\ud83d\ude00",{"":""}]`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		same, n, err := RewriteStrings(raw, nil, func(s string) (string, int) { return s, 0 })
+		same, n, err := rewriteStrings(raw, nil, func(s string) (string, int) { return s, 0 })
 		if err != nil || !json.Valid(raw) {
 			return
 		}
 		if n != 0 || string(same) != string(raw) {
 			t.Fatalf("identity rewrite changed %q into %q", raw, same)
 		}
-		upper, _, err := RewriteStrings(raw, map[string]bool{"type": true}, func(s string) (string, int) {
+		upper, _, err := rewriteStrings(raw, map[string]bool{"type": true}, func(s string) (string, int) {
 			u := strings.ToUpper(s)
 			if u == s {
 				return s, 0

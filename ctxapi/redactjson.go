@@ -12,45 +12,26 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 )
 
-// ErrBadJSON is returned by RewriteStrings for input that is not well-formed JSON.
+// ErrBadJSON is returned by RewriteMembersAppend for input that is not well-formed JSON.
 var ErrBadJSON = errors.New("ctxapi: malformed JSON")
 
-// ContentSkipKeys are the keys whose string values RewriteStrings leaves alone inside
+// ContentSkipKeys are the keys whose string values RewriteMembersAppend leaves alone inside
 // an MCP content array: block types, MIME types, and base64 image, audio and blob data.
 var ContentSkipKeys = map[string]bool{"type": true, "mimeType": true, "data": true, "blob": true}
 
-// RewriteStrings streams over raw JSON and passes every string value (never an object
-// key) whose member key is not in skip to fn; fn returns the new string and how many
-// replacements it made. It returns the rewritten JSON (raw itself when nothing
-// changed) and the total count. Array elements have the key "". It never decodes the
-// document into Go values, so unchanged input costs one pass and no allocation. s is
-// lent to fn as RewriteStringsAppend lends it: fn must not keep it past its return.
-func RewriteStrings(raw []byte, skip map[string]bool, fn func(string) (string, int)) ([]byte, int, error) {
-	return RewriteStringsAppend(raw, skip, func(dst []byte, s string) ([]byte, int) {
-		ns, k := fn(s)
-		if k == 0 || ns == s {
-			return dst, 0
-		}
-		return append(dst, ns...), k
-	})
-}
-
-// RewriteStringsAppend is RewriteStrings for an fn that appends the new text of s to
-// dst (a buffer RewriteStringsAppend keeps and reuses) and returns it with the number
-// of replacements; 0, or text equal to s, leaves s as it was. The new text is quoted
-// into the output before fn is called again. s shares memory with raw or with a
-// buffer reused for the next string: fn must not keep it (nor a substring) past its
-// return, and neither fn nor anyone else may modify raw until RewriteStringsAppend
-// returns.
-func RewriteStringsAppend(raw []byte, skip map[string]bool, fn func(dst []byte, s string) ([]byte, int)) ([]byte, int, error) {
-	return RewriteMembersAppend(raw, skip, func(dst []byte, _, s string) ([]byte, int) { return fn(dst, s) })
-}
-
-// RewriteMembersAppend is RewriteStringsAppend for an fn that also gets the string's
-// member name: the nearest one, as engine.(*Analyzer).AnalyzeResult reads it (an
-// array element's is its array's member name; "" at the top level or in a top-level
-// array). member is a view like s, with the same lifetime rules; skip still looks
-// at the string's own key ("" for an array element).
+// RewriteMembersAppend streams over raw JSON and passes every string value (never an
+// object key) whose member key is not in skip to fn, with the string's member name:
+// the nearest one, as engine.(*Analyzer).AnalyzeResult reads it (an array element's is
+// its array's member name; "" at the top level or in a top-level array; skip still
+// looks at the string's own key, "" for an array element). fn appends the new text of
+// s to dst (a buffer RewriteMembersAppend keeps and reuses) and returns it with the
+// number of replacements; 0, or text equal to s, leaves s as it was. The new text is
+// quoted into the output before fn is called again. It returns the rewritten JSON (raw
+// itself when nothing changed) and the total count. It never decodes the document
+// into Go values, so unchanged input costs one pass and no allocation. s and member
+// share memory with raw or with a buffer reused for the next string: fn must not keep
+// them (nor a substring) past its return, and neither fn nor anyone else may modify
+// raw until RewriteMembersAppend returns.
 func RewriteMembersAppend(raw []byte, skip map[string]bool, fn func(dst []byte, member, s string) ([]byte, int)) ([]byte, int, error) {
 	type frame struct {
 		obj       bool
@@ -177,7 +158,7 @@ func RewriteMembersAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 	return append(out, raw[last:]...), total, nil
 }
 
-// scratchPool holds the buffers RewriteStringsAppend hands to fn and decodes escaped
+// scratchPool holds the buffers RewriteMembersAppend hands to fn and decodes escaped
 // strings into, so that a redaction does not allocate its new text each time; buffers
 // past maxScratch are dropped.
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}

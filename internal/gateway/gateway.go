@@ -370,17 +370,6 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	return g, nil
 }
 
-// Pipeline is the gateway's tools/call pipeline.
-func (g *Gateway) Pipeline() *pipeline.Pipeline { return g.pipe }
-
-// AdminAddr is the admin listener's address, or "" without one.
-func (g *Gateway) AdminAddr() string {
-	if g.admin == nil {
-		return ""
-	}
-	return g.admin.Addr()
-}
-
 // openSinks opens the audit sinks of cfg.Audit: the JSONL stream (a file, a rotating
 // file, or Stderr) and the SQLite store, which the console then reads.
 func (g *Gateway) openSinks() (sinks []audit.Sink, store audit.Store, err error) {

@@ -5,7 +5,7 @@
 // (httpfront's depth check) or deliberately read broken input (jsonrpc.PeekID, which
 // fails the request a malformed line answers). The engine keeps its own validating
 // walker (engine/json.go), which also tracks JSON Pointers and decodes escapes on the
-// hot path; ctxapi.RewriteStrings streams and rewrites (its decoder and encoder stop
+// hot path; ctxapi.RewriteMembersAppend streams and rewrites (its decoder and encoder stop
 // at non-ASCII bytes too); gate/internal/jsvalue validates each string as JSON.parse
 // does while skipping it.
 package jsonscan

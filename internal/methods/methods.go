@@ -370,15 +370,6 @@ func In(name string, rev Revision) *Method {
 	return m
 }
 
-// All returns every row, in the table's order.
-func All() []*Method {
-	out := make([]*Method, len(table))
-	for i := range table {
-		out[i] = &table[i]
-	}
-	return out
-}
-
 // Listings returns the rows of the listing methods.
 func Listings() []*Method {
 	var out []*Method

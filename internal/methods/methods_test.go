@@ -14,7 +14,8 @@ func TestTableConsistent(t *testing.T) {
 	seen := map[string]bool{}
 	phases := map[ctxapi.Phase]bool{ctxapi.PhasePre: true, ctxapi.PhasePost: true, ctxapi.PhaseList: true, ctxapi.PhaseResource: true,
 		ctxapi.PhasePrompt: true, ctxapi.PhaseServerRequest: true, ctxapi.PhaseInstructions: true, ctxapi.PhaseRoots: true}
-	for _, m := range All() {
+	for i := range table {
+		m := &table[i]
 		if seen[m.Name] {
 			t.Errorf("%s: listed twice", m.Name)
 		}

@@ -443,13 +443,6 @@ func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 	}
 }
 
-// len is the number of tasks held.
-func (t *taskIndex) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.tasks)
-}
-
 // unknownTask answers a client's request for a task the session does not hold, of
 // a task method whose phase needs the task's tool (tasks/result: post; tasks/update:
 // pre), with -32602 (MCP's code for an unknown taskId) and one record, and reports

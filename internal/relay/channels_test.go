@@ -498,7 +498,10 @@ func TestTaskIndexForgetsOldestAndExpired(t *testing.T) {
 	if known("null") || !known("2") || !known("last") || !known("over") || !known(fmt.Sprint(maxTasks-1)) {
 		t.Fatalf("past the bound: null %v, 2 %v, last %v, over %v", known("null"), known("2"), known("last"), known("over"))
 	}
-	if n := x.len(); n != maxTasks {
+	x.mu.Lock()
+	n := len(x.tasks)
+	x.mu.Unlock()
+	if n != maxTasks {
 		t.Fatalf("%d tasks kept, want %d", n, maxTasks)
 	}
 }
