@@ -30,22 +30,9 @@ var DefaultPhases = policyast.DefaultPhases
 // runtime, and the facts proven about it at load.
 type policy = policyast.Policy
 
-// compilePolicy compiles one file (policyast.Compile), its errors as *CompileError.
+// compilePolicy compiles one file (policyast.Compile); its errors are *CompileError.
 func compilePolicy(name string, src []byte) (policy, error) {
-	p, err := policyast.Compile(name, src)
-	if err != nil {
-		return policy{}, compileError(err)
-	}
-	return p, nil
-}
-
-// compileError turns a *policyast.Error into the *CompileError gate's API returns.
-func compileError(err error) error {
-	var pe *policyast.Error
-	if errors.As(err, &pe) {
-		return &CompileError{File: pe.File, Line: pe.Line, Column: pe.Column, Msg: pe.Msg}
-	}
-	return err
+	return policyast.Compile(name, src)
 }
 
 // workDir is the working directory a relative policies path was read from.

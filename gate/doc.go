@@ -72,8 +72,8 @@
 // the lockdown (lockdown.js), the Go guards of replace and the RegExp symbol methods,
 // the bounds, the bounded host half of JSON.parse, the regexp2 timeout and the one
 // file that knows goja's string types; gate/internal/lines ctx.removeLines's line
-// filter; gate/internal/testrt the one hook by which gate lends gate/policytest
-// (`mcpgate test`'s runner) a fresh runtime. gate keeps the life cycle (gate.go), the
+// filter; gate/internal/testrt the interface of the runtime gate lends gate/policytest
+// (`mcpgate test`'s runner) through (*Gate).TestRuntime. gate keeps the life cycle (gate.go), the
 // pool and its watchdog (pool.go, watchdog.go), a runtime with its ctx and the ctx
 // self-test (runtime.go, selftest.go), Run and its slots (run.go, slots.go, phase.go),
 // the ctx surface (binding.go, helpers.go, text.go) and the runtime it lends the test

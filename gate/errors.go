@@ -2,39 +2,25 @@ package gate
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/mcpgate/mcpgate/gate/internal/policyast"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Load and reload errors. Match them with errors.Is.
 var (
 	ErrNoDir          = errors.New("gate: policies directory does not exist")
-	ErrSyntax         = errors.New("gate: policy does not compile")
+	ErrSyntax         = policyast.ErrSyntax
 	ErrUnknownEval    = errors.New("gate: unknown evaluator in GATE_EVALUATORS")
 	ErrLockdownFailed = errors.New("gate: sandbox self-test failed")
 	ErrClosed         = errors.New("gate: closed")
 )
 
-// CompileError is a policy that does not compile: file name, 1-based line and column,
-// and the parser's message (which quotes source tokens, never call data). It matches
-// ErrSyntax with errors.Is.
-type CompileError struct {
-	File   string
-	Line   int
-	Column int
-	Msg    string
-}
-
-func (e *CompileError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("gate: %s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
-	}
-	return fmt.Sprintf("gate: %s: %s", e.File, e.Msg)
-}
-
-// Is makes errors.Is(err, ErrSyntax) true.
-func (e *CompileError) Is(target error) bool { return target == ErrSyntax }
+// CompileError is a policy (or a policy test file) that does not compile: File, 1-based
+// Line and Column (0 when unknown), and the parser's Msg (which quotes source tokens,
+// never call data). It matches ErrSyntax with errors.Is. It is the one compile-error
+// type, the one package policyast returns.
+type CompileError = policyast.Error
 
 // interrupt reasons handed to goja's Runtime.Interrupt; they pick the rejection code.
 type interruptReason struct {

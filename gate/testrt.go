@@ -7,10 +7,8 @@ import (
 	"github.com/mcpgate/mcpgate/gate/internal/testrt"
 )
 
-func init() { testrt.Open = openTestRuntime }
-
-// testRuntime lends a fresh runtime of a Gate to the policy test runner (package
-// gate/policytest), through gate/internal/testrt.
+// testRuntime is a fresh runtime of a Gate lent to the policy test runner (package
+// gate/policytest).
 type testRuntime struct {
 	v       *vm
 	p       *pool
@@ -18,15 +16,18 @@ type testRuntime struct {
 	timeout time.Duration
 }
 
-func openTestRuntime(g any) (testrt.Runtime, error) {
-	gt := g.(*Gate)
-	v, err := newVM(gt.pool)
+// TestRuntime lends the policy test runner (package gate/policytest, `mcpgate test`) a
+// fresh locked-down runtime of g: the sandbox, the limits and the watchdog a policy
+// has, registered with the pool's watchdog until its Close. Errors are the sandbox's
+// (ErrLockdownFailed).
+func (g *Gate) TestRuntime() (testrt.Runtime, error) {
+	v, err := newVM(g.pool)
 	if err != nil {
 		return nil, err
 	}
 	tok := tokens.Add(1)
-	gt.pool.begin(v, tok, 0, 0, nil) // the runner's own timer is the test's clock (paused during host calls)
-	return &testRuntime{v: v, p: gt.pool, tok: tok, timeout: gt.opts.Timeout}, nil
+	g.pool.begin(v, tok, 0, 0, nil) // the runner's own timer is the test's clock (paused during host calls)
+	return &testRuntime{v: v, p: g.pool, tok: tok, timeout: g.opts.Timeout}, nil
 }
 
 func (t *testRuntime) JS() *goja.Runtime      { return t.v.rt }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/gate/internal/policyast"
 	"github.com/mcpgate/mcpgate/gate/internal/testrt"
@@ -26,12 +27,8 @@ type File struct {
 // Compile compiles a test file. A syntax error is a *gate.CompileError (file, line,
 // column, parser message), like a policy's.
 func Compile(name string, src []byte) (*File, error) {
-	prg, tests, err := policyast.CompileTest(name, src)
+	prg, tests, err := policyast.CompileTest(name, src) // a *policyast.Error is a *gate.CompileError
 	if err != nil {
-		var pe *policyast.Error
-		if errors.As(err, &pe) {
-			return nil, &gate.CompileError{File: pe.File, Line: pe.Line, Column: pe.Column, Msg: pe.Msg}
-		}
 		return nil, err
 	}
 	return &File{Name: name, Tests: tests, prg: prg}, nil
@@ -74,7 +71,7 @@ func Run(ctx context.Context, g *gate.Gate, tf *File, test string, host Host) (r
 	if idx < 0 {
 		return Result{Outcome: Error, Message: "no test " + test + " in " + tf.Name}
 	}
-	v, err := testrt.Open(g)
+	v, err := g.TestRuntime()
 	if err != nil {
 		return Result{Outcome: Error, Message: err.Error()}
 	}

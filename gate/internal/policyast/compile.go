@@ -18,8 +18,13 @@ import (
 	"github.com/mcpgate/mcpgate/ctxapi"
 )
 
+// ErrSyntax is what every *Error matches with errors.Is (gate.ErrSyntax).
+var ErrSyntax = errors.New("gate: policy does not compile")
+
 // Error is a source that does not compile: file name, 1-based line and column (0 when
-// unknown) and the parser's message, which quotes source tokens, never call data.
+// unknown) and the parser's message, which quotes source tokens, never call data. It
+// is the one compile-error type: package gate names it CompileError, and
+// gate/policytest returns it for a test file.
 type Error struct {
 	File   string
 	Line   int
@@ -29,10 +34,13 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+		return fmt.Sprintf("gate: %s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	return fmt.Sprintf("gate: %s: %s", e.File, e.Msg)
 }
+
+// Is makes errors.Is(err, ErrSyntax) true.
+func (e *Error) Is(target error) bool { return target == ErrSyntax }
 
 // wrapPrefix opens the per-policy function scope on the policy's first line, so line
 // numbers in errors stay those of the file (docs/decisions.md#isolation). The outer

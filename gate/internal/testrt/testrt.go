@@ -6,10 +6,6 @@ import (
 	"github.com/dop251/goja"
 )
 
-// Open returns a fresh locked-down runtime of g (a *gate.Gate), registered with the
-// pool's watchdog until Close; set by package gate's init.
-var Open func(g any) (Runtime, error)
-
 // Runtime is one test's runtime. The functions behind Stringify, Parse, Describe,
 // Freeze and Run are the ones a policy's runtime uses.
 type Runtime interface {
