@@ -1,16 +1,56 @@
-package gate
+package jsvalue_test
 
 import (
 	"testing"
 
 	"github.com/dop251/goja"
 
-	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
-
 	"github.com/mcpgate/mcpgate/gate/internal/jsvalue"
+	"github.com/mcpgate/mcpgate/gate/internal/sandbox"
 )
 
-// writeJSON runs jsonWriter on the value of a JS expression and, beside it, the
+// vm is a runtime and its JSON bridge under the sandbox's bounds, as package gate
+// builds them.
+type vm struct {
+	rt   *goja.Runtime
+	json *jsvalue.Bridge
+}
+
+func bridge(rt *goja.Runtime) *jsvalue.Bridge {
+	return &jsvalue.Bridge{RT: rt, MaxNesting: sandbox.MaxNesting, MaxNodes: sandbox.MaxNodes,
+		TooDeep: func() { rt.Interrupt("too deep") }, Broken: func() {}}
+}
+
+// plainVM is a runtime without the lockdown.
+func plainVM() (*goja.Runtime, *vm) {
+	rt := goja.New()
+	return rt, &vm{rt: rt, json: bridge(rt)}
+}
+
+// lockedVM is a locked-down, sealed runtime (package sandbox) whose JSON.parse reads
+// through the bridge, with the frozen Object.prototype's names, as a policy's runtime.
+func lockedVM(t testing.TB) *vm {
+	t.Helper()
+	v := &vm{}
+	sb, err := sandbox.New(sandbox.Hooks{OOM: func() {}, TooDeep: func() {}, FromJSON: func(src string) (goja.Value, bool) {
+		val, _, ok := v.json.FromJSON(src)
+		return val, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.rt, v.json = sb.RT, bridge(sb.RT)
+	v.json.Poll = sb.Poll
+	if err := sb.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if sb.IsFrozen(v.rt.NewObject().Prototype()) {
+		v.json.ProtoNames = jsvalue.ObjectProtoNames(v.rt)
+	}
+	return v
+}
+
+// writeJSON runs a jsvalue.Writer on the value of a JS expression and, beside it, the
 // runtime's own JSON.stringify.
 func writeJSON(t testing.TB, rt *goja.Runtime, v *vm, expr string) (got, want string, gotOK, wantOK bool) {
 	t.Helper()
@@ -18,7 +58,7 @@ func writeJSON(t testing.TB, rt *goja.Runtime, v *vm, expr string) (got, want st
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
-	w := jsvalue.Writer{V: &v.json, Limit: sandbox.MaxStringLen}
+	w := jsvalue.Writer{V: v.json, Limit: sandbox.MaxStringLen}
 	if ex := rt.Try(func() { gotOK = w.Write("", val, 0) }); ex != nil {
 		t.Fatalf("%s: %v", expr, ex)
 	}
@@ -28,13 +68,6 @@ func writeJSON(t testing.TB, rt *goja.Runtime, v *vm, expr string) (got, want st
 		t.Fatalf("%s: %v", expr, err)
 	}
 	return string(w.Buf), out.String(), gotOK, !goja.IsUndefined(out)
-}
-
-func plainVM() (*goja.Runtime, *vm) {
-	rt := goja.New()
-	v := &vm{rt: rt}
-	v.initJSON()
-	return rt, v
 }
 
 // The Go read-back writes what JSON.stringify writes.
@@ -83,7 +116,7 @@ func FuzzJSONWriter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		w := jsvalue.Writer{V: &v.json, Limit: sandbox.MaxStringLen}
+		w := jsvalue.Writer{V: v.json, Limit: sandbox.MaxStringLen}
 		var ok bool
 		if ex := rt.Try(func() { ok = w.Write("", val, 0) }); ex != nil || !ok || string(w.Buf) != want.String() {
 			t.Fatalf("%q: got %q (%v), want %q", text, w.Buf, ex, want.String())
