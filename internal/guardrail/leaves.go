@@ -39,6 +39,52 @@ func Leaves(doc json.RawMessage, result bool) ([]Text, error) {
 	return out, nil
 }
 
+// LeavesUnder returns the string leaves under each of paths (JSON Pointer tokens
+// into doc), as Leaves reads a result (type, mimeType, blob and data left out), each
+// leaf once. A path that names nothing is skipped.
+func LeavesUnder(doc json.RawMessage, paths [][]string) ([]Text, error) {
+	v, err := decode(doc)
+	if err != nil {
+		return nil, err
+	}
+	var out []Text
+	seen := map[string]bool{}
+	for _, path := range paths {
+		e, ok := v, true
+		ptr := ""
+		for _, tok := range path {
+			ptr += "/" + escape(tok)
+			switch x := e.(type) {
+			case map[string]any:
+				e, ok = x[tok]
+			case []any:
+				i, err := strconv.Atoi(tok)
+				ok = err == nil && i >= 0 && i < len(x)
+				if ok {
+					e = x[i]
+				}
+			default:
+				ok = false
+			}
+			if !ok {
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		var leaves []Text
+		walk(e, ptr, true, &leaves)
+		for _, t := range leaves {
+			if !seen[t.Pointer] {
+				seen[t.Pointer] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
 func walk(v any, ptr string, result bool, out *[]Text) {
 	switch x := v.(type) {
 	case string:

@@ -327,10 +327,16 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 		return r.unchanged(m, raw, doc)
 	}
 
+	// Outside content guardrails that take the method (docs/guardrails.md).
+	doc, guarded, verdict, outside, stop := r.guardrailsChannel(m, doc, orig, parts, rep, verdict)
+	if stop != nil {
+		return *stop
+	}
+
 	// The row's policy phase, for the policies that take part in it.
 	var pol gate.Result
 	if m.Phase != "" && r.set.Acts(m.Phase) {
-		call := &ctxapi.Call{Phase: m.Phase, Findings: rep.Findings}
+		call := &ctxapi.Call{Phase: m.Phase, Findings: withFindings(rep.Findings, outside)}
 		if m.Direction == methods.ServerRequest { // the request itself, mutable
 			call.Params = doc
 		} else { // the request read-only, the result's member as ctx.response.content
@@ -381,7 +387,7 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 		r.rec.outputChanged()
 		return r.changed(m, warned)
 	}
-	if !pol.Changed {
+	if !pol.Changed && !guarded {
 		return r.unchanged(m, raw, doc)
 	}
 	return r.changed(m, doc)

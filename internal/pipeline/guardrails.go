@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/guardrail"
+	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -141,12 +142,26 @@ func (r *run) guardAccess(phase string) *guardrail.Access {
 // one stops the message: a block or a deny first, else the first failure under fail
 // mode closed, in guardrail name order.
 func (r *run) runGuardrails(phase string, stage vocab.Stage, c *guardrail.Content, a *guardrail.Access) ([]guardrail.Outcome, *Reply) {
-	start := time.Now()
-	outs := r.guardrails().Run(r.ctx, c, a)
-	r.rec.stage(stage, start)
-	if r.ctx.Err() != nil { // the client cancelled or left: no guardrail failed
+	outs, stop, cancelled := r.callGuardrails(phase, stage, c, a)
+	switch {
+	case cancelled: // the client cancelled or left: no guardrail failed
 		reply := r.upstreamFailed(ErrCancelled)
 		return nil, &reply
+	case stop != nil:
+		return nil, r.guardStop(*stop, phase)
+	}
+	return outs, nil
+}
+
+// callGuardrails runs one phase's callouts and records each; stop is the outcome
+// that stops the message, if any: a block or a deny first, else the first failure
+// under fail mode closed, in guardrail name order. cancelled: ctx ended meanwhile.
+func (r *run) callGuardrails(phase string, stage vocab.Stage, c *guardrail.Content, a *guardrail.Access) (outs []guardrail.Outcome, stop *guardrail.Outcome, cancelled bool) {
+	start := time.Now()
+	outs = r.guardrails().Run(r.ctx, c, a)
+	r.rec.stage(stage, start)
+	if r.ctx.Err() != nil {
+		return nil, nil, true
 	}
 	for _, o := range outs {
 		r.rec.guardrailCall(o, phase)
@@ -154,22 +169,81 @@ func (r *run) runGuardrails(phase string, stage vocab.Stage, c *guardrail.Conten
 			r.capture.Guardrails = append(r.capture.Guardrails, guardrail.Recorded{Phase: phase, Outcome: o})
 		}
 	}
-	for _, o := range outs {
+	for i, o := range outs {
 		if o.Verdict == guardrail.Block || o.Verdict == guardrail.Deny {
-			return nil, r.guardStop(o, phase)
+			return outs, &outs[i], false
 		}
 	}
-	for _, o := range outs {
+	for i, o := range outs {
 		if o.Stops() {
-			return nil, r.guardStop(o, phase)
+			return outs, &outs[i], false
 		}
 	}
-	return outs, nil
+	return outs, nil, false
+}
+
+// guardrailsChannel runs the content guardrails that take a channel's method (a
+// resources/read or prompts/get result, a sampling or elicitation request) over the
+// texts the rules read in it (parts), as guardrailsPost does for a tools/call result;
+// a stop withholds the message in its row's block shape.
+func (r *run) guardrailsChannel(m *methods.Method, doc, orig json.RawMessage, parts []part, rep engine.Report, verdict engine.Verdict) (json.RawMessage, bool, engine.Verdict, []engine.Finding, *Reply) {
+	if !r.guardrails().Content(m.Name) || len(parts) == 0 {
+		return doc, false, verdict, nil, nil
+	}
+	paths := make([][]string, len(parts))
+	for i, p := range parts {
+		paths[i] = p.path
+	}
+	texts, err := guardrail.LeavesUnder(doc, paths)
+	if err != nil || len(texts) == 0 {
+		return doc, false, verdict, nil, nil
+	}
+	outs, stop, cancelled := r.callGuardrails(guardPost, vocab.StageGuardrailsPost, r.guardContent(guardPost, texts, rep.Findings), nil)
+	switch {
+	case cancelled && m.Direction == methods.ClientRequest:
+		reply := r.upstreamFailed(ErrCancelled)
+		return nil, false, verdict, nil, &reply
+	case stop != nil:
+		r.guardStopRecord(*stop, guardPost)
+		reply := r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")
+		return nil, false, verdict, nil, &reply
+	}
+	raw, changed, err := r.intervene(doc, texts, outs, guardPost, false)
+	if err != nil || !changed {
+		return doc, false, verdict, findingsOf(outs), nil
+	}
+	r.rec.escalate(vocab.Redact)
+	r.rec.outputChanged()
+	if verdict = r.channelRescan(m, raw, verdict); verdict == engine.Block {
+		reply := r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")
+		return nil, false, verdict, nil, &reply
+	}
+	replaced, _, err := r.intervene(doc, texts, outs, guardPost, true)
+	if err != nil {
+		reply := r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")
+		return nil, false, verdict, nil, &reply
+	}
+	return replaced, true, verdict, findingsOf(outs), nil
 }
 
 // guardStop answers a message a guardrail stopped: in pre, the call is rejected with
 // one record naming the service; in post, the result is blocked.
 func (r *run) guardStop(o guardrail.Outcome, phase string) *Reply {
+	code, msg := r.guardStopRecord(o, phase)
+	if phase == guardPost {
+		reply := r.block()
+		return &reply
+	}
+	name := guardrail.Source(o.Name)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	text, notice := r.thrown(&gate.Rejection{Code: code, Message: msg})
+	reply := Reply{Result: noticedErrorResult(notice, guardRejectText(name, text, r.rec.eventID()))}
+	return &reply
+}
+
+// guardStopRecord records a stop: the reason, the service as policy and guardrail,
+// the phase, the fail mode. It returns the code and the client's message.
+func (r *run) guardStopRecord(o guardrail.Outcome, phase string) (vocab.Reason, string) {
 	name := guardrail.Source(o.Name)
 	code, msg := vocab.ReasonGuardrailBlock, "the guardrail blocked the call"
 	switch {
@@ -188,16 +262,11 @@ func (r *run) guardStop(o guardrail.Outcome, phase string) *Reply {
 	r.rec.setPolicy(name)
 	r.rec.guardrail(name)
 	r.rec.escalate(vocab.Block)
-	if phase == guardPost {
-		r.rec.setPhase(guardPost)
-		reply := r.block()
-		return &reply
+	r.rec.setPhase(phase)
+	if phase == guardPreRewritten {
+		r.rec.setPhase(guardPre)
 	}
-	r.rec.setPhase(guardPre)
-	r.rec.setOutcome(vocab.OutcomeRejected)
-	text, notice := r.thrown(&gate.Rejection{Code: code, Message: msg})
-	reply := Reply{Result: noticedErrorResult(notice, guardRejectText(name, text, r.rec.eventID()))}
-	return &reply
+	return code, msg
 }
 
 // intervene applies the interventions of outs to doc: each replaces exactly the

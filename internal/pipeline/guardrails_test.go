@@ -265,3 +265,72 @@ func TestGuardrailCaptureReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardrailChannels: a content guardrail that takes resources/read and
+// prompts/get blocks such a result in its row's block shape, or replaces exactly the
+// texts it was sent; one that takes only tools/call is not asked.
+func TestGuardrailChannels(t *testing.T) {
+	svc := &guardtest.Service{}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	resource := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"contents": []any{map[string]any{"uri": "file:///a.txt", "mimeType": "text/plain", "text": text}}})
+		return string(b)
+	}
+	prompt := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": text}}}})
+		return string(b)
+	}
+	tests := []struct {
+		name, method, result string
+		methods              []string
+		has, lacks           string
+		action               vocab.Action
+		reason               vocab.Reason
+	}{
+		{"resource blocked", "resources/read", resource("GUARD:block"), []string{"resources/read"},
+			"[mcpgate: resource blocked — see audit log entry", "GUARD:block", vocab.Block, vocab.ReasonGuardrailBlock},
+		{"resource intervened", "resources/read", resource("GUARD:redact secret-7"), []string{"resources/read"},
+			`"text":"GUARD:redact [REDACTED]"`, "secret-7", vocab.Redact, ""},
+		{"prompt blocked", "prompts/get", prompt("GUARD:block"), []string{"prompts/get"},
+			"[mcpgate: prompt blocked — see audit log entry", "GUARD:block", vocab.Block, vocab.ReasonGuardrailBlock},
+		{"not a method it takes", "resources/read", resource("GUARD:block"), []string{"tools/call"},
+			"GUARD:block", "mcpgate", vocab.Pass, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, nil, true, false)
+			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, Methods: tc.methods}})
+			reply := p.Response(context.Background(), Channel{Method: tc.method}, response(t, tc.result))
+			out := string(reply.Result) + string(reply.Original)
+			if !strings.Contains(out, tc.has) || strings.Contains(out, tc.lacks) {
+				t.Fatalf("reply %s: want %q, not %q", out, tc.has, tc.lacks)
+			}
+			r := rec.recs[0]
+			if r.ActionTaken != tc.action || r.Reason != tc.reason {
+				t.Fatalf("record action %s reason %s", r.ActionTaken, r.Reason)
+			}
+			if tc.reason != "" && r.Policy != "guardrail:g" {
+				t.Fatalf("record policy %q", r.Policy)
+			}
+		})
+	}
+}
+
+// TestGuardrailSampling: a content guardrail that takes sampling/createMessage
+// refuses a server's request it blocks; the client never sees it.
+func TestGuardrailSampling(t *testing.T) {
+	srv := httptest.NewServer(&guardtest.Service{})
+	defer srv.Close()
+	p, rec := newPipeline(t, nil, true, false)
+	guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, Methods: []string{"sampling/createMessage"}}})
+	params := `{"messages":[{"role":"user","content":{"type":"text","text":"GUARD:block summarise"}}],"maxTokens":10}`
+	raw := []byte(`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":` + params + `}`)
+	reply := p.ServerRequest(context.Background(), Channel{Method: "sampling/createMessage", Params: json.RawMessage(params)}, raw)
+	if reply.Error == nil || reply.Params != nil || reply.Original != nil {
+		t.Fatalf("reply %+v", reply)
+	}
+	if r := rec.recs[0]; r.Reason != vocab.ReasonGuardrailBlock || r.Policy != "guardrail:g" {
+		t.Fatalf("record %+v", r)
+	}
+}
