@@ -375,3 +375,55 @@ func TestVetAtStartupScopes(t *testing.T) {
 		t.Fatalf("log:\n%s", log.String())
 	}
 }
+
+// vet --lock of a uvx server reads the release's files from the index $PIP_INDEX_URL
+// names (PEP 691), and a wheel replaced later is block-level; an index that cannot
+// be reached makes --lock fail naming the package, and a bad --sigstore-root is a
+// usage error.
+func TestVetLockPyPI(t *testing.T) {
+	var mu sync.Mutex
+	hash := strings.Repeat("a", 64)
+	idx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/simple/mcp-server-fetch/" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, `{"meta": {"api-version": "1.1"}, "name": "mcp-server-fetch", "files": [{"filename": "mcp_server_fetch-2025.4.7-py3-none-any.whl", "hashes": {"sha256": %q}}]}`, hash)
+	}))
+	defer idx.Close()
+	t.Setenv("UV_DEFAULT_INDEX", "")
+	t.Setenv("UV_INDEX_URL", "")
+	t.Setenv("PIP_INDEX_URL", idx.URL+"/simple")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"fetch": {"command": "uvx", "args": ["mcp-server-fetch==2025.4.7"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"vet", "--config", cfg, "--lock"}, strings.NewReader(""), &out, &out); code != exitOK {
+		t.Fatalf("--lock: exit %d: %s", code, out.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "mcpgate.lock")); err != nil || !strings.Contains(string(b), `"ecosystem": "pypi"`) || !strings.Contains(string(b), hash) {
+		t.Fatalf("lock %s %v", b, err)
+	}
+	mu.Lock()
+	hash = strings.Repeat("b", 64)
+	mu.Unlock()
+	out.Reset()
+	if code := run(context.Background(), []string{"vet", "--config", cfg}, strings.NewReader(""), &out, &out); code != exitBlock || !strings.Contains(out.String(), "vet_integrity_mismatch") {
+		t.Fatalf("swapped wheel: exit %d: %s", code, out.String())
+	}
+	out.Reset()
+	bad := filepath.Join(dir, "root.json")
+	os.WriteFile(bad, []byte(`{}`), 0o644)
+	if code := run(context.Background(), []string{"vet", "--config", cfg, "--sigstore-root", bad}, strings.NewReader(""), &out, &out); code != exitError || !strings.Contains(out.String(), "--sigstore-root") {
+		t.Fatalf("bad --sigstore-root: exit %d: %s", code, out.String())
+	}
+	idx.Close()
+	out.Reset()
+	if code := run(context.Background(), []string{"vet", "--config", cfg, "--lock"}, strings.NewReader(""), &out, &out); code != exitError || !strings.Contains(out.String(), "mcp-server-fetch==2025.4.7") {
+		t.Fatalf("index unreachable: exit %d: %s", code, out.String())
+	}
+}
