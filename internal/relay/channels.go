@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"sync"
@@ -192,7 +194,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		// tasks/result, and a tasks/get that inlines the task's result, run the post
 		// phase of the task's tool (docs/decisions.md#task-results).
 		if x.Method == methods.TasksResult || x.Method == methods.TasksGet && msg.Error == nil && pipeline.InlinesToolResult(msg.Result) {
-			c, ok := s.tasks.of(ch.Params)
+			c, ok := s.tasks.get(x.task)
 			if !ok { // forgotten while the request was in flight: no tool to judge it by
 				return s.unknownTaskError(msg.ID, x.Method, x.Server)
 			}
@@ -334,23 +336,26 @@ func lastPage(result json.RawMessage) bool {
 	return r.NextCursor == ""
 }
 
-// taskIndex remembers which tool each task of a task-augmented tools/call runs, so
-// that its tasks/result runs the post phase with the same ctx.tool and ctx.params
-// (docs/channels.md#tasks). A task is kept for its ttl (the lifetime the server gave
-// it; without one, for the session), at most maxTasks of them, the oldest forgotten
-// first. A tasks/result for a task it does not hold is refused, never relayed
-// (docs/decisions.md#tasks).
+// taskIndex remembers each task a task-augmented tools/call of this session created:
+// the tool it runs, so that its tasks/result runs the post phase with the same
+// ctx.tool and ctx.params (docs/channels.md#tasks), and the id its upstream gave it.
+// The client holds another id, drawn by the gateway (128 random bits,
+// docs/decisions.md#task-owners); a request naming any id the index does not hold is
+// refused. A task is kept for its ttl (the lifetime the server gave it; without one,
+// for the session), at most maxTasks of them, the oldest forgotten first.
 type taskIndex struct {
 	mu    sync.Mutex
-	tasks map[string]taskCall
-	order []taskRef        // oldest first; an entry whose seq is not its task's is stale
-	seq   uint64           // the last taskCall.seq given
-	now   func() time.Time // nil means time.Now
+	tasks map[string]taskCall // by the client's id
+	byUp  map[string]string   // the client's id of each upstream id
+	order []taskRef           // oldest first; an entry whose seq is not its task's is stale
+	seq   uint64              // the last taskCall.seq given
+	now   func() time.Time    // nil means time.Now
 }
 
 type taskCall struct {
 	tool    string
 	args    json.RawMessage
+	up      string    // the id the upstream gave the task (the multiplexer's <server>+<taskId>)
 	expires time.Time // zero: no ttl
 	seq     uint64
 }
@@ -361,7 +366,7 @@ type taskRef struct {
 }
 
 // maxTasks bounds the remembered tasks of one session; past it the oldest is
-// forgotten, and a tasks/result for it is then refused.
+// forgotten, and a request for it is then refused.
 const maxTasks = 4096
 
 func (t *taskIndex) clock() time.Time {
@@ -372,32 +377,66 @@ func (t *taskIndex) clock() time.Time {
 }
 
 // mayHoldTask reports whether a result has a member that a decoder reads as a
-// struct field tagged "task": most results create no task, and one look at the member
-// names, which encoding/json matches case-insensitively, spares decoding them
-// (docs/decisions.md#read-members).
+// struct field tagged "task" or "taskId" (a CreateTaskResult of either revision): most
+// results create no task, and one look at the member names, which encoding/json
+// matches case-insensitively, spares decoding them (docs/decisions.md#read-members).
 func mayHoldTask(result json.RawMessage) bool {
 	task := false
-	jsonscan.Members(result, func(name, _ []byte) { task = task || jsonscan.StringFolds(name, "task") })
+	jsonscan.Members(result, func(name, _ []byte) {
+		task = task || jsonscan.StringFolds(name, "task") || jsonscan.StringFolds(name, "taskId")
+	})
 	return task
 }
 
-// created notes the task a tools/call response created (a CreateTaskResult, MCP
-// 2025-11-25 "Tasks": task.taskId, and task.ttl in milliseconds or null).
-func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
+// newTaskID draws the id a client holds for a task: 128 random bits, URL-safe base64.
+func newTaskID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// created notes the task a tools/call response created under a new id of the
+// gateway's, and returns the response with the task's id replaced by it, and that id;
+// a response that created no task comes back as it was, with "". A task is created by
+// a CreateTaskResult: MCP 2025-11-25 "Tasks" nests it (task.taskId, task.ttl in
+// milliseconds or null), the 2026-07-28 tasks extension puts it at the top
+// (resultType "task", taskId, ttlMs).
+func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) (*jsonrpc.Message, string) {
 	if resp == nil || resp.Result == nil {
-		return
+		return resp, ""
 	}
 	if !mayHoldTask(resp.Result) {
-		return
+		return resp, ""
 	}
-	var r struct {
-		Task *struct {
-			TaskID string   `json:"taskId"`
-			TTL    *float64 `json:"ttl"`
-		} `json:"task"`
+	var res map[string]json.RawMessage // exact keys, as the client reads them
+	if json.Unmarshal(resp.Result, &res) != nil {
+		return resp, ""
 	}
-	if json.Unmarshal(resp.Result, &r) != nil || r.Task == nil || r.Task.TaskID == "" {
-		return
+	holder, nested := res, false // the object that carries taskId
+	var resultType string
+	if _ = json.Unmarshal(res["resultType"], &resultType); resultType != "task" {
+		var task map[string]json.RawMessage
+		if json.Unmarshal(res["task"], &task) != nil || task == nil {
+			return resp, ""
+		}
+		holder, nested = task, true
+	}
+	var up string
+	if json.Unmarshal(holder["taskId"], &up) != nil || up == "" {
+		return resp, ""
+	}
+	var ttl *float64
+	if _ = json.Unmarshal(holder["ttl"], &ttl); ttl == nil {
+		_ = json.Unmarshal(holder["ttlMs"], &ttl)
+	}
+	id := newTaskID()
+	holder["taskId"], _ = jsonrpc.Marshal(id)
+	if nested {
+		res["task"], _ = jsonrpc.Marshal(holder)
+	}
+	b, err := jsonrpc.Marshal(res)
+	if err != nil {
+		return resp, ""
 	}
 	var p map[string]json.RawMessage // exact keys, as the pipeline and the server read them
 	_ = json.Unmarshal(params, &p)
@@ -407,31 +446,34 @@ func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 	defer t.mu.Unlock()
 	now := t.clock()
 	if t.tasks == nil {
-		t.tasks = map[string]taskCall{}
+		t.tasks, t.byUp = map[string]taskCall{}, map[string]string{}
 	}
 	t.seq++
-	c := taskCall{tool: name, args: p["arguments"], seq: t.seq}
-	if ttl := r.Task.TTL; ttl != nil && *ttl >= 0 && *ttl < float64(math.MaxInt64/int64(time.Millisecond)) {
+	c := taskCall{tool: name, args: p["arguments"], up: up, seq: t.seq}
+	if ttl != nil && *ttl >= 0 && *ttl < float64(math.MaxInt64/int64(time.Millisecond)) {
 		c.expires = now.Add(time.Duration(*ttl) * time.Millisecond)
 	}
-	delete(t.tasks, r.Task.TaskID) // a re-created id starts anew
-	for _, ref := range t.order {  // when full, expired tasks go first
+	if old, ok := t.byUp[up]; ok { // a re-created upstream id starts anew
+		t.forget(old)
+	}
+	for _, ref := range t.order { // when full, expired tasks go first
 		if len(t.tasks) < maxTasks {
 			break
 		}
 		if old, ok := t.tasks[ref.id]; ok && old.seq == ref.seq && !old.expires.IsZero() && !now.Before(old.expires) {
-			delete(t.tasks, ref.id)
+			t.forget(ref.id)
 		}
 	}
 	for len(t.tasks) >= maxTasks { // then the oldest
 		ref := t.order[0]
 		t.order = t.order[1:]
 		if old, ok := t.tasks[ref.id]; ok && old.seq == ref.seq {
-			delete(t.tasks, ref.id)
+			t.forget(ref.id)
 		}
 	}
-	t.tasks[r.Task.TaskID] = c
-	t.order = append(t.order, taskRef{r.Task.TaskID, c.seq})
+	t.tasks[id] = c
+	t.byUp[up] = id
+	t.order = append(t.order, taskRef{id, c.seq})
 	if len(t.order) > 2*len(t.tasks)+64 { // drop the stale entries
 		kept := make([]taskRef, 0, len(t.tasks))
 		for _, ref := range t.order {
@@ -441,30 +483,52 @@ func (t *taskIndex) created(resp *jsonrpc.Message, params json.RawMessage) {
 		}
 		t.order = kept
 	}
+	return resp.WithResult(b), id
 }
 
-// unknownTask answers a client's request for a task the session does not hold, of
-// a task method whose phase needs the task's tool (tasks/result: post; tasks/update:
-// pre), with -32602 (MCP's code for an unknown taskId) and one record, and reports
-// true; the server is never asked, since the phase could not judge it by its tool
-// (docs/decisions.md#tasks).
-func (s *Session) unknownTask(msg *jsonrpc.Message) bool {
-	m := methods.Of(msg.Method)
-	if m == nil || m.Route != methods.ByTask || s.opts.Pipeline == nil {
-		return false
+// forget drops the task the client holds as id; the caller holds t.mu.
+func (t *taskIndex) forget(id string) {
+	if c, ok := t.tasks[id]; ok {
+		if t.byUp[c.up] == id {
+			delete(t.byUp, c.up)
+		}
+		delete(t.tasks, id)
 	}
-	if _, ok := s.tasks.of(msg.Params); ok {
-		return false
+}
+
+// taskRequest resolves the task a client request of a task method (tasks/get,
+// tasks/result, tasks/cancel, tasks/update) names by the id the gateway gave the
+// client, and returns the request with params.taskId the upstream's id, the client's
+// id and the task. A request naming an id this session does not hold (another
+// caller's, forgotten, expired, an upstream's own id, or none) is answered here with
+// -32602, MCP's code for an unknown taskId, and one record, and taskRequest returns
+// nil: the server is never asked, since it may serve any task to anyone and no phase
+// could judge the answer by its tool (docs/decisions.md#task-owners). Another method's
+// request comes back as it was.
+func (s *Session) taskRequest(msg *jsonrpc.Message) (*jsonrpc.Message, string, taskCall) {
+	if m := methods.Of(msg.Method); m == nil || m.Route != methods.ByTask {
+		return msg, "", taskCall{}
 	}
-	if s.ownedElsewhere(msg.Params) { // another caller's task (docs/decisions.md#task-owners)
-		s.write(s.notOwnedTaskError(msg.ID, msg.Method, s.opts.Server))
-		return true
+	var p map[string]json.RawMessage // exact keys: encoding/json would match "TASKID" too
+	var id string
+	_ = json.Unmarshal(msg.Params, &p)
+	_ = json.Unmarshal(p["taskId"], &id)
+	c, ok := s.tasks.get(id)
+	if !ok {
+		if id != "" && s.ownedElsewhere(id) { // another caller's task
+			s.write(s.notOwnedTaskError(msg.ID, msg.Method, s.opts.Server))
+		} else {
+			s.write(s.unknownTaskError(msg.ID, msg.Method, s.opts.Server))
+		}
+		return nil, "", taskCall{}
 	}
-	if m.Phase == "" {
-		return false
+	p["taskId"], _ = jsonrpc.Marshal(c.up)
+	b, err := jsonrpc.Marshal(p)
+	if err != nil {
+		s.write(s.unknownTaskError(msg.ID, msg.Method, s.opts.Server))
+		return nil, "", taskCall{}
 	}
-	s.write(s.unknownTaskError(msg.ID, msg.Method, s.opts.Server))
-	return true
+	return msg.WithParams(b), id, c
 }
 
 // unknownTaskError records a refused task request (method) and returns its error
@@ -490,14 +554,13 @@ func envelopeCapabilities(params json.RawMessage) json.RawMessage {
 }
 
 // filterRequest runs a client request whose row has a request phase (tasks/update)
-// through the input rules and that phase, with ctx.tool and ctx.params of the
-// tools/call that created its task (unknownTask ran first); a rejection is answered
+// through the input rules and that phase, with ctx.tool and ctx.params of c, the
+// tools/call that created its task (taskRequest ran first); a rejection is answered
 // here, and filterRequest reports true.
-func (s *Session) filterRequest(ctx context.Context, msg *jsonrpc.Message) bool {
+func (s *Session) filterRequest(ctx context.Context, msg *jsonrpc.Message, c taskCall) bool {
 	if s.opts.Pipeline == nil || methods.Of(msg.Method).RequestPhase() == "" {
 		return false
 	}
-	c, _ := s.tasks.of(msg.Params)
 	server := s.opts.Server
 	if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
 		server = routed.Upstream
@@ -513,19 +576,36 @@ func (s *Session) filterRequest(ctx context.Context, msg *jsonrpc.Message) bool 
 	return true
 }
 
-// of returns the tool and arguments of the task a tasks/result asks for.
+// of returns the task a client request names (params.taskId, the client's id).
 func (t *taskIndex) of(params json.RawMessage) (taskCall, bool) {
 	var p map[string]json.RawMessage // exact keys: encoding/json would match "TASKID" too
 	var id string
 	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["taskId"], &id) != nil {
 		return taskCall{}, false
 	}
+	return t.get(id)
+}
+
+// get returns the task the client holds as id, unless its ttl has passed.
+func (t *taskIndex) get(id string) (taskCall, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c, ok := t.tasks[id]
 	if ok && !c.expires.IsZero() && !t.clock().Before(c.expires) {
-		delete(t.tasks, id)
+		t.forget(id)
 		return taskCall{}, false
 	}
 	return c, ok
+}
+
+// client returns the id the client holds for the task its upstream gave the id up
+// (with several servers, up is <server>+<taskId>; a bare id is tried under server).
+func (t *taskIndex) client(up, server string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id, ok := t.byUp[up]
+	if !ok && server != "" {
+		id, ok = t.byUp[server+"+"+up]
+	}
+	return id, ok
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -66,27 +67,50 @@ func TestRelayHiddenWithoutListing(t *testing.T) {
 }
 
 // TestTaskIndex: the task a tools/call created is remembered with its tool and
-// arguments, so its tasks/result runs the post phase of that tool.
+// arguments under an id of the gateway's (128 random bits, the response rewritten to
+// carry it), so its tasks/result runs the post phase of that tool; the server's own
+// id names no task.
 func TestTaskIndex(t *testing.T) {
 	var x taskIndex
 	resp, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t-1","status":"working"}}}`))
-	x.created(resp, json.RawMessage(`{"name":"slow_tool","arguments":{"n":1},"task":{"ttl":1000}}`))
+	out, id := x.created(resp, json.RawMessage(`{"name":"slow_tool","arguments":{"n":1},"task":{"ttl":1000}}`))
+	if raw, err := base64.RawURLEncoding.DecodeString(id); err != nil || len(raw) != 16 || !strings.Contains(string(out.Raw), `"taskId":"`+id+`"`) || strings.Contains(string(out.Raw), "t-1") {
+		t.Fatalf("the client's id %q, response %s", id, out.Raw)
+	}
 	plain, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`))
-	x.created(plain, json.RawMessage(`{"name":"other"}`))
-	c, ok := x.of(json.RawMessage(`{"taskId":"t-1"}`))
-	if !ok || c.tool != "slow_tool" || string(c.args) != `{"n":1}` {
-		t.Fatalf("task t-1: %+v %v", c, ok)
+	if out, none := x.created(plain, json.RawMessage(`{"name":"other"}`)); none != "" || out != plain {
+		t.Fatal("a result without a task created one")
 	}
-	if _, ok := x.of(json.RawMessage(`{"taskId":"t-2"}`)); ok {
-		t.Fatal("an unknown task has a tool")
+	c, ok := x.of(json.RawMessage(`{"taskId":"` + id + `"}`))
+	if !ok || c.tool != "slow_tool" || string(c.args) != `{"n":1}` || c.up != "t-1" {
+		t.Fatalf("task %s: %+v %v", id, c, ok)
 	}
-	// keys in other letter case are not the keys the server reads
-	x.created(resp, json.RawMessage(`{"name":"slow_tool","NAME":"benign","arguments":{"n":2},"Arguments":{}}`))
-	if c, _ := x.of(json.RawMessage(`{"taskId":"t-1"}`)); c.tool != "slow_tool" || string(c.args) != `{"n":2}` {
+	for _, other := range []string{"t-1", "t-2", ""} {
+		if _, ok := x.of(json.RawMessage(`{"taskId":"` + other + `"}`)); ok {
+			t.Fatalf("%q names a task", other)
+		}
+	}
+	if got, ok := x.client("t-1", ""); !ok || got != id {
+		t.Fatalf("client(t-1) = %q %v", got, ok)
+	}
+	// keys in other letter case are not the keys the server reads; the re-created
+	// upstream id gets a new id and the old one names nothing
+	_, id2 := x.created(resp, json.RawMessage(`{"name":"slow_tool","NAME":"benign","arguments":{"n":2},"Arguments":{}}`))
+	if c, _ := x.of(json.RawMessage(`{"taskId":"` + id2 + `"}`)); c.tool != "slow_tool" || string(c.args) != `{"n":2}` {
 		t.Fatalf("task t-1 with folded keys: %+v", c)
 	}
-	if c, ok := x.of(json.RawMessage(`{"taskId":"t-1","TASKID":"t-9"}`)); !ok || c.tool != "slow_tool" {
+	if _, ok := x.of(json.RawMessage(`{"taskId":"` + id + `"}`)); ok || id == id2 {
+		t.Fatal("the re-created task's old id still names it")
+	}
+	if c, ok := x.of(json.RawMessage(`{"taskId":"` + id2 + `","TASKID":"t-9"}`)); !ok || c.tool != "slow_tool" {
 		t.Fatalf("tasks/result with a folded taskId key: %+v %v", c, ok)
+	}
+	// the 2026-07-28 tasks extension's CreateTaskResult: resultType task, taskId and
+	// ttlMs at the top
+	modern, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":3,"result":{"resultType":"task","taskId":"t-3","status":"working","ttlMs":1000}}`))
+	out, id3 := x.created(modern, json.RawMessage(`{"name":"job"}`))
+	if c, ok := x.get(id3); !ok || c.up != "t-3" || c.expires.IsZero() || !strings.Contains(string(out.Raw), `"taskId":"`+id3+`"`) || strings.Contains(string(out.Raw), "t-3") {
+		t.Fatalf("the extension's task: %+v %v %s", c, ok, out.Raw)
 	}
 }
 
@@ -470,15 +494,16 @@ func TestRelayUnreadListingRejects(t *testing.T) {
 func TestTaskIndexForgetsOldestAndExpired(t *testing.T) {
 	now := time.Unix(1000, 0)
 	x := taskIndex{now: func() time.Time { return now }}
+	ids := map[string]string{} // the client's id of each upstream id
 	create := func(id string, ttl string) {
 		resp, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"` + id + `","status":"working"` + ttl + `}}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.created(resp, json.RawMessage(`{"name":"tool_`+id+`","arguments":{}}`))
+		_, ids[id] = x.created(resp, json.RawMessage(`{"name":"tool_`+id+`","arguments":{}}`))
 	}
 	known := func(id string) bool {
-		c, ok := x.of(json.RawMessage(`{"taskId":"` + id + `"}`))
+		c, ok := x.of(json.RawMessage(`{"taskId":"` + ids[id] + `"}`))
 		return ok && c.tool == "tool_"+id
 	}
 	create("short", `,"ttl":1000`)

@@ -18,6 +18,22 @@ func (h *harness) record() *audit.Record {
 	}
 }
 
+// createTask makes the session hold a task: a task-augmented tools/call (request id
+// id) whose server answers with task upID; it returns the client's id of the task.
+func (h *harness) createTask(id, upID string) string {
+	h.t.Helper()
+	h.client(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"slow","arguments":{},"task":{"ttl":60000}}}`)
+	if got := h.upstreamGets(); strings.Contains(got, `"method":"tools/list"`) { // the gateway's own listing first
+		own := got[strings.Index(got, `"id":`)+5 : strings.Index(got, `,"method"`)]
+		h.up.lines <- `{"jsonrpc":"2.0","id":` + own + `,"result":{"tools":[{"name":"slow","inputSchema":{"type":"object"}}]}}`
+		h.upstreamGets()
+	}
+	h.up.lines <- `{"jsonrpc":"2.0","id":"` + id + `","result":{"task":{"taskId":"` + upID + `","status":"working","ttl":60000}}}`
+	task := clientTaskID(h.t, h.clientGets())
+	h.recs.call()
+	return task
+}
+
 // TestRelayEveryTextFiltered: the text of every method reaches the rules: a task's
 // statusMessage (tasks/get, tasks/list, tasks/cancel, notifications/tasks/status)
 // and the JSON-RPC error of a method outside the filtered channels (ping,
@@ -25,14 +41,15 @@ func (h *harness) record() *audit.Record {
 // with one record naming the method.
 func TestRelayEveryTextFiltered(t *testing.T) {
 	h := newHarness(t, 0)
-	responses := []struct{ method, result, keep string }{
-		{"tasks/get", `{"taskId":"t1","status":"working","statusMessage":"x` + osc52 + `","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":null}`, `"taskId":"t1"`},
-		{"tasks/cancel", `{"taskId":"t1","status":"cancelled","statusMessage":"x` + osc52 + `","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":null}`, `"status":"cancelled"`},
-		{"tasks/list", `{"tasks":[{"taskId":"t1","status":"working","statusMessage":"x` + osc52 + `"},{"taskId":"t2","status":"completed"}]}`, `"taskId":"t2"`},
+	t1, t2 := h.createTask("c1", "t1"), h.createTask("c2", "t2")
+	responses := []struct{ method, params, result, keep string }{
+		{"tasks/get", `{"taskId":"` + t1 + `"}`, `{"taskId":"t1","status":"working","statusMessage":"x` + osc52 + `","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":null}`, `"taskId":"` + t1 + `"`},
+		{"tasks/cancel", `{"taskId":"` + t1 + `"}`, `{"taskId":"t1","status":"cancelled","statusMessage":"x` + osc52 + `","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":null}`, `"status":"cancelled"`},
+		{"tasks/list", `{}`, `{"tasks":[{"taskId":"t1","status":"working","statusMessage":"x` + osc52 + `"},{"taskId":"t2","status":"completed"}]}`, `"taskId":"` + t2 + `"`},
 	}
 	for i, c := range responses {
 		id := string(rune('a' + i))
-		h.client(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + c.method + `","params":{}}`)
+		h.client(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + c.method + `","params":` + c.params + `}`)
 		h.upstreamGets()
 		h.up.lines <- `{"jsonrpc":"2.0","id":"` + id + `","result":` + c.result + `}`
 		got := h.clientGets()
@@ -44,7 +61,7 @@ func TestRelayEveryTextFiltered(t *testing.T) {
 		}
 	}
 	h.up.lines <- `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t1","status":"working","statusMessage":"x` + osc52 + `"}}`
-	if got := h.clientGets(); strings.Contains(got, `\u001b`) || !strings.Contains(got, `"taskId":"t1"`) {
+	if got := h.clientGets(); strings.Contains(got, `\u001b`) || !strings.Contains(got, `"taskId":"`+t1+`"`) {
 		t.Errorf("notifications/tasks/status: client got %s", got)
 	}
 	if rec := h.record(); rec.Method != "notifications/tasks/status" || rec.ActionTaken != "block" {

@@ -56,6 +56,8 @@ type Exchange struct {
 	Server string
 	// Request is, for a response, the client's request as it was sent upstream.
 	Request *jsonrpc.Message
+	// task is, for a response to a task method, the client's id of the task.
+	task string
 }
 
 // Options configure a Session.
@@ -142,6 +144,8 @@ type pending struct {
 	// bind is, for a client's request, what a requestState in its answer is sealed
 	// for (the client's own method, name and arguments); nil for the gateway's own.
 	bind *reqstate.Binding
+	// task is the client's id of the task a task method's request names.
+	task string
 }
 
 // New returns a session over the given upstream.
@@ -284,10 +288,15 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if row.Does(methods.NotesClientInfo) {
 			s.noteClientInfo(msg.Params)
 		}
-		if s.hiddenEntry(ctx, msg) || s.promptArguments(ctx, msg) || s.unknownTask(msg) || s.filterRequest(ctx, msg) {
+		if s.hiddenEntry(ctx, msg) || s.promptArguments(ctx, msg) {
 			return
 		}
-		s.forwardRequest(msg)
+		asked := msg
+		msg, task, c := s.taskRequest(msg)
+		if msg == nil || s.filterRequest(ctx, msg, c) {
+			return
+		}
+		s.forwardRequest(msg, asked, task)
 	case jsonrpc.KindNotification:
 		row := methods.Of(msg.Method)
 		if row.Does(methods.Cancels) {
@@ -340,8 +349,10 @@ func (s *Session) failSend(id json.RawMessage, err error) bool {
 }
 
 // forwardRequest sends a client request upstream and remembers it, so it can be
-// answered if the upstream dies.
-func (s *Session) forwardRequest(msg *jsonrpc.Message) {
+// answered if the upstream dies. asked is the request as the client sent it (a
+// requestState in the answer is bound to it), task the client's id of the task it
+// names ("" for none).
+func (s *Session) forwardRequest(msg, asked *jsonrpc.Message, task string) {
 	routed, err := s.route(msg)
 	if err != nil {
 		s.failSend(msg.ID, err)
@@ -359,8 +370,8 @@ func (s *Session) forwardRequest(msg *jsonrpc.Message) {
 		s.refuse(msg.ID, msg.Method, methods.CodeInvalidRequest, vocab.ReasonIDInUse, "mcpgate: request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
-	bind := s.stateBinding(msg.Method, msg.Params)
-	p := &pending{req: routed, route: routed.Upstream, id: msg.ID, bind: &bind}
+	bind := s.stateBinding(asked.Method, asked.Params)
+	p := &pending{req: routed, route: routed.Upstream, id: msg.ID, bind: &bind, task: task}
 	s.pending[key] = p
 	s.mu.Unlock()
 	err = s.up.Send(routed)
@@ -470,8 +481,10 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			}
 			resp, err := s.callUpstream(ctx, msg, routed, routeErr, params, decls)
 			if err == nil {
-				s.tasks.created(resp, params)
-				s.ownTask(resp)
+				var task string
+				if resp, task = s.tasks.created(resp, params); task != "" {
+					s.ownTask(task)
+				}
 			}
 			return resp, err
 		})
@@ -758,7 +771,8 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			p.ch <- msg
 			return
 		}
-		x.Msg, x.Method, x.Request = msg, p.req.Method, p.req
+		msg = s.taskIDsToClient(p.req.Method, p.task, msg)
+		x.Msg, x.Method, x.Request, x.task = msg, p.req.Method, p.req, p.task
 		bind = p.bind
 		switch row := methods.Of(p.req.Method); {
 		case row.Does(methods.ObservesTools):
@@ -769,6 +783,8 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			s.noteVersion(msg.Result)
 		}
 	case jsonrpc.KindNotification:
+		msg = s.taskIDsToClient(msg.Method, "", msg)
+		x.Msg = msg
 		if m := methods.Of(msg.Method); m != nil && m.Invalidates != "" {
 			if m.Invalidates == methods.ToolsList {
 				s.tools.invalidate()
@@ -776,6 +792,8 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			s.views[m.Invalidates].invalidate()
 		}
 	case jsonrpc.KindRequest:
+		msg = s.taskIDsToClient(msg.Method, "", msg)
+		x.Msg = msg
 		if methods.Of(msg.Method).AnswerPhase() == ctxapi.PhaseRoots && !s.askRoots(msg, x.Server) {
 			s.send(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, rootsBusy), Kind: jsonrpc.KindResponse,
 				ID: msg.ID, Error: rootsBusy, Upstream: msg.Upstream})

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,20 +90,24 @@ func TestToolResultPathsRunPost(t *testing.T) {
 					return
 				}
 				h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t-1","status":"working","ttl":60000}}}`
-				if got := h.clientGets(); !strings.Contains(got, `"t-1"`) {
-					t.Fatalf("tools/call: %s", got)
-				}
+				id := clientTaskID(t, h.clientGets()) // the gateway's id for t-1
 				h.recs.call()
 				if p.fetch != "" {
-					h.client(p.fetch)
-					h.upstreamGets()
+					h.client(strings.Replace(p.fetch, "t-1", id, 1))
+					if up := h.upstreamGets(); !strings.Contains(up, `"taskId":"t-1"`) || strings.Contains(up, id) {
+						t.Fatalf("the upstream got %s", up)
+					}
 				}
 				answer := strings.Replace(p.answer, "%s", result, 1)
 				if p.name == "tasks/result with a result member" {
 					answer = strings.Replace(answer, `"structuredContent"`, `"result":{"content":[]},"structuredContent"`, 1)
 				}
 				h.up.lines <- answer
-				checkRedacted(t, h.clientGets(), mail)
+				got := h.clientGets()
+				checkRedacted(t, got, mail)
+				if strings.Contains(answer, `"taskId"`) && (!strings.Contains(got, `"taskId":"`+id+`"`) || strings.Contains(got, "t-1")) {
+					t.Fatalf("the client got the server's task id: %s", got)
+				}
 				rec := <-h.recs.ch
 				if rec.Tool != tool || len(rec.GuardrailsTriggered) == 0 || rec.GuardrailsTriggered[0] != "redact-email.js" {
 					t.Fatalf("record %+v", rec)
@@ -121,17 +126,41 @@ func TestToolResultPathsRunPost(t *testing.T) {
 					}
 					return
 				}
-				h.client(strings.Replace(strings.Replace(p.fetch, "t-1", "t-9", 1), `"id":2`, `"id":3`, 1))
-				if p.name == "tasks/get inlining the result" { // asked: the refusal comes with the answer
-					h.upstreamGets()
-					h.up.lines <- strings.Replace(strings.Replace(strings.Replace(p.answer, "%s", result, 1), "t-1", "t-9", 1), `"id":2`, `"id":3`, 1)
+				// A request for an unknown id, or for the server's own id of the task, is
+				// refused before any server is asked.
+				for _, other := range []string{"t-9", "t-1"} {
+					h.client(strings.Replace(strings.Replace(p.fetch, "t-1", other, 1), `"id":2`, `"id":3`, 1))
+					if got := h.clientGets(); errorCode(t, got) != -32602 || strings.Contains(got, mail) {
+						t.Fatalf("unknown task %s: %s", other, got)
+					}
+					if rec := <-h.recs.ch; rec.Reason != "task_unknown" {
+						t.Fatalf("record %+v", rec)
+					}
 				}
-				if got := h.clientGets(); errorCode(t, got) != -32602 || strings.Contains(got, mail) {
-					t.Fatalf("unknown task: %s", got)
+				select {
+				case l := <-h.up.sent:
+					t.Fatalf("the upstream got %s", l)
+				default:
 				}
 			})
 		}
 	}
+}
+
+// clientTaskID is the task id of a CreateTaskResult response the client got.
+func clientTaskID(t *testing.T, got string) string {
+	t.Helper()
+	var r struct {
+		Result struct {
+			Task struct {
+				TaskID string `json:"taskId"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if json.Unmarshal([]byte(got), &r) != nil || len(r.Result.Task.TaskID) != 22 {
+		t.Fatalf("tools/call: no task id of the gateway's in %s", got)
+	}
+	return r.Result.Task.TaskID
 }
 
 func checkRedacted(t *testing.T, got, mail string) {

@@ -39,15 +39,13 @@ func TestRelayTasksUpdate(t *testing.T) {
 	h.up.lines <- `{"jsonrpc":"2.0","id":` + list[strings.Index(list, `"id":`)+5:strings.Index(list, `,"method"`)] + `,"result":{"tools":[{"name":"slow_tool","inputSchema":{"type":"object"}}]}}`
 	h.upstreamGets()
 	h.up.lines <- `{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t-1","status":"working"}}}`
-	if got := h.clientGets(); !strings.Contains(got, `"t-1"`) {
-		t.Fatalf("tools/call: %s", got)
-	}
+	id := clientTaskID(t, h.clientGets()) // the gateway's id for t-1
 	if rec := h.recs.call(); rec.Tool != "slow_tool" {
 		t.Fatalf("tools/call record %+v", rec)
 	}
 
 	// an answer carrying an OSC 52 write: rejected, one record
-	evil := `{"jsonrpc":"2.0","id":2,"method":"tasks/update","params":{"taskId":"t-1","inputResponses":{"e1":{"action":"accept","content":{"note":"x` + osc52 + `"}}}}}`
+	evil := `{"jsonrpc":"2.0","id":2,"method":"tasks/update","params":{"taskId":"` + id + `","inputResponses":{"e1":{"action":"accept","content":{"note":"x` + osc52 + `"}}}}}`
 	h.client(evil)
 	got := h.clientGets()
 	if errorCode(t, got) != -32600 || !strings.Contains(got, "call rejected by policy update.js: update of slow_tool n=7 at /inputResponses/e1/content/note") {
@@ -59,10 +57,10 @@ func TestRelayTasksUpdate(t *testing.T) {
 	}
 
 	// a clean answer: forwarded as sent, no record
-	clean := `{"jsonrpc":"2.0","id":3,"method":"tasks/update","params":{"taskId":"t-1","inputResponses":{"e1":{"action":"accept","content":{"note":"fine"}}}}}`
-	h.client(clean)
+	clean := `{"id":3,"jsonrpc":"2.0","method":"tasks/update","params":{"inputResponses":{"e1":{"action":"accept","content":{"note":"fine"}}},"taskId":"t-1"}}`
+	h.client(strings.Replace(clean, "t-1", id, 1))
 	if up := h.upstreamGets(); up != clean {
-		t.Fatalf("the upstream got %s, want %s", up, clean)
+		t.Fatalf("the upstream got %s, want %s (the server's task id)", up, clean)
 	}
 	h.up.lines <- `{"jsonrpc":"2.0","id":3,"result":{}}`
 	if got := h.clientGets(); !strings.Contains(got, `"id":3`) || strings.Contains(got, "error") {

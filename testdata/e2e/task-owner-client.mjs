@@ -1,7 +1,8 @@
 // A v2 TypeScript SDK client (@modelcontextprotocol/client 2.4.0) pinned to 2026-07-28
-// for the task-owner test: argv[2] is JSON {url, token, create}. With create it calls
-// note as a task ({task: {ttl}}) first; then it gets and cancels task t2 (tasks/get,
-// tasks/cancel), and prints {created, got, cancelled}: each result, or {error}.
+// for the task-owner test: argv[2] is JSON {url, token, create, taskIds}. With create it
+// calls note as a task ({task: {ttl}}) first, and then gets and cancels the task it was
+// given (tasks/get, tasks/cancel); then it gets and cancels each of taskIds. It prints
+// {created, got, cancelled, tries: [{taskId, got, cancelled}]}: each result, or {error}.
 const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
 const z = await import("zod");
 const cfg = JSON.parse(process.argv[2]);
@@ -20,9 +21,24 @@ const step = async (name, f) => {
 try {
   await client.connect(transport);
   const any = z.object({}).passthrough();
-  if (cfg.create) await step("created", () => client.request({ method: "tools/call", params: { name: "note", arguments: {}, task: { ttl: 60000 } } }, any));
-  await step("got", () => client.request({ method: "tasks/get", params: { taskId: "t2" } }, any));
-  await step("cancelled", () => client.request({ method: "tasks/cancel", params: { taskId: "t2" } }, any));
+  if (cfg.create) {
+    await step("created", () => client.request({ method: "tools/call", params: { name: "note", arguments: {}, task: { ttl: 60000 } } }, any));
+    const taskId = out.created?.task?.taskId;
+    await step("got", () => client.request({ method: "tasks/get", params: { taskId } }, any));
+    await step("cancelled", () => client.request({ method: "tasks/cancel", params: { taskId } }, any));
+  }
+  out.tries = [];
+  for (const taskId of cfg.taskIds || []) {
+    const one = { taskId };
+    for (const [name, method] of [["got", "tasks/get"], ["cancelled", "tasks/cancel"]]) {
+      try {
+        one[name] = await client.request({ method, params: { taskId } }, any);
+      } catch (e) {
+        one[name] = { error: String(e), code: e?.code ?? null };
+      }
+    }
+    out.tries.push(one);
+  }
 } catch (e) {
   out.connect = String(e);
 }
