@@ -17,3 +17,9 @@ func BenchmarkAnalyzeDescription(b *testing.B) {
 		a.AnalyzeText(text)
 	}
 }
+
+// BenchmarkAnalyzeServerProse is a clean 512-byte text that names a server, an MCP
+// and tools: the words that make output_tool_transfer read it.
+func BenchmarkAnalyzeServerProse(b *testing.B) {
+	benchResult(b, repeatTo("The filesystem server exposes read_file and write_file; start the MCP server with npx and point the client at it. Each server runs in its own process. ", 512))
+}

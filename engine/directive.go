@@ -22,10 +22,11 @@ const (
 	dirSecrecy
 	dirPromptRequest
 	dirEscalation
+	dirTransfer
 )
 
 // dirRules maps a class to its rule.
-var dirRules = [...]ruleIndex{dirAddressed: rDirective, dirSecrecy: rSecrecy, dirPromptRequest: rPromptRequest, dirEscalation: rEscalation}
+var dirRules = [...]ruleIndex{dirAddressed: rDirective, dirSecrecy: rSecrecy, dirPromptRequest: rPromptRequest, dirEscalation: rEscalation, dirTransfer: rToolTransfer}
 
 // maxDirective bounds the window the detector folds (bytes of input); maxWords the
 // words it reads there.
@@ -283,7 +284,7 @@ var startWords = func() map[string]bool {
 	}
 	for _, w := range []string{"note", "message", "instructions", "reminder", "language", "dear", "attention", "hey", "hello",
 		"if", "system", "developer", "hidden", "initial", "you", "before", "not", "don't", "dont", "never", "without", "hide", "keep",
-		"prior", "previous", "earlier", "credentials", "secrets", "passwords", "tokens", "keys"} {
+		"prior", "previous", "earlier", "credentials", "secrets", "passwords", "tokens", "keys", "trigger"} {
 		m[w] = true
 	}
 	return m
@@ -420,10 +421,15 @@ func (f *folded) at(i int) int {
 		// "include any credentials you have seen", "send the secrets you saw"
 		return dirPromptRequest
 
-	// ---- errors that escalate ----
-	case f.err && runVerbs[ww]:
-		if c := f.escalation(i); c != dirNone {
-			return c
+	// ---- errors that escalate; orders to act on another server ----
+	case runVerbs[ww] || ww == "trigger":
+		if f.err {
+			if c := f.escalation(i); c != dirNone {
+				return c
+			}
+		}
+		if transferVerbs[ww] && f.transfer(i) {
+			return dirTransfer
 		}
 	}
 	return dirNone
@@ -483,6 +489,56 @@ func (f *folded) escalation(i int) int {
 	return dirNone
 }
 
+// Words of an order to act on another server (transfer).
+var (
+	transferVerbs = map[string]bool{"run": true, "call": true, "invoke": true, "execute": true, "use": true, "trigger": true}
+	// transferLead: the word before the verb that makes it an order ("please run",
+	// "also call", "then invoke"), when the verb does not open its sentence
+	transferLead  = map[string]bool{"please": true, "also": true, "then": true, "now": true, "and": true, "first": true, "next": true, "immediately": true, "just": true, "must": true, "should": true, "kindly": true}
+	transferPreps = map[string]bool{"on": true, "in": true, "via": true, "through": true, "using": true, "with": true, "at": true}
+	serverNouns   = map[string]bool{"server": true, "servers": true, "server's": true, "mcp": true, "connector": true, "integration": true}
+)
+
+// transfer matches, at the verb word i, an order to act through a named tool of
+// another server: the verb opens its sentence or a label ("Action item: run") or
+// follows a word that makes it an order (transferLead), and an identifier (a word with '_', in backticks or before
+// '(') follows within four words and is placed on a server ("run deploy_prod on the
+// ops server", "call `create_issue` via the GitHub MCP"), or a server's name comes
+// first ("use the billing server's refund_payment tool"). "You can run make_docs
+// locally" and "run the build server" are no order to act elsewhere.
+func (f *folded) transfer(i int) bool {
+	if int(f.words[i].sent) != i && !f.in(i-1, transferLead) && !(i > 0 && f.words[i-1].colon) {
+		return false
+	}
+	sent := f.words[i].sent
+	same := func(k int) bool { return k < f.n && f.words[k].sent == sent }
+	for k := i + 1; k <= i+4 && same(k); k++ {
+		if f.words[k].ident {
+			for p := k + 1; p <= k+3 && same(p); p++ {
+				if !transferPreps[f.w(p)] {
+					continue
+				}
+				for q := p + 1; q <= p+4 && same(q); q++ {
+					if serverNouns[f.w(q)] && !f.words[q].ident {
+						return true // a server named in prose, not a path ("`server/index.ts`")
+					}
+				}
+				return false
+			}
+			return false
+		}
+		if w := f.w(k); (w == "server's" || w == "mcp's") && !f.words[k].ident {
+			for q := k + 1; q <= k+2 && same(q); q++ {
+				if f.words[q].ident {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
 // hasPrivPart reports an identifier with a privileged part ("run_shell",
 // "grant_admin", "sudo_exec").
 func hasPrivPart(w string) bool {
@@ -511,7 +567,8 @@ func hasPrivPart(w string) bool {
 // secret" hide or keep and this; "your system prompt" a head and a noun; "the prior
 // conversation" an adverb and a noun; "the secrets you have seen" a noun, you and
 // seen; the escalating error an error word, a verb it starts at (runVerbs), and a
-// privileged word, a safeguard or a downloader.
+// privileged word, a safeguard or a downloader; the order to act on another server
+// (output_tool_transfer) a server word (gServer) and a verb of gRun.
 const (
 	gModel uint32 = 1 << iota
 	gAddr
@@ -543,7 +600,12 @@ const (
 
 var gateNeeds = [...]uint32{gModel | gAddr, gModelColon, gUser | gUserOrder, gStealth | gAction, gBefore | gAnswering,
 	gSystem | gYou, gMode | gNow, gSelfVerb | gSelfNoun, gHideKeep | gThis,
-	gPromptHead | gPromptNoun, gPast | gContext, gSecretNoun | gYou | gSeen, gErr | gRun | gPriv}
+	gPromptHead | gPromptNoun, gPast | gContext, gSecretNoun | gYou | gSeen, gErr | gRun | gPriv, gServer | gRun}
+
+// gServer: a word that names a server (serverNouns), which the order to act on
+// another server needs beside a verb of gRun. Bit 30: wordgate.go's classes take
+// 26 to 29.
+const gServer uint32 = 1 << 30
 
 // gateClass maps each gate word to its classes: a text whose words meet none of
 // gateNeeds is not folded at all.
@@ -588,6 +650,8 @@ var gateClass = func() map[string]uint32 {
 	add(gErr, errorWords)
 	add(gRun, runVerbs)
 	add(gPriv, privWords, safetyWords, words("curl", "wget", "iwr", "irm"))
+	add(gRun, words("trigger"))
+	add(gServer, serverNouns, words("mcp's"))
 	// the credential-request detector's (wordgate.go): "fa" stands for "2fa", the
 	// letters of "api_key" for the pair ("api", "key"), "shadow" for /etc/shadow
 	add(gHand, handVerbs)

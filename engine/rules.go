@@ -57,6 +57,7 @@ const (
 	RulePromptRequest    = "output_system_prompt_request"
 	RuleEscalatingError  = "output_escalating_error"
 	RuleEncodedOrders    = "output_encoded_orders"
+	RuleToolTransfer     = "output_tool_transfer"
 )
 
 // Rule families, as reported in Rule.Family.
@@ -135,6 +136,7 @@ const (
 	rEscalation
 	rEncodedOrders
 	rCredRequest
+	rToolTransfer
 	numRules // built-in rules; the catalogue's follow (catalogue.go)
 )
 
@@ -195,6 +197,7 @@ var builtinRules = [numRules]Rule{
 	rPromptRequest:    {RulePromptRequest, FamilyPromptInjection, SeverityHigh, "a request that the model hand over its own system prompt or hidden instructions (in a reply, an argument or a message)"},
 	rEscalation:       {RuleEscalatingError, FamilyPromptInjection, SeverityHigh, "error text that orders an escalation: a retry through a privileged tool (a shell or admin tool), a download piped to a shell, the sandbox or approvals switched off"},
 	rEncodedOrders:    {RuleEncodedOrders, FamilyPromptInjection, SeverityHigh, "base64 (standard or URL-safe) or hex that decodes to text holding an order to the model"},
+	rToolTransfer:     {RuleToolTransfer, FamilyPromptInjection, SeverityMedium, "an order to act through a named tool on another server: run, call, invoke, execute or use an identifier on, via or through a named server, MCP, connector or integration (\"run deploy_prod on the ops server\", \"use the billing server's refund_payment\")"},
 	rCredRequest:      {RuleCredentialRequest, FamilyPromptInjection, SeverityHigh, "a request that the agent or the user hand a credential over: paste or send a token, API key, password or a credential file's contents into the conversation, to a URL, or into a tool call's argument"},
 	rCloudflare:       {RuleCloudflareToken, FamilySecret, SeverityInfo, "Cloudflare scannable credential: user or account API token (cfut_, cfat_) or global API key (cfk_), 40 alphanumerics and an 8-hex-digit checksum"},
 }
