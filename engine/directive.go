@@ -568,7 +568,8 @@ func hasPrivPart(w string) bool {
 // conversation" an adverb and a noun; "the secrets you have seen" a noun, you and
 // seen; the escalating error an error word, a verb it starts at (runVerbs), and a
 // privileged word, a safeguard or a downloader; the order to act on another server
-// (output_tool_transfer) a server word (gServer) and a verb of gRun.
+// (output_tool_transfer) a server word (gServer), a verb of gRun and an identifier
+// (mayTransfer, apart from gateNeeds).
 const (
 	gModel uint32 = 1 << iota
 	gAddr
@@ -600,12 +601,21 @@ const (
 
 var gateNeeds = [...]uint32{gModel | gAddr, gModelColon, gUser | gUserOrder, gStealth | gAction, gBefore | gAnswering,
 	gSystem | gYou, gMode | gNow, gSelfVerb | gSelfNoun, gHideKeep | gThis,
-	gPromptHead | gPromptNoun, gPast | gContext, gSecretNoun | gYou | gSeen, gErr | gRun | gPriv, gServer | gRun}
+	gPromptHead | gPromptNoun, gPast | gContext, gSecretNoun | gYou | gSeen, gErr | gRun | gPriv}
 
 // gServer: a word that names a server (serverNouns), which the order to act on
-// another server needs beside a verb of gRun. Bit 30: wordgate.go's classes take
-// 26 to 29.
+// another server needs beside a verb of gRun (mayTransfer). Bit 30: wordgate.go's
+// classes take 26 to 29.
 const gServer uint32 = 1 << 30
+
+// mayTransfer reports whether s, whose words have the gate classes seen, may hold an
+// order to act on another server: a server word, a verb of gRun and a mark of an
+// identifier ('_', '`' or '('). Server logs ("server started; retrying the call")
+// meet the first two every day, so the third keeps them from being folded.
+func mayTransfer(s string, seen uint32) bool {
+	return seen&(gServer|gRun) == gServer|gRun &&
+		(strings.IndexByte(s, '_') >= 0 || strings.IndexByte(s, '`') >= 0 || strings.IndexByte(s, '(') >= 0) // IndexByte is vectorised
+}
 
 // gateClass maps each gate word to its classes: a text whose words meet none of
 // gateNeeds is not folded at all.
@@ -694,7 +704,7 @@ func wordHash(w string) uint32 {
 // gateNeeds (gateScan).
 func mayDirect(s string) bool {
 	seen, high := gateScan(s, true)
-	return high || directNeedMet(seen)
+	return high || directNeedMet(seen) || mayTransfer(s, seen)
 }
 
 // directiveIn folds s (up to maxDirective bytes) and returns its directive class.
@@ -737,7 +747,7 @@ func (t *textScan) directives() {
 	if t.directive || len(s) < 12 || len(s) > maxDirective || t.notice {
 		return
 	}
-	if seen, high := t.gate(); !high && !directNeedMet(seen) {
+	if seen, high := t.gate(); !high && !directNeedMet(seen) && !mayTransfer(s, seen) {
 		return
 	}
 	if c := directiveFolded(s); c != dirNone {

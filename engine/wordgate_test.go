@@ -37,7 +37,7 @@ func checkWordGate(t testing.TB, s string) {
 		t.Fatalf("mayNameCredential(%q) = %v, the searches say %v", s, got, want)
 	}
 	short := s[:min(len(s), maxDirective)]
-	if seen, high := gateScan(short, true); !high && !directNeedMet(seen) {
+	if seen, high := gateScan(short, true); !high && !directNeedMet(seen) && !mayTransfer(short, seen) {
 		if c := directiveFolded(short); c != dirNone {
 			t.Fatalf("the gate (classes %#x) hides directive class %d in %q", seen, c, short)
 		}
