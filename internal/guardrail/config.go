@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // Kinds of guardrail.
@@ -35,7 +37,7 @@ const (
 )
 
 // Methods a content guardrail may name; an authorization guardrail takes tools/call.
-var Methods = []string{"tools/call", "resources/read", "prompts/get", "tools/list", "sampling/createMessage", "elicitation/create"}
+var Methods = []string{methods.ToolsCall, methods.ResourcesRead, methods.PromptsGet, methods.ToolsList, methods.SamplingCreateMessage, methods.ElicitationCreate}
 
 // Spec is one entry of "mcpgate": {"guardrails": {"<name>": Spec}}.
 type Spec struct {
@@ -135,13 +137,13 @@ func (s Spec) compile(readFiles bool) (*compiled, error) {
 	}
 	c.methods = s.Methods
 	if len(c.methods) == 0 {
-		c.methods = []string{"tools/call"}
+		c.methods = []string{methods.ToolsCall}
 	}
 	for _, m := range c.methods {
 		switch {
 		case !slices.Contains(Methods, m):
 			errs = append(errs, fmt.Errorf(`"methods": %q is none of %v`, m, Methods))
-		case s.Authorizes() && m != "tools/call":
+		case s.Authorizes() && m != methods.ToolsCall:
 			errs = append(errs, fmt.Errorf(`"methods": an authorization guardrail takes tools/call only, not %q`, m))
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
 // Set is the configured guardrails. A nil *Set has none; its methods are safe for
@@ -218,7 +219,7 @@ func (s *Set) any(method string, authz bool) bool {
 	if s.replay != nil {
 		for _, outs := range s.replay {
 			for _, o := range outs {
-				if (o.Kind != KindGeneric) == authz && method == "tools/call" {
+				if (o.Kind != KindGeneric) == authz && method == methods.ToolsCall {
 					return true
 				}
 			}

@@ -2,7 +2,7 @@ package methods
 
 // JSON-RPC error codes: those of JSON-RPC 2.0 itself (§5.1), and the server-error
 // codes MCP and its SDKs define, which the gateway answers with or reads. No other
-// package defines a code of its own.
+// package defines a code of its own (docs/decisions.md#method-table).
 const (
 	CodeParseError     = -32700
 	CodeInvalidRequest = -32600

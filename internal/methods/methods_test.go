@@ -62,6 +62,24 @@ func TestTableConsistent(t *testing.T) {
 		if m.Route != Unrouted && m.Direction != ClientRequest {
 			t.Errorf("%s: a route on a %v", m.Name, m.Direction)
 		}
+	}
+	for _, name := range []string{"tools/call", "tools/list", "resources/read", "prompts/get", "tasks/get", "notifications/message"} {
+		if In(name, Rev20251125) == nil {
+			t.Errorf("%s missing from 2025-11-25", name)
+		}
+	}
+	if In("initialize", Rev20260728) != nil || In("server/discover", Rev20251125) != nil {
+		t.Error("initialize is 2025-11-25 only, server/discover 2026-07-28 only")
+	}
+}
+
+// TestTableFactsConsistent: only a 2026-07-28 client request can be input_required,
+// every server request (and only one) names the capability it needs, a Names path
+// starts at a member of a result or a notification's params, and each relay effect
+// sits on a message of the direction the relay sees it in.
+func TestTableFactsConsistent(t *testing.T) {
+	for i := range table {
+		m := &table[i]
 		if m.InputRequired && (m.Direction != ClientRequest || m.Revisions&Rev20260728 == 0) {
 			t.Errorf("%s: only a 2026-07-28 client request's result can be input_required", m.Name)
 		}
@@ -80,14 +98,6 @@ func TestTableConsistent(t *testing.T) {
 			m.Does(ObservesTools|ObservesPrompts|NotesVersion) && m.Direction != ClientRequest {
 			t.Errorf("%s: an effect on a message of the wrong direction", m.Name)
 		}
-	}
-	for _, name := range []string{"tools/call", "tools/list", "resources/read", "prompts/get", "tasks/get", "notifications/message"} {
-		if In(name, Rev20251125) == nil {
-			t.Errorf("%s missing from 2025-11-25", name)
-		}
-	}
-	if In("initialize", Rev20260728) != nil || In("server/discover", Rev20251125) != nil {
-		t.Error("initialize is 2025-11-25 only, server/discover 2026-07-28 only")
 	}
 }
 

@@ -1,7 +1,8 @@
 package methods
 
 // The names of the methods of the table, one constant each: code outside this
-// package names a method by its constant, never by a string of its own.
+// package names a method by its constant, never by a string of its own
+// (docs/decisions.md#method-table).
 const (
 	// Lifecycle.
 	Initialize      = "initialize"

@@ -59,7 +59,7 @@ func (r *run) cacheHints(c Channel, m *methods.Method, resp *jsonrpc.Message, re
 	if scope == "public" && (changed || edited || r.p.PerCaller) { // public only where nothing changed
 		doc["cacheScope"] = json.RawMessage(`"private"`)
 		edited = true
-	} else if scope == "public" && m.Name == "tools/list" {
+	} else if scope == "public" && m.Name == methods.ToolsList {
 		// a listing with a tool some callers only may see is not for a shared cache
 		if i := channelcheck.AuthorizedTool(doc["tools"]); i >= 0 {
 			doc["cacheScope"] = json.RawMessage(`"private"`)
