@@ -74,15 +74,12 @@ func (t *textScan) credentialRequest() {
 
 // mayNameCredential is a cheap pre-check: s holds one of credHints, the credential
 // words' distinctive parts (case as written). One pass: a table indexed by two bytes
-// marks where a hint can start, and only there is the hint compared.
+// gives the hints that start with them, and only those are compared.
 func mayNameCredential(s string) bool {
 	for i := 0; i+1 < len(s); i++ {
-		if h := credBigram[uint16(s[i])|uint16(s[i+1])<<8]; h != 0 {
-			if h == 1 {
-				return true // a hint of two bytes
-			}
-			for _, w := range credHints {
-				if strings.HasPrefix(s[i:], w) {
+		if g := credBigram[uint16(s[i])|uint16(s[i+1])<<8]; g != 0 {
+			for _, w := range credGroups[g-1] {
+				if len(w) == 2 || strings.HasPrefix(s[i:], w) {
 					return true
 				}
 			}
@@ -94,19 +91,20 @@ func mayNameCredential(s string) bool {
 // credHints are the parts of credential words mayNameCredential looks for.
 var credHints = [...]string{"oken", "ey", "assw", "redential", "reds", "ecret", "ookie", "hrase", "otp", "OTP", "fa", "FA", "PAT", "ode", "EY", "OKEN", "ASSW", "ECRET", "/."}
 
-// credBigram is 1 at the first two bytes of a hint of two bytes, 2 at those of a
-// longer one.
-var credBigram = func() *[1 << 16]uint8 {
+// credBigram is, at the first two bytes of some hints, 1 + the index of their group in
+// credGroups.
+var credBigram, credGroups = func() (*[1 << 16]uint8, [][]string) {
 	var t [1 << 16]uint8
+	var groups [][]string
 	for _, w := range credHints {
 		k := uint16(w[0]) | uint16(w[1])<<8
-		if len(w) == 2 {
-			t[k] = 1
-		} else if t[k] == 0 {
-			t[k] = 2
+		if t[k] == 0 {
+			groups = append(groups, nil)
+			t[k] = uint8(len(groups))
 		}
+		groups[t[k]-1] = append(groups[t[k]-1], w)
 	}
-	return &t
+	return &t, groups
 }()
 
 // sentenceEnd returns the end of the sentence that starts at i: after ". ", "! ",
