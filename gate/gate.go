@@ -218,6 +218,11 @@ func (g *Gate) swap(s *Set) {
 	g.set.Store(s)
 	g.loadedAt.Store(&now)
 	g.lastErr.Store(nil)
+	g.pool.warming.Add(1)
+	go func() {
+		defer g.pool.warming.Done()
+		g.pool.warm(s)
+	}()
 }
 
 // Current returns the policy set new calls should use; a call keeps its *Set for
@@ -342,6 +347,7 @@ func (g *Gate) Close() error {
 	g.closeOnce.Do(func() {
 		close(g.closed)
 		g.pool.close()
+		g.pool.warming.Wait() // a runtime it was building is dropped as it is put back
 	})
 	return nil
 }

@@ -34,6 +34,7 @@ type pool struct {
 	asleep     atomic.Bool   // the watchdog waits on wake (set under a re-check of active)
 	stop       chan struct{}
 	wg         sync.WaitGroup
+	warming    sync.WaitGroup // warm runs
 }
 
 // activeRun is one policy run the watchdog watches: its token, the heap when it began,
@@ -116,6 +117,47 @@ func (p *pool) get(done <-chan struct{}) (*vm, error) {
 		case <-done:
 			return nil, errCancelled
 		}
+	}
+}
+
+// warm readies the pool for s in the background, before calls need it
+// (docs/policies.md#first-call): it binds s's policy wrappers on every idle runtime
+// (no policy code runs), then builds the runtimes the pool may still hold (each
+// locked down like any other) and binds them too, so that a first call neither
+// builds a runtime nor binds. It holds one runtime at a time and gives it back at
+// once, so a call finds the others idle; it stops when the pool closes or s is no
+// longer current.
+func (p *pool) warm(s *Set) {
+	live := func() bool { return !p.closed.Load() && p.gate.Current() == s }
+	bind := func(v *vm) {
+		for _, pol := range s.policies {
+			if _, err := v.wrapper(s, pol); err != nil {
+				v.broken.Store(true) // as a call would: the runtime is not reused
+				break
+			}
+		}
+		p.put(v)
+	}
+	for n := len(p.idle); n > 0 && live(); n-- { // each idle one once: put queues it last
+		select {
+		case v := <-p.idle:
+			bind(v)
+		default:
+			n = 0
+		}
+	}
+	for live() {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			return // the pool is full
+		}
+		v, err := newVM(p)
+		if err != nil {
+			<-p.slots
+			return
+		}
+		bind(v)
 	}
 }
 

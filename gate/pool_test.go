@@ -73,17 +73,36 @@ func TestPolicyBegunAfterCloseIsStopped(t *testing.T) {
 	}
 }
 
-// Load builds one runtime: the one the self-test proved serves the first call, and a
-// call that finds it idle builds no other.
+// Load readies the pool in the background (docs/policies.md#first-call): every
+// runtime the pool may hold is built, the self-tested one among them, and each has
+// the set's wrappers bound, so the first call builds and binds nothing. Before, Load
+// built the self-tested runtime alone and a first call bound its wrappers.
+func TestPoolWarmsBeforeFirstCall(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `ctx.params.a = 2;`, "q.js": `ctx.params.b = 3;`})
+	g.pool.warming.Wait()
+	want := g.pool.size + 1
+	if n, idle := len(g.pool.slots), len(g.pool.idle); n != want || idle != want {
+		t.Fatalf("after Load: %d runtimes, %d idle; want %d, idle", n, idle, want)
+	}
+	set := g.Current()
+	for range want {
+		v := <-g.pool.idle
+		if v.fnSet != set || len(v.fns) != len(set.policies) {
+			t.Errorf("a runtime has %d of %d wrappers bound for the current set", len(v.fns), len(set.policies))
+		}
+		defer func() { g.pool.idle <- v }()
+	}
+}
+
+// The warmed runtimes serve the calls: a call builds no other.
 func TestSelfTestedRuntimeServes(t *testing.T) {
 	g := loadGate(t, map[string]string{"p.js": `ctx.params.a = 2;`})
-	if n, idle := len(g.pool.slots), len(g.pool.idle); n != 1 || idle != 1 {
-		t.Fatalf("after Load: %d runtimes, %d idle; want the self-tested one, idle", n, idle)
-	}
+	g.pool.warming.Wait()
+	n := len(g.pool.slots)
 	if res := run(g, preCall(`{"a":1}`)); res.Reject != nil || string(res.Params) != `{"a":2}` {
 		t.Fatalf("rejected %+v, params %s", res.Reject, res.Params)
 	}
-	if n := len(g.pool.slots); n != 1 {
-		t.Fatalf("after one call: %d runtimes, want 1", n)
+	if m := len(g.pool.slots); m != n {
+		t.Fatalf("after one call: %d runtimes, want %d", m, n)
 	}
 }
