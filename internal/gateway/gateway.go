@@ -333,6 +333,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if g.pipe.Guardrails, err = guardrail.New(g.file.Gate.Guardrails); err != nil {
 		return nil, fmt.Errorf(`"mcpgate.guardrails": %w`, err)
 	}
+	if names := g.pipe.Guardrails.Names(); len(names) > 0 {
+		g.log.Info("outside guardrails configured (docs/guardrails.md)", "guardrails", names)
+	}
 	if cfg.ShadowDir != "" {
 		if g.shadow, err = gate.Load(ctx, gate.Options{Dir: cfg.ShadowDir, Evaluators: cfg.Evaluators,
 			Analyzer: an, Logger: g.log.With("shadow", true)}); err != nil {

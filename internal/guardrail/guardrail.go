@@ -74,6 +74,22 @@ func New(specs map[string]Spec) (*Set, error) {
 	return s, nil
 }
 
+// Names lists the guardrails as "<name> (<kind>, fail <mode>)", for the start-up log.
+func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.guards))
+	for _, g := range s.guards {
+		mode := FailOpen
+		if g.c.failClosed {
+			mode = FailClosed
+		}
+		out = append(out, g.name+" ("+g.c.kind+", fail "+mode+")")
+	}
+	return out
+}
+
 // Text is one string leaf sent to a content guardrail: its JSON pointer in the
 // document the built-in rules read (the arguments, or the result) and its value.
 type Text struct {
