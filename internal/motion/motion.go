@@ -361,7 +361,7 @@ func (s *Scope) Find(texts []string) *Match {
 
 // search returns the entry of a remembered value that occurs in b, or nil; the caller
 // holds s.mu (read). Positions go in chunks: a chunk's prefix hashes (into *h) are
-// computed only once a position of it passes the bitset.
+// computed only once a position of it begins like a remembered value.
 func search[T string | []byte](s *Scope, b T, h *[]uint64) *entry {
 	n := len(b)
 	for c := 0; c+prefixLen <= n; c += chunk {
@@ -372,12 +372,22 @@ func search[T string | []byte](s *Scope, b T, h *[]uint64) *entry {
 			if s.filter[sl>>6]&(1<<(sl&63)) == 0 {
 				continue
 			}
+			k := i - c
+			var start uint64
+			if built {
+				start = window(*h, k, k+prefixLen)
+			} else {
+				start = poly(b[i : i+prefixLen])
+			}
+			list := s.byStart[start]
+			if len(list) == 0 { // the bitset's false positive: no table needed
+				continue
+			}
 			if !built {
 				*h = prefixHashes(b[c:min(c+chunk+MaxValueBytes, n)], (*h)[:0])
 				built = true
 			}
-			hs, k := *h, i-c
-			list := s.byStart[window(hs, k, k+prefixLen)]
+			hs := *h
 			for j := len(list) - 1; j >= 0; j-- {
 				e := list[j]
 				if k+e.n < len(hs) && window(hs, k, k+e.n) == e.poly && mac([]byte(b[i:i+e.n])) == e.mac {
