@@ -82,8 +82,7 @@ func TestPoolHandsOutWarmProcessesOnce(t *testing.T) {
 	}
 
 	// a warm process that exits is dropped, not handed out
-	all := started()
-	dead := all[len(all)-2:]
+	dead := idleOf(p)
 	for _, d := range dead {
 		_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGKILL)
 		<-d.Done()
@@ -97,8 +96,7 @@ func TestPoolHandsOutWarmProcessesOnce(t *testing.T) {
 	}
 
 	testwait.For(t, "the pool refilled", func() bool { return p.Idle() == 2 })
-	all = started()
-	waiting := all[len(all)-2:]
+	waiting := idleOf(p)
 	p.Close(context.Background(), time.Second)
 	for _, w := range waiting {
 		select {
@@ -113,6 +111,13 @@ func TestPoolHandsOutWarmProcessesOnce(t *testing.T) {
 	if p.Idle() != 0 {
 		t.Error("a closed pool refilled")
 	}
+}
+
+// idleOf returns the processes waiting in p.
+func idleOf(p *Pool) []*Process {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*Process(nil), p.idle...)
 }
 
 // TestPoolOff: size 0 keeps no process; Take starts one on demand and nothing else.
