@@ -4,7 +4,8 @@ package engine
 // words and notes the gate classes (gateClass) of those that a pattern of orders in
 // plain words or of credential requests needs. A string whose words meet no need is
 // not folded (directives) and not split into sentences (credential requests); a
-// string of at most maxDirective bytes is read once for both.
+// string of at most maxDirective bytes is read once for both. The gate is a necessary
+// condition of each detector (docs/decisions.md#prefilter-necessary).
 
 // Gate classes of the credential-request detector (credRequestIn): a verb that hands
 // something over (gHand), and a credential noun (gCred: credNouns, the letters of
