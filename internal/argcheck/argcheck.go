@@ -27,6 +27,7 @@ const (
 	RulePathRemote       = "argument_path_remote"        // a UNC path or a non-file URL where a path is expected
 	RulePathAbsolute     = "argument_path_absolute"      // an absolute or "~" path with no roots known
 	RuleTemplate         = "argument_template"           // server-side template markers in plain text
+	RuleGuessableHandle  = "argument_guessable_handle"   // a state handle a caller could enumerate ("basket_1002")
 )
 
 // Family is the rules' family in `mcpgate rules`.
@@ -44,6 +45,7 @@ func Rules() []engine.Rule {
 		{ID: RulePathRemote, Family: Family, Severity: engine.SeverityMedium, Summary: "a UNC path or a non-file URL in a path argument; strict refuses"},
 		{ID: RulePathAbsolute, Family: Family, Severity: engine.SeverityInfo, Summary: "an absolute or ~ path argument while no roots are known"},
 		{ID: RuleTemplate, Family: Family, Severity: engine.SeverityMedium, Summary: "server-side template markers ({{…}}, ${…}, <%…%>) in an argument the schema types as plain text"},
+		{ID: RuleGuessableHandle, Family: Family, Severity: engine.SeverityLow, Summary: "a top-level id or handle argument whose string value is a lower-case word and a counter (\"cart_1002\", \"session-17\"): a state handle another caller can enumerate; recorded, never refused"},
 	}
 }
 
@@ -249,6 +251,9 @@ func Check(t *Tool, tool string, args json.RawMessage, o Options) Result {
 		if !declared && !open && t != nil && t.sch != nil {
 			res.Findings = append(res.Findings, Finding{Rule: RuleUndeclared, Pointer: pointer(name), Refuse: true})
 		}
+		if v, ok := obj[name].(string); ok && handleName(name) && guessableHandle(v) {
+			res.Findings = append(res.Findings, Finding{Rule: RuleGuessableHandle, Pointer: pointer(name)})
+		}
 		cl := p.class
 		if !declared {
 			cl = classify(tool, name, nil)
@@ -281,6 +286,37 @@ func Check(t *Tool, tool string, args json.RawMessage, o Options) Result {
 		}
 	}
 	return res
+}
+
+// handleName reports an argument name that names a handle: its last word is id or
+// handle ("basket_id", "sessionHandle", "cartId").
+func handleName(name string) bool {
+	w := splitWords(name)
+	return len(w) > 0 && (w[len(w)-1] == "id" || w[len(w)-1] == "handle")
+}
+
+// guessableHandle reports a value a caller could enumerate: a lower-case ASCII word
+// of 2 to 16 letters, '_' or '-', then 1 to 9 decimal digits ("basket_1002",
+// "session-17"). Random handles ("bsk_4f9a2c7e-...", UUIDs, "cus_9s6XKzkNRiz8i3"),
+// project keys ("PROJ-123") and plain numbers are not.
+func guessableHandle(v string) bool {
+	i := 0
+	for i < len(v) && v[i] >= 'a' && v[i] <= 'z' {
+		i++
+	}
+	if i < 2 || i > 16 || i >= len(v) || v[i] != '_' && v[i] != '-' {
+		return false
+	}
+	d := v[i+1:]
+	if len(d) < 1 || len(d) > 9 {
+		return false
+	}
+	for j := 0; j < len(d); j++ {
+		if d[j] < '0' || d[j] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxDepth bounds the walk into nested arguments.

@@ -77,6 +77,12 @@ func TestCheck(t *testing.T) {
 		{"query sql", "query", `{"type":"object","properties":{"sql":{"type":"string"}}}`, `{"sql":"SELECT a || b FROM t; SELECT 1"}`, nil, ""},
 		{"nested path array", "read_multiple_files", `{"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"}}}}`,
 			`{"paths":["/srv/a","/etc/shadow"]}`, []string{"file:///srv"}, "argument_path_outside_roots@/paths/1!"},
+		{"guessable handle", "add_item", `{"type":"object","properties":{"cart_id":{"type":"string"},"sku":{"type":"string"}}}`, `{"cart_id":"cart_1002","sku":"SKU-9"}`, nil, "argument_guessable_handle@/cart_id"},
+		{"guessable handle, camel case and a dash", "resume", `{"type":"object","properties":{"sessionHandle":{"type":"string"}}}`, `{"sessionHandle":"session-17"}`, nil, "argument_guessable_handle@/sessionHandle"},
+		{"random handle", "add_item", `{"type":"object","properties":{"cart_id":{"type":"string"}}}`, `{"cart_id":"crt_4f9a2c7e-3b11-4d02-9a55-0e7c1d6f8b21"}`, nil, ""},
+		{"provider id", "get_customer", `{"type":"object","properties":{"customer_id":{"type":"string"}}}`, `{"customer_id":"cus_9s6XKzkNRiz8i3"}`, nil, ""},
+		{"project key and numbers", "get_issue", `{"type":"object","properties":{"issue_id":{"type":"string"},"repo_id":{"type":"string"},"owner_id":{"type":"integer"}}}`, `{"issue_id":"PROJ-123","repo_id":"1296269","owner_id":42}`, nil, ""},
+		{"counter outside an id", "note", `{"type":"object","properties":{"title":{"type":"string"}}}`, `{"title":"draft_2"}`, nil, ""},
 		{"invalid schema", "t", `{"type":"object","properties":{"a":{"type":"nonsense"}}}`, `{"a":1}`, nil, ""},
 		{"ecma pattern", "t", `{"type":"object","properties":{"a":{"type":"string","pattern":"^(?!x)"}}}`, `{"a":"x"}`, nil, ""},
 	} {
