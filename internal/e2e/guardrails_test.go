@@ -110,9 +110,9 @@ func TestGuardrailsContent(t *testing.T) {
 	defer s2.Close()
 	t.Setenv("E2E_GUARD_HMAC", "e2e-secret")
 	cfg := writeConfig(t, map[string]any{
-		"strict": map[string]any{"kind": "generic", "url": s1.URL, "timeout": "1s", "hmacSecret": "${E2E_GUARD_HMAC}",
+		"strict": map[string]any{"kind": "generic", "url": s1.URL, "timeout": "3s", "hmacSecret": "${E2E_GUARD_HMAC}",
 			"breaker": map[string]any{"failures": 1000}},
-		"soft": map[string]any{"kind": "generic", "url": s2.URL, "failMode": "open", "timeout": "300ms",
+		"soft": map[string]any{"kind": "generic", "url": s2.URL, "failMode": "open", "timeout": "2s",
 			"breaker": map[string]any{"failures": 1000}},
 	})
 	pol := t.TempDir()

@@ -17,8 +17,16 @@ import (
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
+// guarded gives p the guardrails of specs; a spec without a timeout gets 10 s, so a
+// loaded machine never turns an answer into a timeout.
 func guarded(t *testing.T, p *Pipeline, specs map[string]guardrail.Spec) {
 	t.Helper()
+	for name, sp := range specs {
+		if sp.Timeout == "" {
+			sp.Timeout = "10s"
+			specs[name] = sp
+		}
+	}
 	s, err := guardrail.New(specs)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +104,11 @@ func TestGuardrailOutcomes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, rec := newPipeline(t, tc.policies, true, false)
-			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, FailMode: tc.mode, Timeout: "300ms",
+			timeout := "10s"
+			if strings.Contains(tc.args+textOf(tc.up), "hang") {
+				timeout = "300ms"
+			}
+			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, FailMode: tc.mode, Timeout: timeout,
 				Breaker: &guardrail.Breaker{Failures: 1000}}})
 			reply := p.Handle(context.Background(), call(tc.args), tc.up)
 			if tc.original {
@@ -236,7 +248,11 @@ func TestGuardrailCaptureReplay(t *testing.T) {
 			p, rec := newPipeline(t, nil, true, false)
 			caps := &captured{}
 			p.Capture = caps
-			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, Timeout: "200ms"}})
+			timeout := "10s"
+			if strings.Contains(tc.args, "hang") {
+				timeout = "200ms"
+			}
+			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, Timeout: timeout}})
 			p.Handle(context.Background(), call(tc.args), upstreamReturning(tc.result, nil))
 			if len(caps.es) != 1 {
 				t.Fatalf("want one capture entry, got %d", len(caps.es))
@@ -333,4 +349,13 @@ func TestGuardrailSampling(t *testing.T) {
 	if r := rec.recs[0]; r.Reason != vocab.ReasonGuardrailBlock || r.Policy != "guardrail:g" {
 		t.Fatalf("record %+v", r)
 	}
+}
+
+// textOf is the result an Upstream returns, "" when it fails.
+func textOf(up Upstream) string {
+	m, err := up(context.Background(), nil)
+	if err != nil || m == nil {
+		return ""
+	}
+	return string(m.Result)
 }
