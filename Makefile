@@ -159,9 +159,10 @@ golden:
 ## bench: performance figures (reported, never asserted).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/ ./gate/
-	$(GO) test -run '^$$' -bench Shadow -benchmem ./internal/pipeline/
+	$(GO) test -run '^$$' -bench 'Shadow|ResultMembers|CallPostPolicy' -benchmem ./internal/pipeline/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 20m ./internal/audit/
 	$(GO) test -run '^$$' -bench StdioLatency -benchtime 5000x ./internal/e2e/
+	$(GO) test -run '^$$' -bench FirstCall -benchtime 8x ./internal/e2e/
 	MCPGATE_POOL_FIGURES=1 $(GO) test -count=1 -timeout 10m -run TestWarmPoolFigures -v ./internal/e2e/
 
 ## load: the bounded HTTP load test (loopback only).
