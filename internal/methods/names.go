@@ -48,4 +48,8 @@ const (
 	NotificationElicitationComplete       = "notifications/elicitation/complete"
 	NotificationInitialized               = "notifications/initialized"
 	NotificationRootsListChanged          = "notifications/roots/list_changed"
+
+	// NotificationTasks is the 2026-07-28 tasks extension's status notification, which
+	// has no row: it is relayed as it is, but for its taskId (internal/relay).
+	NotificationTasks = "notifications/tasks"
 )

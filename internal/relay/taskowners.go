@@ -23,7 +23,7 @@ import (
 
 // notificationTasks is the 2026-07-28 tasks extension's status notification, which
 // the methods table does not list (it is relayed as it is, but for its taskId).
-const notificationTasks = "notifications/tasks"
+const notificationTasks = methods.NotificationTasks
 
 // relatedTaskKey is the _meta member that ties a message to a task (MCP 2025-11-25
 // "Tasks": io.modelcontextprotocol/related-task, {taskId}).

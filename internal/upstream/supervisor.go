@@ -339,9 +339,9 @@ func (s *Supervisor) restart(backoff time.Duration) {
 		s.log.Info("upstream MCP server restarted", "attempt", n)
 		// The server's lists may differ from what the client saw before (or the
 		// client never saw them): tell it to list again.
-		for _, k := range []string{"tools", "prompts", "resources"} {
-			if _, ok := caps[k]; ok {
-				s.emit(jsonrpc.NewNotification("notifications/"+k+"/list_changed", nil), nil)
+		for _, n := range []string{methods.NotificationToolsListChanged, methods.NotificationPromptsListChanged, methods.NotificationResourcesListChanged} {
+			if _, ok := caps[methods.Of(methods.Of(n).Invalidates).List.Capability]; ok { // tools, prompts, resources
+				s.emit(jsonrpc.NewNotification(n, nil), nil)
 			}
 		}
 		return
