@@ -1,9 +1,12 @@
 package relay
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
 // TestTaskIDsAreTheGateways: the client holds the gateway's id of each task, never
@@ -101,4 +104,37 @@ func TestTaskOwnersFailClosed(t *testing.T) {
 		t.Fatalf("a record too many: %+v", rec)
 	default:
 	}
+}
+
+// FuzzTaskIDsToClient: whatever a server sends, the rewrite of its task ids never
+// panics, leaves a message without taskId as it was, keeps a message valid JSON, and
+// never shows the client the server's id of a task the session holds.
+func FuzzTaskIDsToClient(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"taskId":"up-1","status":"working"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tasks":[{"taskId":"up-1"},{"taskId":"x"},7,null]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"up-1","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-1"}}}}`,
+		`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{"_meta":{"io.modelcontextprotocol/related-task":"up-1"}}}`,
+	} {
+		f.Add([]byte(seed), "tasks/list")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, method string) {
+		msg, err := jsonrpc.Parse(raw)
+		if err != nil || msg == nil {
+			return
+		}
+		s := &Session{}
+		create, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"up-1"}}}`))
+		_, id := s.tasks.created(create, nil)
+		out := s.taskIDsToClient(method, "", msg)
+		if !strings.Contains(string(raw), "taskId") && out != msg {
+			t.Fatal("a message without taskId changed")
+		}
+		if !json.Valid(out.Raw) {
+			t.Fatalf("invalid JSON out: %s", out.Raw)
+		}
+		if out != msg && strings.Contains(string(out.Raw), `"taskId":"up-1"`) && !strings.Contains(string(out.Raw), id) {
+			t.Fatalf("a rewritten message still shows the server's id: %s", out.Raw)
+		}
+	})
 }
