@@ -259,3 +259,29 @@ func TestFindLinear(t *testing.T) {
 		}
 	})
 }
+
+// Remember and Find of one Scope run side by side (calls of one session run
+// concurrently): each Find sees a value remembered before it began.
+func TestConcurrentRememberFind(t *testing.T) {
+	sc := NewScope()
+	sc.Remember(Source{EventID: "first"}, [][]byte{[]byte(token)})
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			ok := true
+			for i := range 200 {
+				sc.Remember(Source{EventID: "more"}, [][]byte{fmt.Appendf(nil, "%02d-%06d-concurrent", g, i)})
+				ok = ok && sc.Find([]string{"x " + token}) != nil
+			}
+			done <- ok
+		}()
+	}
+	for range 4 {
+		if !<-done {
+			t.Fatal("a Find beside a Remember missed a remembered value")
+		}
+	}
+	if sc.Len() != 1+4*200 {
+		t.Fatalf("Len = %d", sc.Len())
+	}
+}
