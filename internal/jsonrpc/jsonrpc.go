@@ -520,41 +520,5 @@ func skipString(b []byte, i int) int {
 }
 
 // skipValue returns the index after the JSON value starting at b[i], matching
-// brackets without decoding, or -1 when the value does not end.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				if j = skipString(b, j); j < 0 {
-					return -1
-				}
-				j--
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	default:
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
-			j++
-		}
-		if j == i {
-			return -1
-		}
-		return j
-	}
-}
+// brackets without decoding, or -1 when the value does not end (jsonscan.Value).
+func skipValue(b []byte, i int) int { return jsonscan.Value(b, i) }
