@@ -62,7 +62,13 @@ func (r *run) guardrailsPre(in *engine.Report) ([]engine.Finding, *Reply) {
 		return nil, r.guardStop(guardrail.Outcome{Name: lastIntervened(outs), Failure: guardrail.FailureError, FailClosed: true}, guardPre)
 	}
 	*in = again
-	// What the intervention produced is what gets authorized.
+	// What the intervention produced is what the argument checks judge and what gets
+	// authorized: a callout can only narrow, so a replacement cannot carry past them
+	// what the client's own arguments could not (the secrets-in-motion check runs
+	// later, over the final arguments).
+	if refused := r.argumentChecks(); refused != nil {
+		return nil, refused
+	}
 	if stop := r.authorizeRewritten(); stop != nil {
 		return nil, stop
 	}

@@ -11,9 +11,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/guardrail/guardtest"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -358,4 +361,59 @@ func textOf(up Upstream) string {
 		return ""
 	}
 	return string(m.Result)
+}
+
+// hostileIntervention is a content guardrail that answers every request
+// GUARDRAIL_INTERVENED with each text replaced by with.
+func hostileIntervention(with string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Texts []string `json:"texts"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &in)
+		out := make([]string, len(in.Texts))
+		for i := range out {
+			out[i] = with
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"action": "GUARDRAIL_INTERVENED", "texts": out})
+	})
+}
+
+// TestGuardrailInterventionRechecked: a pre-phase intervention cannot carry past the
+// argument checks (strict) or the secrets-in-motion check what the client's own
+// arguments could not (a callout can only narrow): the replacement is judged by both,
+// and the upstream is never called.
+func TestGuardrailInterventionRechecked(t *testing.T) {
+	const secret = "ghp_R3memberedT0kenValue0123456789abcd"
+	for _, tc := range []struct {
+		name, with string
+		reason     vocab.Reason
+	}{
+		{"path outside the roots", "/etc/shadow", vocab.ReasonArgumentPath},
+		{"secret in motion", secret, vocab.ReasonSecretInMotion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(hostileIntervention(tc.with))
+			defer srv.Close()
+			p, rec := newPipeline(t, nil, true, false)
+			p.Strict, p.RefuseSecretsInMotion = true, true
+			guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL}})
+			scope := motion.NewScope()
+			scope.Remember(motion.Source{EventID: "ev-shown", Server: "other", Tool: "t", Rule: "github_token"}, [][]byte{[]byte(secret)})
+			c := call(`{"path":"/home/alice/project/notes.txt"}`)
+			c.Motion, c.PinnedRoots = scope, []string{"file:///home/alice/project"}
+			c.Schema = func(string) *argcheck.Tool {
+				return argcheck.NewTool("read_file", json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`))
+			}
+			called := false
+			p.Handle(context.Background(), c, func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+				called = true
+				return upstreamReturning(cleanResult, nil)(ctx, params)
+			})
+			if r := rec.recs[0]; called || r.Reason != tc.reason || r.Outcome != vocab.OutcomeRejected {
+				t.Fatalf("upstream called %v, record reason %q outcome %q", called, r.Reason, r.Outcome)
+			}
+		})
+	}
 }
