@@ -9,14 +9,17 @@ import (
 	"strings"
 )
 
-// skipInResult are the members of a result whose strings are no text for a content
-// guardrail: content types, MIME types and base64 payloads.
+// skipInResult are the members of a content block (or of its embedded resource)
+// whose strings are no text for a content guardrail: content types, MIME types and
+// base64 payloads. Elsewhere (structuredContent, a block's _meta) a member of these
+// names is data like any other, as the output rules read it.
 var skipInResult = map[string]bool{"type": true, "mimeType": true, "blob": true, "data": true}
 
 // Leaves returns the string leaves of doc (object member values, never names) with
 // their JSON pointers, members in sorted order. For a result (result true) only the
-// leaves under content and structuredContent are taken, less type, mimeType, blob and
-// data. doc must be a JSON object.
+// leaves under content and structuredContent are taken, less the type, mimeType, blob
+// and data of each content block and of its embedded resource. doc must be a JSON
+// object.
 func Leaves(doc json.RawMessage, result bool) ([]Text, error) {
 	v, err := decode(doc)
 	if err != nil {
@@ -31,25 +34,31 @@ func Leaves(doc json.RawMessage, result bool) ([]Text, error) {
 		walk(m, "", false, &out)
 		return out, nil
 	}
-	for _, k := range []string{"content", "structuredContent"} {
-		if e, ok := m[k]; ok {
-			walk(e, "/"+escape(k), true, &out)
+	if blocks, ok := m["content"].([]any); ok {
+		for i, b := range blocks {
+			walk(b, "/content/"+strconv.Itoa(i), true, &out)
 		}
+	} else if e, ok := m["content"]; ok {
+		walk(e, "/content", false, &out)
+	}
+	if e, ok := m["structuredContent"]; ok {
+		walk(e, "/structuredContent", false, &out)
 	}
 	return out, nil
 }
 
 // LeavesUnder returns the string leaves under each of paths (JSON Pointer tokens
-// into doc), as Leaves reads a result (type, mimeType, blob and data left out), each
-// leaf once. A path that names nothing is skipped.
-func LeavesUnder(doc json.RawMessage, paths [][]string) ([]Text, error) {
+// into doc), each leaf once; where blocks[i] is true, paths[i] names a content block
+// (or a resources/read contents item), whose type, mimeType, blob and data are left
+// out as Leaves leaves them out of a result. A path that names nothing is skipped.
+func LeavesUnder(doc json.RawMessage, paths [][]string, blocks []bool) ([]Text, error) {
 	v, err := decode(doc)
 	if err != nil {
 		return nil, err
 	}
 	var out []Text
 	seen := map[string]bool{}
-	for _, path := range paths {
+	for pi, path := range paths {
 		e, ok := v, true
 		ptr := ""
 		for _, tok := range path {
@@ -74,7 +83,7 @@ func LeavesUnder(doc json.RawMessage, paths [][]string) ([]Text, error) {
 			continue
 		}
 		var leaves []Text
-		walk(e, ptr, true, &leaves)
+		walk(e, ptr, pi < len(blocks) && blocks[pi], &leaves)
 		for _, t := range leaves {
 			if !seen[t.Pointer] {
 				seen[t.Pointer] = true
@@ -85,13 +94,31 @@ func LeavesUnder(doc json.RawMessage, paths [][]string) ([]Text, error) {
 	return out, nil
 }
 
-func walk(v any, ptr string, result bool, out *[]Text) {
+// walk adds the string leaves of v; block says v is a content block, whose own
+// skipInResult strings are left out, as are its embedded resource's (deeper, every
+// string is taken, as the output rules read them).
+func walk(v any, ptr string, block bool, out *[]Text) {
+	level := levelFree
+	if block {
+		level = levelBlock
+	}
+	walkAt(v, ptr, level, out)
+}
+
+// Levels of walkAt: a content block, its embedded resource, anything else.
+const (
+	levelFree = iota
+	levelResource
+	levelBlock
+)
+
+func walkAt(v any, ptr string, level int, out *[]Text) {
 	switch x := v.(type) {
 	case string:
 		*out = append(*out, Text{Pointer: ptr, Value: x})
 	case []any:
 		for i, e := range x {
-			walk(e, ptr+"/"+strconv.Itoa(i), result, out)
+			walkAt(e, ptr+"/"+strconv.Itoa(i), levelFree, out)
 		}
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -100,12 +127,16 @@ func walk(v any, ptr string, result bool, out *[]Text) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if result && skipInResult[k] {
+			if level != levelFree && skipInResult[k] {
 				if _, ok := x[k].(string); ok {
 					continue
 				}
 			}
-			walk(x[k], ptr+"/"+escape(k), result, out)
+			child := levelFree
+			if level == levelBlock && k == "resource" {
+				child = levelResource
+			}
+			walkAt(x[k], ptr+"/"+escape(k), child, out)
 		}
 	}
 }

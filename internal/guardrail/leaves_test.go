@@ -15,8 +15,15 @@ func TestLeaves(t *testing.T) {
 	}{
 		{"arguments", `{"b":"x","a":{"c/d":["y",1,true,null,{"e~":"z"}]}}`, false,
 			[]Text{{"/a/c~1d/0", "y"}, {"/a/c~1d/4/e~0", "z"}, {"/b", "x"}}},
-		{"result", `{"content":[{"type":"text","text":"hi"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"resource","resource":{"uri":"file:///a","text":"t","blob":"QQ=="}}],"structuredContent":{"type":"a type member is data here too","v":"s"},"_meta":{"m":"no"},"isError":false}`, true,
+		{"result", `{"content":[{"type":"text","text":"hi"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"resource","resource":{"uri":"file:///a","text":"t","blob":"QQ=="}}],"structuredContent":{"v":"s"},"_meta":{"m":"no"},"isError":false}`, true,
 			[]Text{{"/content/0/text", "hi"}, {"/content/2/resource/text", "t"}, {"/content/2/resource/uri", "file:///a"}, {"/structuredContent/v", "s"}}},
+		// type, mimeType, blob and data are left out only as a content block's own
+		// members (or its embedded resource's): elsewhere the output rules read them as
+		// text, and so does the guardrail
+		{"data-named members outside a block", `{"content":[{"type":"text","text":"hi","_meta":{"data":"m"},"annotations":{"type":"a"}},{"type":"resource","resource":{"uri":"u","resource":{"blob":"b"}}}],"structuredContent":{"data":"d","type":"t","x":{"mimeType":"m2","blob":"b2"}}}`, true,
+			[]Text{{"/content/0/_meta/data", "m"}, {"/content/0/annotations/type", "a"}, {"/content/0/text", "hi"},
+				{"/content/1/resource/resource/blob", "b"}, {"/content/1/resource/uri", "u"},
+				{"/structuredContent/data", "d"}, {"/structuredContent/type", "t"}, {"/structuredContent/x/blob", "b2"}, {"/structuredContent/x/mimeType", "m2"}}},
 		{"no content", `{}`, true, nil},
 	}
 	for _, tt := range tests {
@@ -29,6 +36,17 @@ func TestLeaves(t *testing.T) {
 	}
 	if _, err := Leaves(json.RawMessage(`[1]`), false); err == nil {
 		t.Fatal("an array was read as an object")
+	}
+}
+
+// TestLeavesUnder: a block part leaves out its own type, mimeType, blob and data; a
+// free part (read whole by the output rules) leaves out nothing.
+func TestLeavesUnder(t *testing.T) {
+	doc := json.RawMessage(`{"contents":[{"uri":"u","mimeType":"text/plain","text":"t"}],"other":{"data":"d","type":"x"}}`)
+	got, err := LeavesUnder(doc, [][]string{{"contents", "0"}, {"other"}, {"missing"}}, []bool{true, false, false})
+	want := []Text{{"/contents/0/text", "t"}, {"/contents/0/uri", "u"}, {"/other/data", "d"}, {"/other/type", "x"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, %v\nwant %v", got, err, want)
 	}
 }
 

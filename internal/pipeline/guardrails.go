@@ -196,11 +196,11 @@ func (r *run) guardrailsChannel(m *methods.Method, doc, orig json.RawMessage, pa
 	if !r.guardrails().Content(m.Name) || len(parts) == 0 {
 		return doc, false, verdict, nil, nil
 	}
-	paths := make([][]string, len(parts))
+	paths, blocks := make([][]string, len(parts)), make([]bool, len(parts))
 	for i, p := range parts {
-		paths[i] = p.path
+		paths[i], blocks[i] = p.path, p.block
 	}
-	texts, err := guardrail.LeavesUnder(doc, paths)
+	texts, err := guardrail.LeavesUnder(doc, paths, blocks)
 	if err != nil || len(texts) == 0 {
 		return doc, false, verdict, nil, nil
 	}
