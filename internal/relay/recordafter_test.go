@@ -56,3 +56,29 @@ func TestRecordAfterReply(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// TestRecordNotHeldByUnreadReply: a client that does not read its reply (the write
+// blocks on a full pipe) does not keep the call's record from the sinks: it goes out
+// once the write has taken recordHoldMax, before the client reads. Before, it waited
+// for the write, and a process ended meanwhile lost it.
+func TestRecordNotHeldByUnreadReply(t *testing.T) {
+	h := newHarness(t, 0)
+	h.client(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{}}}`)
+	h.upstreamGets() // the gateway's own tools/list
+	h.up.lines <- `{"jsonrpc":"2.0","id":` + ownID1 + `,"result":{"tools":[{"name":"t"}]}}`
+	h.upstreamGets()
+	h.up.lines <- `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok"}]}}`
+	got := make(chan *audit.Record, 1)
+	go func() { got <- h.recs.call() }()
+	select { // the client has not read: the reply's write is blocked on the pipe
+	case r := <-got:
+		if r.EventID == "" {
+			t.Fatalf("record %+v", r)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the record waited for the client to read its reply")
+	}
+	if l := h.clientGets(); l != `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"ok"}]}}` {
+		t.Fatalf("client got %s", l)
+	}
+}

@@ -492,6 +492,10 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 			s.abandonedInput(msg.ID, routed.Upstream)
 		}
 		bind := s.stateBinding(msg.Method, msg.Params)
+		// A client that does not take its reply (a full stdout pipe) must not keep the
+		// record back, to be lost when the process ends: past recordHoldMax of writing,
+		// it goes out anyway (release is idempotent).
+		late := time.AfterFunc(recordHoldMax, release)
 		switch {
 		case reply.NoReply:
 		case reply.Original != nil: // the upstream's response, unchanged but for its requestState
@@ -501,9 +505,14 @@ func (s *Session) toolCall(ctx context.Context, msg *jsonrpc.Message) {
 		default:
 			s.write(s.sealState(bind, jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false))))
 		}
+		late.Stop()
 		release()
 	}()
 }
+
+// recordHoldMax bounds how long writing a tools/call's reply holds its record back
+// (docs/decisions.md#records-after-reply).
+const recordHoldMax = time.Second
 
 // busy reports whether a client request with this id key is still in flight; the
 // caller holds s.mu.
