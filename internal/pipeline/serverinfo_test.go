@@ -73,3 +73,35 @@ func TestServerInfoPinning(t *testing.T) {
 		}
 	}
 }
+
+// TestServerInfoLeftOut: once a serverInfo is pinned, an initialize that names none (or
+// an empty one, or one that is not an object) is a change like any other, refused
+// under --pins-mode block: an impostor cannot pass the pin by leaving serverInfo out.
+// Before a pin exists, a result without one is relayed and pins nothing.
+func TestServerInfoLeftOut(t *testing.T) {
+	p, rec := newPipeline(t, nil, true, false)
+	store, err := pins.Open(filepath.Join(t.TempDir(), pins.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Pins, p.PinBlock = store, true
+	ch := Channel{Method: "initialize", Server: "fs"}
+	bare := response(t, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}`)
+	if r := p.Response(context.Background(), ch, bare); r.Error != nil {
+		t.Fatalf("no pin yet: %s", r.Error)
+	}
+	pinned := response(t, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"secure-filesystem-server","version":"0.2.0"}}`)
+	if r := p.Response(context.Background(), ch, pinned); r.Error != nil {
+		t.Fatalf("first serverInfo: %s", r.Error)
+	}
+	for _, result := range []string{
+		`{"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}`,
+		`{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"","version":""}}`,
+		`{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":"secure-filesystem-server"}`,
+	} {
+		r := p.Response(context.Background(), ch, response(t, result))
+		if last := rec.last(t); r.Error == nil || last.Reason != "server_info_changed" {
+			t.Fatalf("%s: relayed (%+v), reason %q", result, r, last.Reason)
+		}
+	}
+}

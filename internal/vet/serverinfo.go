@@ -42,6 +42,20 @@ type ServerInfoChange struct {
 	Fields      []string
 }
 
+// hasServerInfoPin reports whether st holds a serverInfo pin for server.
+func hasServerInfoPin(st *pins.Store, server string) (bool, error) {
+	ps, err := st.List()
+	if err != nil {
+		return false, err
+	}
+	for _, p := range ps {
+		if p.Server == IdentityServer(server) && p.Tool == ServerInfoTool {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 func serverInfoDefinition(si ServerInfo) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"name": ServerInfoTool, "serverName": si.Name, "version": si.Version})
 	return b
@@ -50,11 +64,15 @@ func serverInfoDefinition(si ServerInfo) json.RawMessage {
 // CheckServerInfo pins the serverInfo of an initialize result for server in st the
 // first time, and returns the change when it differs from the pin; the new one stays
 // pending until approved, as a changed tool does. A result without serverInfo is
-// (nil, nil).
+// (nil, nil) while none is pinned; once one is, it is a change to an empty name and
+// version, so that a server cannot pass the pin by leaving serverInfo out.
 func CheckServerInfo(st *pins.Store, server string, result json.RawMessage) (*ServerInfoChange, error) {
 	now, ok := ServerInfoOf(result)
 	if !ok {
-		return nil, nil
+		pinned, err := hasServerInfoPin(st, server)
+		if err != nil || !pinned {
+			return nil, err
+		}
 	}
 	changes, err := st.Check(IdentityServer(server), []json.RawMessage{serverInfoDefinition(now)})
 	if err != nil || len(changes) == 0 {
