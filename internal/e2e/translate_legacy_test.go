@@ -152,8 +152,11 @@ func TestTranslateLegacyMRTRBlocked(t *testing.T) {
 // (the supervisor's replayed initialize), so the next call works.
 func TestTranslateLegacyRestart(t *testing.T) {
 	for _, http := range []bool{false, true} {
-		conf := legacyFront(t, http, append([]string{"--"}, mrtrServer(t)...)...)
-		conf["prefix"], conf["crash"], conf["answerDelayMs"] = "", true, 1500
+		// The server writes marker as it exits; the client answers only then.
+		marker := filepath.Join(t.TempDir(), "exited")
+		up := append([]string{"--", "env", "MRTR_CRASH_MARKER=" + marker}, mrtrServer(t)...)
+		conf := legacyFront(t, http, up...)
+		conf["prefix"], conf["crash"], conf["answerDelayMs"], conf["crashMarker"] = "", true, 500, marker
 		out := legacyClient(t, conf)
 		if string(out["elicited"]) != `["crash"]` || !strings.Contains(string(out["crash"]), "exited while the request was in flight") ||
 			!strings.Contains(string(out["echo2"]), `"text":"again"`) {

@@ -4,7 +4,11 @@
 // p, confirm: whether to call confirm, answer: the elicitation answer}. It answers
 // elicitation/create with answer after answerDelayMs (recording each message it got); with
 // crash it calls crash and then echo again (echo2) and prints one JSON
-// object: the server's capabilities and, per step, the result or the error text.
+// object: the server's capabilities and, per step, the result or the error text. With
+// crashMarker (a file the server writes as it exits) the "crash" elicitation is
+// answered only once the server is gone, and echo2 is retried while the restarted
+// server is not up yet, so a busy machine changes no outcome.
+import { existsSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -18,10 +22,15 @@ const client = new Client({ name: "legacy-client", version: "1.32.2" }, { capabi
 const out = { elicited: [] };
 client.setRequestHandler(ElicitRequestSchema, async (req) => {
   out.elicited.push(req.params.message);
+  if (cfg.crashMarker && req.params.message === "crash") await until(() => existsSync(cfg.crashMarker));
   if (cfg.answerDelayMs) await new Promise((r) => setTimeout(r, cfg.answerDelayMs));
   return cfg.answer ?? { action: "accept", content: { sure: true } };
 });
 const step = stepper(out);
+// until resolves once cond() holds (checked every 50 ms, 60 s at most).
+async function until(cond) {
+  for (const end = Date.now() + 60000; !cond() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
+}
 try {
   await client.connect(transport);
   out.capabilities = client.getServerCapabilities();
@@ -33,8 +42,19 @@ try {
   if (cfg.confirm) await step("confirm", () => client.callTool({ name: cfg.prefix + "confirm", arguments: { what: "prod" } }));
   if (cfg.crash) {
     await step("crash", () => client.callTool({ name: cfg.prefix + "crash", arguments: {} }));
-    await new Promise((r) => setTimeout(r, cfg.answerDelayMs ?? 0));
-    await step("echo2", () => client.callTool({ name: cfg.prefix + "echo", arguments: { text: "again" } }));
+    // A request sent while the server restarts is refused at once: try again until
+    // the restarted server answers (60 s at most).
+    const deadline = Date.now() + 60000;
+    await step("echo2", async () => {
+      for (;;) {
+        try {
+          return await client.callTool({ name: cfg.prefix + "echo", arguments: { text: "again" } });
+        } catch (e) {
+          if (Date.now() > deadline) throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    });
   }
   await step("ping", () => client.ping());
 } catch (e) {

@@ -6,6 +6,7 @@
 // "st:<what>\u2028<&>") and answers "answer: <action> <content> state <requestState>"
 // once it has the answer. ELICIT_HOSTILE puts an OSC 52 escape into the elicitation
 // message. Tool crash asks the same way, then exits 200 ms later. The prompt p and the resource res:///a answer "plain".
+import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import * as z from "zod";
 const { McpServer, createMcpHandler, inputRequired, inputResponse } = await import("@modelcontextprotocol/server");
@@ -26,7 +27,10 @@ const factory = () => {
     return { content: [{ type: "text", text: `answer: ${r.action} ${JSON.stringify(r.content ?? {})} state ${ctx.mcpReq.requestState()}` }] };
   });
   server.registerTool("crash", { description: "asks, then exits before the answer" }, async () => {
-    setTimeout(() => process.exit(1), 200);
+    setTimeout(() => {
+      if (process.env.MRTR_CRASH_MARKER) writeFileSync(process.env.MRTR_CRASH_MARKER, "exited");
+      process.exit(1);
+    }, 200);
     return inputRequired({ inputRequests: { ok: inputRequired.elicit({ message: "crash", requestedSchema: z.object({ sure: z.boolean() }) }) } });
   });
   server.registerPrompt("p", { description: "a prompt" }, async () => ({ messages: [{ role: "user", content: { type: "text", text: "plain" } }] }));
