@@ -135,7 +135,7 @@ type imgTag struct {
 // imgTagAt parses the HTML <img> tag whose '<' is at s[i].
 func imgTagAt(s string, i int) (imgTag, bool) {
 	g := imgTag{start: i}
-	if i+5 > len(s) || !strings.EqualFold(s[i+1:i+4], "img") || !(isHTMLSpace(s[i+4]) || s[i+4] == '/') {
+	if i+5 > len(s) || s[i] != '<' || !strings.EqualFold(s[i+1:i+4], "img") || !(isHTMLSpace(s[i+4]) || s[i+4] == '/') {
 		return g, false
 	}
 	e := strings.IndexByte(s[i:min(len(s), i+maxMarkup)], '>')
