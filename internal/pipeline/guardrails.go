@@ -209,6 +209,12 @@ func (r *run) guardrailsChannel(m *methods.Method, doc, orig json.RawMessage, pa
 	case cancelled && m.Direction == methods.ClientRequest:
 		reply := r.upstreamFailed(ErrCancelled)
 		return nil, false, verdict, nil, &reply
+	case cancelled: // a server's message nothing judged: withheld, whatever the fail mode
+		r.rec.setReason(vocab.ReasonGuardrailTimeout)
+		r.rec.escalate(vocab.Block)
+		r.rec.setPhase(guardPost)
+		reply := r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")
+		return nil, false, verdict, nil, &reply
 	case stop != nil:
 		r.guardStopRecord(*stop, guardPost)
 		reply := r.blockMessage(m, orig, parts, blockTextOf(m, r.rec.eventID()), "")

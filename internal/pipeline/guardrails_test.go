@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/audit"
@@ -350,6 +351,33 @@ func TestGuardrailSampling(t *testing.T) {
 		t.Fatalf("reply %+v", reply)
 	}
 	if r := rec.recs[0]; r.Reason != vocab.ReasonGuardrailBlock || r.Policy != "guardrail:g" {
+		t.Fatalf("record %+v", r)
+	}
+}
+
+// TestGuardrailCancelledWithholds: a server's request whose context ends before the
+// guardrail answers is withheld (never relayed unjudged), even under fail mode open.
+func TestGuardrailCancelledWithholds(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release) // before Close, which waits for the handler
+	p, rec := newPipeline(t, nil, true, false)
+	guarded(t, p, map[string]guardrail.Spec{"g": {Kind: "generic", URL: srv.URL, FailMode: "open", Methods: []string{"sampling/createMessage"}}})
+	params := `{"messages":[{"role":"user","content":{"type":"text","text":"summarise"}}],"maxTokens":10}`
+	raw := []byte(`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":` + params + `}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	reply := p.ServerRequest(ctx, Channel{Method: "sampling/createMessage", Params: json.RawMessage(params)}, raw)
+	if reply.Error == nil || reply.Params != nil || reply.Original != nil {
+		t.Fatalf("reply %+v: want the request withheld", reply)
+	}
+	if r := rec.recs[0]; r.Reason != vocab.ReasonGuardrailTimeout || r.ActionTaken != vocab.Block {
 		t.Fatalf("record %+v", r)
 	}
 }
