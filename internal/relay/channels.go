@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -598,14 +599,16 @@ func (t *taskIndex) get(id string) (taskCall, bool) {
 	return c, ok
 }
 
-// client returns the id the client holds for the task its upstream gave the id up
-// (with several servers, up is <server>+<taskId>; a bare id is tried under server).
+// client returns the id the client holds for the task its upstream gave the id up.
+// With several servers (server is the sender) up is <server>+<taskId> or a bare id
+// of server's own; a server names only its own tasks, so "b+t" sent by server a is
+// a's task "b+t", never b's task t.
 func (t *taskIndex) client(up, server string) (string, bool) {
+	if server != "" && !strings.HasPrefix(up, server+"+") {
+		up = server + "+" + up
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id, ok := t.byUp[up]
-	if !ok && server != "" {
-		id, ok = t.byUp[server+"+"+up]
-	}
 	return id, ok
 }

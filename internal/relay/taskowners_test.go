@@ -138,3 +138,30 @@ func FuzzTaskIDsToClient(f *testing.F) {
 		}
 	})
 }
+
+// TestTaskIDsOfTheSender: with several servers a server names only its own tasks: a
+// bare id is the sender's, and "b+t" sent by server a is not b's task t.
+func TestTaskIDsOfTheSender(t *testing.T) {
+	var idx taskIndex
+	created := func(up string) string {
+		resp := &jsonrpc.Message{Kind: jsonrpc.KindResponse, Result: json.RawMessage(`{"task":{"taskId":"` + up + `","ttl":null}}`)}
+		_, id := idx.created(resp, json.RawMessage(`{"name":"x"}`))
+		if id == "" {
+			t.Fatalf("no task created for %s", up)
+		}
+		return id
+	}
+	aT, bT := created("a+t"), created("b+t")
+	for _, tc := range []struct {
+		up, server, want string
+	}{
+		{"t", "a", aT}, {"a+t", "a", aT}, {"t", "b", bT}, {"b+t", "b", bT},
+		{"b+t", "a", ""}, {"a+t", "b", ""}, {"u", "a", ""},
+		{"a+t", "", aT}, // one server: ids are the server's as they are
+	} {
+		got, ok := idx.client(tc.up, tc.server)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("client(%q, %q) = %q, %v; want %q", tc.up, tc.server, got, ok, tc.want)
+		}
+	}
+}
