@@ -77,8 +77,9 @@ type chartContainer struct {
 }
 
 // renderChart runs helm template over the chart with the values files and --set-json
-// pairs, and returns the Deployment and the config.json.
-func renderChart(t *testing.T, h string, values []string, setJSON ...string) (chartPod, string) {
+// pairs, and returns the Deployment and the files of the config ConfigMap (config.json,
+// and stdio-config.json with stdioServers).
+func renderChart(t *testing.T, h string, values []string, setJSON ...string) (chartPod, map[string]string) {
 	t.Helper()
 	chart := filepath.Join(repoRoot, "deploy/helm/mcpgate")
 	args := []string{"template", "gw", chart, "--namespace", "tools"}
@@ -93,7 +94,7 @@ func renderChart(t *testing.T, h string, values []string, setJSON ...string) (ch
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
 	var pod chartPod
-	var cfg string
+	var cfg map[string]string
 	dec := yaml.NewDecoder(bytes.NewReader(out))
 	for {
 		var doc yaml.Node
@@ -116,7 +117,7 @@ func renderChart(t *testing.T, h string, values []string, setJSON ...string) (ch
 				t.Fatal(err)
 			}
 		case head.Kind == "ConfigMap" && head.Metadata.Name == "gw-mcpgate-config":
-			cfg = head.Data["config.json"]
+			cfg = head.Data
 		}
 	}
 	return pod, cfg
@@ -137,7 +138,8 @@ func TestChartStdioServers(t *testing.T) {
 	if out, err := exec.Command(h, "lint", "--strict", chart, "-f", filepath.Join(chart, "ci/stdio-values.yaml")).CombinedOutput(); err != nil {
 		t.Fatalf("helm lint: %v\n%s", err, out)
 	}
-	pod, cfg := renderChart(t, h, []string{"ci/stdio-values.yaml"})
+	pod, files := renderChart(t, h, []string{"ci/stdio-values.yaml"})
+	cfg := files["config.json"]
 	spec := pod.Spec.Template.Spec
 	names := []string{}
 	for _, c := range spec.Containers {
@@ -154,13 +156,21 @@ func TestChartStdioServers(t *testing.T) {
 		MCPServers map[string]struct {
 			URL     string
 			Command string
+			Headers map[string]string
 		} `json:"mcpServers"`
 	}
 	if err := json.Unmarshal([]byte(cfg), &file); err != nil {
 		t.Fatalf("config.json: %v\n%s", err, cfg)
 	}
-	if _, err := config.ParseEnv([]byte(cfg), func(n string) (string, bool) { return strings.Repeat("0", 64), n == "MCPGATE_TOKEN_SHA256" }); err != nil {
+	env := func(n string) (string, bool) {
+		return strings.Repeat("0", 64), n == "MCPGATE_TOKEN_SHA256" || n == "MCPGATE_STDIO_TOKEN" || n == "MCPGATE_STDIO_TOKEN_SHA256"
+	}
+	if _, err := config.ParseEnv([]byte(cfg), env); err != nil {
 		t.Errorf("config.json: %v\n%s", err, cfg)
+	}
+	// Each stdio server's container serves only the holder of the release's stdio token.
+	if sc, err := config.ParseEnv([]byte(files["stdio-config.json"]), env); err != nil || len(sc.Gate.Tokens) != 1 {
+		t.Errorf("stdio-config.json: %v (tokens %+v)\n%s", err, sc, files["stdio-config.json"])
 	}
 	ports := map[string]bool{}
 	for _, c := range spec.Containers[1:] {
@@ -168,7 +178,10 @@ func TestChartStdioServers(t *testing.T) {
 		if c.Image != "node:22-slim" || !slices.Equal(c.Command, []string{"/opt/mcpgate/mcpgate"}) || !c.SecurityContext.ReadOnlyRootFilesystem {
 			t.Errorf("%s: image %q command %q security %+v", c.Name, c.Image, c.Command, c.SecurityContext)
 		}
-		checkGatewayFlags(t, c.Name, c.Args, "listen", "policies")
+		checkGatewayFlags(t, c.Name, c.Args, "listen", "policies", "config")
+		if i := slices.Index(c.Args, "--config"); i < 0 || c.Args[i+1] != "/etc/mcpgate/config/stdio-config.json" {
+			t.Errorf("%s: args %q: want --config /etc/mcpgate/config/stdio-config.json", c.Name, c.Args)
+		}
 		listen := c.Args[slices.Index(c.Args, "--listen")+1]
 		host, port, _ := net.SplitHostPort(listen)
 		if host != "127.0.0.1" || ports[port] {
@@ -177,6 +190,9 @@ func TestChartStdioServers(t *testing.T) {
 		ports[port] = true
 		if got := file.MCPServers[name].URL; got != "http://"+listen+"/mcp" {
 			t.Errorf("config.json mcpServers.%s.url %q, want http://%s/mcp", name, got, listen)
+		}
+		if got := file.MCPServers[name].Headers["Authorization"]; got != "Bearer ${MCPGATE_STDIO_TOKEN}" {
+			t.Errorf("config.json mcpServers.%s.headers.Authorization %q, want the stdio token", name, got)
 		}
 		if i := slices.Index(c.Args, "--"); i < 0 || !strings.HasPrefix(strings.Join(c.Args[i+1:], " "), "npx -y @modelcontextprotocol/server-") {
 			t.Errorf("%s: the server's command: %q", c.Name, c.Args)
@@ -202,8 +218,13 @@ func TestChartStdioServers(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
-	pod, cfg = renderChart(t, h, []string{"ci/test-values.yaml"},
+	pod, files = renderChart(t, h, []string{"ci/test-values.yaml"},
 		`stdioServers={"demo":{"image":"busybox","port":`+port+`,"command":["/opt/mcpgate/mcpgate","demo-server"]}}`)
+	cfg = files["config.json"]
+	etc := t.TempDir() // the config volume, as mounted at /etc/mcpgate/config
+	if err := os.WriteFile(filepath.Join(etc, "stdio-config.json"), []byte(files["stdio-config.json"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	side := pod.Spec.Template.Spec.Containers[1]
 	opt := filepath.Join(t.TempDir(), "opt")
 	bin := filepath.Join(t.TempDir(), "mcpgate")
@@ -216,7 +237,7 @@ func TestChartStdioServers(t *testing.T) {
 	moved := func(argv []string) []string {
 		out := []string{}
 		for _, a := range argv {
-			out = append(out, strings.ReplaceAll(a, "/opt/mcpgate", opt))
+			out = append(out, strings.ReplaceAll(strings.ReplaceAll(a, "/opt/mcpgate", opt), "/etc/mcpgate/config", etc))
 		}
 		return out
 	}
@@ -236,7 +257,9 @@ func TestChartStdioServers(t *testing.T) {
 		})
 		return log
 	}
-	sideLog := start(argv)
+	const stdioToken = "stdio-token-of-the-release"
+	stdioSum := sha256.Sum256([]byte(stdioToken))
+	sideLog := start(argv, "MCPGATE_STDIO_TOKEN_SHA256="+hex.EncodeToString(stdioSum[:]))
 	cfgFile := filepath.Join(t.TempDir(), "config.json")
 	quoted, _ := json.Marshal(bin)
 	gwCfg := strings.ReplaceAll(cfg, `"/usr/local/bin/mcpgate"`, string(quoted))
@@ -245,7 +268,7 @@ func TestChartStdioServers(t *testing.T) {
 	}
 	sum := sha256.Sum256([]byte("chart-token"))
 	gwLog := start([]string{bin, "gateway", "run", "--listen", "127.0.0.1:0", "--config", cfgFile, "--policies", filepath.Join(opt, "policies"), "--log-format", "json"},
-		"MCPGATE_TOKEN_SHA256="+hex.EncodeToString(sum[:]))
+		"MCPGATE_TOKEN_SHA256="+hex.EncodeToString(sum[:]), "MCPGATE_STDIO_TOKEN="+stdioToken)
 	url := ""
 	serving := regexp.MustCompile(`"url":"(http://[^"]+)"`)
 	if !testwait.Within(6*testwait.Timeout, func() bool {
@@ -283,6 +306,24 @@ func TestChartStdioServers(t *testing.T) {
 	})
 	if !served {
 		t.Fatalf("no session through the gateway reached the stdio server (tools %q)\ngateway:\n%s\nserver container:\n%s", tools, gwLog.String(), sideLog.String())
+	}
+	// Another process of the pod, without the stdio token, cannot call the stdio
+	// server's container past the gateway.
+	for _, auth := range []string{"", "Bearer chart-token"} {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pod","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("the stdio server's container answered %q with %d, want 401", auth, resp.StatusCode)
+		}
 	}
 }
 

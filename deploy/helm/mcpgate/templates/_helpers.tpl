@@ -34,7 +34,8 @@ httpHeaders:
 {{- end -}}
 
 {{/* The configuration with one url server per stdioServers entry: the gateway reaches
-each stdio server's container over loopback (docs/deploy.md#stdio-servers). */}}
+each stdio server's container over loopback with the release's stdio token
+(docs/deploy.md#stdio-servers). */}}
 {{- define "mcpgate.config" -}}
 {{- $cfg := deepCopy .Values.config }}
 {{- $servers := dict }}
@@ -43,7 +44,7 @@ each stdio server's container over loopback (docs/deploy.md#stdio-servers). */}}
 {{- if hasKey $servers $name }}
 {{- fail (printf "stdioServers.%s: config.mcpServers has a server of that name too" $name) }}
 {{- end }}
-{{- $_ := set $servers $name (dict "url" (printf "http://127.0.0.1:%v/mcp" (include "mcpgate.stdioPort" (list $ $name $i)))) }}
+{{- $_ := set $servers $name (dict "url" (printf "http://127.0.0.1:%v/mcp" (include "mcpgate.stdioPort" (list $ $name $i))) "headers" (dict "Authorization" "Bearer ${MCPGATE_STDIO_TOKEN}")) }}
 {{- end }}
 {{- $_ := set $cfg "mcpServers" $servers }}
 {{- toPrettyJson $cfg }}
@@ -54,4 +55,10 @@ its place in name order. */}}
 {{- define "mcpgate.stdioPort" -}}
 {{- $s := index (index . 0).Values.stdioServers (index . 1) }}
 {{- $s.port | default (add 9100 (index . 2)) }}
+{{- end -}}
+
+{{/* A stdio server's container's configuration: only callers with the release's stdio
+token, which the gateway alone holds (docs/deploy.md#stdio-servers). */}}
+{{- define "mcpgate.stdioConfig" -}}
+{{- toPrettyJson (dict "mcpgate" (dict "tokens" (list (dict "sha256" "${MCPGATE_STDIO_TOKEN_SHA256}" "userID" "gateway")))) }}
 {{- end -}}
