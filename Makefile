@@ -4,7 +4,7 @@ BIN       ?= bin/mcpgate
 FUZZTIME  ?= 20s
 # Packages with concurrency run under the race detector, and only there; every other
 # package runs once without it (docs/decisions.md#ci).
-RACE_PKGS ?= ./internal/relay/... ./internal/translate/... ./internal/audit/... ./internal/admin/... ./internal/pipeline/... ./internal/httpfront/... ./internal/multi/... ./internal/upstream/... ./internal/remote/... ./internal/gateway/... ./internal/budget/... ./internal/capture/... ./internal/logging/... ./gate/... ./ctxapi/... ./internal/ratelimit/... ./internal/oauth/... ./internal/guardrail/...
+RACE_PKGS ?= ./internal/relay/... ./internal/translate/... ./internal/audit/... ./internal/admin/... ./internal/pipeline/... ./internal/httpfront/... ./internal/multi/... ./internal/upstream/... ./internal/remote/... ./internal/gateway/... ./internal/budget/... ./internal/capture/... ./internal/logging/... ./gate/... ./ctxapi/... ./internal/ratelimit/... ./internal/oauth/... ./internal/guardrail/... ./internal/motion/...
 # The test bed's versions live in two places only: this Go module version, and the npm
 # packages of testdata/e2e/package.json (installed from its lockfile).
 EVERYTHING_SERVER_VERSION ?= v1.8.0
