@@ -310,13 +310,7 @@ func TestChartStdioServers(t *testing.T) {
 	// Another process of the pod, without the stdio token, cannot call the stdio
 	// server's container past the gateway.
 	for _, auth := range []string{"", "Bearer chart-token"} {
-		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pod","version":"1"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		resp, err := mcpRequest("http://127.0.0.1:"+port+"/mcp", auth, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pod","version":"1"}}}`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,18 +321,26 @@ func TestChartStdioServers(t *testing.T) {
 	}
 }
 
+// mcpRequest POSTs one message to a Streamable HTTP front with the Authorization
+// header auth and the session sid ("" for none of either).
+func mcpRequest(url, auth, sid, body string) (*http.Response, error) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	return (&http.Client{Timeout: 30 * time.Second}).Do(req)
+}
+
 // mcpPost POSTs one message with the chart test's bearer token and returns the
 // session id and the response's result (nil for none).
 func mcpPost(t *testing.T, url, sid, body string) (string, json.RawMessage) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer chart-token")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := mcpRequest(url, "Bearer chart-token", sid, body)
 	if err != nil {
 		return "", nil
 	}
