@@ -6,8 +6,10 @@
 // hashes: HMAC-SHA-256 under a random key drawn once per process, and a polynomial hash
 // modulo 2^61-1 under a random base of the value and of its first 8 bytes. Neither the
 // value nor a hash that outlives the process is kept, in memory or on disk. Entries
-// live for TTL and a Scope holds at most MaxEntries (MaxPerPrefix of one start), the
-// oldest dropped first. Values shorter than MinValueBytes are not remembered.
+// live for TTL and a Scope holds at most MaxEntries (MaxPerPrefix of one start); past
+// a bound the oldest value of the source (server and tool) that holds the most is
+// dropped, so one source's flood evicts only its own values. Values shorter than
+// MinValueBytes are not remembered.
 //
 // Find reads every string of the arguments whole, in time linear in their length (the
 // message size limit bounds it; docs/decisions.md#motion-scan): a bitset over a keyed
@@ -36,13 +38,15 @@ const (
 	MinValueBytes = 8
 	// MaxValueBytes: a longer value is remembered by its first MaxValueBytes bytes.
 	MaxValueBytes = 512
-	// MaxEntries bounds the values one Scope remembers.
+	// MaxEntries bounds the values one Scope remembers; past it the source (server and
+	// tool) holding the most loses its oldest.
 	MaxEntries = 4096
 	// MaxPerResult bounds the values one result adds.
 	MaxPerResult = 256
 	// MaxPerPrefix bounds the values one Scope remembers that begin with the same
-	// MinValueBytes bytes (the oldest of them dropped first): it bounds the work at
-	// each position of an argument that carries such a beginning.
+	// MinValueBytes bytes (the oldest of the source holding the most of them dropped
+	// first): it bounds the work at each position of an argument that carries such a
+	// beginning.
 	MaxPerPrefix = 64
 	// TTL is how long a value is remembered after the result that showed it.
 	TTL = time.Hour
@@ -164,6 +168,7 @@ type entry struct {
 	slot    uint64 // the bitset index of its first prefixLen bytes
 	n       int
 	src     *Source
+	owner   string // the source's server and tool: whose share it counts in
 	expires time.Time
 }
 
@@ -173,6 +178,7 @@ type Scope struct {
 	mu      sync.RWMutex
 	byStart map[uint64][]*entry // each list oldest first
 	order   []*entry            // oldest first
+	owned   map[string]int      // how many of order each owner holds
 	// filter has the slot bit of every remembered value set; a dropped value's bit
 	// stays set (a wasted lookup) until stale passes MaxEntries/4 and it is rebuilt.
 	filter []uint64
@@ -182,7 +188,7 @@ type Scope struct {
 
 // NewScope returns an empty Scope.
 func NewScope() *Scope {
-	return &Scope{byStart: map[uint64][]*entry{}, now: time.Now}
+	return &Scope{byStart: map[uint64][]*entry{}, owned: map[string]int{}, now: time.Now}
 }
 
 // macs counts the HMACs computed, for the tests that bound them.
@@ -204,6 +210,7 @@ func (s *Scope) Remember(src Source, values [][]byte) {
 		return
 	}
 	p := &src
+	owner := src.Server + "\x00" + src.Tool
 	now := s.now()
 	var add []*entry
 	for _, v := range values {
@@ -217,7 +224,7 @@ func (s *Scope) Remember(src Source, values [][]byte) {
 			v = v[:MaxValueBytes]
 		}
 		add = append(add, &entry{mac: mac(v), start: poly(v[:prefixLen]), poly: poly(v), slot: slot(load8(v, 0)),
-			n: len(v), src: p, expires: now.Add(TTL)})
+			n: len(v), src: p, owner: owner, expires: now.Add(TTL)})
 	}
 	if len(add) == 0 {
 		return
@@ -233,14 +240,12 @@ func (s *Scope) Remember(src Source, values [][]byte) {
 		if s.replace(e) {
 			continue
 		}
-		s.byStart[e.start] = append(s.byStart[e.start], e)
-		s.order = append(s.order, e)
+		s.add(e)
 		if list := s.byStart[e.start]; len(list) > MaxPerPrefix {
-			s.remove(list[0])
+			s.remove(s.evictee(list))
 		}
 		for len(s.order) > MaxEntries {
-			s.drop(s.order[0])
-			s.order = s.order[1:]
+			s.remove(s.evictee(s.order))
 		}
 	}
 	if s.stale > MaxEntries/4 {
@@ -259,12 +264,43 @@ func (s *Scope) replace(e *entry) bool {
 		if old.n == e.n && old.mac == e.mac {
 			s.remove(old)
 			s.stale-- // the same slot stays in use
-			s.byStart[e.start] = append(s.byStart[e.start], e)
-			s.order = append(s.order, e)
+			s.add(e)
 			return true
 		}
 	}
 	return false
+}
+
+// add appends e to byStart and to order.
+func (s *Scope) add(e *entry) {
+	s.byStart[e.start] = append(s.byStart[e.start], e)
+	s.order = append(s.order, e)
+	s.owned[e.owner]++
+}
+
+// evictee is the entry of list (order, or one start's list; oldest first) to drop
+// past its bound: the oldest of the owner that holds the most of list (ties: the
+// least name).
+func (s *Scope) evictee(list []*entry) *entry {
+	counts := s.owned
+	if len(list) < len(s.order) {
+		counts = map[string]int{}
+		for _, e := range list {
+			counts[e.owner]++
+		}
+	}
+	heaviest, most := "", 0
+	for o, n := range counts {
+		if n > most || n == most && o < heaviest {
+			heaviest, most = o, n
+		}
+	}
+	for _, e := range list {
+		if e.owner == heaviest {
+			return e
+		}
+	}
+	return list[0]
 }
 
 // remove drops e from byStart and from order.
@@ -278,9 +314,13 @@ func (s *Scope) remove(e *entry) {
 	}
 }
 
-// drop removes e from byStart (the caller removes it from order).
+// drop removes e from byStart and its owner's count (the caller removes it from
+// order).
 func (s *Scope) drop(e *entry) {
 	s.stale++
+	if s.owned[e.owner]--; s.owned[e.owner] == 0 {
+		delete(s.owned, e.owner)
+	}
 	list := s.byStart[e.start]
 	for i, x := range list {
 		if x == e {

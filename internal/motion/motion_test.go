@@ -152,6 +152,43 @@ func TestFindReadsAll(t *testing.T) {
 	}
 }
 
+// A flood of values from one source (server and tool) evicts only that source's own:
+// the value another source showed is still found past MaxEntries and past
+// MaxPerPrefix of its start, while the flooding source loses its oldest.
+func TestFloodEvictsOnlyItsSource(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flood func(i int) []byte
+		n     int
+	}{
+		{"entries", func(i int) []byte { return fmt.Appendf(nil, "%06d-flood-value", i) }, MaxEntries + 10},
+		{"same start", func(i int) []byte { return fmt.Appendf(nil, "AKIAIOSF%06d", i) }, MaxPerPrefix + 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := NewScope()
+			vault := Source{EventID: "v", Server: "vault", Tool: "read_secret"}
+			sc.Remember(vault, [][]byte{[]byte("AKIAIOSFODNN7EXAMPLE")})
+			web := Source{EventID: "w", Server: "web", Tool: "fetch"}
+			for i := 0; i < tc.n; i += MaxPerResult {
+				var vs [][]byte
+				for j := i; j < min(i+MaxPerResult, tc.n); j++ {
+					vs = append(vs, tc.flood(j))
+				}
+				sc.Remember(web, vs)
+			}
+			if m := sc.Find([]string{"body=AKIAIOSFODNN7EXAMPLE"}); m == nil || m.EventID != "v" {
+				t.Fatalf("the vault's value was evicted by another source's flood: %+v", m)
+			}
+			if sc.Find([]string{string(tc.flood(0))}) != nil {
+				t.Fatal("the flooding source's oldest value was kept past the bound")
+			}
+			if sc.Find([]string{string(tc.flood(tc.n - 1))}) == nil {
+				t.Fatal("the flooding source's latest value was dropped")
+			}
+		})
+	}
+}
+
 // Many values of one start cost no HMAC at the positions of an argument that repeats
 // the start: a window is confirmed only once its polynomial hash matched; and one
 // start keeps at most MaxPerPrefix values, the latest.
