@@ -317,8 +317,8 @@ func (r *run) flow(c Channel, m *methods.Method, doc json.RawMessage, raw []byte
 		}
 	}
 	rep, verdict, err := r.channelRules(parts, err, extra...)
-	if err == nil && len(parts) > 0 { // what a response showed, for secrets in motion
-		r.rememberShown(m, c.Params, doc, rep.Findings)
+	if err == nil && len(parts) > 0 { // what the client is shown, for secrets in motion
+		r.rememberShown(m, c.Params, orig, rep.Findings)
 	}
 	if verdict == engine.Block {
 		return r.blockMessage(m, doc, parts, blockTextOf(m, r.rec.eventID()), "")

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/internal/pins"
 )
 
@@ -728,5 +729,43 @@ func TestChannelViaKnownMethodOnly(t *testing.T) {
 		if len(rec.recs) != 1 || rec.recs[0].Via != c.want {
 			t.Errorf("via %q: records %+v, want one with via %q", c.via, rec.recs, c.want)
 		}
+	}
+}
+
+// TestUnaskedMessagesRemembered: what a server sends unasked (a sampling request's
+// messages, an elicitation's message, a log or progress notification's text) is shown
+// to the client as a result is, so a secret it carries is remembered for secrets in
+// motion under its record and server; a credential-file name in such a message makes
+// no line of it a value.
+func TestUnaskedMessagesRemembered(t *testing.T) {
+	const token = "ghp_" + "Un4skedT0kenV4lue0123456789abcdefXYZ" // a ghp_ shape, no live token
+	for _, tc := range []struct{ method, params string }{
+		{"sampling/createMessage", `{"messages":[{"role":"user","content":{"type":"text","text":%s}}],"maxTokens":10}`},
+		{"elicitation/create", `{"message":%s,"requestedSchema":{"type":"object","properties":{}}}`},
+		{"notifications/message", `{"level":"info","data":%s}`},
+		{"notifications/progress", `{"progressToken":1,"progress":1,"message":%s}`},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			p, rec := newPipeline(t, nil, true, false)
+			scope := motion.NewScope()
+			text := "deploy with " + token + " from ~/.aws/credentials, then the line nobody should keep"
+			c := Channel{Method: tc.method, Server: "web", Motion: scope,
+				Params: json.RawMessage(strings.Replace(tc.params, "%s", js(text), 1))}
+			if methods.Of(tc.method).Direction == methods.ServerRequest {
+				p.ServerRequest(context.Background(), c, []byte("raw"))
+			} else {
+				p.Notification(c, []byte("raw"))
+			}
+			if len(rec.recs) != 1 {
+				t.Fatalf("%d records", len(rec.recs))
+			}
+			m := scope.Find([]string{"curl -H 'Authorization: token " + token + "'"})
+			if m == nil || m.EventID != rec.recs[0].EventID || m.Server != "web" {
+				t.Fatalf("the token it showed was not remembered under its record: %+v", m)
+			}
+			if scope.Find([]string{"then the line nobody should keep"}) != nil || scope.Len() != 1 {
+				t.Fatalf("a line of an unasked message was remembered as a credential file's (%d values)", scope.Len())
+			}
+		})
 	}
 }

@@ -67,19 +67,23 @@ func (r *run) remember(result []byte, findings []engine.Finding) {
 	}
 }
 
-// rememberShown is remember for the response to a client request other than
-// tools/call (resources/read, prompts/get, completion/complete, the tasks methods):
-// doc is its result, findings the output rules' (pointing into doc); the credential
-// file is named in the request's params (a resources/read's uri, a prompt's
-// arguments). The source has no tool.
+// rememberShown is remember for every other message the client is shown: the
+// response to a client request other than tools/call (resources/read, prompts/get,
+// completion/complete, the tasks methods), whose request's params name a credential
+// file (a resources/read's uri, a prompt's arguments), and what a server sends unasked
+// (a sampling or elicitation request, a notification), which names none. doc is the
+// message's result or params, findings the output rules' (pointing into doc). The
+// source has no tool unless the message is a task's.
 func (r *run) rememberShown(m *methods.Method, params, doc json.RawMessage, findings []engine.Finding) {
-	sc := r.c.Motion
-	if sc == nil || m == nil || m.Direction != methods.ClientRequest {
+	if r.c.Motion == nil || m == nil {
 		return
 	}
 	saved := r.args
 	defer func() { r.args = saved }()
-	if len(params) > 0 {
+	switch {
+	case m.Direction != methods.ClientRequest:
+		r.args = nil // what a server sends unasked names no file it read
+	case len(params) > 0:
 		r.args = params
 	}
 	r.remember(doc, findings)
