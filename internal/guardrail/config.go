@@ -46,8 +46,10 @@ type Spec struct {
 	// URL is the service's endpoint: http:// or https://.
 	URL string `json:"url"`
 	// Preset maps a generic guardrail onto a named vendor's API (presets.go):
-	// lakera, azure-prompt-shields or presidio. "" speaks the Generic Guardrail API.
+	// lakera, azure-prompt-shields, presidio or nemo. "" speaks the Generic Guardrail API.
 	Preset string `json:"preset,omitempty"`
+	// NeMo names what the nemo preset's checks request carries; required with it.
+	NeMo *NeMo `json:"nemo,omitempty"`
 	// Methods are the MCP methods the guardrail is asked about; default ["tools/call"].
 	Methods []string `json:"methods,omitempty"`
 	// FailMode is open or closed: what a timeout, a 5xx, a malformed or oversized
@@ -79,6 +81,14 @@ type TLS struct {
 	KeyFile  string `json:"keyFile,omitempty"`
 }
 
+// NeMo is the nemo preset's part of a check request: the guardrails configuration
+// (config_id; "" leaves it to the server's default) and the model the request names
+// (the server requires one; only self-check rails consult it).
+type NeMo struct {
+	ConfigID string `json:"configId,omitempty"`
+	Model    string `json:"model"`
+}
+
 // Breaker is a guardrail's circuit breaker.
 type Breaker struct {
 	Failures int    `json:"failures,omitempty"` // default 5
@@ -98,6 +108,7 @@ func (s Spec) Validate() error {
 type compiled struct {
 	kind       string
 	preset     string
+	nemo       NeMo
 	url        string
 	methods    []string
 	failClosed bool
@@ -134,6 +145,14 @@ func (s Spec) compile(readFiles bool) (*compiled, error) {
 		errs = append(errs, errors.New(`"preset" applies to kind generic only`))
 	case !slices.Contains(Presets, s.Preset):
 		errs = append(errs, fmt.Errorf(`"preset" %q: want one of %v`, s.Preset, Presets))
+	case s.Preset == PresetNeMo && (s.NeMo == nil || s.NeMo.Model == ""):
+		errs = append(errs, errors.New(`"preset" nemo needs "nemo": {"model": …, "configId": …}: the server's check request requires a model`))
+	}
+	switch {
+	case s.NeMo != nil && s.Preset != PresetNeMo:
+		errs = append(errs, errors.New(`"nemo" applies to "preset": "nemo" only`))
+	case s.NeMo != nil:
+		c.nemo = *s.NeMo
 	}
 	c.methods = s.Methods
 	if len(c.methods) == 0 {

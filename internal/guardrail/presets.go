@@ -26,10 +26,16 @@ const (
 	// text → [{entity_type, start, end, score}] (offsets in code points). Each span
 	// is replaced by [REDACTED:<entity_type>] (an intervention) and is a finding.
 	PresetPresidio = "presidio"
+	// PresetNeMo: NVIDIA NeMo Guardrails' server, POST /v1/checks {"model",
+	// "messages": [{role, content}], "guardrails": {"config_id"}} per text, the role
+	// user for arguments (input rails) and assistant for a result (output rails) →
+	// {"status": "passed" | "modified" | "blocked", "content", "rail"}. blocked blocks
+	// with the finding nemo_<rail>; modified replaces the text with content.
+	PresetNeMo = "nemo"
 )
 
 // Presets lists the preset names.
-var Presets = []string{PresetLakera, PresetAzurePromptShields, PresetPresidio}
+var Presets = []string{PresetLakera, PresetAzurePromptShields, PresetPresidio, PresetNeMo}
 
 func (g *guard) presetContent(ctx context.Context, now func() time.Time, c *Content, texts []string, sent []int) Outcome {
 	if len(texts) == 0 {
@@ -40,6 +46,8 @@ func (g *guard) presetContent(ctx context.Context, now func() time.Time, c *Cont
 		return g.lakera(ctx, now, c, texts, sent)
 	case PresetAzurePromptShields:
 		return g.promptShields(ctx, now, c, texts, sent)
+	case PresetNeMo:
+		return g.nemoChecks(ctx, now, c, texts, sent)
 	default:
 		return g.presidio(ctx, now, c, texts, sent)
 	}
@@ -201,6 +209,83 @@ func (g *guard) presidio(ctx context.Context, now func() time.Time, c *Content, 
 		out.Texts = nil
 	}
 	return out
+}
+
+func (g *guard) nemoChecks(ctx context.Context, now func() time.Time, c *Content, texts []string, sent []int) Outcome {
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type options struct {
+		ConfigID string `json:"config_id,omitempty"`
+	}
+	role := "user"
+	if c.Phase == "post" {
+		role = "assistant"
+	}
+	out := Outcome{Verdict: None, Sent: sent, Texts: make([]string, len(texts))}
+	changed := false
+	for i, t := range texts {
+		req := struct {
+			Model      string    `json:"model"`
+			Messages   []message `json:"messages"`
+			Guardrails options   `json:"guardrails"`
+		}{g.c.nemo.Model, []message{{role, t}}, options{g.c.nemo.ConfigID}}
+		var ans struct {
+			Status  string  `json:"status"`
+			Content *string `json:"content"`
+			Rail    string  `json:"rail"`
+		}
+		if o := g.call(ctx, now, req, &ans); o != nil {
+			return *o
+		}
+		idx := i
+		switch {
+		case ans.Status == "passed":
+			out.Texts[i] = t
+		case ans.Status == "modified" && ans.Content != nil:
+			out.Texts[i], changed = *ans.Content, true
+			out.Findings = append(out.Findings, g.finding(answerFinding{RuleID: nemoRule(ans.Rail, "modified"), Severity: "medium", Index: &idx}, c, sent))
+		case ans.Status == "blocked":
+			g.br.record(true, now(), g.c)
+			out.Findings = append(out.Findings, g.finding(answerFinding{RuleID: nemoRule(ans.Rail, "blocked"), Severity: "high", Index: &idx}, c, sent))
+			out.Verdict, out.Reason, out.Texts = Block, "blocked by a NeMo Guardrails rail", nil
+			return out
+		default:
+			g.br.record(false, now(), g.c)
+			return failed(FailureError, "malformed")
+		}
+	}
+	g.br.record(true, now(), g.c)
+	if changed {
+		out.Verdict = Intervene
+	} else {
+		out.Texts = nil
+	}
+	return out
+}
+
+// nemoRule is the finding of a NeMo rail: nemo_ and the rail's name in lower case
+// with every run of other than letters and digits one '_' ("self check input" →
+// nemo_self_check_input), or nemo_ and the status when the answer names none.
+func nemoRule(rail, status string) string {
+	var b strings.Builder
+	sep := false
+	for _, r := range strings.ToLower(rail) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if sep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+			sep = false
+		} else {
+			sep = true
+		}
+	}
+	if b.Len() == 0 {
+		return "nemo_" + status
+	}
+	return "nemo_" + b.String()
 }
 
 // runeOffsets maps a code point index of s to its byte offset; the last entry is

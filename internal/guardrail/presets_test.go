@@ -32,6 +32,7 @@ func TestPresets(t *testing.T) {
 			}
 			var fx struct {
 				Preset   string            `json:"preset"`
+				NeMo     *guardrail.NeMo   `json:"nemo"`
 				Phase    string            `json:"phase"`
 				Texts    []string          `json:"texts"`
 				Requests []json.RawMessage `json:"requests"`
@@ -60,7 +61,7 @@ func TestPresets(t *testing.T) {
 				_, _ = w.Write(fx.Answers[n])
 			}))
 			defer srv.Close()
-			s := newSet(t, map[string]guardrail.Spec{"v": {Kind: "generic", Preset: fx.Preset, URL: srv.URL}})
+			s := newSet(t, map[string]guardrail.Spec{"v": {Kind: "generic", Preset: fx.Preset, NeMo: fx.NeMo, URL: srv.URL}})
 			c := content(fx.Texts...)
 			c.Phase = fx.Phase
 			o := s.Run(context.Background(), c, nil)[0]
@@ -99,12 +100,25 @@ func TestPresetMalformed(t *testing.T) {
 	}))
 	defer srv.Close()
 	for _, p := range guardrail.Presets {
-		s := newSet(t, map[string]guardrail.Spec{"v": {Kind: "generic", Preset: p, URL: srv.URL}})
+		spec := guardrail.Spec{Kind: "generic", Preset: p, URL: srv.URL}
+		if p == guardrail.PresetNeMo {
+			spec.NeMo = &guardrail.NeMo{Model: "m"}
+		}
+		s := newSet(t, map[string]guardrail.Spec{"v": spec})
 		if o := s.Run(context.Background(), content("x"), nil)[0]; o.Failure != guardrail.FailureError || !o.Stops() {
 			t.Errorf("%s: %+v", p, o)
 		}
 	}
 	if err := (guardrail.Spec{Kind: "opa", Preset: "lakera", URL: "http://x"}).Validate(); err == nil {
 		t.Error("a preset on an authorization guardrail was accepted")
+	}
+	for _, spec := range []guardrail.Spec{
+		{Kind: "generic", Preset: "nemo", URL: "http://x"},                                                // no model
+		{Kind: "generic", Preset: "lakera", URL: "http://x", NeMo: &guardrail.NeMo{Model: "m"}},           // nemo on another preset
+		{Kind: "generic", Preset: "nemo", URL: "http://x", NeMo: &guardrail.NeMo{ConfigID: "self-check"}}, // still no model
+	} {
+		if err := spec.Validate(); err == nil {
+			t.Errorf("%+v was accepted", spec)
+		}
 	}
 }
