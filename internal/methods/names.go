@@ -52,4 +52,8 @@ const (
 	// NotificationTasks is the 2026-07-28 tasks extension's status notification, which
 	// has no row: it is relayed as it is, but for its taskId (internal/relay).
 	NotificationTasks = "notifications/tasks"
+
+	// ExtensionTasks is the 2026-07-28 tasks extension's key in a capabilities'
+	// extensions map.
+	ExtensionTasks = "io.modelcontextprotocol/tasks"
 )

@@ -30,6 +30,7 @@
 package multi
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -809,14 +810,18 @@ func (m *Mux) lost(s *Server, cause error) {
 }
 
 // notification rewrites a server notification for the client: the member that
-// carries a server's name (a resource URI, a task id; the table's Names) gets its
-// server prefix.
+// carries a server's name (a resource URI, a task id; the table's Names, and the
+// taskId of the 2026-07-28 notifications/tasks) gets its server prefix.
 func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message {
-	row := methods.Of(msg.Method)
-	if row == nil || row.Direction != methods.ServerNotification || len(row.Names) != 1 || len(row.Names[0].Path) != 1 {
+	var key string
+	switch row := methods.Of(msg.Method); {
+	case msg.Method == methods.NotificationTasks: // the 2026-07-28 tasks extension's status, no row
+		key = "taskId"
+	case row == nil || row.Direction != methods.ServerNotification || len(row.Names) != 1 || len(row.Names[0].Path) != 1:
 		return msg
+	default:
+		key = row.Names[0].Path[0]
 	}
-	key := row.Names[0].Path[0]
 	params := map[string]json.RawMessage{}
 	if json.Unmarshal(msg.Params, &params) != nil {
 		return msg
@@ -832,15 +837,21 @@ func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message
 
 // RewriteResponse namespaces the names a server's response carries for the client
 // (the table's Names of the request's method): resources/read contents, resource_link
-// and embedded resource content in tool results and prompt messages, and task ids.
-// method is the method of the request it answers. A response with nothing to rewrite
-// comes back as it was.
+// and embedded resource content in tool results and prompt messages, and task ids,
+// also the top-level taskId of a 2026-07-28 CreateTaskResult (resultType "task"),
+// which may answer any request. method is the method of the request it answers. A
+// response with nothing to rewrite comes back as it was.
 func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Message {
 	if msg.Upstream == "" || msg.Result == nil {
 		return msg
 	}
 	row := methods.Of(method)
-	if row == nil || row.Direction != methods.ClientRequest || len(row.Names) == 0 {
+	var names []methods.Name
+	if row != nil && row.Direction == methods.ClientRequest {
+		names = row.Names
+	}
+	task := bytes.Contains(msg.Result, []byte(`"task"`))
+	if len(names) == 0 && !task {
 		return msg
 	}
 	var res map[string]json.RawMessage
@@ -849,7 +860,13 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 	}
 	prefix := msg.Upstream + "+"
 	changed := false
-	for _, n := range row.Names {
+	var resultType string
+	if _ = json.Unmarshal(res["resultType"], &resultType); resultType == "task" && !slices.ContainsFunc(names, func(n methods.Name) bool {
+		return len(n.Path) == 1 && n.Path[0] == "taskId"
+	}) {
+		changed = prefixKey(res, "taskId", prefix)
+	}
+	for _, n := range names {
 		path, leaf := n.Path, prefixItem
 		if n.Kind == methods.NameString {
 			key := path[len(path)-1]
@@ -947,19 +964,24 @@ func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[strin
 // discoverServes is what a server/discover answer of several servers may advertise
 // (docs/decisions.md#discover-capabilities): per server capability, the request that
 // must be routed with several servers for the multiplexer to serve it ("" for none
-// beyond the envelope every request carries), and per member the request its meaning
-// needs. A capability, or a member, not listed is never advertised: tasks (its
-// 2026-07-28 results are not namespaced by the multiplexer yet), experimental and
-// extensions (methods no row routes).
+// beyond the envelope every request carries), and per member the requests its meaning
+// needs, every one routed. A capability, or a member, not listed is never advertised:
+// experimental, extensions other than tasks (methods no row routes), the legacy tasks
+// capability (2026-07-28 has tasks only as an extension). extensions is advertised
+// only with a member: it is a map of extensions, not a capability of its own.
 var discoverServes = map[string]struct {
-	method  string
-	members map[string]string
+	method      string
+	members     map[string][]string
+	onlyMembers bool
 }{
-	"tools":       {methods.ToolsCall, map[string]string{"listChanged": methods.SubscriptionsListen}},
-	"prompts":     {methods.PromptsGet, map[string]string{"listChanged": methods.SubscriptionsListen}},
-	"resources":   {methods.ResourcesRead, map[string]string{"listChanged": methods.SubscriptionsListen, "subscribe": methods.SubscriptionsListen}},
-	"completions": {methods.CompletionComplete, nil},
-	"logging":     {"", nil}, // the envelope's logLevel, on every request
+	"tools":       {methods.ToolsCall, map[string][]string{"listChanged": {methods.SubscriptionsListen}}, false},
+	"prompts":     {methods.PromptsGet, map[string][]string{"listChanged": {methods.SubscriptionsListen}}, false},
+	"resources":   {methods.ResourcesRead, map[string][]string{"listChanged": {methods.SubscriptionsListen}, "subscribe": {methods.SubscriptionsListen}}, false},
+	"completions": {methods.CompletionComplete, nil, false},
+	"logging":     {"", nil, false}, // the envelope's logLevel, on every request
+	// The tasks extension: its requests routed by <server>+<taskId>, which the
+	// multiplexer puts in every CreateTaskResult, task answer and notifications/tasks.
+	"extensions": {"", map[string][]string{methods.ExtensionTasks: {methods.TasksGet, methods.TasksCancel, methods.TasksUpdate}}, true},
 }
 
 // servedCapabilities is caps (the union of the servers' capabilities) less what the
@@ -975,11 +997,14 @@ func servedCapabilities(caps map[string]map[string]any) map[string]map[string]an
 		if !ok || !routedModern(serve.method) {
 			continue
 		}
-		out[k] = map[string]any{}
+		served := map[string]any{}
 		for member, v := range members {
-			if need, ok := serve.members[member]; ok && routedModern(need) {
-				out[k][member] = v
+			if need, ok := serve.members[member]; ok && !slices.ContainsFunc(need, func(m string) bool { return !routedModern(m) }) {
+				served[member] = v
 			}
+		}
+		if len(served) > 0 || !serve.onlyMembers {
+			out[k] = served
 		}
 	}
 	return out

@@ -342,6 +342,10 @@ func TestRewriteResponse(t *testing.T) {
 		{"tools/list", `{"tools":[{"name":"x","uri":"y"}]}`, `{"tools":[{"name":"x","uri":"y"}]}`},
 		{"tools/call", `{"task":{"taskId":"t-1","status":"working"}}`, `{"task":{"status":"working","taskId":"beta+t-1"}}`},
 		{"tasks/get", `{"taskId":"t-1","status":"completed"}`, `{"status":"completed","taskId":"beta+t-1"}`},
+		{"tools/call", `{"resultType":"task","taskId":"t-1","status":"working"}`, `{"resultType":"task","status":"working","taskId":"beta+t-1"}`},
+		{"prompts/get", `{"resultType":"task","taskId":"t-2","status":"working"}`, `{"resultType":"task","status":"working","taskId":"beta+t-2"}`},
+		{"tasks/get", `{"resultType":"task","taskId":"t-1","status":"working"}`, `{"resultType":"task","status":"working","taskId":"beta+t-1"}`},
+		{"tools/call", `{"content":[],"taskId":"t-1"}`, `{"content":[],"taskId":"t-1"}`},
 	} {
 		in := result(mustParse(`{"jsonrpc":"2.0","id":3,"method":"x"}`), tc.result)
 		in.Upstream = "beta"
@@ -388,22 +392,29 @@ func TestInitializeServerInfoVersion(t *testing.T) {
 	}
 }
 
-// TestTaskStatusNamespaced: a task's status notification names the task as the client
-// knows it, <server>+<taskId>.
+// TestTaskStatusNamespaced: a task's status notification (2025-11-25, and the
+// 2026-07-28 extension's notifications/tasks) names the task as the client knows it,
+// <server>+<taskId>.
 func TestTaskStatusNamespaced(t *testing.T) {
 	m := newMux(t, map[string]*fakeServer{"alpha": newFake(nil), "beta": newFake(nil)})
 	n := mustParse(`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t-1","status":"working"}}`)
 	if got := string(m.notification("beta", n).Params); got != `{"status":"working","taskId":"beta+t-1"}` {
 		t.Errorf("got %s", got)
 	}
+	n = mustParse(`{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"t-1","status":"working"}}`)
+	if got := string(m.notification("beta", n).Params); got != `{"status":"working","taskId":"beta+t-1"}` {
+		t.Errorf("2026-07-28: got %s", got)
+	}
 }
 
 // TestDiscoverCapabilities: with several servers, server/discover advertises a
 // capability when at least one server has it and the multiplexer serves it with
 // several servers (docs/decisions.md#discover-capabilities): one server's prompts are
-// advertised beside the other's tools (a strict intersection would hide them);
-// tasks, experimental and extensions are left out, and so are listChanged and
-// subscribe, which need subscriptions/listen, not routed with several servers.
+// advertised beside the other's tools (a strict intersection would hide them), and
+// so is one server's tasks extension, whose requests, results and notifications the
+// multiplexer routes and namespaces; the legacy tasks capability, experimental and
+// other extensions are left out, and so are listChanged and subscribe, which need
+// subscriptions/listen, not routed with several servers.
 func TestDiscoverCapabilities(t *testing.T) {
 	discovering := func(caps string) func(m *jsonrpc.Message) *jsonrpc.Message {
 		return func(m *jsonrpc.Message) *jsonrpc.Message {
@@ -421,8 +432,9 @@ func TestDiscoverCapabilities(t *testing.T) {
 		{"none has it", `{}`, `{}`, `{}`},
 		{"list changes need subscriptions/listen", `{"tools":{"listChanged":true},"prompts":{"listChanged":true}}`, `{"resources":{"subscribe":true,"listChanged":true}}`, `{"prompts":{},"resources":{},"tools":{}}`},
 		{"completions and logging", `{"completions":{}}`, `{"logging":{}}`, `{"completions":{},"logging":{}}`},
-		{"tasks are left out", `{"tools":{},"tasks":{"list":{},"requests":{"tools":{"call":{}}}}}`, `{"tasks":{}}`, `{"tools":{}}`},
-		{"experimental and extensions are left out", `{"experimental":{"x":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}`, `{"resources":{}}`, `{"resources":{}}`},
+		{"the tasks extension of one server", `{"tools":{}}`, `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`, `{"extensions":{"io.modelcontextprotocol/tasks":{}},"tools":{}}`},
+		{"the legacy tasks capability is left out", `{"tools":{},"tasks":{"list":{},"requests":{"tools":{"call":{}}}}}`, `{"tasks":{}}`, `{"tools":{}}`},
+		{"experimental and other extensions are left out", `{"experimental":{"x":{}},"extensions":{"io.modelcontextprotocol/ui":{}}}`, `{"resources":{}}`, `{"resources":{}}`},
 		{"unknown capabilities and members are left out", `{"sampling":{},"tools":{"future":true}}`, `{}`, `{"tools":{}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
