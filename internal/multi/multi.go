@@ -98,6 +98,8 @@ type Mux struct {
 	waits   map[string]*wait  // the mux's own requests, by id key
 	srvReqs map[string]srvReq // mux id key → the server request it stands for
 	caps    map[string]map[string]bool
+	check   func(server string, req, resp *jsonrpc.Message) (refusal string)
+	refused map[string]string // servers left out of the session by check, with why
 }
 
 type item struct {
@@ -130,7 +132,7 @@ func New(servers []Server, opts Options) *Mux {
 		byName: map[string]*Server{}, opts: opts, log: opts.Logger,
 		out: make(chan item, 64), done: make(chan struct{}),
 		waits: map[string]*wait{}, srvReqs: map[string]srvReq{},
-		caps: map[string]map[string]bool{},
+		caps: map[string]map[string]bool{}, refused: map[string]string{},
 	}
 	for i := range servers {
 		s := &servers[i]
@@ -162,6 +164,25 @@ func (m *Mux) Close(ctx context.Context, grace time.Duration) error {
 		errs = append(errs, s.Conn.Close(ctx, grace))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckInitialize sets check, which reads each server's own answer resp to the
+// client's initialize req before it is merged (the serverInfo pin,
+// docs/vet.md#identity); a non-empty refusal is the text for the client. A server it refuses is left out of this
+// session: it is not listed or asked, a request routed to it is answered with the
+// refusal (-32603), and its own requests and notifications are dropped. Set it before
+// the client's initialize.
+func (m *Mux) CheckInitialize(check func(server string, req, resp *jsonrpc.Message) (refusal string)) {
+	m.mu.Lock()
+	m.check = check
+	m.mu.Unlock()
+}
+
+// refusal is why check left server out of the session; "" when it did not.
+func (m *Mux) refusal(server string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.refused[server]
 }
 
 func (m *Mux) emit(msg *jsonrpc.Message, err error) {
@@ -219,7 +240,9 @@ func (m *Mux) Send(msg *jsonrpc.Message) error {
 			return nil
 		}
 		for _, s := range m.servers { // initialized, roots/list_changed, progress, …
-			_ = m.sendTo(s.Name, msg)
+			if m.refusal(s.Name) == "" {
+				_ = m.sendTo(s.Name, msg)
+			}
 		}
 	case jsonrpc.KindResponse:
 		m.mu.Lock()
@@ -260,6 +283,16 @@ func (m *Mux) sendTo(server string, msg *jsonrpc.Message) error {
 // come back unchanged with Upstream "". An unknown name or URI is a
 // *jsonrpc.RequestError.
 func (m *Mux) Route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
+	out, err := m.route(msg)
+	if err == nil && out.Upstream != "" {
+		if why := m.refusal(out.Upstream); why != "" {
+			return nil, &jsonrpc.RequestError{Code: methods.CodeInternalError, Message: why}
+		}
+	}
+	return out, err
+}
+
+func (m *Mux) route(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 	if msg.Kind != jsonrpc.KindRequest || answered(msg.Method) {
 		return msg, nil
 	}
@@ -465,6 +498,9 @@ func (m *Mux) initialized(server string) bool {
 func (m *Mux) offers(server, capability string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.refused[server] != "" {
+		return false
+	}
 	c, ok := m.caps[server]
 	return !ok || c[capability]
 }
@@ -547,6 +583,9 @@ func (m *Mux) broadcast(msg *jsonrpc.Message) {
 	var firstErr error
 	ok := false
 	for _, s := range m.servers {
+		if m.refusal(s.Name) != "" {
+			continue
+		}
 		if _, err := m.call(s.Name, msg.Method, msg.Params, 0); err != nil {
 			firstErr = err
 			continue
@@ -565,8 +604,9 @@ func (m *Mux) broadcast(msg *jsonrpc.Message) {
 // replays this initialize when it starts, and its list_changed notifications follow.
 func (m *Mux) initialize(msg *jsonrpc.Message) {
 	type ans struct {
-		res map[string]json.RawMessage
-		err error
+		res     map[string]json.RawMessage
+		err     error
+		refusal string
 	}
 	answers := make([]ans, len(m.servers))
 	var wg sync.WaitGroup
@@ -579,15 +619,23 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 				err = json.Unmarshal(r.Result, &answers[i].res)
 			}
 			answers[i].err = err
+			if err == nil {
+				answers[i].refusal = m.checkInit(s.Name, msg, r)
+			}
 		}()
 	}
 	wg.Wait()
 	caps := map[string]map[string]any{}
 	version := ""
 	var instructions []string
+	var refusals []string
 	up, missing := 0, 0
 	for i, a := range answers {
 		name := m.servers[i].Name
+		if a.refusal != "" {
+			refusals = append(refusals, a.refusal) // left out for the session: it will not join
+			continue
+		}
 		if a.err != nil {
 			m.log.Error("upstream failed to initialize; it is left out until it starts", "upstream", name, "err", a.err)
 			missing++
@@ -604,6 +652,10 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		if json.Unmarshal(a.res["instructions"], &ins) == nil && ins != "" {
 			instructions = append(instructions, name+": "+ins)
 		}
+	}
+	if up == 0 && missing == 0 && len(refusals) > 0 {
+		m.replyErr(msg.ID, methods.CodeInternalError, strings.Join(refusals, "; "))
+		return
 	}
 	if up == 0 {
 		m.replyErr(msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: no upstream server could be initialized")
@@ -635,6 +687,25 @@ func (m *Mux) initialize(msg *jsonrpc.Message) {
 		res["instructions"] = strings.Join(instructions, "\n")
 	}
 	m.reply(msg, res)
+}
+
+// checkInit runs the check on one server's initialize answer; a refusal leaves the
+// server out of the session.
+func (m *Mux) checkInit(server string, req, resp *jsonrpc.Message) string {
+	m.mu.Lock()
+	check := m.check
+	m.mu.Unlock()
+	if check == nil {
+		return ""
+	}
+	why := check(server, req, resp)
+	if why != "" {
+		m.log.Error("upstream left out of the session: its initialize answer was refused", "upstream", server)
+		m.mu.Lock()
+		m.refused[server] = why
+		m.mu.Unlock()
+	}
+	return why
 }
 
 // discover answers a 2026-07-28 server/discover after asking every server with the
@@ -743,6 +814,12 @@ func (m *Mux) read(s *Server) {
 			m.log.Error("upstream connection ended", "upstream", s.Name, "err", err)
 			m.lost(s, err)
 			return
+		}
+		if why := m.refusal(s.Name); why != "" && msg.Kind != jsonrpc.KindResponse {
+			if msg.Kind == jsonrpc.KindRequest { // never relayed: the server is not used
+				_ = s.Conn.Send(jsonrpc.NewErrorResponse(msg.ID, methods.CodeInternalError, why))
+			}
+			continue
 		}
 		switch msg.Kind {
 		case jsonrpc.KindResponse:

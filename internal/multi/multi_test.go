@@ -452,3 +452,67 @@ func TestDiscoverCapabilities(t *testing.T) {
 		})
 	}
 }
+
+// TestInitializeCheckRefuses: the check reads each server's own initialize answer
+// before the merge; a server it refuses is left out of the session (not in the merged
+// capabilities or the listings, not sent the client's notifications, its own requests
+// answered with the refusal and never relayed), a request routed to it is answered
+// with the refusal, and the other server keeps working.
+func TestInitializeCheckRefuses(t *testing.T) {
+	alpha := newFake(server(`{"tools":{}}`, map[string]string{"tools/list": `{"tools":[{"name":"read"}]}`}))
+	beta := newFake(server(`{"tools":{},"prompts":{}}`, map[string]string{"tools/list": `{"tools":[{"name":"write"}]}`}))
+	m := newMux(t, map[string]*fakeServer{"alpha": alpha, "beta": beta})
+	var mu sync.Mutex
+	checked := map[string]string{}
+	m.CheckInitialize(func(server string, req, resp *jsonrpc.Message) string {
+		mu.Lock()
+		defer mu.Unlock()
+		checked[server] = req.Method + " " + string(resp.Result)
+		if server == "beta" {
+			return "mcpgate: beta refused"
+		}
+		return ""
+	})
+	init := ask(t, m, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}`)
+	mu.Lock()
+	if len(checked) != 2 || !strings.HasPrefix(checked["beta"], `initialize {"protocolVersion"`) {
+		t.Errorf("checked %v", checked)
+	}
+	mu.Unlock()
+	if init.Error != nil || strings.Contains(string(init.Result), "prompts") {
+		t.Fatalf("initialize: %s", init.Raw)
+	}
+	if r := ask(t, m, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); string(r.Result) != `{"tools":[{"name":"alpha_read"}]}` {
+		t.Errorf("tools/list: %s", r.Raw)
+	}
+	_, err := m.Route(mustParse(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"beta_write","arguments":{}}}`))
+	var re *jsonrpc.RequestError
+	if !errors.As(err, &re) || re.Code != methods.CodeInternalError || re.Message != "mcpgate: beta refused" {
+		t.Errorf("a call to the refused server: %v", err)
+	}
+	if r, err := m.Route(mustParse(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha_read","arguments":{}}}`)); err != nil || r.Upstream != "alpha" {
+		t.Errorf("a call to the other server: %v", err)
+	}
+	if err := m.Send(mustParse(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		t.Fatal(err)
+	}
+	beta.push(`{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":{}}`)
+	beta.push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	alpha.push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	if r, _ := recv(t, m); r.Upstream != "alpha" {
+		t.Errorf("relayed from the refused server: %s", r.Raw)
+	}
+	testwait.For(t, "the refused server's request answered", func() bool {
+		beta.mu.Lock()
+		defer beta.mu.Unlock()
+		last := beta.sent[len(beta.sent)-1]
+		return last.Kind == jsonrpc.KindResponse && string(last.ID) == "9" && strings.Contains(string(last.Error), "beta refused")
+	})
+	beta.mu.Lock()
+	for _, s := range beta.sent {
+		if s.Method == "notifications/initialized" || s.Method == "tools/list" {
+			t.Errorf("the refused server was sent %s", s.Method)
+		}
+	}
+	beta.mu.Unlock()
+}

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
@@ -13,7 +15,8 @@ import (
 // serverInfoChange pins the serverInfo of an upstream's initialize result, with tool
 // pins on, beside its TLS key ("NAME#identity" serverInfo, docs/vet.md#identity), and
 // returns the change when it differs from the pin; nil otherwise. With several
-// servers the initialize result is the gateway's own, and nothing is pinned.
+// servers the initialize result is the gateway's own, and nothing is pinned here: each
+// server's own answer is checked by ServerInfo.
 func (p *Pipeline) serverInfoChange(c Channel, resp *jsonrpc.Message) *vet.ServerInfoChange {
 	if p.Pins == nil || c.Method != methods.Initialize || resp.Error != nil || resp.Refused != "" {
 		return nil
@@ -53,4 +56,27 @@ func (r *run) serverInfoChanged(c Channel, info *vet.ServerInfoChange) (reply Re
 	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInternalError,
 		Message: "mcpgate: " + info.Message(server) + " (audit log entry " + r.rec.eventID() + ")"})
 	return Reply{Error: b}, true, rep
+}
+
+// ServerInfo checks one server's own initialize answer, as the multiplexer reads it
+// before merging the servers' answers into the gateway's (several servers), against
+// the server's serverInfo pin under c.Server, as Response does with one server. A
+// change gets a record of its own and the `vet finding` log line; refusal is the
+// -32603 text naming the approval when --pins-mode block leaves the server out, ""
+// when the server is used.
+func (p *Pipeline) ServerInfo(ctx context.Context, c Channel, resp *jsonrpc.Message) (refusal string) {
+	info := p.serverInfoChange(c, resp)
+	if info == nil {
+		return ""
+	}
+	r := p.arriveChannel(ctx, c)
+	defer r.rec.emit(p)
+	refused, ok, found := r.serverInfoChanged(c, info)
+	if !ok {
+		r.rec.setFindings(found)
+		return ""
+	}
+	var e jsonrpc.ErrorObject
+	_ = json.Unmarshal(refused.Error, &e)
+	return e.Message
 }

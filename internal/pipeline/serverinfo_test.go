@@ -1,12 +1,15 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/pins"
 	"github.com/mcpgate/mcpgate/internal/vet"
 )
@@ -102,6 +105,59 @@ func TestServerInfoLeftOut(t *testing.T) {
 		r := p.Response(context.Background(), ch, response(t, result))
 		if last := rec.last(t); r.Error == nil || last.Reason != "server_info_changed" {
 			t.Fatalf("%s: relayed (%+v), reason %q", result, r, last.Reason)
+		}
+	}
+}
+
+// TestServerInfoOfEachServer: with several servers, each server's own initialize
+// answer (as the multiplexer reads it) is checked against its pin under its
+// configured name, as the one server's is: a first answer pins and records nothing;
+// another name is one record with vet_server_info_changed and a `vet finding` line
+// naming the member, never its value; under --pins-mode block the refusal names the
+// approval and the server's pin, and another server's pin is its own.
+func TestServerInfoOfEachServer(t *testing.T) {
+	init := func(name string) *jsonrpc.Message {
+		return response(t, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"`+name+`","version":"1.0.0"}}`)
+	}
+	for _, block := range []bool{false, true} {
+		p, rec := newPipeline(t, nil, true, false)
+		var log bytes.Buffer
+		p.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+		store, err := pins.Open(filepath.Join(t.TempDir(), pins.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Pins, p.PinBlock = store, block
+		fs, web := Channel{Method: "initialize", Server: "fs"}, Channel{Method: "initialize", Server: "web"}
+		if why := p.ServerInfo(context.Background(), fs, init("filesystem")); why != "" || len(rec.recs) != 0 {
+			t.Fatalf("block=%v: first answer: %q, %d records", block, why, len(rec.recs))
+		}
+		if why := p.ServerInfo(context.Background(), web, init("fetch")); why != "" || len(rec.recs) != 0 {
+			t.Fatalf("block=%v: another server's first answer: %q, %d records", block, why, len(rec.recs))
+		}
+		why := p.ServerInfo(context.Background(), fs, init("evil"))
+		if len(rec.recs) != 1 {
+			t.Fatalf("block=%v: %d records", block, len(rec.recs))
+		}
+		last := rec.last(t)
+		if !slices.Contains(last.RuleIDs, vet.RuleServerInfoChanged) || last.Server != "fs" || last.Method != "initialize" {
+			t.Errorf("block=%v: record %+v", block, last)
+		}
+		if strings.Contains(why, "evil") || strings.Contains(log.String(), "evil") {
+			t.Errorf("block=%v: a value the server chose leaked: %q\n%s", block, why, log.String())
+		}
+		if !strings.Contains(log.String(), `"msg":"vet finding"`) || !strings.Contains(log.String(), `"changed":["name"]`) || !strings.Contains(log.String(), `"server":"fs"`) {
+			t.Errorf("block=%v: log %s", block, log.String())
+		}
+		if block {
+			if !strings.Contains(why, `mcpgate pins approve "fs#identity" serverInfo`) || !strings.Contains(why, last.EventID) || last.Reason != "server_info_changed" || !last.Blocked {
+				t.Errorf("block: %q, record %+v", why, last)
+			}
+		} else if why != "" || last.Blocked {
+			t.Errorf("warn: %q, record %+v", why, last)
+		}
+		if why := p.ServerInfo(context.Background(), web, init("fetch")); why != "" || len(rec.recs) != 1 {
+			t.Errorf("block=%v: the other server: %q", block, why)
 		}
 	}
 }

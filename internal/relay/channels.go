@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/methods"
@@ -301,6 +302,31 @@ func (s *Session) clientSamplingContext() bool {
 // (multi.Mux): it splits a listed tool name into its server and the server's name.
 type nameSplitter interface {
 	SplitName(exposed string) (server, name string, ok bool)
+}
+
+// initChecker is implemented by an upstream that answers the client's initialize
+// itself from several servers' answers (multi.Mux): check reads each server's own.
+type initChecker interface {
+	CheckInitialize(check func(server string, req, resp *jsonrpc.Message) (refusal string))
+}
+
+// checkServerInfo checks one server's own initialize answer against its serverInfo
+// pin (docs/vet.md#identity); a refusal leaves the server out of the session.
+func (s *Session) checkServerInfo(server string, req, resp *jsonrpc.Message) string {
+	info, version := s.clientOf(req.Params)
+	if version == "" { // the server's own, before the gateway's answer sets the session's
+		var r struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(resp.Result, &r)
+		version = bound.Truncate(r.ProtocolVersion, bound.Header)
+	}
+	ctx := s.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return s.opts.Pipeline.ServerInfo(ctx, pipeline.Channel{Method: methods.Initialize, Params: req.Params,
+		User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server}, resp)
 }
 
 // responseMessage turns a pipeline reply into the response to write.

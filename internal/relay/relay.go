@@ -173,6 +173,9 @@ func New(opts Options, up Upstream) *Session {
 	s.vis = s.views[methods.ToolsList]
 	s.tools = newToolIndex(s)
 	s.router, _ = up.(Router)
+	if c, ok := up.(initChecker); ok && opts.Pipeline != nil {
+		c.CheckInitialize(s.checkServerInfo)
+	}
 	return s
 }
 
