@@ -43,6 +43,11 @@ const (
 	ReasonTaskNotOwned          Reason = "task_not_owned"            // a tasks/get, tasks/result, tasks/update or tasks/cancel for a task another session's call created: answered -32602 as for an unknown task, never relayed
 	ReasonSecretInMotion        Reason = "secret_in_motion"          // a tools/call whose arguments carry a secret or PII value an earlier result showed the caller: recorded, or refused with --refuse-secrets-in-motion
 
+	// The start-up vet of gateway run (docs/vet.md#startup): one record per server
+	// with findings, method MethodVet.
+	ReasonVetFindings      Reason = "vet_findings"        // the server has vet findings and was started (--vet-mode report, or none of its findings is block-level and not allowed)
+	ReasonVetServerLeftOut Reason = "vet_server_left_out" // --vet-mode enforce (strict) did not start the server: it has a block-level finding not allowed by vetAllow
+
 	// Outside guardrails (docs/guardrails.md): the policy field names the service as
 	// "guardrail:<name>".
 	ReasonGuardrailBlock   Reason = "guardrail_block"   // a content guardrail answered BLOCKED: the call rejected (pre) or its result blocked (post)
@@ -78,6 +83,7 @@ var Reasons = []Reason{
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonServerInfoChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch, ReasonRequestStateInvalid,
 	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath, ReasonSecretInMotion, ReasonTaskNotOwned,
+	ReasonVetFindings, ReasonVetServerLeftOut,
 	ReasonGuardrailBlock, ReasonGuardrailDeny, ReasonGuardrailTimeout, ReasonGuardrailError,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName, ReasonInexactID,
 	ReasonBatchRefused, ReasonMessageTooLarge, ReasonIDInUse, ReasonMalformedMessage,

@@ -129,6 +129,11 @@ const (
 	StageRootsPolicies         Stage = "roots_policies"
 )
 
+// MethodVet is the method of the record gateway run writes for one server's start-up
+// vet findings (docs/vet.md#startup): a record of the gateway's own, for no MCP
+// message, under the gateway's own "mcpgate/" prefix that no MCP method uses.
+const MethodVet = "mcpgate/vet"
+
 // Filter states, a record's filter field.
 const (
 	FilterOn      = "on"

@@ -259,8 +259,9 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	if f.vetMode != "report" && f.vetMode != "enforce" && f.vetMode != "off" {
 		return gateway.Config{}, fmt.Errorf("--vet-mode %q: want report, enforce or off", f.vetMode)
 	}
+	var vetted []pipeline.Vetted
 	if f.vetMode != "off" {
-		if servers, err = vetAtStartup(context.Background(), file, f.configPath, f.pins, servers, f.vetMode == "enforce", log); err != nil {
+		if servers, vetted, err = vetAtStartup(context.Background(), file, f.configPath, f.pins, servers, f.vetMode == "enforce", log); err != nil {
 			return gateway.Config{}, err
 		}
 	}
@@ -281,6 +282,7 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	return gateway.Config{
 		Kind:                  audit.KindGateway,
 		File:                  file,
+		Vetted:                vetted,
 		Strict:                strict,
 		Version:               buildVersion(),
 		PoliciesDir:           f.policies,

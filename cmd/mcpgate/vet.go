@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/gateway"
 	"github.com/mcpgate/mcpgate/internal/pins"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/vet"
 )
 
@@ -391,13 +392,13 @@ func writeVetText(w io.Writer, fs []vet.Finding) error {
 
 // vetAtStartup runs the vet checks on the servers gateway run is about to start
 // (docs/vet.md#startup): each finding is logged with its rule, severity, server and
-// pointer. With enforce (the strict profile), a server with a block-level finding
+// pointer, and vetted holds them by server, for one audit record each. With enforce (the strict profile), a server with a block-level finding
 // not allowed by "mcpgate.vetAllow" is left out, and the log says how to allow it;
 // the others start, under the names they would have had. Leaving out every server
 // is an error. A lock next to --config is checked against the npm registry; with a
 // pin file (--pins), each https url server's TLS key is pinned and compared, and the
 // tools pinned for a server feed the scope check.
-func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath string, servers []gateway.Server, enforce bool, log *slog.Logger) ([]gateway.Server, error) {
+func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath string, servers []gateway.Server, enforce bool, log *slog.Logger) (_ []gateway.Server, vetted []pipeline.Vetted, err error) {
 	c := &vet.Config{AllowedServers: file.Gate.AllowedServers, Allow: file.Gate.VetAllow, PassEnv: file.Gate.PassEnv}
 	for _, s := range servers {
 		vs := vet.Server{Name: s.Name, Command: s.Server.Command, Args: s.Server.Args, Env: s.Server.Env, URL: s.Server.URL,
@@ -414,14 +415,14 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 	if configPath != "" {
 		l, err := vet.ReadLock(filepath.Join(filepath.Dir(configPath), vet.LockFileName))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if l != nil {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			res, err := vetResolver("")
 			if err != nil {
 				cancel()
-				return nil, err
+				return nil, nil, err
 			}
 			in.Lock, in.Resolved = l, res.Resolve(rctx, vet.Lockable(c))
 			cancel()
@@ -430,11 +431,11 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 	if pinsPath != "" {
 		st, err := pins.Open(pinsPath)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		in.Identity = identitiesAtStartup(ctx, st, c.Servers, log)
 		if in.Tools, err = pinnedTools(pinsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	fs := vet.Run(in, vet.Options{Strict: enforce, Severities: file.VetSeverities()})
@@ -446,12 +447,13 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 		log.Log(ctx, lv, "vet finding", "rule_id", f.RuleID, "severity", f.Severity.String(), "server", f.Server,
 			"pointer", f.Pointer, "allowed", f.Allowed, "detail", f.Message)
 	}
-	if !enforce {
-		return servers, nil
+	var blocked []string
+	if enforce {
+		blocked = vet.Blocked(fs)
 	}
-	blocked := vet.Blocked(fs)
+	vetted = vettedByServer(fs, blocked)
 	if len(blocked) == 0 {
-		return servers, nil
+		return servers, vetted, nil
 	}
 	var keep []gateway.Server
 	for _, s := range servers {
@@ -473,14 +475,31 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 	}
 	if len(keep) == 0 {
 		if configPath == "" {
-			return nil, errors.New(`vet: the server after -- has block-level findings (logged above) and was not started; fix them, or after review start it with --vet-mode report`)
+			return nil, nil, errors.New(`vet: the server after -- has block-level findings (logged above) and was not started; fix them, or after review start it with --vet-mode report`)
 		}
-		return nil, fmt.Errorf("vet: every server has block-level findings and none was started (%s); mcpgate vet --config %s shows them", strings.Join(blocked, ", "), configPath)
+		return nil, nil, fmt.Errorf("vet: every server has block-level findings and none was started (%s); mcpgate vet --config %s shows them", strings.Join(blocked, ", "), configPath)
 	}
 	if len(keep) < len(servers) && len(servers) > 1 {
 		file.Gate.PrefixNames = true // the servers left keep their <server>_ prefix
 	}
-	return keep, nil
+	return keep, vetted, nil
+}
+
+// vettedByServer groups findings by server, in the order each server first appears;
+// a server named in blocked was left out.
+func vettedByServer(fs []vet.Finding, blocked []string) []pipeline.Vetted {
+	var out []pipeline.Vetted
+	at := map[string]int{}
+	for _, f := range fs {
+		i, ok := at[f.Server]
+		if !ok {
+			i = len(out)
+			at[f.Server] = i
+			out = append(out, pipeline.Vetted{Server: f.Server, LeftOut: containsString(blocked, f.Server)})
+		}
+		out[i].Findings = append(out[i].Findings, f)
+	}
+	return out
 }
 
 func containsString(list []string, s string) bool {

@@ -427,3 +427,53 @@ func TestVetLockPyPI(t *testing.T) {
 		t.Fatalf("index unreachable: exit %d: %s", code, out.String())
 	}
 }
+
+// TestVetAtStartupRecorded: gateway run writes the start-up vet findings to the audit
+// sink, one record per server with findings: method mcpgate/vet, the server's configured name,
+// the rule ids and highest severity; vet_findings (warn) when the server starts,
+// vet_server_left_out (block, rejected) when --vet-mode enforce leaves it out. The
+// record holds no value of the configuration: not the url, not an argument.
+func TestVetAtStartupRecorded(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"good": {"command": "true", "args": ["arg-canary"]}, "plain": {"url": "http://mcp.vendor.example/rpc-canary"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode, reason, action, outcome, severity string
+	}{
+		{"report", "vet_findings", "warn", "ok", "MEDIUM"},
+		{"enforce", "vet_server_left_out", "block", "rejected", "HIGH"}, // plaintext is block-level under enforce
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			auditFile := filepath.Join(dir, tc.mode+".jsonl")
+			var out, errb bytes.Buffer
+			argv := []string{"gateway", "run", "--log-format", "json", "--policies", dir, "--config", cfg, "--vet-mode", tc.mode,
+				"--pins-mode", "off", "--audit-file", auditFile}
+			run(context.Background(), argv, strings.NewReader(""), &out, &errb)
+			b, err := os.ReadFile(auditFile)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, errb.String())
+			}
+			var found []map[string]any
+			for _, line := range bytes.Split(b, []byte("\n")) {
+				var r map[string]any
+				if json.Unmarshal(line, &r) == nil && (r["reason"] == "vet_findings" || r["reason"] == "vet_server_left_out") {
+					found = append(found, r)
+				}
+			}
+			if len(found) != 1 {
+				t.Fatalf("vet records %v\n%s", found, errb.String())
+			}
+			r := found[0]
+			ids, _ := r["rule_ids"].([]any)
+			if r["server"] != "plain" || r["method"] != "mcpgate/vet" || r["reason"] != tc.reason || r["action_taken"] != tc.action || r["outcome"] != tc.outcome ||
+				fmt.Sprint(ids) != "[vet_plaintext_transport]" || r["highest_severity"] != tc.severity || r["blocked"] != (tc.action == "block") {
+				t.Errorf("record %v", r)
+			}
+			if bytes.Contains(b, []byte("canary")) || bytes.Contains(b, []byte("vendor.example")) {
+				t.Errorf("the record holds a configuration value:\n%s", b)
+			}
+		})
+	}
+}

@@ -132,6 +132,9 @@ type Config struct {
 	Pins Pins
 	// Shared configures the state replicas share (docs/deploy.md).
 	Shared Shared
+	// Vetted is what the start-up vet found, one entry per server with findings
+	// (docs/vet.md#startup): each is recorded once the audit sinks are open.
+	Vetted []pipeline.Vetted
 }
 
 // Shared configures what several replicas share: the rate-limit window in Redis and
@@ -364,6 +367,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 		g.pipe.PinServer = PinServer(cfg.Pins.Name, cfg.Servers)
 		g.log.Info("tool pins", "path", cmp.Or(path, "(in memory, for this process)"), "on_change", map[bool]string{true: "block", false: "warn"}[cfg.Pins.Block])
+	}
+	for _, v := range cfg.Vetted {
+		g.pipe.RecordVetted(v)
 	}
 	if metrics != nil {
 		if err := g.serveAdmin(store, metrics); err != nil {
