@@ -311,3 +311,16 @@ func TestGuardrailMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestTelemetryVetRecords: a start-up vet record (method mcpgate/vet) is counted under
+// its own method, not as a tools/call nor as other.
+func TestTelemetryVetRecords(t *testing.T) {
+	m := NewMetrics(nil, nil)
+	m.Observe(&audit.Record{Method: vocab.MethodVet, Server: "plain", ActionTaken: "block"})
+	if n := testutil.ToFloat64(m.channels.WithLabelValues(vocab.MethodVet, "block")); n != 1 {
+		t.Fatalf("%v vet records counted", n)
+	}
+	if n := testutil.CollectAndCount(m.calls); n != 0 {
+		t.Fatalf("%d tool call series", n)
+	}
+}

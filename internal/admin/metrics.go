@@ -147,7 +147,7 @@ func (m *Metrics) Observe(r *audit.Record) {
 	if method := audit.RecordMethod(r); method != methods.ToolsCall {
 		// a method of the gateway's table is a bounded label set; any other (an error
 		// answering a method the gateway does not know) is "other"
-		if methods.Of(method) == nil {
+		if methods.Of(method) == nil && method != vocab.MethodVet {
 			method = "other"
 		}
 		m.channels.WithLabelValues(method, string(action)).Inc()
