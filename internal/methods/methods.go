@@ -127,7 +127,8 @@ type Route uint8
 const (
 	// Unrouted: not supported with several servers (-32601).
 	Unrouted Route = iota
-	// Answered: the multiplexer answers it itself, after asking every server.
+	// Answered: the multiplexer answers it itself, after asking every server (or, for
+	// subscriptions/listen, holds it open over one listen per server).
 	Answered
 	// ByName: params.name is "<server>_<name>".
 	ByName
@@ -278,7 +279,8 @@ var table = []Method{
 		InputRequired: true, Names: []Name{{Path: []string{"contents", "*", "uri"}}}},
 	{Name: ResourcesSubscribe, Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
 	{Name: ResourcesUnsubscribe, Revisions: Rev20251125, Direction: ClientRequest, Route: ByURI},
-	{Name: SubscriptionsListen, Revisions: Rev20260728, Direction: ClientRequest},
+	// With several servers the multiplexer holds it, one listen per server under it.
+	{Name: SubscriptionsListen, Revisions: Rev20260728, Direction: ClientRequest, Route: Answered},
 
 	// Completion.
 	{Name: CompletionComplete, Revisions: Both, Direction: ClientRequest, Shape: Fields,

@@ -15,6 +15,10 @@ const (
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	// MetaSubscriptionID names, in a notification's _meta, the subscriptions/listen
+	// request (its id) the notification belongs to (schema.ts
+	// "SubscriptionsListenResultMeta").
+	MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 )
 
 // Envelope is the per-request _meta of a 2026-07-28 request: the revision the client

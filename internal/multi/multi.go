@@ -26,7 +26,8 @@
 // connection is reported as a *jsonrpc.ResetError naming the server, so the relay
 // (which owns the pending requests) fails exactly those that went there. The only
 // requests the mux waits for are its own (initialize and listings fanned out to every
-// server).
+// server); a 2026-07-28 subscriptions/listen is held by the mux over one listen per
+// server (listen.go).
 package multi
 
 import (
@@ -99,7 +100,11 @@ type Mux struct {
 	srvReqs map[string]srvReq // mux id key → the server request it stands for
 	caps    map[string]map[string]bool
 	check   func(server string, req, resp *jsonrpc.Message) (refusal string)
-	refused map[string]string // servers left out of the session by check, with why
+	refused map[string]string                    // servers left out of the session by check, with why
+	members map[string]map[string]map[string]any // each server's capabilities with members
+
+	listens     map[string]*listening // the client's subscriptions/listen, by id key
+	listenParts map[string]listenPart // the mux's listen on a server, by id key
 }
 
 type item struct {
@@ -132,7 +137,8 @@ func New(servers []Server, opts Options) *Mux {
 		byName: map[string]*Server{}, opts: opts, log: opts.Logger,
 		out: make(chan item, 64), done: make(chan struct{}),
 		waits: map[string]*wait{}, srvReqs: map[string]srvReq{},
-		caps: map[string]map[string]bool{}, refused: map[string]string{},
+		caps: map[string]map[string]bool{}, refused: map[string]string{}, members: map[string]map[string]map[string]any{},
+		listens: map[string]*listening{}, listenParts: map[string]listenPart{},
 	}
 	for i := range servers {
 		s := &servers[i]
@@ -219,6 +225,10 @@ func answered(method string) bool {
 func (m *Mux) Send(msg *jsonrpc.Message) error {
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
+		if msg.Upstream == "" && msg.Method == methods.SubscriptionsListen {
+			m.listen(msg) // at once, so that a cancellation that follows finds it
+			return nil
+		}
 		if msg.Upstream == "" && answered(msg.Method) {
 			go m.request(msg)
 			return nil
@@ -233,9 +243,15 @@ func (m *Mux) Send(msg *jsonrpc.Message) error {
 		return m.sendTo(msg.Upstream, msg)
 	case jsonrpc.KindNotification:
 		if msg.Method == methods.NotificationCancelled {
-			// The relay names the server the cancelled request went to.
+			// The relay names the server the cancelled request went to; the mux's
+			// own are its subscriptions/listen.
 			if msg.Upstream != "" {
 				_ = m.sendTo(msg.Upstream, msg)
+			} else {
+				var p map[string]json.RawMessage
+				if json.Unmarshal(msg.Params, &p) == nil && p["requestId"] != nil {
+					m.unlisten(jsonrpc.IDKey(p["requestId"]))
+				}
 			}
 			return nil
 		}
@@ -823,7 +839,7 @@ func (m *Mux) read(s *Server) {
 		}
 		switch msg.Kind {
 		case jsonrpc.KindResponse:
-			if m.deliverOwn(msg) {
+			if m.deliverOwn(msg) || m.listenEnded(s.Name, msg) {
 				continue
 			}
 			msg.Upstream = s.Name
@@ -840,7 +856,9 @@ func (m *Mux) read(s *Server) {
 		case jsonrpc.KindNotification:
 			out := m.notification(s.Name, msg)
 			out.Upstream = s.Name
-			m.emit(out, nil)
+			if out = m.subscribed(s.Name, out); out != nil {
+				m.emit(out, nil)
+			}
 		}
 	}
 }
@@ -880,6 +898,7 @@ func (m *Mux) lost(s *Server, cause error) {
 		}
 	}
 	m.mu.Unlock()
+	m.listensLost(s.Name)
 	for _, w := range mine {
 		w.ch <- jsonrpc.NewErrorResponse(nil, methods.CodeUpstreamUnavailable, "mcpgate: the upstream connection was lost")
 	}
@@ -1035,6 +1054,7 @@ func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[strin
 	}
 	m.mu.Lock()
 	m.caps[name] = offered
+	m.members[name] = c
 	m.mu.Unlock()
 }
 
@@ -1042,7 +1062,7 @@ func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[strin
 // (docs/decisions.md#discover-capabilities): per server capability, the request that
 // must be routed with several servers for the multiplexer to serve it ("" for none
 // beyond the envelope every request carries), and per member the requests its meaning
-// needs, every one routed. A capability, or a member, not listed is never advertised:
+// needs, every one routed (listChanged and subscribe: the mux's subscriptions/listen). A capability, or a member, not listed is never advertised:
 // experimental, extensions other than tasks (methods no row routes), the legacy tasks
 // capability (2026-07-28 has tasks only as an extension). extensions is advertised
 // only with a member: it is a map of extensions, not a capability of its own.

@@ -149,6 +149,7 @@ func TestRoute(t *testing.T) {
 		{"completion of a prompt", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"beta_p"},"argument":{"name":"x","value":""}}}`, "beta", `{"argument":{"name":"x","value":""},"ref":{"name":"p","type":"ref/prompt"}}`, 0},
 		{"completion of a template", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"alpha+demo://{id}"}}}`, "alpha", `{"ref":{"type":"ref/resource","uri":"demo://{id}"}}`, 0},
 		{"answered by the mux", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "", ``, 0},
+		{"listen held by the mux", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, "", ``, 0},
 		{"unknown server", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delta_x"}}`, "", "", methods.CodeInvalidParams},
 		{"no prefix", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "", "", methods.CodeInvalidParams},
 		{"bare URI", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"demo://x"}}`, "", "", methods.CodeResourceNotFound},
@@ -412,9 +413,9 @@ func TestTaskStatusNamespaced(t *testing.T) {
 // several servers (docs/decisions.md#discover-capabilities): one server's prompts are
 // advertised beside the other's tools (a strict intersection would hide them), and
 // so is one server's tasks extension, whose requests, results and notifications the
-// multiplexer routes and namespaces; the legacy tasks capability, experimental and
-// other extensions are left out, and so are listChanged and subscribe, which need
-// subscriptions/listen, not routed with several servers.
+// multiplexer routes and namespaces, and listChanged and subscribe, served by the
+// multiplexer's subscriptions/listen; the legacy tasks capability, experimental and
+// other extensions are left out.
 func TestDiscoverCapabilities(t *testing.T) {
 	discovering := func(caps string) func(m *jsonrpc.Message) *jsonrpc.Message {
 		return func(m *jsonrpc.Message) *jsonrpc.Message {
@@ -430,7 +431,7 @@ func TestDiscoverCapabilities(t *testing.T) {
 		{"union", `{"tools":{}}`, `{"prompts":{}}`, `{"prompts":{},"tools":{}}`},
 		{"both have it", `{"tools":{}}`, `{"tools":{}}`, `{"tools":{}}`},
 		{"none has it", `{}`, `{}`, `{}`},
-		{"list changes need subscriptions/listen", `{"tools":{"listChanged":true},"prompts":{"listChanged":true}}`, `{"resources":{"subscribe":true,"listChanged":true}}`, `{"prompts":{},"resources":{},"tools":{}}`},
+		{"list changes and subscriptions through subscriptions/listen", `{"tools":{"listChanged":true},"prompts":{"listChanged":true}}`, `{"resources":{"subscribe":true,"listChanged":true}}`, `{"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}}`},
 		{"completions and logging", `{"completions":{}}`, `{"logging":{}}`, `{"completions":{},"logging":{}}`},
 		{"the tasks extension of one server", `{"tools":{}}`, `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`, `{"extensions":{"io.modelcontextprotocol/tasks":{}},"tools":{}}`},
 		{"the legacy tasks capability is left out", `{"tools":{},"tasks":{"list":{},"requests":{"tools":{"call":{}}}}}`, `{"tasks":{}}`, `{"tools":{}}`},
@@ -515,4 +516,169 @@ func TestInitializeCheckRefuses(t *testing.T) {
 		}
 	}
 	beta.mu.Unlock()
+}
+
+// listenServer answers server/discover with caps and holds subscriptions/listen open.
+func listenServer(caps string) *fakeServer {
+	return newFake(func(m *jsonrpc.Message) *jsonrpc.Message {
+		if m.Method == "server/discover" {
+			return result(m, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":`+caps+`}`)
+		}
+		return nil
+	})
+}
+
+// sentOf returns what a fake server got of a method, in order.
+func sentOf(f *fakeServer, method string) []*jsonrpc.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*jsonrpc.Message
+	for _, m := range f.sent {
+		if m.Method == method {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+const envelope = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// openListen discovers alpha's and beta's capabilities, sends the client's listen (id
+// 5) and returns the listens the servers got, by server.
+func openListen(t *testing.T, m *Mux, servers map[string]*fakeServer, notifications string) map[string]*jsonrpc.Message {
+	t.Helper()
+	if r := ask(t, m, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{`+envelope+`}}`); r.Error != nil {
+		t.Fatalf("discover: %s", r.Raw)
+	}
+	if err := m.Send(mustParse(`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":` + notifications + `,` + envelope + `}}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*jsonrpc.Message{}
+	for name, f := range servers {
+		if l := sentOf(f, "subscriptions/listen"); len(l) == 1 {
+			got[name] = l[0]
+		} else if len(l) > 1 {
+			t.Fatalf("%s got %d listens", name, len(l))
+		}
+	}
+	return got
+}
+
+// TestListenFansOut: with several servers a client's subscriptions/listen goes to
+// each server that can send what it asks for (list changes by the server's
+// listChanged, resource subscriptions by the URI's server, un-namespaced, when it has
+// subscribe), the servers' acknowledgements reach the client as one (URIs
+// namespaced), their notifications carry the client's subscriptionId (and a
+// namespaced URI), a notification naming another server's listen is dropped, and
+// the client's cancellation cancels every server's listen.
+func TestListenFansOut(t *testing.T) {
+	alpha := listenServer(`{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true}}`)
+	beta := listenServer(`{"tools":{},"prompts":{"listChanged":true},"resources":{}}`)
+	gamma := listenServer(`{"completions":{}}`)
+	servers := map[string]*fakeServer{"alpha": alpha, "beta": beta, "gamma": gamma}
+	m := newMux(t, servers)
+	listens := openListen(t, m, servers, `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["alpha+file:///a","beta+file:///b","delta+x","alpha+file:///a"]}`)
+	if len(listens) != 2 || listens["gamma"] != nil {
+		t.Fatalf("listens sent to %v; want alpha and beta", listens)
+	}
+	notificationsOf := func(l *jsonrpc.Message) string {
+		var p struct {
+			N json.RawMessage `json:"notifications"`
+		}
+		_ = json.Unmarshal(l.Params, &p)
+		return string(p.N)
+	}
+	if got := notificationsOf(listens["alpha"]); got != `{"resourceSubscriptions":["file:///a"],"resourcesListChanged":true,"toolsListChanged":true}` {
+		t.Errorf("alpha asked for %s", got)
+	}
+	if got := notificationsOf(listens["beta"]); got != `{"promptsListChanged":true}` {
+		t.Errorf("beta asked for %s", got)
+	}
+	if !strings.Contains(string(listens["alpha"].Params), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) || string(listens["alpha"].ID) == "5" {
+		t.Errorf("alpha's listen: %s", listens["alpha"].Raw)
+	}
+	aid, bid := string(listens["alpha"].ID), string(listens["beta"].ID)
+	alpha.push(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["file:///a"]},"_meta":{"io.modelcontextprotocol/subscriptionId":` + aid + `}}}`)
+	beta.push(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"promptsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":` + bid + `}}}`)
+	ack, err := recv(t, m)
+	if err != nil || ack.Method != "notifications/subscriptions/acknowledged" ||
+		string(ack.Params) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":5},"notifications":{"promptsListChanged":true,"resourceSubscriptions":["alpha+file:///a"],"resourcesListChanged":true,"toolsListChanged":true}}` {
+		t.Fatalf("acknowledgement: %v %v", ack, err)
+	}
+	alpha.push(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a","_meta":{"io.modelcontextprotocol/subscriptionId":` + aid + `}}}`)
+	if n, _ := recv(t, m); n.Upstream != "alpha" || string(n.Params) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":5},"uri":"alpha+file:///a"}` {
+		t.Fatalf("resources/updated: %s", n.Raw)
+	}
+	beta.push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` + aid + `}}}`) // alpha's listen: dropped
+	beta.push(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` + bid + `}}}`)
+	if n, _ := recv(t, m); n.Method != "notifications/prompts/list_changed" || string(n.Params) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":5}}` {
+		t.Fatalf("list_changed: %s", n.Raw)
+	}
+	if err := m.Send(mustParse(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]*fakeServer{"alpha": alpha, "beta": beta} {
+		c := sentOf(f, "notifications/cancelled")
+		if len(c) != 1 || !strings.Contains(string(c[0].Params), `"requestId":`+string(listens[name].ID)) {
+			t.Errorf("%s: cancellations %v", name, c)
+		}
+	}
+	alpha.push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` + aid + `}}}`) // ended: dropped
+	alpha.push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	if n, _ := recv(t, m); string(n.Raw) != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` {
+		t.Fatalf("after the cancellation: %s", n.Raw)
+	}
+}
+
+// TestListenNothingToSend: a listen no server can serve is acknowledged with nothing
+// and sent to no server.
+func TestListenNothingToSend(t *testing.T) {
+	alpha, beta := listenServer(`{"tools":{}}`), listenServer(`{"resources":{}}`)
+	servers := map[string]*fakeServer{"alpha": alpha, "beta": beta}
+	m := newMux(t, servers)
+	if l := openListen(t, m, servers, `{"toolsListChanged":true,"resourceSubscriptions":["beta+file:///b"]}`); len(l) != 0 {
+		t.Fatalf("listens sent: %v", l)
+	}
+	if ack, _ := recv(t, m); string(ack.Params) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":5},"notifications":{}}` {
+		t.Fatalf("acknowledgement: %s", ack.Raw)
+	}
+}
+
+// TestListenLostServer: when a server's connection is lost, the client's listen ends
+// with an error (a restarted server holds no listen, so the client listens again),
+// and the other servers' listens are cancelled.
+func TestListenLostServer(t *testing.T) {
+	alpha, beta := listenServer(`{"tools":{"listChanged":true}}`), listenServer(`{"tools":{"listChanged":true}}`)
+	servers := map[string]*fakeServer{"alpha": alpha, "beta": beta}
+	m := newMux(t, servers)
+	listens := openListen(t, m, servers, `{"toolsListChanged":true}`)
+	if len(listens) != 2 {
+		t.Fatalf("listens: %v", listens)
+	}
+	alpha.recv <- item{err: &jsonrpc.ResetError{Err: errors.New("exited")}}
+	r, err := recv(t, m)
+	if err != nil || r.Kind != jsonrpc.KindResponse || string(r.ID) != "5" || r.Error == nil {
+		t.Fatalf("the client's listen: %v %v", r, err)
+	}
+	if c := sentOf(beta, "notifications/cancelled"); len(c) != 1 || !strings.Contains(string(c[0].Params), string(listens["beta"].ID)) {
+		t.Fatalf("beta's cancellations: %v", c)
+	}
+}
+
+// TestListenEnded: a server that ends its listen (its response) leaves the others;
+// the last one's end answers the client's listen, naming the subscription.
+func TestListenEnded(t *testing.T) {
+	alpha, beta := listenServer(`{"tools":{"listChanged":true}}`), listenServer(`{"prompts":{"listChanged":true}}`)
+	servers := map[string]*fakeServer{"alpha": alpha, "beta": beta}
+	m := newMux(t, servers)
+	listens := openListen(t, m, servers, `{"toolsListChanged":true,"promptsListChanged":true}`)
+	alpha.push(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(listens["alpha"].ID) + `}}}`)
+	beta.push(`{"jsonrpc":"2.0","id":` + string(listens["beta"].ID) + `,"result":{}}`)
+	if ack, _ := recv(t, m); string(ack.Params) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":5},"notifications":{"toolsListChanged":true}}` {
+		t.Fatalf("acknowledgement: %s", ack.Raw)
+	}
+	alpha.push(`{"jsonrpc":"2.0","id":` + string(listens["alpha"].ID) + `,"result":{}}`)
+	if r, _ := recv(t, m); string(r.Raw) != `{"jsonrpc":"2.0","id":5,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":5}}}` {
+		t.Fatalf("end: %s", r.Raw)
+	}
 }
