@@ -262,15 +262,28 @@ func TestTranslateModernRetryBound(t *testing.T) {
 // v1 server is held open by the gateway, acknowledged with what the server offers
 // (tools list_changed; not prompts, which it lacks), and the server's
 // notifications/tools/list_changed after a new tool reaches the client on it; on
-// stdio and the HTTP front.
+// stdio and the HTTP front. With two such servers the multiplexer holds the listen
+// over one per server, acknowledges once with what they acknowledged, and the one
+// server's list_changed reaches the client on it.
 func TestTranslateModernListen(t *testing.T) {
-	for _, http := range []bool{false, true} {
-		conf := legacyFront(t, http, append([]string{"--"}, askServer(t)...)...)
-		conf["prefix"], conf["listen"] = "", map[string]any{"toolsListChanged": true, "promptsListChanged": true}
+	several := filepath.Join(t.TempDir(), "config.json")
+	up := askServer(t)
+	s := map[string]any{"command": up[0], "args": up[1:]}
+	writeJSON(t, several, map[string]any{"mcpServers": map[string]any{"a": s, "b": s}})
+	for _, c := range []struct {
+		http   bool
+		prefix string
+		args   []string
+	}{
+		{false, "", append([]string{"--"}, up...)}, {true, "", append([]string{"--"}, up...)},
+		{false, "a_", []string{"--config", several}}, {true, "a_", []string{"--config", several}},
+	} {
+		conf := legacyFront(t, c.http, c.args...)
+		conf["prefix"], conf["listen"] = c.prefix, map[string]any{"toolsListChanged": true, "promptsListChanged": true}
 		conf["tools"] = [][]any{{"grow", map[string]any{}}, {"grown", map[string]any{}}}
 		out := askClient(t, conf)
 		if string(out["honored"]) != `{"toolsListChanged":true}` || string(out["changed"]) != "1" || !strings.Contains(string(out["grown"]), `"text":"grown"`) {
-			t.Errorf("http=%v: %v", http, out)
+			t.Errorf("http=%v prefix=%q: %v", c.http, c.prefix, out)
 		}
 	}
 }
