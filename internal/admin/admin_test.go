@@ -288,13 +288,15 @@ func tokenGuard(hosts []string, token string) *Guard {
 }
 
 // TestGuardrailMetrics: each callout of a record counts by guardrail, kind and result
-// (the error when no verdict came), with its time in the latency histogram.
+// (the error when no verdict came, cached when the verdict cache answered), with its
+// time in the latency histogram (a cached verdict made no callout and has none).
 func TestGuardrailMetrics(t *testing.T) {
 	m := NewMetrics(nil, nil)
 	m.Observe(&audit.Record{Method: "tools/call", ActionTaken: "block", Guardrails: []audit.GuardrailCall{
 		{Name: "opa", Kind: "opa", Phase: "pre", Verdict: "allow", MS: 2},
 		{Name: "opa", Kind: "opa", Phase: "pre_rewritten", Verdict: "deny", MS: 3},
 		{Name: "injection", Kind: "generic", Phase: "pre", Error: "guardrail_timeout", Detail: "timeout", MS: 1500},
+		{Name: "listing", Kind: "generic", Phase: "post", Verdict: "none", Cached: true},
 	}})
 	srv := httptest.NewRecorder()
 	promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}).ServeHTTP(srv, httptest.NewRequest("GET", "/metrics", nil))
@@ -305,10 +307,14 @@ func TestGuardrailMetrics(t *testing.T) {
 		`mcpgate_guardrail_calls_total{guardrail="injection",kind="generic",result="guardrail_timeout"} 1`,
 		`mcpgate_guardrail_latency_seconds_count{guardrail="opa"} 2`,
 		`mcpgate_guardrail_latency_seconds_sum{guardrail="injection"} 1.5`,
+		`mcpgate_guardrail_calls_total{guardrail="listing",kind="generic",result="cached"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	if strings.Contains(body, `mcpgate_guardrail_latency_seconds_count{guardrail="listing"}`) {
+		t.Error("a cached verdict was timed as a callout")
 	}
 }
 

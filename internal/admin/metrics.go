@@ -37,7 +37,7 @@ const OtherTool = "_other"
 //	mcpgate_findings_total{rule,stage}             counter: calls in which a rule found something; stage input|output
 //	mcpgate_policy_eval_seconds{phase}             histogram: pre/post policy time (record stage_ms)
 //	mcpgate_upstream_latency_seconds               histogram: upstream time (record stage_ms.upstream)
-//	mcpgate_guardrail_calls_total{guardrail,kind,result}  counter: callouts to outside guardrails; result is the verdict or the error (record guardrails)
+//	mcpgate_guardrail_calls_total{guardrail,kind,result}  counter: callouts to outside guardrails; result is the verdict, the error, or cached (record guardrails)
 //	mcpgate_guardrail_latency_seconds{guardrail}   histogram: time of one callout
 //	mcpgate_policy_generation                      gauge: generation of the running policy set
 //	mcpgate_policy_reload_success                  gauge: 1 when the last (re)load succeeded, else 0
@@ -93,7 +93,7 @@ func NewMetrics(gate func() GateStatus, stats func() audit.Stats) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms .. 262 s
 		}),
 		gcalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcpgate_guardrail_calls_total", Help: "Callouts to outside guardrails (docs/guardrails.md) by guardrail, kind and result: a verdict (none, block, intervene, allow, deny) or an error (guardrail_timeout, guardrail_error).",
+			Name: "mcpgate_guardrail_calls_total", Help: "Callouts to outside guardrails (docs/guardrails.md) by guardrail, kind and result: a verdict (none, block, intervene, allow, deny), an error (guardrail_timeout, guardrail_error), or cached (the verdict cache answered, no call).",
 		}, []string{"guardrail", "kind", "result"}),
 		glatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "mcpgate_guardrail_latency_seconds", Help: "Time of one callout to an outside guardrail, failures included.",
@@ -178,8 +178,12 @@ func (m *Metrics) Observe(r *audit.Record) {
 	}
 	for _, g := range r.Guardrails {
 		name, result := m.guardrailLabel(g.Name), g.Verdict
-		if g.Error != "" {
+		switch {
+		case g.Error != "":
 			result = g.Error
+		case g.Cached: // no callout: the verdict cache answered
+			m.gcalls.WithLabelValues(name, g.Kind, "cached").Inc()
+			continue
 		}
 		m.gcalls.WithLabelValues(name, g.Kind, result).Inc()
 		m.glatency.WithLabelValues(name).Observe(g.MS / 1000)

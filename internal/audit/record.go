@@ -120,12 +120,14 @@ type GuardrailCall struct {
 	// Error is guardrail_timeout or guardrail_error when no verdict came; Detail says
 	// which failure (timeout, status_503, malformed, oversized, transport,
 	// circuit_open, truncated), and FailMode what it decided.
-	Error    string  `json:"error,omitempty"`
-	Detail   string  `json:"detail,omitempty"`
-	FailMode string  `json:"fail_mode"`
-	Findings int     `json:"findings,omitempty"` // findings the answer reported (ctx.findings)
-	Replaced int     `json:"replaced,omitempty"` // texts an intervention changed
-	MS       float64 `json:"ms"`
+	Error    string `json:"error,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+	FailMode string `json:"fail_mode"`
+	Findings int    `json:"findings,omitempty"` // findings the answer reported (ctx.findings)
+	Replaced int    `json:"replaced,omitempty"` // texts an intervention changed
+	// Cached says the verdict came from the verdict cache, without a call.
+	Cached bool    `json:"cached,omitempty"`
+	MS     float64 `json:"ms"`
 }
 
 // Motion is a record's secret_in_motion field: the record of the result that showed

@@ -72,6 +72,12 @@ type Spec struct {
 	TLS *TLS `json:"tls,omitempty"`
 	// Breaker opens after Failures consecutive failures and stays open Cooldown.
 	Breaker *Breaker `json:"breaker,omitempty"`
+	// CacheTTL is how long a content guardrail's NONE or BLOCKED answer is reused for
+	// an identical request, by method: a Go duration, "0" off, at most 24h. Default
+	// {"tools/list": "5m"} when the guardrail takes tools/list; other methods are off.
+	CacheTTL map[string]string `json:"cacheTTL,omitempty"`
+	// CacheEntries bounds the verdicts cached; default 1024, at most 65536.
+	CacheEntries int `json:"cacheEntries,omitempty"`
 }
 
 // TLS is a guardrail's TLS client configuration; files are PEM.
@@ -120,6 +126,8 @@ type compiled struct {
 	tls        *tls.Config
 	failures   int
 	cooldown   time.Duration
+	cacheTTL   map[string]time.Duration // by method; absent or 0: not cached
+	cacheMax   int
 }
 
 func (s Spec) compile(readFiles bool) (*compiled, error) {
@@ -213,6 +221,7 @@ func (s Spec) compile(readFiles bool) (*compiled, error) {
 			c.cooldown = d
 		}
 	}
+	errs = append(errs, c.compileCache(s)...)
 	if t := s.TLS; t != nil {
 		if (t.CertFile == "") != (t.KeyFile == "") {
 			errs = append(errs, errors.New(`"tls": certFile and keyFile go together`))
@@ -252,4 +261,37 @@ func (t *TLS) config() (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// compileCache applies cacheTTL and cacheEntries: content guardrails only, methods
+// the guardrail takes, durations from 0 to MaxCacheTTL.
+func (c *compiled) compileCache(s Spec) []error {
+	var errs []error
+	if s.Kind != KindGeneric && (s.CacheTTL != nil || s.CacheEntries != 0) {
+		return []error{errors.New(`"cacheTTL" and "cacheEntries" apply to content guardrails (kind generic) only`)}
+	}
+	c.cacheTTL = map[string]time.Duration{}
+	if s.CacheTTL == nil && slices.Contains(c.methods, methods.ToolsList) {
+		c.cacheTTL[methods.ToolsList] = DefaultListingTTL
+	}
+	for m, v := range s.CacheTTL {
+		d, err := time.ParseDuration(v)
+		switch {
+		case !slices.Contains(c.methods, m):
+			errs = append(errs, fmt.Errorf(`"cacheTTL": %q is not one of the guardrail's methods %v`, m, c.methods))
+		case err != nil || d < 0 || d > MaxCacheTTL:
+			errs = append(errs, fmt.Errorf(`"cacheTTL" of %q: %q: want a Go duration from "0" (off) to "24h"`, m, v))
+		default:
+			c.cacheTTL[m] = d
+		}
+	}
+	switch {
+	case s.CacheEntries < 0 || s.CacheEntries > MaxCacheEntries:
+		errs = append(errs, fmt.Errorf(`"cacheEntries" %d: want 1 to %d`, s.CacheEntries, MaxCacheEntries))
+	case s.CacheEntries == 0:
+		c.cacheMax = DefaultCacheEntries
+	default:
+		c.cacheMax = s.CacheEntries
+	}
+	return errs
 }

@@ -38,6 +38,7 @@ type guard struct {
 	c      *compiled
 	client *http.Client
 	br     breaker
+	cache  *verdictCache // nil when no method has a cacheTTL
 }
 
 // New builds the guardrails of specs, reading their TLS files. No specs: nil, nil.
@@ -62,11 +63,17 @@ func New(specs map[string]Spec) (*Set, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = c.tls
 		tr.MaxIdleConnsPerHost = 16
-		s.guards = append(s.guards, &guard{name: name, c: c, client: &http.Client{
+		g := &guard{name: name, c: c, client: &http.Client{
 			Transport: tr,
 			// A redirect would carry the body (and its signature) elsewhere: never followed.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}})
+		}}
+		for _, ttl := range c.cacheTTL {
+			if ttl > 0 {
+				g.cache = newVerdictCache(c.cacheMax)
+			}
+		}
+		s.guards = append(s.guards, g)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -164,7 +171,10 @@ type Outcome struct {
 	Texts []string `json:"texts,omitempty"`
 	// Findings are the answer's findings, Source "guardrail:<name>".
 	Findings []engine.Finding `json:"findings,omitempty"`
-	Elapsed  time.Duration    `json:"-"`
+	// Cached says the verdict came from the verdict cache: the service was not called
+	// (docs/guardrails.md#verdict-cache). A cached BLOCKED has no Reason.
+	Cached  bool          `json:"cached,omitempty"`
+	Elapsed time.Duration `json:"-"`
 }
 
 // Recorded is one outcome with the phase it was given in (pre, pre_rewritten,
@@ -284,7 +294,7 @@ func (s *Set) Run(ctx context.Context, content *Content, access *Access) []Outco
 			defer wg.Done()
 			start := time.Now()
 			if g.c.kind == KindGeneric {
-				out[i] = g.content(ctx, s.now, content)
+				out[i] = g.judge(ctx, s.now, content)
 			} else {
 				out[i] = g.authorize(ctx, s.now, access)
 			}

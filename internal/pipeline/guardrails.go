@@ -367,7 +367,7 @@ func (t *record) guardrailCall(o guardrail.Outcome, phase string) {
 	d := ms(o.Elapsed)
 	t.r.Guardrails = append(t.r.Guardrails, audit.GuardrailCall{Name: o.Name, Kind: o.Kind, Phase: phase,
 		Verdict: string(o.Verdict), Error: string(o.Failure), Detail: o.Detail, FailMode: mode,
-		Findings: len(o.Findings), MS: d})
+		Findings: len(o.Findings), Cached: o.Cached, MS: d})
 	t.r.StageMS[vocab.Stage(guardrail.Source(o.Name))] += d
 }
 
