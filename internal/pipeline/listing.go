@@ -20,15 +20,16 @@ const RuleToolDefinitionChanged = "tool_definition_changed"
 // listing filters one listing response (a row whose Shape is Listing): every string
 // of every entry is read (names, titles, descriptions, schemas, annotations); an
 // entry that blocks is removed (and hidden), one that warns is sanitized in place,
-// with no notice. Tool pins are checked for tools/list, and the row's list phase runs.
+// with no notice. Tool pins are checked for tools/list, the content guardrails that
+// take tools/list judge the tools left, and the row's list phase runs.
 // One record per response.
 //
-//	output rules (+ pins) → entries → list phase → merge → record
+//	output rules (+ pins) → entries → guardrails → list phase → merge → record
 func (r *run) listing(c Channel, m *methods.Method, resp *jsonrpc.Message) Reply {
 	l := &list{run: r, ch: c, m: m, key: m.List.Key}
 	stage := time.Now()
 	rep, err := r.p.Analyzer.AnalyzeArguments(resp.Result)
-	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && !l.pinned() && !l.hasPhase() && namesClean(l.ch, l.key, resp.Result) && listShaped(resp.Result, l.key) {
+	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && !l.pinned() && !l.hasPhase() && !l.guarded() && namesClean(l.ch, l.key, resp.Result) && listShaped(resp.Result, l.key) {
 		// clean, and nothing else reads it: no need to decode the entries
 		r.rec.stage(vocab.StageOutputRules, stage)
 		r.rec.setFindings(rep)
@@ -64,6 +65,11 @@ func (r *run) listing(c Channel, m *methods.Method, resp *jsonrpc.Message) Reply
 		return l.reply(resp)
 	}
 	l.filterEntries(rep, pinned)
+	outside, stop := l.judge(rep)
+	if stop != nil {
+		return *stop
+	}
+	rep.Findings = withFindings(rep.Findings, outside)
 	l.listPhase(rep)
 	return l.reply(resp)
 }
@@ -77,6 +83,7 @@ type list struct {
 	doc     map[string]json.RawMessage // the result's members
 	entries []json.RawMessage          // as the server listed them
 	out     []json.RawMessage          // as the caller gets them
+	from    []int                      // from[i] is the index in entries of out[i], until the list phase
 	hidden  []Hidden
 	changed bool
 }
@@ -145,6 +152,7 @@ func (l *list) filterEntries(rep engine.Report, pinned map[int]bool) {
 		worst[n] = max(worst[n], engine.VerdictFor(f.Severity))
 	}
 	l.out = make([]json.RawMessage, 0, len(l.entries))
+	l.from = make([]int, 0, len(l.entries))
 	for i, e := range l.entries {
 		switch {
 		case pinned[i]:
@@ -165,7 +173,7 @@ func (l *list) filterEntries(rep engine.Report, pinned map[int]bool) {
 				l.rec.escalate(vocab.Warn)
 			}
 		}
-		l.out = append(l.out, e)
+		l.out, l.from = append(l.out, e), append(l.from, i)
 	}
 	if len(l.hidden) == 0 {
 		return
