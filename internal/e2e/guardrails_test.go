@@ -1,17 +1,23 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpgate/mcpgate/internal/guardrail/guardtest"
 	"github.com/mcpgate/mcpgate/internal/testsvc"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // guardrailCase is one call through a gateway with outside guardrails, and what the
@@ -172,4 +178,104 @@ func TestGuardrailsOPA(t *testing.T) {
 			text:   "[mcpgate: call rejected by guardrail:opa: the authorization service denied the call",
 			reason: "guardrail_deny", policy: "guardrail:opa", entry: map[string]string{"name": "opa", "phase": "pre_rewritten", "verdict": "deny"}},
 	})
+}
+
+// TestGuardrailsToolsList: a content guardrail that takes tools/list withholds the
+// tool whose description it flags (BLOCKED with a finding on that text) from the
+// listing the client gets over stdio, a call to that tool is refused citing the
+// listing's record, and a second identical listing is judged from the verdict cache.
+func TestGuardrailsToolsList(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		var in struct {
+			Texts []string `json:"texts"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		for i, s := range in.Texts {
+			if s == "crash" {
+				_ = json.NewEncoder(w).Encode(map[string]any{"action": "BLOCKED", "blocked_reason": "flagged",
+					"findings": []any{map[string]any{"rule_id": "tool_poisoning", "severity": "HIGH", "index": i}}})
+				return
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"action": "NONE"})
+	}))
+	defer srv.Close()
+	cfg := writeConfig(t, map[string]any{
+		"listing": map[string]any{"kind": "generic", "url": srv.URL, "methods": []string{"tools/list"}, "timeout": "3s"},
+	})
+	_, fake := httpBinaries(t)
+	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--config", cfg, "--policies", emptyPolicies(t)}, []string{fake})...)
+	listed := func() []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	listings := func(n int) []map[string]any {
+		t.Helper()
+		var out []map[string]any
+		ok := testwait.Within(testwait.Timeout, func() bool {
+			out = out[:0]
+			for _, m := range log.allRecords() {
+				if m["method"] == "tools/list" {
+					out = append(out, m)
+				}
+			}
+			return len(out) >= n
+		})
+		if !ok {
+			t.Fatalf("want %d tools/list records, have %d; stderr:\n%s", n, len(out), log.String())
+		}
+		return out
+	}
+	names := listed()
+	if slices.Contains(names, "crash") || !slices.Contains(names, "echo") {
+		t.Fatalf("listed %v", names)
+	}
+	// fakeup lists two pages: one record, and one callout, each
+	var withheld map[string]any
+	for _, rec := range listings(2) {
+		if rec["reason"] == "guardrail_block" && rec["policy"] == "guardrail:listing" {
+			withheld = rec
+		}
+	}
+	if withheld == nil {
+		t.Fatalf("no listing record names the guardrail: %v", listings(2))
+	}
+	res := callTool(t, c, "crash", map[string]any{})
+	text := ""
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(mcp.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	if want := "call rejected by policy guardrail:listing: the tool is not listed for this caller — see audit log entry " + withheld["event_id"].(string); !strings.Contains(text, want) {
+		t.Fatalf("call to the withheld tool: %q", text)
+	}
+	if again := listed(); !slices.Equal(again, names) {
+		t.Fatalf("second listing %v, first %v", again, names)
+	}
+	recs := listings(4)
+	if n := calls.Load(); n != 2 || !hasCached(recs[2]) || !hasCached(recs[3]) {
+		t.Fatalf("%d calls to the service for two identical listings of two pages; second listing's records %v", n, recs[2:])
+	}
+}
+
+func hasCached(rec map[string]any) bool {
+	list, _ := rec["guardrails"].([]any)
+	for _, e := range list {
+		if m, _ := e.(map[string]any); m["cached"] == true {
+			return true
+		}
+	}
+	return false
 }

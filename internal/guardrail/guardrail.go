@@ -260,6 +260,20 @@ func (s *Set) any(method string, authz bool) bool {
 	return false
 }
 
+// FailsClosed reports whether a content guardrail that takes method has fail mode
+// closed: a message it could not judge is withheld.
+func (s *Set) FailsClosed(method string) bool {
+	if s == nil || s.replay != nil {
+		return false
+	}
+	for _, g := range s.guards {
+		if g.c.kind == KindGeneric && g.c.failClosed && slices.Contains(g.c.methods, method) {
+			return true
+		}
+	}
+	return false
+}
+
 // Run asks, in parallel and within one deadline (the longest timeout among them),
 // every content guardrail that takes content.Method about content (when not nil) and
 // every authorization guardrail that takes access.Method about access (when not nil).

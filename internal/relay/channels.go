@@ -91,13 +91,14 @@ func (v *visibility) lookup(tool string) (h *pipeline.Hidden, known bool) {
 }
 
 // listingHides reports whether a filtered listing can withhold a tool from this
-// caller: with the output filter on, tools pinned in block mode, or a list policy.
+// caller: with the output filter on, tools pinned in block mode, a content guardrail
+// on tools/list, or a list policy.
 func (s *Session) listingHides() bool {
 	p := s.opts.Pipeline
 	if p == nil {
 		return false
 	}
-	if p.FilterOutput || (p.Pins != nil && p.PinBlock) {
+	if p.FilterOutput || (p.Pins != nil && p.PinBlock) || p.ListingGuarded() {
 		return true
 	}
 	return p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList)
@@ -122,19 +123,22 @@ func (s *Session) hiddenTool(ctx context.Context, tool string) *pipeline.Hidden 
 }
 
 // listingPerCaller reports whether a listing can differ between callers: a list
-// policy takes part (it sees ctx.user). Such a listing is cacheScope "private".
+// policy takes part (it sees ctx.user), or a content guardrail judges tools/list (it
+// is sent the caller). Such a listing is cacheScope "private".
 func (s *Session) listingPerCaller() bool {
 	p := s.opts.Pipeline
-	return p != nil && p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList)
+	return p != nil && (p.ListingGuarded() || p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList))
 }
 
 // unreadListingRejects reports whether a call is rejected when no tools listing could
 // be read to tell whether the tool is withheld (docs/channels.md#hidden): always when
-// a list policy or blocking pins would decide (a policy that cannot run rejects), and
-// under --fail-mode closed when only the output filter would.
+// a list policy, blocking pins or a content guardrail on tools/list with fail mode
+// closed would decide (a policy that cannot run rejects, a guardrail that cannot judge
+// withholds), and under --fail-mode closed when only the output filter would.
 func (s *Session) unreadListingRejects() bool {
 	p := s.opts.Pipeline
-	return p.FailClosed || (p.Pins != nil && p.PinBlock) || (p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList))
+	return p.FailClosed || (p.Pins != nil && p.PinBlock) || p.Guardrails.FailsClosed(methods.ToolsList) ||
+		(p.Gate != nil && p.Gate.Current().Acts(ctxapi.PhaseList))
 }
 
 // hiddenEntry answers a prompts/get or resources/read of a prompt or resource this

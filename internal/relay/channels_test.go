@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
@@ -448,19 +449,33 @@ func TestRelayClosedUnreadableListingHidesAll(t *testing.T) {
 }
 
 // TestRelayUnreadListingRejects: when the gateway's own tools listing fails, a call is
-// not let through unchecked where a list policy or --fail-mode closed would decide;
-// with the output filter alone and --fail-mode open it goes through.
+// not let through unchecked where a list policy, --fail-mode closed or a content
+// guardrail on tools/list with fail mode closed would decide; with the output filter
+// alone (or a guardrail with fail mode open) and --fail-mode open it goes through.
 func TestRelayUnreadListingRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		failClosed bool
+		guard      string // a content guardrail on tools/list with this fail mode
 		rejected   bool
 	}{
-		{"closed", true, true},
-		{"open", false, false},
+		{"closed", true, "", true},
+		{"open", false, "", false},
+		{"guardrail closed", false, "closed", true},
+		{"guardrail open", false, "open", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 0, func(o *Options) { o.Pipeline.FailClosed = tc.failClosed })
+			h := newHarness(t, 0, func(o *Options) {
+				o.Pipeline.FailClosed = tc.failClosed
+				if tc.guard != "" {
+					g, err := guardrail.New(map[string]guardrail.Spec{"g": {Kind: "generic", URL: "http://127.0.0.1:1/guard",
+						FailMode: tc.guard, Methods: []string{"tools/list"}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					o.Pipeline.Guardrails = g
+				}
+			})
 			go func() {
 				for range h.recs.ch {
 				}
