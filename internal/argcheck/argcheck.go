@@ -188,9 +188,17 @@ func (t *Tool) compile() {
 	}
 	t.props = map[string]prop{}
 	if ps, ok := obj["properties"].(map[string]any); ok {
+		_, repo := ps["repo"]
+		_, repository := ps["repository"]
 		for name, v := range ps {
 			s, _ := v.(map[string]any)
-			t.props[name] = prop{class: classify(t.name, name, s), schema: s}
+			cl := classify(t.name, name, s)
+			if cl == classPath && (repo || repository) {
+				// a path inside the repository the call names (GitHub's get_file_contents
+				// "path": "/"), not on the client's file system: no roots apply
+				cl = classPlain
+			}
+			t.props[name] = prop{class: cl, schema: s}
 		}
 	}
 	_, ap := obj["additionalProperties"]
