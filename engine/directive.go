@@ -23,10 +23,19 @@ const (
 	dirPromptRequest
 	dirEscalation
 	dirTransfer
+	// dirMereAddress is text addressed to the model ("Note to the assistant:", "Dear
+	// AI") that orders nothing harmful of its own: output_directive_to_model with the
+	// entity "address", which a listing reads as Info (Report.AddressesAsInfo).
+	dirMereAddress
 )
 
 // dirRules maps a class to its rule.
-var dirRules = [...]ruleIndex{dirAddressed: rDirective, dirSecrecy: rSecrecy, dirPromptRequest: rPromptRequest, dirEscalation: rEscalation, dirTransfer: rToolTransfer}
+var dirRules = [...]ruleIndex{dirAddressed: rDirective, dirSecrecy: rSecrecy, dirPromptRequest: rPromptRequest, dirEscalation: rEscalation, dirTransfer: rToolTransfer,
+	dirMereAddress: rDirective}
+
+// EntityAddress is the entity of an output_directive_to_model finding for text that
+// addresses the model and orders nothing harmful (docs/decisions.md#definitions-address-the-model).
+const EntityAddress = "address"
 
 // maxDirective bounds the window the detector folds (bytes of input); maxWords the
 // words it reads there.
@@ -296,15 +305,77 @@ func (f *folded) detect() int {
 		return dirNone
 	}
 	w := f.words[:f.n]
+	mere := false
 	for i := range w {
 		if !w[i].start {
 			continue
 		}
-		if c := f.at(i); c != dirNone {
+		switch c := f.at(i); {
+		case c == dirMereAddress:
+			mere = true
+		case c != dirNone && mere:
+			return dirAddressed // the address carries an order
+		case c != dirNone:
 			return c
 		}
 	}
+	if mere && !f.harmful() {
+		return dirMereAddress
+	}
+	if mere {
+		return dirAddressed
+	}
 	return dirNone
+}
+
+// Words that make an address to the model an order with a payload: data sent out,
+// what is secret, instructions overridden (harmful).
+var (
+	payloadVerbs = map[string]bool{"send": true, "post": true, "upload": true, "forward": true, "email": true, "exfiltrate": true, "share": true,
+		"paste": true, "leak": true, "dump": true, "transmit": true, "reveal": true, "disclose": true, "attach": true, "copy": true,
+		"ignore": true, "disregard": true, "forget": true, "override": true, "bypass": true}
+	payloadNouns = map[string]bool{"password": true, "passwords": true, "passphrase": true, "secret": true, "secrets": true, "token": true,
+		"tokens": true, "credential": true, "credentials": true, "cookie": true, "cookies": true, "ssh": true, "id_rsa": true, "env": true,
+		"conversation": true, "conversations": true, "history": true, "transcript": true, "prompt": true}
+	sweepWords = map[string]bool{"every": true, "all": true, "any": true, "other": true}
+	sweepNouns = map[string]bool{"tool": true, "tools": true, "server": true, "servers": true, "call": true, "calls": true, "request": true, "requests": true}
+)
+
+// harmful reports whether the folded words hold a payload beside an address to the
+// model: data sent or revealed, a secret, the conversation, instructions overridden,
+// a URL or an e-mail address, or every other tool, server or call swept in ("before
+// any other tool").
+func (f *folded) harmful() bool {
+	for j := 0; j < f.n; j++ {
+		w := f.w(j)
+		if payloadVerbs[w] || payloadNouns[w] || sweepWords[w] && (f.in(j+1, sweepNouns) || f.in(j+2, sweepNouns)) {
+			return true
+		}
+	}
+	text := unsafe.String(&f.buf[0], f.tlen)
+	return strings.Contains(text, "://") || mailAddress(text)
+}
+
+// mailAddress reports whether text holds an e-mail address: a letter or digit, '@',
+// then a domain with a dot before the next space.
+func mailAddress(text string) bool {
+	for i := strings.IndexByte(text, '@'); i > 0; {
+		if isAlnum(text[i-1]) {
+			host := text[i+1 : min(len(text), i+1+255)] // a domain is at most 253 bytes
+			if sp := strings.IndexAny(host, " \t\n"); sp >= 0 {
+				host = host[:sp]
+			}
+			if d := strings.IndexByte(host, '.'); d > 0 && d+1 < len(host) && isAlnum(host[d+1]) {
+				return true
+			}
+		}
+		j := strings.IndexByte(text[i+1:], '@')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+	}
+	return false
 }
 
 // is reports whether word i exists and is x.
@@ -341,11 +412,11 @@ func (f *folded) at(i int) int {
 			k++
 		}
 		if f.in(k, modelWords) && (aiWords[f.w(k)] || f.w(i+1) == "to" || f.is(k-1, "the") || f.is(k-1, "ai")) {
-			return dirAddressed
+			return dirMereAddress
 		}
 	case f.in(i, modelWords) && f.in(i+1, orderNouns) && int(w.sent) == i && (f.words[i+1].colon || f.words[i].colon || i+2 >= f.n || int(f.words[i+2].sent) != i):
 		// "Assistant instruction:", "AI note:" opening a sentence
-		return dirAddressed
+		return dirMereAddress
 	case f.in(i, modelWords) && w.colon && int(w.sent) == i && (aiWords[ww] || ww == "assistant" || ww == "agent" || ww == "agents") && (f.sentenceHas(i, mustWords) && f.sentenceHas(i, actionVerbs) || f.in(i+1, imperativeVerbs)):
 		// "AI: ignore prior instructions", "Assistant: you must call ..." (a forged turn inside prose)
 		return dirAddressed
@@ -358,9 +429,9 @@ func (f *folded) at(i int) int {
 			return dirAddressed
 		}
 	case (ww == "dear" || ww == "attention" || ww == "hey" || ww == "hello") && int(w.sent) == i && (f.in(i+1, aiWords) || f.is(i+1, "assistant") || f.is(i+1, "ai") || (f.is(i+1, "the") || f.is(i+1, "all")) && f.in(i+2, modelWords)):
-		return dirAddressed
+		return dirMereAddress
 	case ww == "if" && f.is(i+1, "you") && f.is(i+2, "are") && (f.is(i+3, "an") || f.is(i+3, "a")) && (f.in(i+4, aiWords) || f.is(i+4, "assistant") || f.is(i+4, "language") || f.is(i+4, "agent") && f.is(i+3, "an")):
-		return dirAddressed
+		return dirMereAddress
 	case ww == "system" && w.colon && int(w.sent) == i && f.is(i+1, "you"):
 		// "SYSTEM: You are now in admin mode"
 		return dirAddressed
@@ -752,7 +823,7 @@ func (t *textScan) directives() {
 	}
 	if c := directiveFolded(s); c != dirNone {
 		t.directive = true
-		t.k.add(dirRules[c], "plain_words", 0, len(s))
+		t.k.add(dirRules[c], directiveEntity(c), 0, len(s))
 	}
 }
 
@@ -768,8 +839,16 @@ func (t *textScan) directiveWindow(ws, we int) {
 	}
 	if c := directiveIn(t.s[ws:we]); c != dirNone {
 		t.directive = true
-		t.k.add(dirRules[c], "plain_words", ws, we)
+		t.k.add(dirRules[c], directiveEntity(c), ws, we)
 	}
+}
+
+// directiveEntity is a directive finding's entity: EntityAddress for a mere address.
+func directiveEntity(c int) string {
+	if c == dirMereAddress {
+		return EntityAddress
+	}
+	return "plain_words"
 }
 
 // labelWords are the words before a ':' that address the model or announce an
@@ -933,9 +1012,10 @@ func strongOrder(s string) bool {
 // output_system_prompt_request, output_escalating_error) or as the classic phrases
 // (output_injected_instructions), or "". It reads at most the first 1 KiB; it is
 // for texts put together from several strings, such as a listing's descriptions
-// read as one (channelcheck.SplitOrders).
+// read as one (channelcheck.SplitOrders). A mere address to the model, which a
+// definition makes by nature, is no order here.
 func OrdersIn(text string) string {
-	if c := directiveIn(text); c != dirNone {
+	if c := directiveIn(text); c != dirNone && c != dirMereAddress {
 		return ruleTable[dirRules[c]].ID
 	}
 	if _, _, ok := ordersIn(text[:min(len(text), maxDirective)]); ok {

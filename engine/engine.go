@@ -133,6 +133,27 @@ func (r Report) RuleIDs() []string {
 	return ids
 }
 
+// AddressesAsInfo lowers to Info each output_directive_to_model finding whose entity
+// is EntityAddress (text addressed to the model that orders nothing harmful) and
+// recomputes Highest and Verdict. It is for tool, prompt and resource definitions,
+// which address the model by nature (docs/decisions.md#definitions-address-the-model).
+func (r *Report) AddressesAsInfo() {
+	lowered := false
+	for i, f := range r.Findings {
+		if f.RuleID == RuleDirectiveToModel && f.Entity == EntityAddress && f.Severity > SeverityInfo {
+			r.Findings[i].Severity, lowered = SeverityInfo, true
+		}
+	}
+	if !lowered {
+		return
+	}
+	r.Highest = SeverityNone
+	for _, f := range r.Findings {
+		r.Highest = max(r.Highest, f.Severity)
+	}
+	r.Verdict = VerdictFor(r.Highest)
+}
+
 // Options configure an Analyzer. The zero value uses the defaults.
 type Options struct {
 	// MaxScanBytes caps how many bytes of text the verdict looks at (default 1 MiB).
