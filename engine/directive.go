@@ -337,23 +337,25 @@ var (
 	payloadNouns = map[string]bool{"password": true, "passwords": true, "passphrase": true, "secret": true, "secrets": true, "token": true,
 		"tokens": true, "credential": true, "credentials": true, "cookie": true, "cookies": true, "ssh": true, "id_rsa": true, "env": true,
 		"conversation": true, "conversations": true, "history": true, "transcript": true, "prompt": true}
+	keyKinds   = map[string]bool{"api": true, "private": true, "secret": true, "access": true, "ssh": true, "signing": true}
 	sweepWords = map[string]bool{"every": true, "all": true, "any": true, "other": true}
 	sweepNouns = map[string]bool{"tool": true, "tools": true, "server": true, "servers": true, "call": true, "calls": true, "request": true, "requests": true}
 )
 
 // harmful reports whether the folded words hold a payload beside an address to the
-// model: data sent or revealed, a secret, the conversation, instructions overridden,
-// a URL or an e-mail address, or every other tool, server or call swept in ("before
-// any other tool").
+// model: data sent or revealed, a secret or an API, private or access key, the
+// conversation, instructions overridden, a home path (~/), a URL or an e-mail
+// address, or every other tool, server or call swept in ("before any other tool").
 func (f *folded) harmful() bool {
 	for j := 0; j < f.n; j++ {
 		w := f.w(j)
-		if payloadVerbs[w] || payloadNouns[w] || sweepWords[w] && (f.in(j+1, sweepNouns) || f.in(j+2, sweepNouns)) {
+		if payloadVerbs[w] || payloadNouns[w] || sweepWords[w] && (f.in(j+1, sweepNouns) || f.in(j+2, sweepNouns)) ||
+			(w == "key" || w == "keys") && f.in(j-1, keyKinds) {
 			return true
 		}
 	}
 	text := unsafe.String(&f.buf[0], f.tlen)
-	return strings.Contains(text, "://") || mailAddress(text)
+	return strings.Contains(text, "://") || strings.Contains(text, "~/") || mailAddress(text)
 }
 
 // mailAddress reports whether text holds an e-mail address: a letter or digit, '@',
