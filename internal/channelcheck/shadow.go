@@ -77,12 +77,22 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 	return out
 }
 
+// bareClaim is the part of claimWords that compares without saying what: an
+// argument's description uses it of values ("If specified, it will be used instead of
+// ref", GitHub's get_file_contents), so there it is no claim.
+var bareClaim = regexp.MustCompile(`(?i)\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\b`)
+
 // claimsOver reports whether one of t's texts claims precedence and is not also a
 // text of o, the other server's tool of the same name: two instances of one server
-// ("Each edit replaces …" on both) claim nothing over each other.
+// ("Each edit replaces …" on both) claim nothing over each other. In a text of the
+// inputSchema (an argument's description) "instead of" alone claims nothing.
 func claimsOver(t, o Tool) bool {
 	for _, x := range t.Texts {
-		if claimWords.MatchString(x.Value) && !slices.ContainsFunc(o.Texts, func(y Text) bool { return y.Value == x.Value }) {
+		v := x.Value
+		if strings.Contains(x.Pointer, "/inputSchema/") {
+			v = bareClaim.ReplaceAllString(v, " ")
+		}
+		if claimWords.MatchString(v) && !slices.ContainsFunc(o.Texts, func(y Text) bool { return y.Value == x.Value }) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,31 @@ func TestRealListingsPassStrict(t *testing.T) {
 	}
 	if n < 350 {
 		t.Fatalf("%d tools read, want the corpus's 368", n)
+	}
+
+	// and all 22 behind one gateway, as several servers, where two GitHub servers
+	// list the same tool names: the cross-server checks withhold nothing either
+	var merged []json.RawMessage
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		var l struct {
+			Tools []map[string]any `json:"tools"`
+		}
+		_ = json.Unmarshal(b, &l)
+		server := strings.TrimSuffix(filepath.Base(file), ".json")
+		for _, tool := range l.Tools {
+			tool["name"] = server + "_" + tool["name"].(string)
+			e, _ := json.Marshal(tool)
+			merged = append(merged, e)
+		}
+	}
+	result, _ := json.Marshal(map[string]any{"tools": merged})
+	p, rec := newPipeline(t, nil, true, false)
+	p.Strict = true
+	split := func(exposed string) (string, string, bool) { return strings.Cut(exposed, "_") }
+	r := p.Response(context.Background(), Channel{Method: "tools/list", SplitName: split}, response(t, string(result)))
+	got := rec.recs[len(rec.recs)-1]
+	if len(r.Hidden) > 0 || r.HiddenAll != nil || got.Decision == "block" {
+		t.Errorf("several real servers: %d withheld (%+v), decision %s, rules %v", len(r.Hidden), r.Hidden, got.Decision, got.RuleIDs)
 	}
 }
