@@ -202,13 +202,7 @@ func (g *guard) presidio(ctx context.Context, now func() time.Time, c *Content, 
 			last, changed = sp.Start, true
 		}
 	}
-	g.br.record(true, now(), g.c)
-	if changed {
-		out.Verdict = Intervene
-	} else {
-		out.Texts = nil
-	}
-	return out
+	return g.replaced(now, out, changed)
 }
 
 func (g *guard) nemoChecks(ctx context.Context, now func() time.Time, c *Content, texts []string, sent []int) Outcome {
@@ -256,13 +250,7 @@ func (g *guard) nemoChecks(ctx context.Context, now func() time.Time, c *Content
 			return failed(FailureError, "malformed")
 		}
 	}
-	g.br.record(true, now(), g.c)
-	if changed {
-		out.Verdict = Intervene
-	} else {
-		out.Texts = nil
-	}
-	return out
+	return g.replaced(now, out, changed)
 }
 
 // nemoRule is the finding of a NeMo rail: nemo_ and the rail's name in lower case
@@ -286,6 +274,18 @@ func nemoRule(rail, status string) string {
 		return "nemo_" + status
 	}
 	return "nemo_" + b.String()
+}
+
+// replaced ends a preset's answer that judged each text and may have replaced some:
+// an intervention carrying out.Texts when one changed, else no verdict and no texts.
+func (g *guard) replaced(now func() time.Time, out Outcome, changed bool) Outcome {
+	g.br.record(true, now(), g.c)
+	if changed {
+		out.Verdict = Intervene
+	} else {
+		out.Texts = nil
+	}
+	return out
 }
 
 // runeOffsets maps a code point index of s to its byte offset; the last entry is
