@@ -182,6 +182,18 @@ func (m *Mux) CheckInitialize(check func(server string, req, resp *jsonrpc.Messa
 	m.mu.Lock()
 	m.check = check
 	m.mu.Unlock()
+	for _, s := range m.servers { // and each answer to the initialize replayed after a restart
+		if r, ok := s.Conn.(reinitChecker); ok {
+			name := s.Name
+			r.CheckReinitialize(func(req, resp *jsonrpc.Message) string { return m.checkInit(name, req, resp) })
+		}
+	}
+}
+
+// reinitChecker is a server connection that replays initialize after a restart
+// (upstream.Supervisor).
+type reinitChecker interface {
+	CheckReinitialize(check func(req, resp *jsonrpc.Message) (refusal string))
 }
 
 // refusal is why check left server out of the session; "" when it did not.

@@ -314,6 +314,12 @@ type initChecker interface {
 	CheckInitialize(check func(server string, req, resp *jsonrpc.Message) (refusal string))
 }
 
+// reinitChecker is an upstream that replays initialize after a restart and reads
+// the answer with check (upstream.Supervisor, one server).
+type reinitChecker interface {
+	CheckReinitialize(check func(req, resp *jsonrpc.Message) (refusal string))
+}
+
 // checkServerInfo checks one server's own initialize answer against its serverInfo
 // pin (docs/vet.md#identity); a refusal leaves the server out of the session.
 func (s *Session) checkServerInfo(server string, req, resp *jsonrpc.Message) string {

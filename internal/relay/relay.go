@@ -175,6 +175,8 @@ func New(opts Options, up Upstream) *Session {
 	s.router, _ = up.(Router)
 	if c, ok := up.(initChecker); ok && opts.Pipeline != nil {
 		c.CheckInitialize(s.checkServerInfo)
+	} else if c, ok := up.(reinitChecker); ok && opts.Pipeline != nil { // one server under a supervisor
+		c.CheckReinitialize(func(req, resp *jsonrpc.Message) string { return s.checkServerInfo(s.opts.Server, req, resp) })
 	}
 	return s
 }

@@ -69,6 +69,18 @@ type Supervisor struct {
 	seq         uint64
 	restarts    int
 	fails       int // short-lived connections in a row, for the backoff
+	// check reads the replayed initialize's answer (CheckReinitialize)
+	check func(req, resp *jsonrpc.Message) (refusal string)
+}
+
+// CheckReinitialize sets check, which reads the answer resp to the initialize req
+// replayed after a restart, as the first answer was read (the serverInfo pin,
+// docs/vet.md#identity): a non-empty refusal fails the restart, so the server stays
+// down (requests to it fail at once) and is tried again with backoff.
+func (s *Supervisor) CheckReinitialize(check func(req, resp *jsonrpc.Message) (refusal string)) {
+	s.mu.Lock()
+	s.check = check
+	s.mu.Unlock()
 }
 
 type item struct {
@@ -401,6 +413,14 @@ func (s *Supervisor) reinitialize(c Conn) (map[string]json.RawMessage, error) {
 	r, err := call(id, methods.Initialize, params)
 	if err != nil {
 		return nil, err
+	}
+	s.mu.Lock()
+	check := s.check
+	s.mu.Unlock()
+	if check != nil {
+		if why := check(jsonrpc.NewRequest(id, methods.Initialize, params), r); why != "" {
+			return nil, fmt.Errorf("upstream: the restarted server's initialize answer was refused: %s", why)
+		}
 	}
 	var res struct {
 		Capabilities map[string]json.RawMessage `json:"capabilities"`

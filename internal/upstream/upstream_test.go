@@ -452,3 +452,63 @@ func TestEnvironInherit(t *testing.T) {
 		t.Errorf("minimal: kept %v dropped %v", kept, dropped)
 	}
 }
+
+// TestSupervisorReinitializeChecked: the answer to the initialize replayed after a
+// restart is read by CheckReinitialize as the first answer was; a refusal (another
+// serverInfo under --pins-mode block) fails that restart, so the server stays down and
+// requests to it fail at once, and the next attempt is read again; an accepted answer
+// brings it back.
+func TestSupervisorReinitializeChecked(t *testing.T) {
+	conns := make(chan *fakeConn, 4)
+	sup, err := NewSupervisor(SupervisorOptions{
+		Start: func() (Conn, error) {
+			c := newFakeConn()
+			conns <- c
+			return c, nil
+		},
+		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background(), time.Second)
+	var mu sync.Mutex
+	var read []string
+	sup.CheckReinitialize(func(req, resp *jsonrpc.Message) string {
+		mu.Lock()
+		defer mu.Unlock()
+		read = append(read, req.Method+" "+string(resp.Result))
+		if strings.Contains(string(resp.Result), "impostor") {
+			return "serverInfo changed"
+		}
+		return ""
+	})
+	first := <-conns
+	sup.Send(parse(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
+	first.lines <- []byte(`{"jsonrpc":"2.0","id":0,"result":{"capabilities":{},"serverInfo":{"name":"files","version":"1"}}}`)
+	if _, err := recv(t, sup); err != nil {
+		t.Fatal(err)
+	}
+	close(first.lines)
+	if _, err := recv(t, sup); err == nil {
+		t.Fatal("want a reset")
+	}
+	answer := func(c *fakeConn, name string) {
+		init := parse(t, c.waitSent(t, 1)[0])
+		c.lines <- []byte(`{"jsonrpc":"2.0","id":` + string(init.ID) + `,"result":{"capabilities":{},"serverInfo":{"name":"` + name + `","version":"1"}}}`)
+	}
+	answer(<-conns, "impostor") // refused: this restart fails
+	third := <-conns            // tried again after the backoff
+	if err := sup.Send(parse(t, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)); !errors.Is(err, jsonrpc.ErrNotDelivered) {
+		t.Fatalf("a request reached a server whose restart was refused: %v", err)
+	}
+	answer(third, "files")
+	testwait.For(t, "the accepted restart", func() bool {
+		return sup.Send(parse(t, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)) == nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(read) != 2 || !strings.HasPrefix(read[0], "initialize ") || !strings.Contains(read[0], "impostor") || !strings.Contains(read[1], `"files"`) {
+		t.Fatalf("the check read %q", read)
+	}
+}
