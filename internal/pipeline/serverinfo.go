@@ -12,20 +12,25 @@ import (
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
-// serverInfoChange pins the serverInfo of an upstream's initialize result, with tool
-// pins on, beside its TLS key ("NAME#identity" serverInfo, docs/vet.md#identity), and
-// returns the change when it differs from the pin; nil otherwise. With several
-// servers the initialize result is the gateway's own, and nothing is pinned here: each
-// server's own answer is checked by ServerInfo.
+// serverInfoChange pins the serverInfo of an upstream's initialize result (or of a
+// 2026-07-28 server/discover result, under _meta io.modelcontextprotocol/serverInfo),
+// with tool pins on, beside its TLS key ("NAME#identity" serverInfo,
+// docs/vet.md#identity), and returns the change when it differs from the pin; nil
+// otherwise. With several servers the result is the gateway's own, and nothing is
+// pinned here: each server's own initialize answer is checked by ServerInfo.
 func (p *Pipeline) serverInfoChange(c Channel, resp *jsonrpc.Message) *vet.ServerInfoChange {
-	if p.Pins == nil || c.Method != methods.Initialize || resp.Error != nil || resp.Refused != "" {
+	if p.Pins == nil || c.Method != methods.Initialize && c.Method != methods.ServerDiscover || resp.Error != nil || resp.Refused != "" {
 		return nil
 	}
 	server := cmp.Or(c.Server, p.PinServer)
 	if server == "" {
 		return nil // several servers: the gateway answers initialize itself
 	}
-	ch, err := vet.CheckServerInfo(p.Pins, server, resp.Result)
+	result := resp.Result
+	if c.Method == methods.ServerDiscover {
+		result = discoveredServerInfo(result)
+	}
+	ch, err := vet.CheckServerInfo(p.Pins, server, result)
 	if err != nil {
 		p.logger().Warn("serverInfo pin could not be checked", "server", server, "err", err)
 	}
@@ -79,4 +84,18 @@ func (p *Pipeline) ServerInfo(ctx context.Context, c Channel, resp *jsonrpc.Mess
 	var e jsonrpc.ErrorObject
 	_ = json.Unmarshal(refused.Error, &e)
 	return e.Message
+}
+
+// discoveredServerInfo is a server/discover result's serverInfo (its _meta
+// io.modelcontextprotocol/serverInfo) as an initialize result holds it: {"serverInfo": …},
+// or {} when there is none.
+func discoveredServerInfo(result json.RawMessage) json.RawMessage {
+	var r struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(result, &r) != nil || len(r.Meta[methods.MetaServerInfo]) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(map[string]json.RawMessage{"serverInfo": r.Meta[methods.MetaServerInfo]})
+	return b
 }

@@ -161,3 +161,39 @@ func TestServerInfoOfEachServer(t *testing.T) {
 		}
 	}
 }
+
+// TestServerInfoDiscover: a 2026-07-28 server names itself in server/discover's _meta
+// (io.modelcontextprotocol/serverInfo), not in an initialize; that serverInfo is pinned
+// and checked the same way: another name is vet_server_info_changed, refused -32603
+// under --pins-mode block; leaving it out once pinned is a change too.
+func TestServerInfoDiscover(t *testing.T) {
+	discover := func(meta string) string {
+		return `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"` + meta + `}`
+	}
+	named := func(name string) string {
+		return `,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"` + name + `","version":"1.0.0"}}`
+	}
+	p, rec := newPipeline(t, nil, true, false)
+	store, err := pins.Open(filepath.Join(t.TempDir(), pins.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Pins, p.PinBlock = store, true
+	ch := Channel{Method: "server/discover", Server: "fs"}
+	first := response(t, discover(named("secure-filesystem-server")))
+	if r := p.Response(context.Background(), ch, first); r.Error != nil {
+		t.Fatalf("first discover refused: %s", r.Error)
+	}
+	for _, tc := range []struct{ name, result string }{
+		{"another name", discover(named("evil-filesystem-server"))},
+		{"left out", discover("")},
+	} {
+		r := p.Response(context.Background(), ch, response(t, tc.result))
+		if last := rec.last(t); r.Error == nil || !strings.Contains(string(r.Error), "-32603") || !slices.Contains(last.RuleIDs, vet.RuleServerInfoChanged) {
+			t.Fatalf("%s: %s, rules %v", tc.name, r.Error, last.RuleIDs)
+		}
+	}
+	if r := p.Response(context.Background(), ch, first); r.Error != nil {
+		t.Fatalf("the pinned serverInfo again was refused: %s", r.Error)
+	}
+}
