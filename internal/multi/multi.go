@@ -173,7 +173,7 @@ func (m *Mux) Close(ctx context.Context, grace time.Duration) error {
 }
 
 // CheckInitialize sets check, which reads each server's own answer resp to the
-// client's initialize req before it is merged (the serverInfo pin,
+// client's initialize or server/discover req before it is merged (the serverInfo pin,
 // docs/vet.md#identity); a non-empty refusal is the text for the client. A server it refuses is left out of this
 // session: it is not listed or asked, a request routed to it is answered with the
 // refusal (-32603), and its own requests and notifications are dropped. Set it before
@@ -728,7 +728,7 @@ func (m *Mux) checkInit(server string, req, resp *jsonrpc.Message) string {
 	}
 	why := check(server, req, resp)
 	if why != "" {
-		m.log.Error("upstream left out of the session: its initialize answer was refused", "upstream", server)
+		m.log.Error("upstream left out of the session: its initialize (or server/discover) answer was refused", "upstream", server)
 		m.mu.Lock()
 		m.refused[server] = why
 		m.mu.Unlock()
@@ -756,6 +756,11 @@ func (m *Mux) discover(msg *jsonrpc.Message) {
 			r, err := m.call(s.Name, methods.ServerDiscover, msg.Params, m.opts.ListWait)
 			if err == nil {
 				err = json.Unmarshal(r.Result, &answers[i].res)
+			}
+			if err == nil { // its serverInfo pin, as an initialize answer's (docs/vet.md#identity)
+				if why := m.checkInit(s.Name, msg, r); why != "" {
+					err = errors.New(why)
+				}
 			}
 			answers[i].err = err
 		}()

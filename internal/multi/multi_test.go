@@ -682,3 +682,38 @@ func TestListenEnded(t *testing.T) {
 		t.Fatalf("end: %s", r.Raw)
 	}
 }
+
+// TestDiscoverCheckRefuses: with several 2026-07-28 servers each server's own
+// server/discover answer (its serverInfo under _meta) is read by the same check as
+// an initialize answer; a refused server is left out of the merged answer and of
+// the session.
+func TestDiscoverCheckRefuses(t *testing.T) {
+	alpha := listenServer(`{"tools":{}}`)
+	beta := listenServer(`{"tools":{},"prompts":{}}`)
+	m := newMux(t, map[string]*fakeServer{"alpha": alpha, "beta": beta})
+	var mu sync.Mutex
+	checked := map[string]string{}
+	m.CheckInitialize(func(server string, req, resp *jsonrpc.Message) string {
+		mu.Lock()
+		defer mu.Unlock()
+		checked[server] = req.Method
+		if server == "beta" {
+			return "mcpgate: beta refused"
+		}
+		return ""
+	})
+	d := ask(t, m, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	mu.Lock()
+	if checked["alpha"] != "server/discover" || checked["beta"] != "server/discover" {
+		t.Errorf("checked %v", checked)
+	}
+	mu.Unlock()
+	if d.Error != nil || strings.Contains(string(d.Result), "prompts") {
+		t.Fatalf("server/discover: %s", d.Raw)
+	}
+	_, err := m.Route(mustParse(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"beta_write","arguments":{}}}`))
+	var re *jsonrpc.RequestError
+	if !errors.As(err, &re) || re.Message != "mcpgate: beta refused" {
+		t.Errorf("a call to the refused server: %v", err)
+	}
+}

@@ -335,7 +335,11 @@ func (s *Session) checkServerInfo(server string, req, resp *jsonrpc.Message) str
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return s.opts.Pipeline.ServerInfo(ctx, pipeline.Channel{Method: methods.Initialize, Params: req.Params,
+	method := methods.Initialize
+	if req.Method == methods.ServerDiscover { // a 2026-07-28 server names itself there
+		method = methods.ServerDiscover
+	}
+	return s.opts.Pipeline.ServerInfo(ctx, pipeline.Channel{Method: method, Params: req.Params,
 		User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server}, resp)
 }
 
