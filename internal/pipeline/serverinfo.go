@@ -28,7 +28,9 @@ func (p *Pipeline) serverInfoChange(c Channel, resp *jsonrpc.Message) *vet.Serve
 	}
 	result := resp.Result
 	if c.Method == methods.ServerDiscover {
-		result = discoveredServerInfo(result)
+		if result = discoveredServerInfo(result); result == nil {
+			return nil // optional there (SHOULD), unlike initialize's: nothing to compare
+		}
 	}
 	ch, err := vet.CheckServerInfo(p.Pins, server, result)
 	if err != nil {
@@ -88,13 +90,13 @@ func (p *Pipeline) ServerInfo(ctx context.Context, c Channel, resp *jsonrpc.Mess
 
 // discoveredServerInfo is a server/discover result's serverInfo (its _meta
 // io.modelcontextprotocol/serverInfo) as an initialize result holds it: {"serverInfo": …},
-// or {} when there is none.
+// or nil when there is none.
 func discoveredServerInfo(result json.RawMessage) json.RawMessage {
 	var r struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(result, &r) != nil || len(r.Meta[methods.MetaServerInfo]) == 0 {
-		return json.RawMessage(`{}`)
+		return nil
 	}
 	b, _ := json.Marshal(map[string]json.RawMessage{"serverInfo": r.Meta[methods.MetaServerInfo]})
 	return b

@@ -165,7 +165,8 @@ func TestServerInfoOfEachServer(t *testing.T) {
 // TestServerInfoDiscover: a 2026-07-28 server names itself in server/discover's _meta
 // (io.modelcontextprotocol/serverInfo), not in an initialize; that serverInfo is pinned
 // and checked the same way: another name is vet_server_info_changed, refused -32603
-// under --pins-mode block; leaving it out once pinned is a change too.
+// under --pins-mode block. It is optional there (SHOULD), so a discover answer without
+// it compares nothing.
 func TestServerInfoDiscover(t *testing.T) {
 	discover := func(meta string) string {
 		return `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"` + meta + `}`
@@ -184,14 +185,12 @@ func TestServerInfoDiscover(t *testing.T) {
 	if r := p.Response(context.Background(), ch, first); r.Error != nil {
 		t.Fatalf("first discover refused: %s", r.Error)
 	}
-	for _, tc := range []struct{ name, result string }{
-		{"another name", discover(named("evil-filesystem-server"))},
-		{"left out", discover("")},
-	} {
-		r := p.Response(context.Background(), ch, response(t, tc.result))
-		if last := rec.last(t); r.Error == nil || !strings.Contains(string(r.Error), "-32603") || !slices.Contains(last.RuleIDs, vet.RuleServerInfoChanged) {
-			t.Fatalf("%s: %s, rules %v", tc.name, r.Error, last.RuleIDs)
-		}
+	r := p.Response(context.Background(), ch, response(t, discover(named("evil-filesystem-server"))))
+	if last := rec.last(t); r.Error == nil || !strings.Contains(string(r.Error), "-32603") || !slices.Contains(last.RuleIDs, vet.RuleServerInfoChanged) {
+		t.Fatalf("another name: %s, rules %v", r.Error, last.RuleIDs)
+	}
+	if r := p.Response(context.Background(), ch, response(t, discover(""))); r.Error != nil {
+		t.Fatalf("a discover answer without serverInfo was refused: %s", r.Error)
 	}
 	if r := p.Response(context.Background(), ch, first); r.Error != nil {
 		t.Fatalf("the pinned serverInfo again was refused: %s", r.Error)
