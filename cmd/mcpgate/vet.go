@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -327,9 +328,10 @@ func fetchIdentity(ctx context.Context, url, pinned string) vet.IdentityCheck {
 
 // identitiesAtStartup pins each https url server's TLS key in the pin store on first
 // sight, and on a later change keeps the new key pending (mcpgate pins approve
-// 'NAME#identity' tls) and returns both for the finding.
-func identitiesAtStartup(ctx context.Context, st *pins.Store, servers []vet.Server, log *slog.Logger) map[string]vet.IdentityCheck {
-	out := map[string]vet.IdentityCheck{}
+// 'NAME#identity' tls) and returns both for the finding; seen is the key each server
+// presented, which every later connection is compared with (gateway.Server.TLSKey).
+func identitiesAtStartup(ctx context.Context, st *pins.Store, servers []vet.Server, log *slog.Logger) (out map[string]vet.IdentityCheck, seen map[string]string) {
+	out, seen = map[string]vet.IdentityCheck{}, map[string]string{}
 	for _, s := range servers {
 		if !strings.HasPrefix(strings.ToLower(s.URL), "https://") {
 			continue
@@ -339,6 +341,7 @@ func identitiesAtStartup(ctx context.Context, st *pins.Store, servers []vet.Serv
 			log.Warn("vet: the server's TLS key could not be read to compare with its pin", "server", s.Name, "error", c.Err.Error())
 			continue
 		}
+		seen[s.Name] = c.Now
 		changes, err := st.Check(vet.IdentityServer(s.Name), []json.RawMessage{vet.IdentityDefinition(c.Now)})
 		if err != nil {
 			log.Warn("vet: identity pin", "server", s.Name, "error", err.Error())
@@ -355,7 +358,7 @@ func identitiesAtStartup(ctx context.Context, st *pins.Store, servers []vet.Serv
 		}
 		out[s.Name] = c
 	}
-	return out
+	return out, seen
 }
 
 func writeVetText(w io.Writer, fs []vet.Finding) error {
@@ -433,7 +436,14 @@ func vetAtStartup(ctx context.Context, file *config.Config, configPath, pinsPath
 		if err != nil {
 			return nil, nil, err
 		}
-		in.Identity = identitiesAtStartup(ctx, st, c.Servers, log)
+		var seen map[string]string
+		in.Identity, seen = identitiesAtStartup(ctx, st, c.Servers, log)
+		for i := range servers { // every later connection is compared with this key
+			name := servers[i].Name
+			servers[i].TLSKey = seen[name]
+			allow := file.Gate.VetAllow[name]
+			servers[i].TLSKeyEnforce = enforce && !slices.Contains(allow, vet.RuleIdentityChanged) && !slices.Contains(allow, "*")
+		}
 		if in.Tools, err = pinnedTools(pinsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, nil, err
 		}

@@ -99,13 +99,17 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 // every session, so a token is fetched once and reused until it nears expiry.
 var upstreamTokens sync.Map // key: server URL + client id + token URL → oauth2.TokenSource
 
-// upstreamClient is the HTTP client of a url server: nil (remote's default) unless it
-// has its own OAuth client, whose token then replaces any Authorization header. The
-// caller's token is never among them: MCP forbids passing it on.
-func upstreamClient(s config.Server) *http.Client {
+// upstreamClient is the HTTP client of a url server over base: nil (remote's default)
+// when base is http.DefaultTransport and it has no OAuth client of its own, whose
+// token otherwise replaces any Authorization header. The caller's token is never
+// among them: MCP forbids passing it on.
+func upstreamClient(s config.Server, base http.RoundTripper) *http.Client {
 	o := s.OAuth
 	if o == nil {
-		return nil
+		if base == http.DefaultTransport {
+			return nil
+		}
+		return &http.Client{Transport: base}
 	}
 	key := s.URL + "\x00" + o.ClientID + "\x00" + o.TokenURL
 	ts, ok := upstreamTokens.Load(key)
@@ -119,7 +123,7 @@ func upstreamClient(s config.Server) *http.Client {
 		tctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: oauth.DefaultFetchTimeout})
 		ts, _ = upstreamTokens.LoadOrStore(key, oauth2.ReuseTokenSource(nil, cc.TokenSource(tctx)))
 	}
-	return &http.Client{Transport: &oauth2.Transport{Source: ts.(oauth2.TokenSource), Base: http.DefaultTransport}}
+	return &http.Client{Transport: &oauth2.Transport{Source: ts.(oauth2.TokenSource), Base: base}}
 }
 
 // allowHosts are the names the front accepts in Host and Origin besides loopback and

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -24,6 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/remote"
 	"github.com/mcpgate/mcpgate/internal/translate"
 	"github.com/mcpgate/mcpgate/internal/upstream"
+	"github.com/mcpgate/mcpgate/internal/vet"
 )
 
 // HTTP configures the Streamable HTTP front (docs/http.md). Zero values take the
@@ -62,6 +65,11 @@ type HTTP struct {
 type Server struct {
 	Name   string
 	Server config.Server
+	// TLSKey is the TLS public key (vet.SPKI) an https url server presented at
+	// start-up, compared on every later connection (docs/vet.md#identity); "" for none.
+	// With TLSKeyEnforce another key fails the handshake; without, it is logged.
+	TLSKey        string
+	TLSKeyEnforce bool
 }
 
 // Servers lists the upstreams: the command argv (one, unprefixed), or the
@@ -143,7 +151,7 @@ func openServers(servers []Server, pools map[string]*upstream.Pool, inherited []
 func dialOne(sp Server, pool *upstream.Pool, inherited []string, upErr io.Writer, maxMessage int, l *slog.Logger) (upstream.Conn, error) {
 	if sp.Server.URL != "" {
 		return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l,
-			Client: upstreamClient(sp.Server)})
+			Client: upstreamClient(sp.Server, keyTransport(sp, l))})
 	}
 	if pool != nil {
 		return pool.Take()
@@ -354,3 +362,55 @@ func sessionsPerCaller(file *config.Config, h HTTP, oauth bool) int {
 	}
 	return h.MaxSessionsPerCaller
 }
+
+// keyTransport is the transport of a url server's connections: http.DefaultTransport,
+// or, when start-up saw its TLS key (sp.TLSKey), one transport per server (its
+// connections are pooled across sessions) that compares every handshake's key with
+// that one: another key fails the handshake under sp.TLSKeyEnforce (the strict
+// profile's --vet-mode enforce), else it is logged as the vet finding
+// vet_identity_changed once per key.
+func keyTransport(sp Server, log *slog.Logger) http.RoundTripper {
+	if sp.TLSKey == "" {
+		return http.DefaultTransport
+	}
+	id := fmt.Sprintf("%s\x00%s\x00%t", sp.Name, sp.TLSKey, sp.TLSKeyEnforce)
+	if t, ok := keyTransports.Load(id); ok {
+		return t.(http.RoundTripper)
+	}
+	t := keyBase.Clone()
+	if t.TLSClientConfig == nil {
+		t.TLSClientConfig = &tls.Config{}
+	}
+	var mu sync.Mutex
+	logged := map[string]bool{}
+	t.TLSClientConfig.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("mcpgate: the server presented no certificate")
+		}
+		now := vet.SPKI(cs.PeerCertificates[0])
+		if now == sp.TLSKey {
+			return nil
+		}
+		approve := "mcpgate pins approve '" + vet.IdentityServer(sp.Name) + "' " + vet.IdentityTool
+		if sp.TLSKeyEnforce {
+			return fmt.Errorf("mcpgate: vet_identity_changed: the server's TLS key is not the one it presented at start-up; after review, %s and restart", approve)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !logged[now] {
+			logged[now] = true
+			log.Warn("vet finding", "rule_id", vet.RuleIdentityChanged, "severity", "HIGH", "server", sp.Name,
+				"detail", "the server's TLS key is not the one it presented at start-up", "approve", approve)
+		}
+		return nil
+	}
+	got, _ := keyTransports.LoadOrStore(id, t)
+	return got.(http.RoundTripper)
+}
+
+var (
+	// keyBase is what keyTransport clones (tests trust their own server with it).
+	keyBase = http.DefaultTransport.(*http.Transport)
+	// keyTransports holds keyTransport's transports, by server, key and mode.
+	keyTransports sync.Map
+)

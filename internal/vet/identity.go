@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -67,8 +68,14 @@ func FetchSPKI(ctx context.Context, raw string, cfg *tls.Config) (string, error)
 	if len(certs) == 0 {
 		return "", errors.New("no certificate")
 	}
-	sum := sha256.Sum256(certs[0].RawSubjectPublicKeyInfo)
-	return "sha256:" + base64.StdEncoding.EncodeToString(sum[:]), nil
+	return SPKI(certs[0]), nil
+}
+
+// SPKI is a certificate's public key hash as IdentityDefinition takes it:
+// "sha256:" and the base64 of the SHA-256 of its SubjectPublicKeyInfo.
+func SPKI(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // IdentityCheck is a url server's pinned identity and the one it presents now.
