@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/internal/guardrail"
@@ -121,4 +123,64 @@ func TestPresetMalformed(t *testing.T) {
 			t.Errorf("%+v was accepted", spec)
 		}
 	}
+}
+
+// FuzzPresetAnswers: whatever a vendor's service answers, each preset's outcome is a
+// failure (under the fail mode) or a verdict of a content guardrail (none, block,
+// intervene) whose replacement texts, when it has some, are one per text sent; the
+// service's bytes never panic the gateway.
+func FuzzPresetAnswers(f *testing.F) {
+	var answer atomic.Value
+	answer.Store([]byte{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(answer.Load().([]byte))
+	}))
+	f.Cleanup(srv.Close)
+	sets := map[string]*guardrail.Set{}
+	for _, p := range guardrail.Presets {
+		spec := guardrail.Spec{Kind: "generic", Preset: p, URL: srv.URL, Timeout: "10s", Breaker: &guardrail.Breaker{Failures: 1 << 30}}
+		if p == guardrail.PresetNeMo {
+			spec.NeMo = &guardrail.NeMo{Model: "m"}
+		}
+		s, err := guardrail.New(map[string]guardrail.Spec{"v": spec})
+		if err != nil {
+			f.Fatal(err)
+		}
+		sets[p] = s
+	}
+	files, _ := filepath.Glob("testdata/presets/*.json")
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		var fx struct {
+			Preset  string            `json:"preset"`
+			Answers []json.RawMessage `json:"answers"`
+		}
+		_ = json.Unmarshal(b, &fx)
+		for _, a := range fx.Answers {
+			f.Add(uint8(slices.Index(guardrail.Presets, fx.Preset)), true, []byte(a), "Contact jane.doe@example.com")
+		}
+	}
+	f.Add(uint8(2), true, []byte(`[{"entity_type":"X","start":0,"end":99}]`), "héllo wörld")
+	f.Fuzz(func(t *testing.T, which uint8, post bool, body []byte, text string) {
+		p := guardrail.Presets[int(which)%len(guardrail.Presets)]
+		answer.Store(body)
+		c := content(text, "a second text")
+		if !post {
+			c.Phase = "pre"
+		}
+		o := sets[p].Run(context.Background(), c, nil)[0]
+		switch {
+		case o.Failure != "":
+		case o.Verdict == guardrail.Intervene:
+			if len(o.Texts) != len(o.Sent) {
+				t.Fatalf("%s: %d replacement texts for %d sent", p, len(o.Texts), len(o.Sent))
+			}
+		case o.Verdict == guardrail.None || o.Verdict == guardrail.Block:
+			if o.Texts != nil {
+				t.Fatalf("%s: texts with verdict %s", p, o.Verdict)
+			}
+		default:
+			t.Fatalf("%s: verdict %q", p, o.Verdict)
+		}
+	})
 }
