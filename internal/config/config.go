@@ -349,6 +349,18 @@ func (c *Config) VetSeverities() map[string]engine.Severity {
 // Severities returns the overrides of the engine's rules (engine.Options.Severities).
 func (c *Config) Severities() map[string]engine.Severity { return c.severities(false) }
 
+// SeveritiesIn is Severities under a profile: with strict, StrictSeverities first,
+// then the configuration's own overrides, which win.
+func (c *Config) SeveritiesIn(strict bool) map[string]engine.Severity {
+	m := c.Severities()
+	if !strict {
+		return m
+	}
+	out := maps.Clone(StrictSeverities)
+	maps.Copy(out, m)
+	return out
+}
+
 // StructureSeverities returns the overrides of the channel-structure rules
 // (internal/channelcheck; pipeline.Pipeline.StructureSeverities).
 func (c *Config) StructureSeverities() map[string]engine.Severity { return c.severities(true) }

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+
+	"github.com/mcpgate/mcpgate/engine"
 )
 
 // Profile names. Profiles (docs/policies.md#profiles, docs/decisions.md#profiles).
@@ -47,7 +49,12 @@ var StrictChanges = []Change{
 	{Setting: "command, host and URL arguments", Default: "recorded (argument_shell)", Strict: "chaining refused: -32602 argument_shell"},
 	{Setting: "path arguments", Default: "recorded (argument_path_*)", Strict: "outside the roots refused: -32602 argument_path"},
 	{Setting: "secret in motion (a value a result showed, sent on in a later call's arguments)", Default: "recorded (reason secret_in_motion)", Strict: "refused", Flag: "--refuse-secrets-in-motion"},
+	{Setting: "order in a result to act through another server's named tool (output_tool_transfer)", Default: "Medium: warns where the filter is on", Strict: "High: blocks", Flag: `"rules": {"output_tool_transfer": "medium"} in --config`},
 }
+
+// StrictSeverities are the engine rules whose severity the strict profile raises
+// (StrictChanges says each); the configuration's "rules" overrides still win.
+var StrictSeverities = map[string]engine.Severity{engine.RuleToolTransfer: engine.SeverityHigh}
 
 // ParseProfile checks a profile name; "" is the default.
 func ParseProfile(name string) (string, error) {

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/engine"
 )
 
 // TestProfileName: the flag wins over the file's "profile", which wins over the
@@ -45,5 +47,26 @@ func TestArgumentRuleSeverity(t *testing.T) {
 	_, err := Parse([]byte(`{"mcpgate":{"rules":{"argument_template":"none"}}}`))
 	if err == nil || !strings.Contains(err.Error(), "severities are fixed") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestStrictSeverities: the strict profile raises output_tool_transfer to High (an
+// order in a result to act through another server's tool then blocks); the
+// configuration's own "rules" override still wins, and the default profile keeps the
+// engine's severities.
+func TestStrictSeverities(t *testing.T) {
+	c := Default()
+	if got := c.SeveritiesIn(false)[engine.RuleToolTransfer]; got != engine.SeverityNone {
+		t.Fatalf("default profile: %v", got)
+	}
+	if got := c.SeveritiesIn(true)[engine.RuleToolTransfer]; got != engine.SeverityHigh {
+		t.Fatalf("strict: %v", got)
+	}
+	c.Gate.Rules = map[string]string{engine.RuleToolTransfer: "medium"}
+	if got := c.SeveritiesIn(true)[engine.RuleToolTransfer]; got != engine.SeverityMedium {
+		t.Fatalf("strict with the configuration's override: %v", got)
+	}
+	if StrictSeverities[engine.RuleToolTransfer] != engine.SeverityHigh {
+		t.Fatal("SeveritiesIn changed StrictSeverities")
 	}
 }

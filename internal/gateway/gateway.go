@@ -251,7 +251,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			g.Close()
 		}
 	}()
-	an, err := engine.New(engine.Options{Severities: g.file.Severities()})
+	an, err := engine.New(engine.Options{Severities: g.file.SeveritiesIn(cfg.Strict)})
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
