@@ -196,9 +196,10 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 		r.rec.emit(p)
 	}()
 	if info != nil {
-		refused, ok, found := r.serverInfoChanged(c, info)
-		if ok {
-			return refused
+		refusal, found := r.serverInfoChanged(c, info)
+		if refusal != "" {
+			b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInternalError, Message: refusal})
+			return Reply{Error: b}
 		}
 		defer r.rec.addFindings(found) // after the result's own findings are set
 	}

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
@@ -26,13 +25,15 @@ func (p *Pipeline) serverInfoChange(c Channel, resp *jsonrpc.Message) *vet.Serve
 	if server == "" {
 		return nil // several servers: the gateway answers initialize itself
 	}
-	result := resp.Result
+	read := vet.ServerInfoOf
 	if c.Method == methods.ServerDiscover {
-		if result = discoveredServerInfo(result); result == nil {
-			return nil // optional there (SHOULD), unlike initialize's: nothing to compare
-		}
+		read = vet.DiscoveredServerInfo
 	}
-	ch, err := vet.CheckServerInfo(p.Pins, server, result)
+	now, named := read(resp.Result)
+	if !named && c.Method == methods.ServerDiscover {
+		return nil // optional there (SHOULD), unlike initialize's: nothing to compare
+	}
+	ch, err := vet.CheckServerInfo(p.Pins, server, now, named)
 	if err != nil {
 		p.logger().Warn("serverInfo pin could not be checked", "server", server, "err", err)
 	}
@@ -40,11 +41,11 @@ func (p *Pipeline) serverInfoChange(c Channel, resp *jsonrpc.Message) *vet.Serve
 }
 
 // serverInfoChanged records vet_server_info_changed and logs it. With --pins-mode
-// block (strict) the initialize is refused with -32603 naming the approval, so the
-// server is not used until `mcpgate pins approve 'NAME#identity' serverInfo`; ok is
-// false otherwise, and the result goes its usual way, found to be added to its
-// record.
-func (r *run) serverInfoChanged(c Channel, info *vet.ServerInfoChange) (reply Reply, ok bool, found engine.Report) {
+// block (strict) refusal is the text of the -32603 that refuses the initialize,
+// naming the approval, so the server is not used until `mcpgate pins approve
+// 'NAME#identity' serverInfo`; it is "" otherwise, and the result goes its usual
+// way, found to be added to its record.
+func (r *run) serverInfoChanged(c Channel, info *vet.ServerInfoChange) (refusal string, found engine.Report) {
 	server := cmp.Or(c.Server, r.p.PinServer)
 	sev := engine.SeverityMedium
 	if r.p.PinBlock {
@@ -54,15 +55,13 @@ func (r *run) serverInfoChanged(c Channel, info *vet.ServerInfoChange) (reply Re
 	r.p.logger().Warn("vet finding", "rule_id", vet.RuleServerInfoChanged, "severity", sev.String(), "server", server,
 		"changed", info.Fields, "approve", "mcpgate pins approve '"+vet.IdentityServer(server)+"' "+vet.ServerInfoTool)
 	if !r.p.PinBlock {
-		return Reply{}, false, rep
+		return "", rep
 	}
 	r.rec.setFindings(rep)
 	r.rec.setReason(vocab.ReasonServerInfoChanged)
 	r.rec.escalate(vocab.Block)
 	r.rec.setOutcome(vocab.OutcomeRejected)
-	b, _ := jsonrpc.Marshal(jsonrpc.ErrorObject{Code: methods.CodeInternalError,
-		Message: "mcpgate: " + info.Message(server) + " (audit log entry " + r.rec.eventID() + ")"})
-	return Reply{Error: b}, true, rep
+	return "mcpgate: " + info.Message(server) + " (audit log entry " + r.rec.eventID() + ")", rep
 }
 
 // ServerInfo checks one server's own initialize answer, as the multiplexer reads it
@@ -78,26 +77,9 @@ func (p *Pipeline) ServerInfo(ctx context.Context, c Channel, resp *jsonrpc.Mess
 	}
 	r := p.arriveChannel(ctx, c)
 	defer r.rec.emit(p)
-	refused, ok, found := r.serverInfoChanged(c, info)
-	if !ok {
+	refusal, found := r.serverInfoChanged(c, info)
+	if refusal == "" {
 		r.rec.setFindings(found)
-		return ""
 	}
-	var e jsonrpc.ErrorObject
-	_ = json.Unmarshal(refused.Error, &e)
-	return e.Message
-}
-
-// discoveredServerInfo is a server/discover result's serverInfo (its _meta
-// io.modelcontextprotocol/serverInfo) as an initialize result holds it: {"serverInfo": …},
-// or nil when there is none.
-func discoveredServerInfo(result json.RawMessage) json.RawMessage {
-	var r struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(result, &r) != nil || len(r.Meta[methods.MetaServerInfo]) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(map[string]json.RawMessage{"serverInfo": r.Meta[methods.MetaServerInfo]})
-	return b
+	return refusal
 }

@@ -24,15 +24,38 @@ type ServerInfo struct {
 // result names none.
 func ServerInfoOf(result json.RawMessage) (ServerInfo, bool) {
 	var r struct {
-		ServerInfo *struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		} `json:"serverInfo"`
+		ServerInfo json.RawMessage `json:"serverInfo"`
 	}
-	if json.Unmarshal(result, &r) != nil || r.ServerInfo == nil || (r.ServerInfo.Name == "" && r.ServerInfo.Version == "") {
+	if json.Unmarshal(result, &r) != nil {
 		return ServerInfo{}, false
 	}
-	return ServerInfo{Name: r.ServerInfo.Name, Version: r.ServerInfo.Version}, true
+	return serverInfoIn(r.ServerInfo)
+}
+
+// DiscoveredServerInfo reads the serverInfo a 2026-07-28 server names in its
+// server/discover result (_meta io.modelcontextprotocol/serverInfo); ok is false when
+// the result names none.
+func DiscoveredServerInfo(result json.RawMessage) (ServerInfo, bool) {
+	var r struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return ServerInfo{}, false
+	}
+	return serverInfoIn(r.Meta["io.modelcontextprotocol/serverInfo"])
+}
+
+// serverInfoIn reads a serverInfo object: ok is false when raw is absent, not an
+// object, or names neither a name nor a version.
+func serverInfoIn(raw json.RawMessage) (ServerInfo, bool) {
+	var si *struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &si) != nil || si == nil || (si.Name == "" && si.Version == "") {
+		return ServerInfo{}, false
+	}
+	return ServerInfo{Name: si.Name, Version: si.Version}, true
 }
 
 // ServerInfoChange is a serverInfo that differs from its pin: Fields are the
@@ -61,14 +84,14 @@ func serverInfoDefinition(si ServerInfo) json.RawMessage {
 	return b
 }
 
-// CheckServerInfo pins the serverInfo of an initialize result for server in st the
-// first time, and returns the change when it differs from the pin; the new one stays
-// pending until approved, as a changed tool does. A result without serverInfo is
-// (nil, nil) while none is pinned; once one is, it is a change to an empty name and
-// version, so that a server cannot pass the pin by leaving serverInfo out.
-func CheckServerInfo(st *pins.Store, server string, result json.RawMessage) (*ServerInfoChange, error) {
-	now, ok := ServerInfoOf(result)
-	if !ok {
+// CheckServerInfo pins now, the serverInfo a server named (named false when it named
+// none: ServerInfoOf, DiscoveredServerInfo), for server in st the first time, and
+// returns the change when it differs from the pin; the new one stays pending until
+// approved, as a changed tool does. No serverInfo is (nil, nil) while none is
+// pinned; once one is, it is a change to an empty name and version, so that a server
+// cannot pass the pin by leaving serverInfo out.
+func CheckServerInfo(st *pins.Store, server string, now ServerInfo, named bool) (*ServerInfoChange, error) {
+	if !named {
 		pinned, err := hasServerInfoPin(st, server)
 		if err != nil || !pinned {
 			return nil, err
