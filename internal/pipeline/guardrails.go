@@ -257,18 +257,9 @@ func (r *run) guardStop(o guardrail.Outcome, phase string) *Reply {
 // the phase, the fail mode. It returns the code and the client's message.
 func (r *run) guardStopRecord(o guardrail.Outcome, phase string) (vocab.Reason, string) {
 	name := guardrail.Source(o.Name)
-	code, msg := vocab.ReasonGuardrailBlock, "the guardrail blocked the call"
-	switch {
-	case o.Verdict == guardrail.Deny:
-		code, msg = vocab.ReasonGuardrailDeny, "the authorization service denied the call"
-	case o.Failure == guardrail.FailureTimeout:
-		code, msg = vocab.ReasonGuardrailTimeout, "the guardrail did not answer in time (failMode closed)"
+	code, msg := stopReason(o)
+	if o.Failure != "" {
 		r.rec.setFailModeTriggered()
-	case o.Failure != "":
-		code, msg = vocab.ReasonGuardrailError, "the guardrail failed (failMode closed)"
-		r.rec.setFailModeTriggered()
-	case o.Reason != "":
-		msg = o.Reason // blocked_reason: to the client only, scanned and bounded by thrown
 	}
 	r.rec.setReason(code)
 	r.rec.setPolicy(name)
@@ -279,6 +270,23 @@ func (r *run) guardStopRecord(o guardrail.Outcome, phase string) (vocab.Reason, 
 		r.rec.setPhase(guardPre)
 	}
 	return code, msg
+}
+
+// stopReason is the reason code and the client's message of an outcome that stops
+// a call: a deny, a timeout or failure under failMode closed, or a block (its
+// blocked_reason, for the client only, scanned and bounded by thrown).
+func stopReason(o guardrail.Outcome) (vocab.Reason, string) {
+	switch {
+	case o.Verdict == guardrail.Deny:
+		return vocab.ReasonGuardrailDeny, "the authorization service denied the call"
+	case o.Failure == guardrail.FailureTimeout:
+		return vocab.ReasonGuardrailTimeout, "the guardrail did not answer in time (failMode closed)"
+	case o.Failure != "":
+		return vocab.ReasonGuardrailError, "the guardrail failed (failMode closed)"
+	case o.Reason != "":
+		return vocab.ReasonGuardrailBlock, o.Reason
+	}
+	return vocab.ReasonGuardrailBlock, "the guardrail blocked the call"
 }
 
 // intervene applies the interventions of outs to doc: each replaces exactly the

@@ -63,7 +63,7 @@ func (l *list) judge(rep engine.Report) ([]engine.Finding, *Reply) {
 		if !o.Stops() {
 			continue
 		}
-		code, _ := l.guardStopRecordOnce(o, &recorded)
+		code := l.guardStopRecordOnce(o, &recorded)
 		l.rec.guardrail(guardrail.Source(o.Name))
 		tools, ok := l.flagged(o)
 		if o.Verdict != guardrail.Block || !ok {
@@ -115,19 +115,15 @@ func (l *list) judge(rep engine.Report) ([]engine.Finding, *Reply) {
 }
 
 // guardStopRecordOnce records the first stop of a listing as guardStopRecord does,
-// and returns the reason code of each.
-func (l *list) guardStopRecordOnce(o guardrail.Outcome, recorded *bool) (vocab.Reason, string) {
+// and returns the reason code of each (stopReason).
+func (l *list) guardStopRecordOnce(o guardrail.Outcome, recorded *bool) vocab.Reason {
 	if !*recorded {
 		*recorded = true
-		return l.guardStopRecord(o, guardPost)
+		code, _ := l.guardStopRecord(o, guardPost)
+		return code
 	}
-	switch {
-	case o.Failure == guardrail.FailureTimeout:
-		return vocab.ReasonGuardrailTimeout, ""
-	case o.Failure != "":
-		return vocab.ReasonGuardrailError, ""
-	}
-	return vocab.ReasonGuardrailBlock, ""
+	code, _ := stopReason(o)
+	return code
 }
 
 // flagged returns the tools (indexes into l.out) a BLOCKED's findings point into;
