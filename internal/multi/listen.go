@@ -159,7 +159,7 @@ func (m *Mux) offersMemberLocked(server, capability, member string) bool {
 	if m.refused[server] != "" {
 		return false
 	}
-	c, ok := m.members[server]
+	c, ok := m.caps[server]
 	if !ok {
 		return true
 	}

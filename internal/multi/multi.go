@@ -98,10 +98,9 @@ type Mux struct {
 	seq     uint64
 	waits   map[string]*wait  // the mux's own requests, by id key
 	srvReqs map[string]srvReq // mux id key → the server request it stands for
-	caps    map[string]map[string]bool
 	check   func(server string, req, resp *jsonrpc.Message) (refusal string)
 	refused map[string]string                    // servers left out of the session by check, with why
-	members map[string]map[string]map[string]any // each server's capabilities with members
+	caps    map[string]map[string]map[string]any // each server's capabilities, with their members
 
 	listens     map[string]*listening // the client's subscriptions/listen, by id key
 	listenParts map[string]listenPart // the mux's listen on a server, by id key
@@ -137,7 +136,7 @@ func New(servers []Server, opts Options) *Mux {
 		byName: map[string]*Server{}, opts: opts, log: opts.Logger,
 		out: make(chan item, 64), done: make(chan struct{}),
 		waits: map[string]*wait{}, srvReqs: map[string]srvReq{},
-		caps: map[string]map[string]bool{}, refused: map[string]string{}, members: map[string]map[string]map[string]any{},
+		caps: map[string]map[string]map[string]any{}, refused: map[string]string{},
 		listens: map[string]*listening{}, listenParts: map[string]listenPart{},
 	}
 	for i := range servers {
@@ -530,7 +529,11 @@ func (m *Mux) offers(server, capability string) bool {
 		return false
 	}
 	c, ok := m.caps[server]
-	return !ok || c[capability]
+	if !ok {
+		return true
+	}
+	_, offered := c[capability]
+	return offered
 }
 
 // all fetches every page of a list from one server.
@@ -1059,9 +1062,7 @@ func prefixKey(obj map[string]json.RawMessage, key, prefix string) bool {
 func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[string]map[string]any) {
 	var c map[string]map[string]any
 	_ = json.Unmarshal(raw, &c)
-	offered := map[string]bool{}
 	for k, sub := range c {
-		offered[k] = true
 		if caps[k] == nil {
 			caps[k] = map[string]any{}
 		}
@@ -1070,8 +1071,7 @@ func (m *Mux) mergeCapabilities(name string, raw json.RawMessage, caps map[strin
 		}
 	}
 	m.mu.Lock()
-	m.caps[name] = offered
-	m.members[name] = c
+	m.caps[name] = c
 	m.mu.Unlock()
 }
 
