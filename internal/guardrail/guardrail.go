@@ -71,6 +71,7 @@ func New(specs map[string]Spec) (*Set, error) {
 		for _, ttl := range c.cacheTTL {
 			if ttl > 0 {
 				g.cache = newVerdictCache(c.cacheMax)
+				break
 			}
 		}
 		s.guards = append(s.guards, g)
