@@ -368,7 +368,7 @@ func sessionsPerCaller(file *config.Config, h HTTP, oauth bool) int {
 // connections are pooled across sessions) that compares every handshake's key with
 // that one: another key fails the handshake under sp.TLSKeyEnforce (the strict
 // profile's --vet-mode enforce), else it is logged as the vet finding
-// vet_identity_changed once per key.
+// vet_identity_changed once per key, for at most maxLoggedKeys keys.
 func keyTransport(sp Server, log *slog.Logger) http.RoundTripper {
 	if sp.TLSKey == "" {
 		return http.DefaultTransport
@@ -397,7 +397,7 @@ func keyTransport(sp Server, log *slog.Logger) http.RoundTripper {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if !logged[now] {
+		if !logged[now] && len(logged) < maxLoggedKeys { // a key a server rotates per handshake is not kept forever
 			logged[now] = true
 			log.Warn("vet finding", "rule_id", vet.RuleIdentityChanged, "severity", "HIGH", "server", sp.Name,
 				"detail", "the server's TLS key is not the one it presented at start-up", "approve", approve)
@@ -407,6 +407,9 @@ func keyTransport(sp Server, log *slog.Logger) http.RoundTripper {
 	got, _ := keyTransports.LoadOrStore(id, t)
 	return got.(http.RoundTripper)
 }
+
+// maxLoggedKeys bounds the other keys one server's transport logs (and remembers).
+const maxLoggedKeys = 64
 
 var (
 	// keyBase is what keyTransport clones (tests trust their own server with it).
