@@ -304,6 +304,19 @@ func (m *Mux) sendTo(server string, msg *jsonrpc.Message) error {
 	return fmt.Errorf("%w: upstream %q: %v", jsonrpc.ErrNotDelivered, server, err)
 }
 
+// Abandon ends a client request's input rounds on the server it went to
+// (upstream.Abandon); server "" is a request the mux answered itself, which has none.
+func (m *Mux) Abandon(id json.RawMessage, server string) error {
+	if server == "" {
+		return nil
+	}
+	s := m.byName[server]
+	if s == nil {
+		return &jsonrpc.RequestError{Code: methods.CodeInvalidParams, Message: fmt.Sprintf("mcpgate: no upstream server is named %q", server)}
+	}
+	return upstream.Abandon(s.Conn, id, server)
+}
+
 // Route picks the server of a client request and rewrites it as that server must see
 // it: the name without its "<server>_" prefix, the URI without its "<server>+"
 // prefix. The result carries the server in Upstream. Requests the mux answers itself

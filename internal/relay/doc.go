@@ -26,6 +26,7 @@
 // *jsonrpc.DropError (the relay fails the request it answered), a lost connection as
 // a *jsonrpc.ResetError naming its server (the relay fails the requests routed there),
 // and a request that cannot be delivered as a Send error. A request whose
-// input_required result had an input request withheld is ended with a
-// notifications/cancelled to the server (abandonedInput).
+// input_required result had an input request withheld is ended through the
+// upstream's Abandon (upstream.Abandon, abandonedInput): the translation ends a round
+// it made itself, and a server that made the result gets notifications/cancelled.
 package relay

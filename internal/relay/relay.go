@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/reqstate"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -667,15 +668,13 @@ func (s *Session) sendAndWait(ctx context.Context, routed *jsonrpc.Message, own 
 	}
 }
 
-// abandonedInput tells the server that the client will not retry the request id
-// answered: its input_required result had an input request withheld
-// (docs/channels.md#input-requests). Sent before the client's answer, so that no
-// later request under the same id can be taken for it.
-func (s *Session) abandonedInput(id json.RawMessage, upstream string) {
-	n := jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{"requestId": id,
-		"reason": "mcpgate: an input request was withheld; the client will not retry"})
-	n.Upstream = upstream
-	_ = s.up.Send(n)
+// abandonedInput ends the input rounds of the request id answered, through the
+// upstream's Abandon (upstream.Abandon): its input_required result had an input
+// request withheld, so the client will not retry it (docs/channels.md#input-requests).
+// Done before the client's answer, so that no later request under the same id can be
+// taken for it.
+func (s *Session) abandonedInput(id json.RawMessage, server string) {
+	_ = upstream.Abandon(s.up, id, server)
 }
 
 // abandon stops waiting for a request and, with a reason, tells the upstream with

@@ -466,8 +466,8 @@ func (s *modernState) setLevel(c *Conn, params map[string]json.RawMessage) {
 
 // cancelled forwards the client's cancellation of a request under the id the server
 // saw; one of a request already answered (or never sent) is dropped. A cancellation
-// of the request a round answered (the relay's, when it withheld an input request)
-// ends the round: the server's requests get an error, the request is cancelled.
+// of the request a round answered ends the round, as the relay's Abandon does: the
+// server's requests get an error, the request is cancelled.
 func (s *modernState) cancelled(c *Conn, m *jsonrpc.Message) {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(m.Params, &p) != nil {
@@ -482,6 +482,21 @@ func (s *modernState) cancelled(c *Conn, m *jsonrpc.Message) {
 		return
 	}
 	s.abandon(c, f, "the client cancelled the request")
+}
+
+// abandonRound ends the round the client's request id waits on, as the client's
+// cancellation of it does; false when the hop does not translate (the server made
+// the input_required result and is told itself).
+func (s *modernState) abandonRound(c *Conn, id json.RawMessage) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.phase != phaseTranslated {
+		return false
+	}
+	if f := s.byClient[jsonrpc.IDKey(id)]; f != nil {
+		s.abandon(c, f, "the client cancelled the request")
+	}
+	return true
 }
 
 // abandon ends a flight the client will not wait for: the server's pending
@@ -646,8 +661,8 @@ func (s *modernState) askInput(c *Conn, f *flight) {
 	b, _ := jsonrpc.Marshal(map[string]any{"resultType": "input_required", "inputRequests": reqs, "requestState": f.state})
 	c.enqueue(jsonrpc.NewResponse(f.clientID, b))
 	f.answered, f.waiting = true, false
-	// f stays under clientID until the retry: the relay cancels that id when it
-	// withheld an input request, and the round then ends at once.
+	// f stays under clientID until the retry: the relay abandons that id (Abandon)
+	// when it withheld an input request, and the round then ends at once.
 	state := f.state
 	f.expiry = time.AfterFunc(s.timeout, func() {
 		s.mu.Lock()

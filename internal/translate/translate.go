@@ -9,6 +9,7 @@ package translate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -103,6 +104,21 @@ func (c *Conn) Send(m *jsonrpc.Message) error {
 		return c.sendModern(m)
 	}
 	return c.up.Send(m)
+}
+
+// Abandon ends the input rounds of the client request id, whose input_required
+// result the client will not answer (upstream.Abandoner). Where the translation made
+// that result (a 2026-07-28 client of a 2025-11-25 server) it ends the round itself,
+// as the client's cancellation does; elsewhere the server made it and gets the
+// notifications/cancelled, sent as the client's messages are.
+func (c *Conn) Abandon(id json.RawMessage, server string) error {
+	c.mu.Lock()
+	md := c.mode
+	c.mu.Unlock()
+	if md == modernClient && c.modern.abandonRound(c, id) {
+		return nil
+	}
+	return c.Send(upstream.WithheldCancel(id, server))
 }
 
 // Recv returns the next server message in the client's revision. A message the

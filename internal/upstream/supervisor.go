@@ -187,6 +187,18 @@ func (s *Supervisor) Send(m *jsonrpc.Message) error {
 	return nil
 }
 
+// Abandon ends a client request's input rounds on the current connection
+// (upstream.Abandon); with none (the server is restarting) there is nothing to end.
+func (s *Supervisor) Abandon(id json.RawMessage, server string) error {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return Abandon(c, id, server)
+}
+
 // Recv returns the next server message, a *jsonrpc.DropError or *jsonrpc.ResetError
 // (the stream goes on), or io.EOF once the supervisor is closed.
 func (s *Supervisor) Recv() (*jsonrpc.Message, error) {
