@@ -206,6 +206,10 @@ type Method struct {
 	Names []Name
 	// Effects is what the relay does with its messages beside relaying them.
 	Effects Effect
+	// InlinesTaskResult: its result (a client request) or params (a server
+	// notification) may carry a finished task's CallToolResult under "result", which
+	// the post phase of the task's tool judges (docs/decisions.md#task-results).
+	InlinesTaskResult bool
 }
 
 // Filtered reports whether the rules read the message (its result, params).
@@ -233,7 +237,11 @@ var (
 	statusMessage = []Field{{Path: []string{"statusMessage"}}}
 	instructions  = []Field{{Path: []string{"instructions"}}}
 	taskID        = []Name{{Path: []string{"taskId"}}}
-	byName        = map[string]*Method{}
+	// taskStatus is what a task message that may inline its result carries: its
+	// statusMessage, the result's content and structuredContent, and an error.
+	taskStatus = []Field{statusMessage[0],
+		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")}
+	byName = map[string]*Method{}
 )
 
 func f(kind FieldKind, path ...string) Field { return Field{Path: path, Kind: kind} }
@@ -292,9 +300,8 @@ var table = []Method{
 	// A 2026-07-28 tasks/get of a finished task inlines the tool's result (a
 	// CallToolResult) or its error: read like tasks/result, a blocked content block
 	// becomes a text block carrying the block text.
-	{Name: TasksGet, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: []Field{statusMessage[0],
-		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
-		Block: ReplaceText, NameParam: "taskId", Route: ByTask, Names: taskID},
+	{Name: TasksGet, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: taskStatus,
+		Block: ReplaceText, NameParam: "taskId", Route: ByTask, Names: taskID, InlinesTaskResult: true},
 	{Name: TasksCancel, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask,
 		Names: taskID},
 	// tasks/list is read as named members (each task's statusMessage); List says how
@@ -307,9 +314,12 @@ var table = []Method{
 	{Name: TasksUpdate, Revisions: Rev20260728, Direction: ClientRequest, Phase: ctxapi.PhasePre, NameParam: "taskId", Route: ByTask},
 	// A status may carry the finished task's result as tasks/get does: read alike, and
 	// judged by the post phase of the task's tool (docs/decisions.md#task-results).
-	{Name: NotificationTasksStatus, Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: []Field{statusMessage[0],
-		f(Blocks, "result", "content"), f(Free, "result", "structuredContent"), f(Free, "error", "message"), f(Free, "error", "data")},
-		Block: ReplaceText, Names: taskID},
+	{Name: NotificationTasksStatus, Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: taskStatus,
+		Block: ReplaceText, Names: taskID, InlinesTaskResult: true},
+	// The 2026-07-28 extension's status notification: the same members as
+	// notifications/tasks/status, read and namespaced alike.
+	{Name: NotificationTasks, Revisions: Rev20260728, Direction: ServerNotification, Shape: Fields, Text: taskStatus,
+		Block: ReplaceText, Names: taskID, InlinesTaskResult: true},
 
 	// Server → client requests.
 	// In 2026-07-28 these are not wire requests: a result of resultType

@@ -49,8 +49,7 @@ const (
 	NotificationInitialized               = "notifications/initialized"
 	NotificationRootsListChanged          = "notifications/roots/list_changed"
 
-	// NotificationTasks is the 2026-07-28 tasks extension's status notification, which
-	// has no row: it is relayed as it is, but for its taskId (internal/relay).
+	// NotificationTasks is the 2026-07-28 tasks extension's status notification.
 	NotificationTasks = "notifications/tasks"
 
 	// ExtensionTasks is the 2026-07-28 tasks extension's key in a capabilities'

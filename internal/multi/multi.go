@@ -939,18 +939,14 @@ func (m *Mux) lost(s *Server, cause error) {
 }
 
 // notification rewrites a server notification for the client: the member that
-// carries a server's name (a resource URI, a task id; the table's Names, and the
-// taskId of the 2026-07-28 notifications/tasks) gets its server prefix.
+// carries a server's name (the table's Names: a resource URI, a task id) gets its
+// server prefix.
 func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message {
-	var key string
-	switch row := methods.Of(msg.Method); {
-	case msg.Method == methods.NotificationTasks: // the 2026-07-28 tasks extension's status, no row
-		key = "taskId"
-	case row == nil || row.Direction != methods.ServerNotification || len(row.Names) != 1 || len(row.Names[0].Path) != 1:
+	row := methods.Of(msg.Method)
+	if row == nil || row.Direction != methods.ServerNotification || len(row.Names) != 1 || len(row.Names[0].Path) != 1 {
 		return msg
-	default:
-		key = row.Names[0].Path[0]
 	}
+	key := row.Names[0].Path[0]
 	params := map[string]json.RawMessage{}
 	if json.Unmarshal(msg.Params, &params) != nil {
 		return msg

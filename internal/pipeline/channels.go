@@ -212,7 +212,7 @@ func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Messag
 	if m != nil && m.Direction == methods.ClientRequest && inputRequired(resp.Result) {
 		return r.inputRequiredReply(m, resp)
 	}
-	if c.Tool != "" && m != nil && m.Name == methods.TasksGet && inlinedToolResult(resp.Result) != nil {
+	if c.Tool != "" && m != nil && m.InlinesTaskResult && inlinedToolResult(resp.Result) != nil {
 		return r.taskFlow(c, m, resp.Result, resp.Raw, false) // a tasks/get that inlines the task's result
 	}
 	switch {
@@ -258,7 +258,7 @@ func (p *Pipeline) serverRequest(ctx context.Context, c Channel, raw []byte) (re
 }
 
 // Notification filters a server notification (notifications/message,
-// notifications/progress, notifications/tasks/status, …). One with nothing to read (a
+// notifications/progress, notifications/tasks/status, notifications/tasks, …). One with nothing to read (a
 // progress notification without a message) comes back as Original and leaves no
 // record; a blocked one is dropped (NoReply) or has its text replaced; a warned one
 // comes back sanitized in Params.
@@ -280,7 +280,7 @@ func (p *Pipeline) Notification(c Channel, raw []byte) (reply Reply) {
 		}
 		r.rec.emit(p)
 	}()
-	if c.Tool != "" && m.Name == methods.NotificationTasksStatus && inlinedToolResult(c.Params) != nil { // a task status that carries the task's result
+	if c.Tool != "" && m.InlinesTaskResult && inlinedToolResult(c.Params) != nil { // a task status that carries the task's result
 		return r.taskFlow(c, m, methods.OrObject(c.Params), raw, true)
 	}
 	return r.flow(c, m, methods.OrObject(c.Params), raw)

@@ -11,7 +11,8 @@ import (
 
 // A task's tool result reaches the client by more paths than tasks/result: a
 // 2026-07-28 tasks/get of a finished task inlines it under "result", and so may a
-// notifications/tasks/status. Each goes through the same output stages and post
+// task status notification (notifications/tasks/status, the 2026-07-28
+// notifications/tasks). Each goes through the same output stages and post
 // phase as the tools/call that created the task (docs/decisions.md#task-results).
 
 // inlinedToolResult returns the CallToolResult a task message inlines under
@@ -25,8 +26,9 @@ func inlinedToolResult(doc json.RawMessage) json.RawMessage {
 	return nil
 }
 
-// InlinesToolResult reports whether a tasks/get result or a notifications/tasks/status's
-// params carry the task's CallToolResult, which only the task's tool can judge.
+// InlinesToolResult reports whether a task message (a tasks/get result, a task status
+// notification's params; methods.Method.InlinesTaskResult) carries the task's
+// CallToolResult, which only the task's tool can judge.
 func InlinesToolResult(doc json.RawMessage) bool { return inlinedToolResult(doc) != nil }
 
 // taskFlow filters a task message (tasks/get's result, notifications/tasks/status's

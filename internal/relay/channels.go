@@ -199,7 +199,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		}
 		// tasks/result, and a tasks/get that inlines the task's result, run the post
 		// phase of the task's tool (docs/decisions.md#task-results).
-		if x.Method == methods.TasksResult || x.Method == methods.TasksGet && msg.Error == nil && pipeline.InlinesToolResult(msg.Result) {
+		if row := methods.Of(x.Method); x.Method == methods.TasksResult || row != nil && row.InlinesTaskResult && msg.Error == nil && pipeline.InlinesToolResult(msg.Result) {
 			c, ok := s.tasks.get(x.task)
 			if !ok { // forgotten while the request was in flight: no tool to judge it by
 				return s.unknownTaskError(msg.ID, x.Method, x.Server)
@@ -245,7 +245,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		return msg
 	case jsonrpc.KindNotification:
 		ch.Params = msg.Params
-		if x.Method == methods.NotificationTasksStatus && pipeline.InlinesToolResult(msg.Params) {
+		if row := methods.Of(x.Method); row != nil && row.InlinesTaskResult && pipeline.InlinesToolResult(msg.Params) {
 			c, ok := s.tasks.of(msg.Params)
 			if !ok { // a result no tool's post phase can judge: dropped, never relayed
 				s.log.Warn("a task status carrying a result for a task the session does not hold was dropped", "upstream", x.Server)

@@ -35,7 +35,8 @@ func (h *harness) createTask(id, upID string) string {
 }
 
 // TestRelayEveryTextFiltered: the text of every method reaches the rules: a task's
-// statusMessage (tasks/get, tasks/list, tasks/cancel, notifications/tasks/status)
+// statusMessage (tasks/get, tasks/list, tasks/cancel, notifications/tasks/status and
+// the 2026-07-28 extension's notifications/tasks)
 // and the JSON-RPC error of a method outside the filtered channels (ping,
 // resources/subscribe, logging/setLevel, a method the gateway does not know), each
 // with one record naming the method.
@@ -60,12 +61,14 @@ func TestRelayEveryTextFiltered(t *testing.T) {
 			t.Errorf("%s: record %+v", c.method, rec)
 		}
 	}
-	h.up.lines <- `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t1","status":"working","statusMessage":"x` + osc52 + `"}}`
-	if got := h.clientGets(); strings.Contains(got, `\u001b`) || !strings.Contains(got, `"taskId":"`+t1+`"`) {
-		t.Errorf("notifications/tasks/status: client got %s", got)
-	}
-	if rec := h.record(); rec.Method != "notifications/tasks/status" || rec.ActionTaken != "block" {
-		t.Errorf("notifications/tasks/status: record %+v", rec)
+	for _, method := range []string{"notifications/tasks/status", "notifications/tasks"} { // 2025-11-25, the 2026-07-28 extension
+		h.up.lines <- `{"jsonrpc":"2.0","method":"` + method + `","params":{"taskId":"t1","status":"working","statusMessage":"x` + osc52 + `"}}`
+		if got := h.clientGets(); strings.Contains(got, `\u001b`) || !strings.Contains(got, `"taskId":"`+t1+`"`) {
+			t.Errorf("%s: client got %s", method, got)
+		}
+		if rec := h.record(); rec.Method != method || rec.ActionTaken != "block" {
+			t.Errorf("%s: record %+v", method, rec)
+		}
 	}
 
 	for i, method := range []string{"ping", "resources/subscribe", "logging/setLevel", "vendor/custom"} {

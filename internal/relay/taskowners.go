@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
@@ -20,10 +21,6 @@ import (
 // caller's, a forgotten one, a server's own, however guessable the server's ids are)
 // is answered -32602 as for an unknown task, with one record, and never reaches a
 // server. tasks/list shows only the session's own tasks.
-
-// notificationTasks is the 2026-07-28 tasks extension's status notification, which
-// the methods table does not list (it is relayed as it is, but for its taskId).
-const notificationTasks = methods.NotificationTasks
 
 // relatedTaskKey is the _meta member that ties a message to a task (MCP 2025-11-25
 // "Tasks": io.modelcontextprotocol/related-task, {taskId}).
@@ -90,7 +87,8 @@ func (s *Session) notOwnedTaskError(id json.RawMessage, method, server string) *
 // ids the client holds: for a response to a task method (task is the client's id of
 // the task the request named) its result's taskId and related task; tasks/list's
 // tasks, of which only the session's own are kept; a task status notification's
-// taskId (2026-07-28: notifications/tasks); and the related task in any message's _meta. An id the session does not
+// taskId (the table's Names: notifications/tasks/status, the 2026-07-28
+// notifications/tasks); and the related task in any message's _meta. An id the session does not
 // hold stays as it is (the client cannot name it in a request). A message with no
 // task id comes back as it was.
 func (s *Session) taskIDsToClient(method, task string, msg *jsonrpc.Message) *jsonrpc.Message {
@@ -125,7 +123,7 @@ func (s *Session) taskIDsToClient(method, task string, msg *jsonrpc.Message) *js
 			return msg
 		}
 		changed := relatedTask(params, toClient)
-		if msg.Kind == jsonrpc.KindNotification && (method == methods.NotificationTasksStatus || method == notificationTasks) {
+		if m := methods.Of(method); msg.Kind == jsonrpc.KindNotification && m != nil && slices.ContainsFunc(m.Names, isTaskID) {
 			changed = setTaskID(params, toClient) || changed
 		}
 		if changed {
@@ -136,6 +134,9 @@ func (s *Session) taskIDsToClient(method, task string, msg *jsonrpc.Message) *js
 	}
 	return msg
 }
+
+// isTaskID reports whether n is a top-level taskId member.
+func isTaskID(n methods.Name) bool { return len(n.Path) == 1 && n.Path[0] == "taskId" }
 
 // setTaskID replaces obj's taskId when toClient knows it; it reports whether it did.
 func setTaskID(obj map[string]json.RawMessage, toClient func(string) (string, bool)) bool {

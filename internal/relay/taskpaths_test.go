@@ -20,7 +20,8 @@ import (
 // runs the post phase of the tool that produced it (docs/decisions.md#task-results).
 // The shipped redact-email.js redacts the address on each: the plain call, the
 // 2025-11-25 tasks/result, a 2026-07-28 tasks/get that inlines the finished task's
-// result, and a notifications/tasks/status that carries it; with one server and with
+// result, and a notifications/tasks/status or 2026-07-28 notifications/tasks that
+// carries it; with one server and with
 // several (routed by name). A tasks/get or status carrying a result for a task the
 // session does not hold is refused, never relayed.
 func TestToolResultPathsRunPost(t *testing.T) {
@@ -43,6 +44,8 @@ func TestToolResultPathsRunPost(t *testing.T) {
 			`{"jsonrpc":"2.0","id":2,"result":{"taskId":"t-1","status":"completed","resultType":"complete","result":%s}}`, true},
 		{"notifications/tasks/status with the result", "",
 			`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t-1","status":"completed","result":%s}}`, true},
+		{"notifications/tasks with the result", "",
+			`{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"t-1","status":"completed","result":%s}}`, true},
 	}
 	pol := t.TempDir()
 	src, err := os.ReadFile(filepath.Join("..", "..", "policies", "redact-email.js"))
