@@ -1,0 +1,110 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const bundleKeys = "../../internal/bundle/testdata/"
+
+// repack rewrites a bundle: edit gets each entry's name and bytes and returns the
+// bytes to keep (nil leaves the entry out).
+func repack(t *testing.T, path string, edit func(name string, data []byte) []byte) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		data, _ := io.ReadAll(tr)
+		if data = edit(h.Name, data); data == nil {
+			continue
+		}
+		h.Size = int64(len(data))
+		tw.WriteHeader(h)
+		tw.Write(data)
+	}
+	tw.Close()
+	zw.Close()
+	out := filepath.Join(t.TempDir(), "edited.tar.gz")
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBundleBuildVerify: a bundle built from a directory verifies with its key (exit
+// 0); a tampered, an unsigned, a wrongly keyed and a broken-chain bundle each exit 1
+// with a message that says why.
+func TestBundleBuildVerify(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.js"), []byte("function pre(ctx) { return ctx.params }"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a_test.js"), []byte("function test_a() {}"), 0o644)
+	tmp := t.TempDir()
+	first, second := filepath.Join(tmp, "b1.tar.gz"), filepath.Join(tmp, "b2.tar.gz")
+	mcpgate := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, nil, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, out, errs := mcpgate("bundle", "build", dir, "-o", first, "--signing-key", bundleKeys+"ed25519.key"); code != 0 || !strings.Contains(out, "revision 1, sha256:") {
+		t.Fatalf("build: exit %d: %s%s", code, out, errs)
+	}
+	if code, out, errs := mcpgate("bundle", "build", dir, "-o", second, "--signing-key", bundleKeys+"ed25519.key", "--previous", first); code != 0 || !strings.Contains(out, "revision 2,") {
+		t.Fatalf("build --previous: exit %d: %s%s", code, out, errs)
+	}
+	code, out, errs := mcpgate("bundle", "verify", second, "--key", bundleKeys+"ed25519.pub", "--previous", first)
+	if code != 0 || !strings.Contains(out, "verified") || !strings.Contains(out, "revision  2") || !strings.Contains(out, "tests     a_test.js") {
+		t.Fatalf("verify: exit %d: %s%s", code, out, errs)
+	}
+	tampered := repack(t, second, func(name string, data []byte) []byte {
+		if name == "a.js" {
+			return []byte("function pre(ctx) { return {} }")
+		}
+		return data
+	})
+	unsigned := repack(t, second, func(name string, data []byte) []byte {
+		if name == ".signatures.json" {
+			return nil
+		}
+		return data
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tampered", []string{tampered, "--key", bundleKeys + "ed25519.pub"}, "a.js was changed after signing"},
+		{"unsigned", []string{unsigned, "--key", bundleKeys + "ed25519.pub"}, "bundle is not signed: no .signatures.json"},
+		{"wrong key", []string{second, "--key", bundleKeys + "other.pub"}, "signature does not verify with this key"},
+		{"broken chain", []string{first, "--key", bundleKeys + "ed25519.pub", "--previous", second}, "broken chain: its previous is (none)"},
+		{"private key given", []string{second, "--key", bundleKeys + "ed25519.key"}, `--key: ` + bundleKeys + `ed25519.key: want a PEM "PUBLIC KEY"`},
+		{"no key", []string{second}, "give --key PUB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := mcpgate(append([]string{"bundle", "verify"}, tc.args...)...)
+			if code != exitError || !strings.Contains(errs, tc.want) || out != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out, errs, tc.want)
+			}
+		})
+	}
+}
