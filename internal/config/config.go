@@ -56,14 +56,25 @@ type Server struct {
 }
 
 // UpstreamOAuth is a url server's own OAuth client: the gateway gets it a token by
-// the client credentials grant (RFC 6749 §4.4) and sends it as its Authorization.
+// the client credentials grant (RFC 6749 §4.4), or by exchanging the caller's token
+// (RFC 8693, Grant "token_exchange"), and sends it as its Authorization.
 type UpstreamOAuth struct {
+	// Grant is "client_credentials" (the default) or "token_exchange"
+	// (docs/http.md#token-exchange).
+	Grant        string   `json:"grant,omitempty"`
 	TokenURL     string   `json:"tokenURL"`
 	ClientID     string   `json:"clientID"`
 	ClientSecret string   `json:"clientSecret"`
 	Scopes       []string `json:"scopes,omitempty"`
 	Resource     string   `json:"resource,omitempty"` // RFC 8707 resource indicator: the server's URL by default
+	Audience     string   `json:"audience,omitempty"` // RFC 8693 §2.1 audience of an exchanged token
 }
+
+// Upstream OAuth grants (UpstreamOAuth.Grant).
+const (
+	GrantClientCredentials = "client_credentials"
+	GrantTokenExchange     = "token_exchange"
+)
 
 // Gate is the "mcpgate" key.
 type Gate struct {
@@ -319,6 +330,10 @@ func (c *Config) validate() error {
 				errs = append(errs, fmt.Errorf(`"mcpServers.%s.oauth.tokenURL": want the authorization server's http(s) token endpoint`, name))
 			case o.ClientID == "" || o.ClientSecret == "":
 				errs = append(errs, fmt.Errorf(`"mcpServers.%s.oauth": needs clientID and clientSecret`, name))
+			case o.Grant != "" && o.Grant != GrantClientCredentials && o.Grant != GrantTokenExchange:
+				errs = append(errs, fmt.Errorf(`"mcpServers.%s.oauth.grant" is %q: want %q (the default) or %q`, name, o.Grant, GrantClientCredentials, GrantTokenExchange))
+			case o.Audience != "" && o.Grant != GrantTokenExchange:
+				errs = append(errs, fmt.Errorf(`"mcpServers.%s.oauth.audience" needs "grant": %q (the client credentials grant asks by resource)`, name, GrantTokenExchange))
 			}
 		}
 	}

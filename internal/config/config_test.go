@@ -48,6 +48,14 @@ func TestParse(t *testing.T) {
 		{name: "oauth HMAC", in: `{"mcpgate":{"oauth":{"algorithms":["HS256"]}}}`, wantErr: "HMAC"},
 		{name: "upstream oauth on a stdio server", in: `{"mcpServers":{"a":{"command":"x","oauth":{"tokenURL":"https://i/t","clientID":"c","clientSecret":"s"}}}}`, wantErr: "only a \"url\" server"},
 		{name: "upstream oauth without secret", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"tokenURL":"https://i/t","clientID":"c"}}}}`, wantErr: "needs clientID and clientSecret"},
+		{name: "upstream token exchange", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"grant":"token_exchange","tokenURL":"https://i/t","clientID":"c","clientSecret":"s","audience":"https://u","scopes":["r"]}}}}`,
+			check: func(t *testing.T, c *Config) {
+				if o := c.MCPServers["a"].OAuth; o.Grant != GrantTokenExchange || o.Audience != "https://u" {
+					t.Fatalf("%+v", o)
+				}
+			}},
+		{name: "upstream oauth unknown grant", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"grant":"password","tokenURL":"https://i/t","clientID":"c","clientSecret":"s"}}}}`, wantErr: `want "client_credentials" (the default) or "token_exchange"`},
+		{name: "upstream oauth audience without exchange", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"tokenURL":"https://i/t","clientID":"c","clientSecret":"s","audience":"x"}}}}`, wantErr: `audience" needs "grant": "token_exchange"`},
 		{name: "upstream oauth without token URL", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"clientID":"c","clientSecret":"s"}}}}`, wantErr: "tokenURL"},
 		{name: "rule severities", in: `{"mcpgate":{"rules":{"pii_email":"Medium"}}}`, check: func(t *testing.T, c *Config) {
 			if c.Severities()["pii_email"].String() != "MEDIUM" {

@@ -96,14 +96,33 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 }
 
 // upstreamTokens holds one token source per url server's OAuth client, shared by
-// every session, so a token is fetched once and reused until it nears expiry.
-var upstreamTokens sync.Map // key: server URL + client id + token URL → oauth2.TokenSource
+// every session, so a token is fetched once and reused until it nears expiry; for a
+// token exchange, one *oauth.Exchanger, which keeps a token per subject.
+var upstreamTokens sync.Map // key: grant + server URL + client id + token URL + audience → oauth2.TokenSource or *oauth.Exchanger
+
+// caller is whom a session's upstreams act for: the OAuth subject and the holder of
+// the token the caller presented last (docs/http.md#token-exchange); zero on stdio.
+type caller struct {
+	subject string
+	token   *oauth.SubjectToken
+}
+
+// exchangeServer names a server whose token is exchanged from the caller's, or "".
+func exchangeServer(servers []Server) string {
+	for _, sp := range servers {
+		if sp.Server.OAuth != nil && sp.Server.OAuth.Grant == config.GrantTokenExchange {
+			return sp.Name
+		}
+	}
+	return ""
+}
 
 // upstreamClient is the HTTP client of a url server over base: nil (remote's default)
 // when base is http.DefaultTransport and it has no OAuth client of its own, whose
-// token otherwise replaces any Authorization header. The caller's token is never
-// among them: MCP forbids passing it on.
-func upstreamClient(s config.Server, base http.RoundTripper) *http.Client {
+// token otherwise replaces any Authorization header: the gateway's own, or one
+// exchanged for who's. The caller's own token is never among them: MCP forbids
+// passing it on.
+func upstreamClient(s config.Server, base http.RoundTripper, who caller) *http.Client {
 	o := s.OAuth
 	if o == nil {
 		if base == http.DefaultTransport {
@@ -111,13 +130,18 @@ func upstreamClient(s config.Server, base http.RoundTripper) *http.Client {
 		}
 		return &http.Client{Transport: base}
 	}
-	key := s.URL + "\x00" + o.ClientID + "\x00" + o.TokenURL
+	resource := o.Resource
+	if resource == "" {
+		resource = s.URL
+	}
+	key := o.Grant + "\x00" + s.URL + "\x00" + o.ClientID + "\x00" + o.TokenURL + "\x00" + o.Audience
+	if o.Grant == config.GrantTokenExchange {
+		ex, _ := upstreamTokens.LoadOrStore(key, oauth.NewExchanger(oauth.ExchangeConfig{TokenURL: o.TokenURL, ClientID: o.ClientID,
+			ClientSecret: o.ClientSecret, Audience: o.Audience, Resource: resource, Scopes: o.Scopes}, nil))
+		return &http.Client{Transport: &oauth.ExchangeTransport{Base: base, Exchanger: ex.(*oauth.Exchanger), Subject: who.subject, Holder: who.token}}
+	}
 	ts, ok := upstreamTokens.Load(key)
 	if !ok {
-		resource := o.Resource
-		if resource == "" {
-			resource = s.URL
-		}
 		cc := &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL,
 			Scopes: o.Scopes, EndpointParams: url.Values{"resource": {resource}}, AuthStyle: oauth2.AuthStyleInHeader}
 		tctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: oauth.DefaultFetchTimeout})

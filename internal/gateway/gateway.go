@@ -515,12 +515,12 @@ func (g *Gateway) watch(ctx context.Context) {
 	}
 }
 
-// openUpstream opens one session's upstream.
-func (g *Gateway) openUpstream() (upstream.Conn, error) {
+// openUpstream opens one session's upstream for who (the zero caller on stdio).
+func (g *Gateway) openUpstream(who caller) (upstream.Conn, error) {
 	if g.cfg.Upstream != nil {
 		return g.cfg.Upstream(g.pipe.Analyzer)
 	}
-	return openServers(g.cfg.Servers, g.pools, g.upEnv, g.upstreamStderr(), g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames, g.cfg.Version)
+	return openServers(g.cfg.Servers, g.pools, g.upEnv, g.upstreamStderr(), g.cfg.MaxMessageBytes, g.log, g.file.Gate.PrefixNames, g.cfg.Version, who)
 }
 
 // upstreamStderr is where the stdio upstreams' stderr is relayed; nil drops it.
@@ -607,7 +607,10 @@ func (g *Gateway) ServeStdio(ctx context.Context, stdin io.Reader, stdout io.Wri
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
 	go g.watch(reloadCtx)
-	up, err := g.openUpstream()
+	if name := exchangeServer(g.cfg.Servers); name != "" {
+		return fmt.Errorf("mcpServers.%s.oauth.grant %q exchanges the caller's OAuth token, and a stdio client presents none: serve it with gateway run --listen and --oauth-issuer, or use the client credentials grant (docs/http.md#token-exchange)", name, config.GrantTokenExchange)
+	}
+	up, err := g.openUpstream(caller{})
 	if err != nil {
 		return err
 	}

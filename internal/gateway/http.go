@@ -21,6 +21,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/httpfront"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/multi"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/remote"
@@ -113,7 +114,7 @@ func Servers(file *config.Config, argv []string) ([]Server, error) {
 // several, a server that cannot start is left out, logged with its name and retried
 // with backoff (docs/servers.md#restarts); with one, its start error is returned.
 // A stdio server with a pool in pools takes its process from it.
-func openServers(servers []Server, pools map[string]*upstream.Pool, inherited []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool, version string) (upstream.Conn, error) {
+func openServers(servers []Server, pools map[string]*upstream.Pool, inherited []string, upErr io.Writer, maxMessage int, log *slog.Logger, prefix bool, version string, who caller) (upstream.Conn, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("no upstream configured")
 	}
@@ -124,7 +125,7 @@ func openServers(servers []Server, pools map[string]*upstream.Pool, inherited []
 			l = log.With("upstream", sp.Name)
 		}
 		startOne := func() (upstream.Conn, error) {
-			c, err := dialOne(sp, pools[sp.Name], inherited, upErr, maxMessage, l)
+			c, err := dialOne(sp, pools[sp.Name], inherited, upErr, maxMessage, l, who)
 			if err != nil {
 				return nil, err
 			}
@@ -148,10 +149,10 @@ func openServers(servers []Server, pools map[string]*upstream.Pool, inherited []
 
 // dialOne opens one server's connection: a remote client for a url server, else its
 // process, taken from pool when there is one.
-func dialOne(sp Server, pool *upstream.Pool, inherited []string, upErr io.Writer, maxMessage int, l *slog.Logger) (upstream.Conn, error) {
+func dialOne(sp Server, pool *upstream.Pool, inherited []string, upErr io.Writer, maxMessage int, l *slog.Logger, who caller) (upstream.Conn, error) {
 	if sp.Server.URL != "" {
 		return remote.Dial(remote.Options{URL: sp.Server.URL, Headers: sp.Server.Headers, MaxMessageBytes: maxMessage, Logger: l,
-			Client: upstreamClient(sp.Server, keyTransport(sp, l))})
+			Client: upstreamClient(sp.Server, keyTransport(sp, l), who)})
 	}
 	if pool != nil {
 		return pool.Take()
@@ -235,6 +236,9 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if name := exchangeServer(g.cfg.Servers); name != "" && validator == nil {
+		return fmt.Errorf("mcpServers.%s.oauth.grant %q exchanges the caller's OAuth token: give --oauth-issuer (or mcpgate.oauth) so callers present one (docs/http.md#token-exchange)", name, config.GrantTokenExchange)
+	}
 	if g.cfg.Upstream == nil && len(g.cfg.Servers) == 0 {
 		return errors.New("no upstream: put the MCP server command after --, or list servers under mcpServers in --config")
 	}
@@ -247,8 +251,8 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	defer stopReload()
 	go g.watch(reloadCtx)
 	front := httpfront.New(httpfront.Options{
-		Start: func(_ context.Context, user ctxapi.User) (httpfront.Backend, error) {
-			up, err := g.openUpstream()
+		Start: func(ctx context.Context, user ctxapi.User) (httpfront.Backend, error) {
+			up, err := g.openUpstream(caller{subject: user.UserID, token: oauth.SubjectTokenFrom(ctx)})
 			if err != nil {
 				return nil, err
 			}

@@ -29,6 +29,9 @@ var ErrUnauthorized = errors.New("a valid bearer token is required (Authorizatio
 type Identity struct {
 	User ctxapi.User
 	Key  string
+	// token is the OAuth access token the caller presented (validated); "" for a
+	// static token, a client certificate or a local caller. Never logged.
+	token string
 }
 
 // grant is the digest of everything a token grants: the whole ctx.user (subject,
@@ -171,7 +174,7 @@ func NewAuth(c AuthConfig) (Authenticator, error) {
 			return Identity{}, refuse(e)
 		}
 		sum := sha256.Sum256([]byte(p.Subject))
-		return Identity{User: c.OAuth.User(p, c.ClassFor), Key: "oauth:" + hex.EncodeToString(sum[:16])}, nil
+		return Identity{User: c.OAuth.User(p, c.ClassFor), Key: "oauth:" + hex.EncodeToString(sum[:16]), token: tok}, nil
 	}, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/bound"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -485,6 +486,7 @@ func (f *Front) boundTo(w http.ResponseWriter, r *http.Request, s *session, id I
 			"client or roles than this one: start a new session (initialize) with this token")
 		return false
 	}
+	s.subject.Set(id.token)
 	return true
 }
 
@@ -547,7 +549,9 @@ func (f *Front) startSession(id Identity, modern bool) (*session, error) {
 // runSession starts the backend of a session whose places are taken (none for a
 // modern one) and runs it until it ends.
 func (f *Front) runSession(id Identity, modern bool) (*session, error) {
-	be, err := f.opts.Start(f.ctx, id.User)
+	holder := &oauth.SubjectToken{}
+	holder.Set(id.token)
+	be, err := f.opts.Start(oauth.WithSubjectToken(f.ctx, holder), id.User)
 	if err != nil {
 		f.mu.Lock()
 		if !modern {
@@ -559,7 +563,7 @@ func (f *Front) runSession(id Identity, modern bool) (*session, error) {
 		return nil, fmt.Errorf("could not start the upstream MCP server: %w", err)
 	}
 	s := newSession(f, randomID(), id)
-	s.modern = modern
+	s.modern, s.subject = modern, holder
 	f.mu.Lock()
 	if !modern {
 		f.starting--

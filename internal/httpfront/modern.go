@@ -87,6 +87,7 @@ func (f *Front) modern(w http.ResponseWriter, r *http.Request, id Identity, msg 
 		httpError(w, status, msg.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+err.Error())
 		return
 	}
+	s.subject.Set(id.token)
 	s.touch()
 	inner, _ := json.Marshal("m" + strconv.FormatUint(modernSeq.Add(1), 10))
 	fwd := msg.WithID(inner)

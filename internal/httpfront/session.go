@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 )
 
 var errSessionEnded = errors.New("httpfront: session ended")
@@ -33,6 +34,9 @@ type session struct {
 	// grant is the digest of the user it was opened for (grant): a request whose
 	// token grants anything else may not use it
 	grant string
+	// subject holds the OAuth access token its caller presented last, for the
+	// exchange of its url servers' tokens (docs/http.md#token-exchange)
+	subject *oauth.SubjectToken
 	// modern: a caller's backend of 2026-07-28 requests, never named to the client
 	modern bool
 
