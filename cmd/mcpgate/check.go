@@ -63,8 +63,9 @@ printed for results and for texts up to 1 MiB; a longer text is not kept.
 Findings name the rule, severity, entity kind, pointer and byte offsets, never the
 matched value. The sanitized output is printed even for a block, for inspection.
 
-With --config, the rule severities of the configuration's "mcpgate.rules" apply, as
-in the gateway: a rule raised to high blocks here too.
+With --config, the rule severities of the configuration's "mcpgate.rules" and
+"mcpgate.profile" apply, as in the gateway: a rule raised to high blocks here too,
+and so does output_tool_transfer under "profile": "strict".
 
 Exit status: 0 allow, 3 warn, 4 block, 1 usage or I/O error.
 
@@ -99,7 +100,9 @@ Examples:
 				if err != nil {
 					return fmt.Errorf("check: %w", err)
 				}
-				sev = cfg.Severities()
+				if sev, err = severitiesOf(cfg); err != nil {
+					return fmt.Errorf("check: %w", err)
+				}
 			}
 			out, err := runCheck(in, sev)
 			if err != nil {
@@ -139,6 +142,17 @@ func readPrefix(r io.Reader, limit int) (b []byte, whole bool, err error) {
 		return b, false, nil
 	}
 	return b, true, nil
+}
+
+// severitiesOf is the engine's rule severities under the configuration cfg, as the
+// gateway reads them: its "profile" (strict raises config.StrictSeverities), then its
+// "rules". The error names a profile that is neither default nor strict.
+func severitiesOf(cfg *config.Config) (map[string]engine.Severity, error) {
+	profile, err := cfg.ProfileName("")
+	if err != nil {
+		return nil, err
+	}
+	return cfg.SeveritiesIn(profile == config.ProfileStrict), nil
 }
 
 // runCheck analyses all of in: as a CallToolResult when it is a JSON object with

@@ -62,7 +62,7 @@ capture file or the policies cannot be read.`,
 	fl.StringVar(&dir, "policies", "", "policies directory to replay with (required)")
 	fl.StringVar(&format, "format", "text", "output format: text or json")
 	fl.StringVar(&caller, "caller", "", "only the calls of this caller: its user id or its caller id, exactly")
-	fl.StringVar(&cfgPath, "config", "", "configuration file whose rule severities to use, as the gateway did")
+	fl.StringVar(&cfgPath, "config", "", "configuration file whose rule severities (its \"rules\" and \"profile\") to use, as the gateway did")
 	_ = cmd.MarkFlagRequired("capture")
 	_ = cmd.MarkFlagRequired("policies")
 	return cmd
@@ -87,7 +87,11 @@ func runReplay(ctx context.Context, file, dir, format, cfgPath, caller string, s
 			return err
 		}
 	}
-	an, err := engine.New(engine.Options{Severities: cfg.Severities()})
+	sev, err := severitiesOf(cfg)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	an, err := engine.New(engine.Options{Severities: sev})
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}

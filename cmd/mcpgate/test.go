@@ -157,7 +157,7 @@ Example:
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringVar(&f.run, "run", "", "run only tests whose name (or file:name) matches this regular expression")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each test's duration, and the policies' warn lines on stderr")
-	fl.StringVar(&f.config, "config", "", "configuration file whose rule severities the built-in rules use, as the gateway's --config")
+	fl.StringVar(&f.config, "config", "", "configuration file whose rule severities (its \"rules\" and \"profile\") the built-in rules use, as the gateway's --config")
 	return cmd
 }
 
@@ -188,7 +188,11 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 			return err
 		}
 	}
-	an, err := engine.New(engine.Options{Severities: cfg.Severities()})
+	sev, err := severitiesOf(cfg)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	an, err := engine.New(engine.Options{Severities: sev})
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
