@@ -166,7 +166,7 @@ Environment:
 	fl.BoolVar(&f.debugConsole, "debug-policy-console", false, "give policies console.log (it can carry content into logs: debug only)")
 	fl.IntVar(&f.inflightCalls, "max-inflight-calls", budget.DefaultMaxCalls, "most tools/call requests in flight across every session; past it a call waits up to 30 s, then gets -32000 before it reaches the upstream (-1: no limit)")
 	fl.Int64Var(&f.inflightBytes, "max-inflight-bytes", budget.DefaultMaxBytes, "most bytes of upstream results being filtered at once; past it a result waits its turn (-1: no limit)")
-	fl.StringVar(&f.shadow, "shadow", "", "run the policies of this directory beside the live set on every call; records gain a shadow field; nothing they do reaches the client or the server")
+	fl.StringVar(&f.shadow, "shadow", "", "run the policies of this directory (and its guardrails.json as the candidate's guardrails) beside the live set on every call; records gain a shadow field; nothing they do reaches the client or the server")
 	fl.StringVar(&f.capture, "capture", "", "write each tools/call with its arguments and the upstream's result to this JSONL file (mode 0600) for mcpgate replay; it holds values")
 	fl.IntVar(&f.captureRotate, "capture-rotate-mb", 0, "rotate --capture when it passes N megabytes (0: never)")
 	fl.IntVar(&f.captureKeep, "capture-keep", 5, "rotated capture files to keep with --capture-rotate-mb (0: keep all)")

@@ -171,4 +171,7 @@ type Shadow struct {
 	Policy        string       `json:"policy,omitempty"`
 	PolicySetHash string       `json:"policy_set_hash"`
 	Differs       bool         `json:"differs"`
+	// Guardrails are the candidate's own guardrail callouts (DIR/guardrails.json,
+	// docs/decisions.md#shadow-guardrails), in the shape of the record's guardrails.
+	Guardrails []GuardrailCall `json:"guardrails,omitempty"`
 }

@@ -168,6 +168,21 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
+// ParseGuardrails decodes a guardrails file: one JSON object of guardrails by name,
+// the shape of the "guardrails" key (docs/guardrails.md#config), with ${NAME}
+// expanded from the process environment. Errors name the guardrail and the problem.
+func ParseGuardrails(b []byte) (map[string]guardrail.Spec, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(b, &probe); err != nil || probe == nil {
+		return nil, errors.New("want one JSON object of guardrails by name")
+	}
+	c, err := Parse(append(append([]byte(`{"mcpgate": {"guardrails": `), b...), '}', '}'))
+	if err != nil {
+		return nil, err
+	}
+	return c.Gate.Guardrails, nil
+}
+
 // Parse decodes and validates a configuration; unknown keys under "mcpgate" are
 // errors. ${NAME} and ${NAME:-default} in string values are expanded from the
 // process environment first (ParseEnv).

@@ -175,3 +175,27 @@ func TestGuardrailsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestParseGuardrails: a guardrails file (a --shadow candidate's) is the "guardrails"
+// object alone, read with ${NAME} expanded and checked as the key is.
+func TestParseGuardrails(t *testing.T) {
+	t.Setenv("SHADOW_GUARD_HMAC", "k2")
+	specs, err := ParseGuardrails([]byte(`{"g":{"kind":"generic","url":"http://127.0.0.1:8700/x","hmacSecret":"${SHADOW_GUARD_HMAC}"}}`))
+	if err != nil || specs["g"].HMACSecret != "k2" || specs["g"].Kind != "generic" {
+		t.Fatalf("%+v, %v", specs, err)
+	}
+	if specs, err := ParseGuardrails([]byte(`{}`)); err != nil || len(specs) != 0 {
+		t.Fatalf("an empty file: %+v, %v", specs, err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{`[]`, "want one JSON object"},
+		{`null`, "want one JSON object"},
+		{`{"g":{"kind":"opa","url":"http://h","methods":["prompts/get"]}}`, `"mcpgate.guardrails.g": "methods"`},
+		{`{"g":{"kind":"opa","url":"http://h","colour":1}}`, `unknown field "colour"`},
+		{`{"g":{"kind":"opa","url":"http://h"}}, "mcpServers": {}`, "want one JSON object"},
+	} {
+		if _, err := ParseGuardrails([]byte(tc.file)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.file, err, tc.want)
+		}
+	}
+}

@@ -279,3 +279,54 @@ func hasCached(rec map[string]any) bool {
 	}
 	return false
 }
+
+// TestGuardrailsShadow: a --shadow candidate with its own guardrails (guardrails.json
+// in its directory) has the test-bed content service judge each call off the live
+// path: the client gets what the live set gives, and the record's shadow part says
+// what the candidate's guardrail would have done.
+func TestGuardrailsShadow(t *testing.T) {
+	svc := &guardtest.Service{}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	_, fake := httpBinaries(t)
+	cfg := writeConfig(t, map[string]any{})
+	shadow := t.TempDir()
+	b, _ := json.Marshal(map[string]any{"candidate": map[string]any{"kind": "generic", "url": srv.URL, "timeout": "5s",
+		"breaker": map[string]any{"failures": 1000}}})
+	if err := os.WriteFile(filepath.Join(shadow, "guardrails.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--config", cfg, "--policies", t.TempDir(), "--shadow", shadow}, []string{fake})...)
+	for i, tc := range []struct {
+		text, action, reason string
+		differs              bool
+		entry                map[string]string
+	}{
+		{text: "hello", action: "pass", entry: map[string]string{"name": "candidate", "phase": "post", "verdict": "none"}},
+		{text: "GUARD:block", action: "block", reason: "guardrail_block", differs: true,
+			entry: map[string]string{"name": "candidate", "phase": "pre", "verdict": "block"}},
+		{text: "GUARD:post-redact secret-abc", action: "redact", differs: true,
+			entry: map[string]string{"name": "candidate", "phase": "post", "verdict": "intervene"}},
+	} {
+		res := callTool(t, c, "echo", map[string]any{"text": tc.text})
+		if len(res.Content) == 0 || res.Content[0].(mcp.TextContent).Text != "fakeup: "+tc.text {
+			t.Fatalf("%s: the live reply changed: %+v", tc.text, res.Content)
+		}
+		rec := log.waitRecords(t, i+1)[i]
+		if a, _ := rec["action_taken"].(string); a != "pass" || rec["guardrails"] != nil {
+			t.Errorf("%s: the live record: %v", tc.text, rec)
+		}
+		sh, _ := rec["shadow"].(map[string]any)
+		if sh == nil || sh["action_taken"] != tc.action || sh["differs"] != tc.differs || (sh["reason"] != nil) != (tc.reason != "") ||
+			(tc.reason != "" && sh["reason"] != tc.reason) || !hasEntry(sh, tc.entry) {
+			t.Errorf("%s: shadow %v, want action %s reason %q differs %v entry %v", tc.text, sh, tc.action, tc.reason, tc.differs, tc.entry)
+		}
+		b, _ := json.Marshal(rec)
+		if strings.Contains(string(b), "secret-") || strings.Contains(string(b), "GUARD:") {
+			t.Errorf("the record holds a value: %s", b)
+		}
+	}
+	if n := len(svc.Requests()); n != 5 {
+		t.Errorf("the candidate's guardrail took %d requests, want 5 (each call's arguments, and the result of the two it let through)", n)
+	}
+}

@@ -345,6 +345,12 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			return nil, fmt.Errorf("--shadow: %w", err)
 		}
 		g.pipe.Shadow, g.pipe.ShadowHealth = g.shadow, &pipeline.Health{}
+		if g.pipe.ShadowGuardrails, err = shadowGuardrails(cfg.ShadowDir); err != nil {
+			return nil, fmt.Errorf("--shadow: %w", err)
+		}
+		if g.pipe.ShadowGuardrails != nil {
+			g.log.Info("shadow guardrails loaded: called off the live path, recorded in the shadow field only", "guardrails", g.pipe.ShadowGuardrails.Names())
+		}
 		g.log.Info("shadow policy set loaded: it runs beside the live set and changes nothing", "dir", cfg.ShadowDir, "hash", g.shadow.Current().Hash)
 	}
 	if c := cfg.Capture; c.File != "" {
@@ -674,6 +680,36 @@ func (g *Gateway) Close() error {
 		return g.gate.Close()
 	}
 	return nil
+}
+
+// ShadowGuardrailsFile is the file in a --shadow directory that gives the candidate
+// set its own guardrails (docs/decisions.md#shadow-guardrails).
+const ShadowGuardrailsFile = "guardrails.json"
+
+// shadowGuardrails reads dir's guardrails file, read once at start-up like the live
+// guardrails. No file: nil, nil (the candidate shares the live guardrails); a file
+// with no guardrails ({}): a set with none.
+func shadowGuardrails(dir string) (*guardrail.Set, error) {
+	path := filepath.Join(dir, ShadowGuardrailsFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	specs, err := config.ParseGuardrails(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	set, err := guardrail.New(specs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if set == nil {
+		set = &guardrail.Set{}
+	}
+	return set, nil
 }
 
 // PolicyStatus is /api/status's policies (and shadow) object: the loaded set, the

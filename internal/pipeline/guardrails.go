@@ -112,6 +112,7 @@ func (r *run) guardrailsPost(result json.RawMessage, out engine.Report, verdict 
 	}
 	r.rec.escalate(vocab.Redact)
 	r.rec.outputChanged()
+	r.shadow.shareRedact()
 	v, _ := r.rescan(raw, verdict)
 	if v == engine.Block {
 		reply := r.block()
@@ -264,6 +265,7 @@ func (r *run) guardStopRecord(o guardrail.Outcome, phase string) (vocab.Reason, 
 	r.rec.setReason(code)
 	r.rec.setPolicy(name)
 	r.rec.guardrail(name)
+	r.shadow.shareStop(code, name, phase)
 	r.rec.escalate(vocab.Block)
 	r.rec.setPhase(phase)
 	if phase == guardPreRewritten {
@@ -294,13 +296,34 @@ func stopReason(o guardrail.Outcome) (vocab.Reason, string) {
 // the same text a later guardrail (by name) wins. With sanitize each replacement
 // goes through the Warn sanitizer.
 func (r *run) intervene(doc json.RawMessage, texts []guardrail.Text, outs []guardrail.Outcome, phase string, sanitize bool) (json.RawMessage, bool, error) {
-	var set []guardrail.Text
+	set, counts := replacements(texts, outs, sanitize)
+	if !sanitize {
+		for _, o := range outs {
+			if counts[o.Name] > 0 {
+				r.rec.guardrailReplaced(o.Name, phase, counts[o.Name])
+				r.rec.guardrail(guardrail.Source(o.Name))
+			}
+		}
+	}
+	if len(set) == 0 {
+		return doc, false, nil
+	}
+	out, err := guardrail.Replace(doc, set)
+	return out, err == nil, err
+}
+
+// replacements are the texts the interventions of outs replace, at their pointers:
+// each replaces exactly the texts its guardrail was sent, index by index, and only
+// where the text changed; on the same text a later guardrail (by name) wins. With
+// sanitize each replacement goes through the Warn sanitizer. counts is the texts
+// each guardrail changed, by name.
+func replacements(texts []guardrail.Text, outs []guardrail.Outcome, sanitize bool) (set []guardrail.Text, counts map[string]int) {
 	at := map[string]int{}
+	counts = map[string]int{}
 	for _, o := range outs {
 		if o.Verdict != guardrail.Intervene {
 			continue
 		}
-		n := 0
 		for i, idx := range o.Sent {
 			t := texts[idx]
 			v := o.Texts[i]
@@ -313,7 +336,7 @@ func (r *run) intervene(doc json.RawMessage, texts []guardrail.Text, outs []guar
 			if v == t.Value {
 				continue
 			}
-			n++
+			counts[o.Name]++
 			if j, ok := at[t.Pointer]; ok {
 				set[j].Value = v
 				continue
@@ -321,16 +344,8 @@ func (r *run) intervene(doc json.RawMessage, texts []guardrail.Text, outs []guar
 			at[t.Pointer] = len(set)
 			set = append(set, guardrail.Text{Pointer: t.Pointer, Value: v})
 		}
-		if n > 0 && !sanitize {
-			r.rec.guardrailReplaced(o.Name, phase, n)
-			r.rec.guardrail(guardrail.Source(o.Name))
-		}
 	}
-	if len(set) == 0 {
-		return doc, false, nil
-	}
-	out, err := guardrail.Replace(doc, set)
-	return out, err == nil, err
+	return set, counts
 }
 
 func findingsOf(outs []guardrail.Outcome) []engine.Finding {
@@ -368,15 +383,21 @@ func guardRejectText(name, message, eventID string) string {
 // guardrailCall records one callout: its verdict or failure, its time in stage_ms
 // under "guardrail:<name>", never a text or a reason.
 func (t *record) guardrailCall(o guardrail.Outcome, phase string) {
+	c := guardrailEntry(o, phase)
+	t.r.Guardrails = append(t.r.Guardrails, c)
+	t.r.StageMS[vocab.Stage(guardrail.Source(o.Name))] += c.MS
+}
+
+// guardrailEntry is the record entry of one callout: its verdict or failure, never a
+// text or a reason.
+func guardrailEntry(o guardrail.Outcome, phase string) audit.GuardrailCall {
 	mode := guardrail.FailOpen
 	if o.FailClosed {
 		mode = guardrail.FailClosed
 	}
-	d := ms(o.Elapsed)
-	t.r.Guardrails = append(t.r.Guardrails, audit.GuardrailCall{Name: o.Name, Kind: o.Kind, Phase: phase,
+	return audit.GuardrailCall{Name: o.Name, Kind: o.Kind, Phase: phase,
 		Verdict: string(o.Verdict), Error: string(o.Failure), Detail: o.Detail, FailMode: mode,
-		Findings: len(o.Findings), Cached: o.Cached, MS: d})
-	t.r.StageMS[vocab.Stage(guardrail.Source(o.Name))] += d
+		Findings: len(o.Findings), Cached: o.Cached, MS: ms(o.Elapsed)}
 }
 
 // guardrailReplaced notes how many texts an intervention changed.

@@ -81,6 +81,11 @@ type Pipeline struct {
 	// beside the live one on the same inputs and only fills the record's shadow field
 	// (docs/policies.md#shadow). Nil: no shadow.
 	Shadow *gate.Gate
+	// ShadowGuardrails, when set, are the Shadow set's own guardrails (DIR/guardrails.json):
+	// called off the live path, their outcome only in the record's shadow field. Nil:
+	// the candidate shares the live Guardrails' outcome
+	// (docs/decisions.md#shadow-guardrails).
+	ShadowGuardrails *guardrail.Set
 	// Capture, when set, receives each call's arguments and upstream result (gateway
 	// run --capture; docs/policies.md#replay). Nil: nothing is captured.
 	Capture Capturer
@@ -272,6 +277,7 @@ func (p *Pipeline) Handle(ctx context.Context, c Call, up Upstream) (reply Reply
 
 	// 2. Outside guardrails and authorization (docs/guardrails.md), then the pre-phase
 	// policies: reject or rewrite the arguments.
+	sh.startOwnPre(r, in.Findings) // a candidate with its own guardrails starts here
 	outside, stop := r.guardrailsPre(&in)
 	if stop != nil {
 		r.rec.setInputRules(in)
@@ -352,6 +358,7 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 	}
 
 	// Outside content guardrails over the result (docs/guardrails.md).
+	sh.notePost(result, out.Findings)
 	var guarded bool
 	var outside []engine.Finding
 	var stop *Reply

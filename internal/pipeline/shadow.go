@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/capture"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -25,6 +28,15 @@ type shadow struct {
 
 	preDone chan struct{} // closed when the pre phase, run beside the live call, ends
 	preTook time.Duration
+
+	// guards are the candidate's own guardrails (DIR/guardrails.json); nil: it shares
+	// the live ones, whose outcome is then its own (docs/decisions.md#shadow-guardrails).
+	guards       *guardrail.Set
+	calls        []audit.GuardrailCall // the candidate's callouts, for the record's shadow part
+	guardStop    *gate.Rejection       // a guardrail stopped the call: the candidate's own, or the live one shared
+	guardRedact  bool                  // a guardrail replaced a result's texts: the candidate's own, or the live one shared
+	postRaw      json.RawMessage       // own guardrails: the result as the output rules left it; nil: no post phase
+	postFindings []engine.Finding      // the output rules' findings over postRaw
 }
 
 // shadowRun starts the shadow of this call; nil (every method a no-op) without one.
@@ -32,10 +44,13 @@ func (r *run) shadowRun() *shadow {
 	if r.p.Shadow == nil {
 		return nil
 	}
-	s := &shadow{r: r, set: r.p.Shadow.Current()}
+	s := &shadow{r: r, set: r.p.Shadow.Current(), guards: r.p.ShadowGuardrails}
 	r.shadow = s
 	return s
 }
+
+// ownGuardrails reports whether the candidate has its own guardrails.
+func (s *shadow) ownGuardrails() bool { return s != nil && s.guards != nil }
 
 func (s *shadow) actsInPost() bool { return s != nil && s.set.Acts(ctxapi.PhasePost) }
 
@@ -43,7 +58,7 @@ func (s *shadow) actsInPost() bool { return s != nil && s.set.Acts(ctxapi.PhaseP
 // beside the live pre phase and the upstream call, on a copy of the same inputs; join
 // waits for it. Without a shadow it does nothing.
 func (s *shadow) startPre(ctx context.Context, call *ctxapi.Call) {
-	if s == nil {
+	if s == nil || s.preDone != nil {
 		return
 	}
 	c := *call
@@ -55,6 +70,167 @@ func (s *shadow) startPre(ctx context.Context, call *ctxapi.Call) {
 		s.pre = s.runSet(ctx, &c)
 		s.preTook = time.Since(start)
 	}()
+}
+
+// startOwnPre starts the candidate's pre phase when it has its own guardrails: before
+// the live guardrails, so that it runs even when they stop the call. Its guardrails
+// judge the arguments the live ones judge (after the input rules, with their
+// findings); then its pre policies run with its guardrails' findings, on the arguments
+// its interventions left, and its authorization runs again on arguments its policies
+// rewrote. Nothing it does reaches the live call.
+func (s *shadow) startOwnPre(r *run, findings []engine.Finding) {
+	if !s.ownGuardrails() {
+		return
+	}
+	call := r.policyCall(ctxapi.PhasePre, nil, findings)
+	var content *guardrail.Content
+	var texts []guardrail.Text
+	if s.guards.Content(call.Method) {
+		var err error
+		if texts, err = guardrail.Leaves(r.args, false); err == nil {
+			content = r.guardContent(guardPre, texts, findings)
+		}
+	}
+	var access *guardrail.Access
+	if s.guards.Authorizes(call.Method) {
+		access = r.guardAccess(guardPre)
+	}
+	ctx := context.WithoutCancel(r.ctx) // the live call ending must not cut the shadow short
+	s.preDone = make(chan struct{})
+	go func() {
+		defer close(s.preDone)
+		start := time.Now()
+		s.pre = s.ownPre(ctx, call, content, texts, access)
+		s.preTook = time.Since(start)
+	}()
+}
+
+func (s *shadow) ownPre(ctx context.Context, call *ctxapi.Call, content *guardrail.Content, texts []guardrail.Text, access *guardrail.Access) gate.Result {
+	outs := s.callGuardrails(ctx, guardPre, content, access)
+	if s.guardStop != nil {
+		return gate.Result{}
+	}
+	var rewritten json.RawMessage
+	if content != nil {
+		if args, ok := s.intervene(call.Params, texts, outs, false); ok {
+			call.Params, rewritten = args, args
+		}
+	}
+	call.Findings = withFindings(call.Findings, findingsOf(outs))
+	res := s.runSet(ctx, call)
+	if res.Reject == nil && res.Changed {
+		rewritten = res.Params
+	}
+	if access != nil && rewritten != nil { // what a mutation produced is what gets authorized
+		a := *access
+		a.Phase, a.Arguments = guardPreRewritten, rewritten
+		s.callGuardrails(ctx, guardPreRewritten, nil, &a)
+	}
+	return res
+}
+
+// callGuardrails runs one phase of the candidate's guardrails, keeps each callout for
+// the record's shadow part, and notes the first that stops the call (a block or a
+// deny first, else a failure under fail mode closed, in guardrail name order).
+func (s *shadow) callGuardrails(ctx context.Context, phase string, content *guardrail.Content, access *guardrail.Access) []guardrail.Outcome {
+	outs := s.guards.Run(ctx, content, access)
+	for _, o := range outs {
+		s.calls = append(s.calls, guardrailEntry(o, phase))
+	}
+	stop := slices.IndexFunc(outs, func(o guardrail.Outcome) bool { return o.Verdict == guardrail.Block || o.Verdict == guardrail.Deny })
+	if stop < 0 {
+		stop = slices.IndexFunc(outs, guardrail.Outcome.Stops)
+	}
+	if stop >= 0 && s.guardStop == nil {
+		code, _ := stopReason(outs[stop])
+		s.guardStop = &gate.Rejection{Code: code, Policy: guardrail.Source(outs[stop].Name)}
+	}
+	return outs
+}
+
+// intervene applies the candidate's interventions to doc, noting the texts each
+// replaced in its callout's entry.
+func (s *shadow) intervene(doc json.RawMessage, texts []guardrail.Text, outs []guardrail.Outcome, sanitize bool) (json.RawMessage, bool) {
+	set, counts := replacements(texts, outs, sanitize)
+	if len(set) == 0 {
+		return doc, false
+	}
+	out, err := guardrail.Replace(doc, set)
+	if err != nil {
+		return doc, false
+	}
+	for i := len(s.calls) - 1; i >= 0; i-- { // this phase's entries are the last
+		if n := counts[s.calls[i].Name]; n > 0 && s.calls[i].Replaced == 0 {
+			s.calls[i].Replaced = n
+			delete(counts, s.calls[i].Name)
+		}
+	}
+	return out, true
+}
+
+// notePost keeps, when the candidate has its own guardrails, the result as the
+// output rules left it and their findings: its post phase runs on them once the live
+// reply is out, whatever the live guardrails did to the result.
+func (s *shadow) notePost(result json.RawMessage, findings []engine.Finding) {
+	if s.ownGuardrails() {
+		s.postRaw, s.postFindings = append(json.RawMessage(nil), result...), findings
+	}
+}
+
+// ownPost runs the candidate's post phase with its own guardrails, after its pre
+// phase and off the live path: its content guardrails over the result, then its post
+// policies on what their interventions left, with their findings. Timed as
+// stage_ms.shadow_post.
+func (s *shadow) ownPost(ctx context.Context) {
+	if s.pre.Reject != nil || s.guardStop != nil {
+		return // judged on its pre phase alone
+	}
+	r := s.r
+	ctx = context.WithoutCancel(ctx)
+	start := time.Now()
+	defer r.rec.stage(vocab.StageShadowPost, start)
+	raw, method := s.postRaw, r.rec.r.Method
+	var outside []engine.Finding
+	if s.guards.Content(method) {
+		if texts, err := guardrail.Leaves(raw, true); err == nil {
+			outs := s.callGuardrails(ctx, guardPost, r.guardContent(guardPost, texts, s.postFindings), nil)
+			if s.guardStop != nil {
+				return
+			}
+			var changed bool
+			raw, changed = s.intervene(raw, texts, outs, true)
+			s.guardRedact = s.guardRedact || changed // a result's replacement is redact, as live
+			outside = findingsOf(outs)
+		}
+	}
+	if !s.set.Acts(ctxapi.PhasePost) {
+		return
+	}
+	content, structured, ok := splitResult(raw)
+	if !ok {
+		return
+	}
+	call := r.policyCall(ctxapi.PhasePost, &ctxapi.Response{Content: content, StructuredContent: structured}, withFindings(s.postFindings, outside))
+	s.post, s.postRan = s.runSet(ctx, call), true
+	if s.post.Reject != nil {
+		r.policyError(s.post.Reject, ctxapi.PhasePost, true)
+	}
+}
+
+// shareStop notes a live guardrail's stop for a candidate without guardrails of its
+// own, which shares the live ones; a stop on arguments the live pre policies rewrote
+// is theirs, not the guardrails', and is not shared.
+func (s *shadow) shareStop(code vocab.Reason, name, phase string) {
+	if s != nil && s.guards == nil && phase != guardPreRewritten && s.guardStop == nil {
+		s.guardStop = &gate.Rejection{Code: code, Policy: name}
+	}
+}
+
+// shareRedact notes a live guardrail's intervention for a candidate that shares them.
+func (s *shadow) shareRedact() {
+	if s != nil && s.guards == nil {
+		s.guardRedact = true
+	}
 }
 
 // deferPost notes the candidate's post phase, run on a copy of the live inputs once
@@ -120,7 +296,7 @@ func (s *shadow) decide(live decisions, filterAction vocab.Action) *audit.Shadow
 	if s == nil {
 		return nil
 	}
-	out := &audit.Shadow{ActionTaken: vocab.Pass, PolicySetHash: s.set.Hash}
+	out := &audit.Shadow{ActionTaken: vocab.Pass, PolicySetHash: s.set.Hash, Guardrails: s.calls}
 	switch rej := s.rejection(); {
 	case rej != nil:
 		out.ActionTaken, out.Reason, out.Policy = vocab.Block, rej.Code, rej.Policy
@@ -137,6 +313,9 @@ func (s *shadow) decide(live decisions, filterAction vocab.Action) *audit.Shadow
 		if s.post.Changed {
 			out.ActionTaken = vocab.Strongest(out.ActionTaken, policyAction(s.post.Action))
 		}
+		if s.guardRedact {
+			out.ActionTaken = vocab.Strongest(out.ActionTaken, vocab.Redact)
+		}
 	}
 	out.Differs = out.ActionTaken != live.action
 	return out
@@ -145,6 +324,9 @@ func (s *shadow) decide(live decisions, filterAction vocab.Action) *audit.Shadow
 func (s *shadow) rejection() *gate.Rejection {
 	if s.pre.Reject != nil {
 		return s.pre.Reject
+	}
+	if s.guardStop != nil {
+		return s.guardStop
 	}
 	if s.postRan {
 		return s.post.Reject
@@ -184,7 +366,12 @@ func (r *run) finish(final bool) {
 		go func() {
 			defer r.p.shadows.Done()
 			sh.join()
-			if sh.postCall != nil {
+			switch {
+			case sh.ownGuardrails():
+				if sh.postRaw != nil {
+					sh.ownPost(r.ctx)
+				}
+			case sh.postCall != nil:
 				sh.runPost(r.ctx, sh.postCall)
 			}
 			r.rec.setShadow(sh.decide(r.rec.state, r.filterAction))
