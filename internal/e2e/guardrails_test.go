@@ -180,6 +180,30 @@ func TestGuardrailsOPA(t *testing.T) {
 	})
 }
 
+// TestGuardrailsAuthZEN: the kind "authzen" against OPA's AuthZEN-compatible route
+// (its simple API, POST /, answering testdata/e2e/opa/authzen.rego's
+// {"decision": …}) on the real OPA server, over stdio and HTTP: an allowed call, a
+// denied one, and a pre policy's rewrite caught when it is authorized again.
+func TestGuardrailsAuthZEN(t *testing.T) {
+	base := testsvc.OPAURL(t)
+	cfg := writeConfig(t, map[string]any{"pdp": map[string]any{"kind": "authzen", "url": strings.TrimSuffix(base, "/") + "/", "timeout": "5s"}})
+	pol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pol, "force.js"), []byte(
+		`if (ctx.phase === "pre" && ctx.params.text === "please force") { ctx.params.force = true }`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guardrailTransports(t, cfg, pol, []guardrailCase{
+		{name: "allowed", args: map[string]any{"text": "hello"}, text: "fakeup: hello",
+			entry: map[string]string{"name": "pdp", "kind": "authzen", "phase": "pre", "verdict": "allow"}},
+		{name: "denied", args: map[string]any{"text": "x", "force": true},
+			text:   "[mcpgate: call rejected by guardrail:pdp: the authorization service denied the call",
+			reason: "guardrail_deny", policy: "guardrail:pdp", entry: map[string]string{"name": "pdp", "kind": "authzen", "phase": "pre", "verdict": "deny"}},
+		{name: "denied after a rewrite", args: map[string]any{"text": "please force"},
+			text:   "[mcpgate: call rejected by guardrail:pdp: the authorization service denied the call",
+			reason: "guardrail_deny", policy: "guardrail:pdp", entry: map[string]string{"name": "pdp", "phase": "pre_rewritten", "verdict": "deny"}},
+	})
+}
+
 // TestGuardrailsToolsList: a content guardrail that takes tools/list withholds the
 // tool whose description it flags (BLOCKED with a finding on that text) from the
 // listing the client gets over stdio, a call to that tool is refused citing the
