@@ -1,11 +1,14 @@
 package httpfront
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
@@ -86,5 +89,58 @@ func TestModernStatus(t *testing.T) {
 		if got := modernStatus([]byte(c.resp)); got != c.want {
 			t.Errorf("%s: %d, want %d", c.resp, got, c.want)
 		}
+	}
+}
+
+// TestTaskStatusOnTaskRequest: a 2026-07-28 client has no GET stream, so a task's
+// status notification (notifications/tasks, notifications/tasks/status) goes on the
+// SSE stream of its in-flight request for that task (tasks/cancel here), never on
+// another request's; one naming a task no request is for, and one for a task whose
+// request asked for JSON, go where they went before (the GET stream, which
+// 2026-07-28 has not).
+func TestTaskStatusOnTaskRequest(t *testing.T) {
+	f := New(Options{Auth: LocalAuth(ctxapi.User{UserID: "u"}),
+		Start: func(context.Context, ctxapi.User) (Backend, error) { return echoBackend{}, nil }})
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	s := newSession(f, "sid", Identity{Key: "local"})
+	open := func(id int, method, params string, jsonMode bool) *stream {
+		t.Helper()
+		req, err := jsonrpc.Parse([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.openRequest(req, jsonMode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.clientID = req.ID // a 2026-07-28 request
+		return st
+	}
+	call := open(1, "tools/call", `{"name":"work","arguments":{}}`, false)
+	cancel := open(2, "tasks/cancel", `{"taskId":"T"}`, false)
+	asJSON := open(3, "tasks/get", `{"taskId":"J"}`, true)
+	events := func(st *stream) string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var b strings.Builder
+		for _, e := range st.events {
+			b.Write(e.data)
+		}
+		return b.String()
+	}
+	for _, method := range []string{"notifications/tasks", "notifications/tasks/status"} {
+		for _, id := range []string{"T", "U", "J"} {
+			n, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","method":"` + method + `","params":{"taskId":"` + id + `","status":"cancelled"}}`))
+			s.deliver(n)
+		}
+		if got := events(cancel); !strings.Contains(got, `"method":"`+method+`","params":{"taskId":"T"`) || strings.Contains(got, `"U"`) || strings.Contains(got, `"J"`) {
+			t.Errorf("%s: the task's request stream got %s", method, got)
+		}
+	}
+	if got := events(call) + events(asJSON); got != "" {
+		t.Errorf("other request streams got %s", got)
+	}
+	if got := events(s.standalone); !strings.Contains(got, `"U"`) || !strings.Contains(got, `"J"`) || strings.Contains(got, `"T"`) {
+		t.Errorf("the GET stream got %s", got)
 	}
 }

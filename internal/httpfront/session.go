@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,10 @@ type stream struct {
 	// forwarded under the front's own id); its response gets it back
 	clientID json.RawMessage
 	method   string // the request's method, for request streams
-	created  time.Time
+	// taskID is the params.taskId of a request for a task (a row routed ByTask:
+	// tasks/get, tasks/cancel, tasks/update), as the client holds it; "" otherwise.
+	taskID  string
+	created time.Time
 }
 
 type event struct {
@@ -167,8 +171,12 @@ func (s *session) openRequest(msg *jsonrpc.Message, jsonMode bool) (*stream, err
 		Meta struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
 		} `json:"_meta"`
+		TaskID string `json:"taskId"`
 	}
 	_ = json.Unmarshal(msg.Params, &p)
+	if m := methods.Of(msg.Method); m == nil || m.Route != methods.ByTask {
+		p.TaskID = ""
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -178,7 +186,7 @@ func (s *session) openRequest(msg *jsonrpc.Message, jsonMode bool) (*stream, err
 		return nil, fmt.Errorf("request id %s %w", msg.ID, errIDInUse)
 	}
 	st := s.newStreamLocked(jsonMode)
-	st.reqID, st.method = key, msg.Method
+	st.reqID, st.method, st.taskID = key, msg.Method, p.TaskID
 	s.waiters[key] = st
 	if len(p.Meta.ProgressToken) > 0 {
 		s.progress[jsonrpc.IDKey(p.Meta.ProgressToken)] = st
@@ -270,6 +278,10 @@ func (s *session) deliver(msg *jsonrpc.Message) {
 			s.appendLocked(st, subscriptionMeta(msg, st.clientID).Raw)
 			return
 		}
+		if st := s.taskStreamLocked(msg); st != nil {
+			s.appendLocked(st, msg.Raw)
+			return
+		}
 		if msg.Method == methods.NotificationProgress {
 			var p struct {
 				Token json.RawMessage `json:"progressToken"`
@@ -305,6 +317,32 @@ func (s *session) subscriptionLocked(msg *jsonrpc.Message) *stream {
 	}
 	if st := s.waiters[jsonrpc.IDKey(id)]; st != nil && st.clientID != nil && !st.json {
 		return st
+	}
+	return nil
+}
+
+// taskStreamLocked is the stream of an in-flight 2026-07-28 request (SSE) for the
+// task a task status notification names (notifications/tasks,
+// notifications/tasks/status: its taskId, as the client holds it), the oldest when
+// several are, or nil. A 2026-07-28 client has no GET stream: a task's status reaches
+// it on a request for that task (tasks/get, tasks/cancel, tasks/update).
+func (s *session) taskStreamLocked(msg *jsonrpc.Message) *stream {
+	m := methods.Of(msg.Method)
+	if m == nil || m.Direction != methods.ServerNotification || !slices.ContainsFunc(m.Names, func(n methods.Name) bool {
+		return len(n.Path) == 1 && n.Path[0] == "taskId"
+	}) {
+		return nil
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(msg.Params, &p) != nil || p.TaskID == "" {
+		return nil
+	}
+	for _, st := range s.open {
+		if st.clientID != nil && !st.json && st.taskID == p.TaskID {
+			return st
+		}
 	}
 	return nil
 }
