@@ -7,6 +7,8 @@
 // is one JSON command, answered by one stdout line with the same "id":
 //   {"id":1,"method":"tools/list","params":{}}  → {"id":1,"result":…} or {"id":1,"error":{"code","message"}}
 //   {"id":2,"op":"notes"}                       → {"id":2,"notes":["notifications/tools/list_changed",…]} (and clears them)
+//   {"id":3,"op":"notices"}                     → {"id":3,"notices":[{method, params},…]}: every notification as it
+//                                                 arrived, whether or not the SDK handles it (and clears them)
 // With "roots":[{uri,name}] in the spec the client declares the roots capability and
 // answers roots/list with them.
 // The spawned gateway's stderr goes to this process's stderr.
@@ -31,6 +33,12 @@ try {
   out({ connected: false, error: String(e && e.message || e) });
   process.exit(1);
 }
+const notices = [];
+const deliver = transport.onmessage;
+transport.onmessage = (m, extra) => {
+  if (m.method !== undefined && m.id === undefined) notices.push({ method: m.method, params: m.params });
+  return deliver(m, extra);
+};
 out({ connected: true, capabilities: client.getServerCapabilities() });
 
 const rl = readline.createInterface({ input: process.stdin });
@@ -39,6 +47,10 @@ for await (const line of rl) {
   const cmd = JSON.parse(line);
   if (cmd.op === "notes") {
     out({ id: cmd.id, notes: notes.splice(0) });
+    continue;
+  }
+  if (cmd.op === "notices") {
+    out({ id: cmd.id, notices: notices.splice(0) });
     continue;
   }
   try {

@@ -3,7 +3,8 @@
 // task id to anyone, as a careless server would:
 //   tools/call work {text} with params.task -> CreateTaskResult, task "<n>"; the task
 //                                              completes at once with text as its output
-//   tasks/get, tasks/cancel {taskId}        -> the task (any id it made)
+//   tasks/get, tasks/cancel {taskId}        -> the task (any id it made); a cancel sends
+//                                              notifications/tasks/status first
 //   tasks/result {taskId}                   -> its CallToolResult, _meta related-task
 //   tasks/list                              -> every task it made
 import readline from "node:readline";
@@ -41,7 +42,10 @@ for await (const line of readline.createInterface({ input: process.stdin })) {
     case "tasks/cancel": {
       const t = tasks.get(p.taskId);
       if (!t) { fail(-32602, "unknown task"); break; }
-      if (msg.method === "tasks/cancel") t.status = "cancelled";
+      if (msg.method === "tasks/cancel") {
+        t.status = "cancelled";
+        out({ jsonrpc: "2.0", method: "notifications/tasks/status", params: task(p.taskId, t.status) });
+      }
       reply(task(p.taskId, t.status));
       break;
     }
