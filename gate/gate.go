@@ -70,6 +70,9 @@ type Options struct {
 	PolicyHeapBudget uint64
 	// Debounce is Watch's settle time for file events; 0 means DefaultDebounce.
 	Debounce time.Duration
+	// Revision labels the set FS holds: a policy bundle's revision
+	// (docs/decisions.md#policy-bundles), carried by Set and Status; "" for none.
+	Revision string
 }
 
 // Rejection is a policy's refusal of a call. Message goes to the client only, never
@@ -112,6 +115,7 @@ type Set struct {
 	Generation uint64
 	Hash       string   // sha256 of the sources, hex
 	Files      []string // file names in run order
+	Revision   string   // the policy bundle's revision (Options.Revision, Swap); "" for none
 
 	policies []policy
 	pool     *pool
@@ -199,6 +203,7 @@ func (g *Gate) build(gen uint64) (*Set, error) {
 		Generation: gen,
 		Hash:       hashSources(names, srcs),
 		Files:      names,
+		Revision:   g.opts.Revision,
 		pool:       g.pool,
 		timeout:    g.opts.Timeout,
 		analyzer:   g.analyzer,
@@ -270,6 +275,34 @@ func (g *Gate) Reload() error {
 	return nil
 }
 
+// Swap replaces the policies with those of fsys, labelled revision (a verified policy
+// bundle, docs/decisions.md#policy-bundles), compiled and swapped in as Reload does
+// (generation + 1, even when only the revision changed). On error the running set
+// and its source stay, Status shows the error, and it is logged.
+func (g *Gate) Swap(fsys fs.FS, revision string) error {
+	select {
+	case <-g.closed:
+		return ErrClosed
+	default:
+	}
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	cur := g.set.Load()
+	old := g.opts
+	g.opts.Dir, g.opts.FS, g.opts.Revision = "", fsys, revision
+	set, err := g.build(cur.Generation + 1)
+	if err != nil {
+		g.opts = old
+		msg := err.Error()
+		g.lastErr.Store(&msg)
+		g.log.Error("gate: policy bundle does not compile; keeping the last good policy set", "revision", revision, "error", msg)
+		return err
+	}
+	g.swap(set)
+	g.log.Info("gate: policies swapped", "generation", set.Generation, "revision", revision, "hash", set.Hash, "files", set.Files)
+	return nil
+}
+
 // Watch hot-reloads on file changes in Dir (create, write, rename, remove, including
 // editors that save by renaming) after Debounce, until ctx is done or Close. It
 // errors only when the watcher cannot start.
@@ -322,6 +355,7 @@ func (g *Gate) Watch(ctx context.Context) error {
 type Status struct {
 	Generation uint64    `json:"generation"`
 	Hash       string    `json:"hash"`
+	Revision   string    `json:"revision,omitempty"` // the policy bundle's revision
 	Files      []string  `json:"files"`
 	LastError  string    `json:"last_error,omitempty"`
 	LoadedAt   time.Time `json:"loaded_at"`
@@ -331,7 +365,7 @@ type Status struct {
 // loaded and the last reload error ("" after a good reload).
 func (g *Gate) Status() Status {
 	s := g.set.Load()
-	st := Status{Generation: s.Generation, Hash: s.Hash, Files: append([]string(nil), s.Files...)}
+	st := Status{Generation: s.Generation, Hash: s.Hash, Revision: s.Revision, Files: append([]string(nil), s.Files...)}
 	if e := g.lastErr.Load(); e != nil {
 		st.LastError = *e
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/testwait"
@@ -191,5 +192,33 @@ func TestLoadSkipsTestFiles(t *testing.T) {
 	g := loadGate(t, map[string]string{"p.js": `// nothing`, "p_test.js": `throw "must not run"; (((`})
 	if got := g.Current().Files; len(got) != 1 || got[0] != "p.js" {
 		t.Errorf("loaded %v, want only p.js", got)
+	}
+}
+
+// TestSwap: a policy bundle's files replace the directory's with their revision on
+// the set and in Status; one that does not compile leaves the running set, its
+// revision and its source in place.
+func TestSwap(t *testing.T) {
+	g := loadGate(t, map[string]string{"a.js": `ctx.params.a = 1`})
+	if err := g.Swap(fstest.MapFS{"b.js": {Data: []byte(`ctx.params.b = 2`)}}, "7"); err != nil {
+		t.Fatal(err)
+	}
+	if st := g.Status(); st.Generation != 2 || st.Revision != "7" || strings.Join(st.Files, ",") != "b.js" || g.Current().Revision != "7" {
+		t.Fatalf("after swap %+v", st)
+	}
+	if err := g.Swap(fstest.MapFS{"b.js": {Data: []byte(`ctx.params.b = 2`)}}, "8"); err != nil || g.Status().Revision != "8" || g.Status().Generation != 3 {
+		t.Fatalf("same files, new revision: %v %+v", err, g.Status())
+	}
+	if err := g.Swap(fstest.MapFS{"c.js": {Data: []byte("if (\n")}}, "9"); err == nil || !strings.Contains(err.Error(), "c.js") {
+		t.Fatalf("broken bundle: %v", err)
+	}
+	if st := g.Status(); st.Revision != "8" || !strings.Contains(st.LastError, "c.js") {
+		t.Fatalf("after broken %+v", st)
+	}
+	if err := g.Reload(); err != nil || g.Status().Revision != "8" || strings.Join(g.Status().Files, ",") != "b.js" {
+		t.Fatalf("reload after a refused swap reads the running bundle: %v %+v", err, g.Status())
+	}
+	if r := run(g, preCall(`{}`)); r.Reject != nil || string(r.Params) != `{"b":2}` {
+		t.Fatalf("last good set: %+v %s", r.Reject, r.Params)
 	}
 }

@@ -33,6 +33,7 @@ type gatewayFlags struct {
 	filterOutput   bool
 	refuseMotion   bool
 	policies       string
+	bundle         gateway.Bundle // --policy-bundle and its flags (docs/deploy.md#fleet)
 	failMode       string
 	auditFile      string
 	configPath     string
@@ -154,6 +155,10 @@ Environment:
 	fl.BoolVar(&f.filterOutput, "filter-output", false, "apply the output filter: block, warn or allow each tool result (off: rules only report)")
 	fl.BoolVar(&f.refuseMotion, "refuse-secrets-in-motion", false, "refuse a tools/call whose arguments carry a secret or PII value an earlier result showed the same session (off: such a call is recorded, reason secret_in_motion)")
 	fl.StringVar(&f.policies, "policies", "./policies", "directory of *.js policies (top level only, lexical order); must exist")
+	fl.StringVar(&f.bundle.Source, "policy-bundle", "", "take the policies from a signed policy bundle instead of --policies: an https:// URL, an http:// URL of a loopback host, or a file path; fetched every --bundle-poll, each new revision activated only when it verifies, chains to the running one, compiles and passes its own tests (docs/deploy.md#fleet)")
+	fl.StringVar(&f.bundle.Key, "bundle-key", "", "the PEM public key --policy-bundle's bundles must be signed with")
+	fl.StringVar(&f.bundle.StateDir, "bundle-state", "", "where the last good policy bundle is kept, so a restart without the server still enforces it (default: $STATE_DIRECTORY/policy-bundle under systemd, else $XDG_STATE_HOME/mcpgate/policy-bundle or ~/.local/state/mcpgate/policy-bundle)")
+	fl.DurationVar(&f.bundle.Poll, "bundle-poll", gateway.DefaultBundlePoll, "how often --policy-bundle is fetched (with ±20% jitter; ETag and If-None-Match spare an unchanged bundle)")
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
 	fl.StringVar(&f.auditFile, "audit-file", "", "append audit records (JSONL) to this file instead of stderr")
 	fl.StringVar(&f.configPath, "config", "", "JSON configuration file (mcpServers + mcpgate key; see README)")
@@ -271,6 +276,15 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 	if err := f.http.check(); err != nil {
 		return gateway.Config{}, err
 	}
+	policiesDir := f.policies
+	if f.bundle.Source != "" {
+		if f.given("policies") {
+			return gateway.Config{}, errors.New("--policy-bundle takes the place of --policies: give one of them")
+		}
+		policiesDir = ""
+	} else if f.bundle.Key != "" || f.bundle.StateDir != "" {
+		return gateway.Config{}, errors.New("--bundle-key and --bundle-state go with --policy-bundle")
+	}
 	if f.upstreamEnv != "inherit" && f.upstreamEnv != "minimal" {
 		return gateway.Config{}, fmt.Errorf("--upstream-env %q: want inherit or minimal", f.upstreamEnv)
 	}
@@ -285,7 +299,8 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		Vetted:                vetted,
 		Strict:                strict,
 		Version:               buildVersion(),
-		PoliciesDir:           f.policies,
+		PoliciesDir:           policiesDir,
+		Bundle:                f.bundle,
 		Evaluators:            os.Getenv("GATE_EVALUATORS"),
 		PolicyConsole:         f.debugConsole,
 		FilterOutput:          f.filterOutput,

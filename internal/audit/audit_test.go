@@ -504,6 +504,7 @@ func TestAuditRecordFields(t *testing.T) {
 	r.AgentOrigin, r.Reason, r.Policy = &Origin{Kind: "gateway"}, "filter_block", "p.js"
 	r.InputRuleIDs, r.Policies = []string{"x"}, []string{"p.js"}
 	r.Caller, r.ClientInfo, r.AuditOutput = &Caller{UserID: "u"}, map[string]string{"name": "c"}, "off"
+	r.PolicyRevision = "7"
 	b, _ := json.Marshal(r)
 	var m map[string]any
 	json.Unmarshal(b, &m)

@@ -117,6 +117,9 @@ func WriteRecord(w io.Writer, r *Record) error {
 	if r.PolicyGen != 0 || r.PolicySetHash != "" {
 		line("policy_set", fmt.Sprintf("generation %d, %s", r.PolicyGen, r.PolicySetHash))
 	}
+	if r.PolicyRevision != "" {
+		line("policy_revision", r.PolicyRevision)
+	}
 	if s := r.Shadow; s != nil {
 		v := s.ActionTaken.Label()
 		if s.Differs {

@@ -80,6 +80,7 @@ type Record struct {
 	Policies        []string                `json:"policies_acted,omitempty"`
 	PolicyGen       uint64                  `json:"policy_generation"`
 	PolicySetHash   string                  `json:"policy_set_hash"`
+	PolicyRevision  string                  `json:"policy_revision,omitempty"` // the policy bundle's revision (gateway run --policy-bundle)
 	Caller          *Caller                 `json:"caller,omitempty"`
 	ClientInfo      map[string]string       `json:"client_info,omitempty"`      // the client's name and version: initialize's clientInfo, or the request's _meta one
 	ProtocolVersion string                  `json:"protocol_version,omitempty"` // the MCP revision of the exchange: initialize's, or the request's _meta one

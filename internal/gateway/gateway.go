@@ -132,6 +132,9 @@ type Config struct {
 	Pins Pins
 	// Shared configures the state replicas share (docs/deploy.md).
 	Shared Shared
+	// Bundle, when its Source is set, takes the policies from a signed policy bundle
+	// instead of PoliciesDir or Policies (docs/deploy.md#fleet).
+	Bundle Bundle
 	// Vetted is what the start-up vet found, one entry per server with findings
 	// (docs/vet.md#startup): each is recorded once the audit sinks are open.
 	Vetted []pipeline.Vetted
@@ -224,6 +227,7 @@ type Gateway struct {
 	capture *capture.Writer           // nil without Capture.File
 	limiter *ratelimit.Redis          // nil without Shared.RateLimitStore
 	health  *pipeline.Health          // policy errors per file
+	bundle  *bundleSource             // nil without Bundle.Source
 	pools   map[string]*upstream.Pool // warm processes per stdio server (HTTP only; set before the front serves)
 }
 
@@ -264,6 +268,16 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if cfg.Strict {
 		gopts.Builtin = policies.FS
 	}
+	if cfg.Bundle.Source != "" {
+		if g.bundle, err = newBundleSource(cfg.Bundle, cfg.Version, g.log); err != nil {
+			return nil, err
+		}
+		b, err := g.bundle.start(ctx, gopts)
+		if err != nil {
+			return nil, err
+		}
+		gopts.Dir, gopts.FS, gopts.Revision = "", b.FS(), b.Manifest.Revision
+	}
 	if g.gate, err = gate.Load(ctx, gopts); err != nil {
 		return nil, err
 	}
@@ -282,6 +296,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			front, store = append(front, ring), ring
 		}
 		sinks = append(front, sinks...)
+		if g.bundle != nil {
+			metrics.Registry.MustRegister(g.bundle.collectors()...)
+		}
 	}
 	g.emitter = audit.NewEmitter(g.log, 0, sinks...)
 	g.emitter.Replica = cfg.Shared.Replica
@@ -469,6 +486,9 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 			if g.shadow != nil {
 				st["shadow"] = policyHealth(g.shadow, g.pipe.ShadowHealth)
 			}
+			if g.bundle != nil {
+				st["policy_bundle"] = g.bundle.status()
+			}
 			return st
 		},
 	})
@@ -487,9 +507,12 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 	return nil
 }
 
-// watch hot-reloads the policies on file changes and on SIGHUP until ctx ends. Only
-// a policies directory is watched.
+// watch hot-reloads the policies on file changes and on SIGHUP until ctx ends, and
+// polls a policy bundle. Only a policies directory is watched.
 func (g *Gateway) watch(ctx context.Context) {
+	if g.bundle != nil {
+		go g.bundle.poll(ctx, g.gate)
+	}
 	if g.cfg.PoliciesDir == "" {
 		return
 	}

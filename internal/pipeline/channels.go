@@ -114,7 +114,7 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	case p.Gate != nil:
 		r.set = p.Gate.Current()
 	}
-	r.rec.setPolicySet(r.set.Generation, r.set.Hash)
+	r.rec.setPolicySet(r.set)
 	if l := p.Limiter; l != nil {
 		user := c.User.UserID
 		r.limit = func(n int) bool { return l.Peek(context.Background(), user) > n }

@@ -431,7 +431,7 @@ func (p *Pipeline) arrive(ctx context.Context, c Call) *run {
 	if c.FilterOutput != nil {
 		r.filterOutput = *c.FilterOutput
 	}
-	r.rec.setPolicySet(r.set.Generation, r.set.Hash)
+	r.rec.setPolicySet(r.set)
 	switch l := p.Limiter.(type) {
 	case nil:
 	case *ctxapi.RateLimiter:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/argcheck"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/methods"
@@ -98,8 +99,8 @@ func newRecord(p *Pipeline, c Call) *record {
 func (t *record) eventID() string    { return t.r.EventID }
 func (t *record) toolAccess() string { return t.r.ToolAccess }
 
-func (t *record) setPolicySet(gen uint64, hash string) {
-	t.r.PolicyGen, t.r.PolicySetHash = gen, hash
+func (t *record) setPolicySet(s *gate.Set) {
+	t.r.PolicyGen, t.r.PolicySetHash, t.r.PolicyRevision = s.Generation, s.Hash, s.Revision
 }
 
 func (t *record) setTool(name, access string, listed bool) {

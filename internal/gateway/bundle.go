@@ -1,0 +1,310 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/gate/policytest"
+	"github.com/mcpgate/mcpgate/internal/bundle"
+	"github.com/mcpgate/mcpgate/internal/fixture"
+	"github.com/mcpgate/mcpgate/internal/logging"
+)
+
+// Bundle configures gateway run --policy-bundle (docs/deploy.md#fleet): the policies
+// come from a signed bundle, pulled every Poll, instead of a directory.
+type Bundle struct {
+	Source   string        // an https:// URL, an http:// URL of a loopback host, or a file path
+	Key      string        // the PEM public key the bundle must be signed with
+	StateDir string        // where the last good bundle is kept; "" means DefaultBundleState()
+	Poll     time.Duration // between fetches, ±20% jitter; 0 means DefaultBundlePoll
+}
+
+// DefaultBundlePoll is how often a policy bundle is fetched unless told otherwise.
+const DefaultBundlePoll = time.Minute
+
+// DefaultBundleState is the state directory of --policy-bundle: under systemd's
+// $STATE_DIRECTORY, else $XDG_STATE_HOME/mcpgate, else ~/.local/state/mcpgate;
+// "" when none of them is known.
+func DefaultBundleState() string {
+	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
+		return filepath.Join(d, "policy-bundle")
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "mcpgate", "policy-bundle")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "mcpgate", "policy-bundle")
+	}
+	return ""
+}
+
+// refusal is why a bundle was not activated; reason labels the metric.
+type refusal struct {
+	reason string // fetch, malformed, unsigned, signature, tampered, chain, version, compile, tests, state
+	err    error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+func refuse(reason string, format string, args ...any) *refusal {
+	return &refusal{reason: reason, err: fmt.Errorf(format, args...)}
+}
+
+// bundleSource fetches, checks and activates policy bundles
+// (docs/decisions.md#policy-bundles). Activation order: signature, chain and
+// min_mcpgate; compile; the bundle's own *_test.js; then gate.Swap. Any failure keeps
+// the running set and is logged, counted and shown in /api/status.
+type bundleSource struct {
+	cfg     Bundle
+	key     crypto.PublicKey
+	fetch   *bundle.Fetcher
+	state   bundle.State
+	version string
+	test    gate.Options // the live gate's options, for the gate a candidate's tests run in
+	log     *slog.Logger
+
+	fetches *prometheus.CounterVec // result: new, unchanged, error
+	refused *prometheus.CounterVec // reason
+	info    *prometheus.GaugeVec   // revision
+
+	mu        sync.Mutex
+	running   *bundle.Bundle
+	lastFetch time.Time
+	lastErr   string
+}
+
+func newBundleSource(cfg Bundle, version string, log *slog.Logger) (*bundleSource, error) {
+	s := &bundleSource{cfg: cfg, version: version, log: log.With("policy_bundle", logging.StripUserinfo(cfg.Source)),
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpgate_policy_bundle_fetches_total",
+			Help: "Fetches of the policy bundle by result: new (an archive to check), unchanged (304 or the same bytes), error."}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpgate_policy_bundle_refused_total",
+			Help: "Policy bundles not activated, by reason; the running set stays."}, []string{"reason"}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcpgate_policy_bundle_info",
+			Help: "1 for the revision of the running policy bundle."}, []string{"revision"}),
+	}
+	if s.cfg.Poll <= 0 {
+		s.cfg.Poll = DefaultBundlePoll
+	}
+	if s.state.Dir = cmp.Or(cfg.StateDir, DefaultBundleState()); s.state.Dir == "" {
+		return nil, errors.New("--bundle-state: no state directory known (no $HOME): give one")
+	}
+	if cfg.Key == "" {
+		return nil, errors.New("--policy-bundle needs --bundle-key PUB, the public key its bundles are signed with")
+	}
+	var err error
+	if s.key, err = bundle.LoadPublicKey(cfg.Key); err != nil {
+		return nil, fmt.Errorf("--bundle-key: %w", err)
+	}
+	if s.fetch, err = bundle.NewFetcher(cfg.Source); err != nil {
+		return nil, fmt.Errorf("--policy-bundle: %w", err)
+	}
+	return s, nil
+}
+
+// start picks the bundle the gate loads: the fetched one when it passes every check,
+// else the last good one on disk. With neither it errors, saying why (fail closed).
+func (s *bundleSource) start(ctx context.Context, opts gate.Options) (*bundle.Bundle, error) {
+	s.test = opts
+	last, err := s.state.Last()
+	if err != nil {
+		return nil, fmt.Errorf("--bundle-state: %w", err)
+	}
+	if last != nil {
+		if s.running, err = bundle.Read(last, s.key); err != nil {
+			return nil, fmt.Errorf("the last good policy bundle in %s does not verify with --bundle-key (a new key? remove the file to start from the server's bundle): %w", s.state.Dir, err)
+		}
+	}
+	b, data, err := s.next(ctx)
+	switch {
+	case err != nil && s.running == nil:
+		return nil, fmt.Errorf("policy bundle refused at start-up, and no last good bundle in %s: %w", s.state.Dir, err)
+	case err != nil:
+		s.failed(err)
+		s.log.Warn("starting with the last good policy bundle", "revision", s.running.Manifest.Revision)
+	case b != nil:
+		if err := s.state.Save(data); err != nil {
+			return nil, fmt.Errorf("--bundle-state: %w", err)
+		}
+		s.running = b
+	}
+	s.info.WithLabelValues(s.running.Manifest.Revision).Set(1)
+	s.log.Info("policy bundle active", "revision", s.running.Manifest.Revision, "hash", s.running.Hash)
+	return s.running, nil
+}
+
+// next fetches and checks a bundle: nil, nil, nil when nothing changed.
+func (s *bundleSource) next(ctx context.Context) (*bundle.Bundle, []byte, error) {
+	data, err := s.fetch.Fetch(ctx)
+	s.mu.Lock()
+	s.lastFetch = time.Now()
+	s.mu.Unlock()
+	if err != nil {
+		s.fetches.WithLabelValues("error").Inc()
+		return nil, nil, &refusal{reason: "fetch", err: fmt.Errorf("fetch: %w", err)}
+	}
+	if data == nil || (s.running != nil && bundle.Hash(data) == s.running.Hash) {
+		s.fetches.WithLabelValues("unchanged").Inc()
+		return nil, nil, nil
+	}
+	s.fetches.WithLabelValues("new").Inc()
+	b, err := s.check(ctx, data)
+	return b, data, err
+}
+
+// check runs every step before the swap: signature, chain, version, compile, tests.
+func (s *bundleSource) check(ctx context.Context, data []byte) (*bundle.Bundle, error) {
+	b, err := bundle.Read(data, s.key)
+	if err != nil {
+		reason := "malformed"
+		for r, e := range map[string]error{"unsigned": bundle.ErrUnsigned, "signature": bundle.ErrSignature, "tampered": bundle.ErrTampered} {
+			if errors.Is(err, e) {
+				reason = r
+			}
+		}
+		return nil, &refusal{reason: reason, err: err}
+	}
+	rev := b.Manifest.Revision
+	if r := s.running; r != nil {
+		switch {
+		case s.state.Known(b.Hash):
+			return nil, refuse("chain", "revision %s (%s) ran here before: the history only moves forward; roll back by publishing the older policies as a new revision", rev, b.Hash)
+		case b.Manifest.Previous != r.Hash && !s.state.Known(b.Manifest.Previous):
+			return nil, refuse("chain", "broken chain: revision %s replaces %s, which is neither the running bundle (revision %s, %s) nor one it ran before",
+				rev, cmp.Or(b.Manifest.Previous, "nothing"), r.Manifest.Revision, r.Hash)
+		}
+	}
+	if err := b.Manifest.Supports(s.version); err != nil {
+		return nil, &refusal{reason: "version", err: err}
+	}
+	opts := s.test
+	opts.Dir, opts.FS, opts.Revision, opts.PoolSize = "", b.FS(), rev, 1
+	opts.Logger = slog.New(slog.DiscardHandler)
+	tg, err := gate.Load(ctx, opts)
+	if err != nil {
+		return nil, refuse("compile", "revision %s does not compile: %w", rev, err)
+	}
+	defer tg.Close()
+	if err := s.runTests(ctx, tg, b); err != nil {
+		return nil, refuse("tests", "revision %s fails its own tests: %w", rev, err)
+	}
+	return b, nil
+}
+
+// runTests runs every test of the bundle's *_test.js against its policies, as
+// mcpgate test does; the first that does not pass is the error.
+func (s *bundleSource) runTests(ctx context.Context, tg *gate.Gate, b *bundle.Bundle) error {
+	runner, err := fixture.New(fixture.Options{Gate: tg, Analyzer: s.test.Analyzer, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for n := range b.Files {
+		if gate.IsTestFile(n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		tf, err := policytest.Compile(n, b.Files[n])
+		if err != nil {
+			return err
+		}
+		for _, test := range tf.Tests {
+			if res := policytest.Run(ctx, tg, tf, test, runner.Host()); res.Outcome != policytest.Pass {
+				return fmt.Errorf("%s:%d: %s: %s", n, res.Line, test, res.Outcome)
+			}
+		}
+	}
+	return nil
+}
+
+// failed records a refusal: logged, counted by reason, kept for /api/status.
+func (s *bundleSource) failed(err error) {
+	reason := "state"
+	var r *refusal
+	if errors.As(err, &r) {
+		reason = r.reason
+	}
+	s.refused.WithLabelValues(reason).Inc()
+	s.mu.Lock()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+	running := ""
+	if s.running != nil {
+		running = s.running.Manifest.Revision
+	}
+	s.log.Error("policy bundle refused; keeping the running policy set", "reason", reason, "running_revision", running, "error", err.Error())
+}
+
+// poll fetches every Poll (±20%) until ctx ends, and activates what passes.
+func (s *bundleSource) poll(ctx context.Context, g *gate.Gate) {
+	for {
+		wait := time.Duration(float64(s.cfg.Poll) * (0.8 + 0.4*rand.Float64()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if err := s.step(ctx, g); err != nil && ctx.Err() == nil {
+			s.failed(err)
+		}
+	}
+}
+
+// step fetches once and swaps in a new bundle that passes every check.
+func (s *bundleSource) step(ctx context.Context, g *gate.Gate) error {
+	b, data, err := s.next(ctx)
+	if err != nil || b == nil {
+		return err
+	}
+	if err := g.Swap(b.FS(), b.Manifest.Revision); err != nil {
+		return &refusal{reason: "compile", err: err}
+	}
+	s.mu.Lock()
+	prev := s.running
+	s.running, s.lastErr = b, ""
+	s.mu.Unlock()
+	s.info.Reset()
+	s.info.WithLabelValues(b.Manifest.Revision).Set(1)
+	s.log.Info("policy bundle activated", "revision", b.Manifest.Revision, "hash", b.Hash, "previous_revision", prev.Manifest.Revision)
+	if err := s.state.Save(data); err != nil {
+		return fmt.Errorf("--bundle-state: revision %s is active but not kept for a restart: %w", b.Manifest.Revision, err)
+	}
+	return nil
+}
+
+// BundleStatus is /api/status's policy_bundle object.
+type BundleStatus struct {
+	Source    string    `json:"source"`
+	Revision  string    `json:"revision"`
+	Hash      string    `json:"hash"`
+	Previous  string    `json:"previous,omitempty"`
+	LastFetch time.Time `json:"last_fetch"`
+	LastError string    `json:"last_error,omitempty"` // the last refusal since the last activation
+}
+
+func (s *bundleSource) status() BundleStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return BundleStatus{Source: logging.StripUserinfo(s.cfg.Source), Revision: s.running.Manifest.Revision, Hash: s.running.Hash,
+		Previous: s.running.Manifest.Previous, LastFetch: s.lastFetch, LastError: s.lastErr}
+}
+
+func (s *bundleSource) collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.fetches, s.refused, s.info}
+}

@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/bundle"
+)
+
+const keys = "../bundle/testdata/"
+
+// blockPolicy rejects tool; its test says so, and a failing test claims it passes.
+const blockPolicy = `if (ctx.phase === "pre" && ctx.tool === "%s") { throw "blocked by policy"; }`
+
+func blockTest(tool, outcome string) string {
+	return `function test_block() {
+  const r = mcpgate.call({tool: "` + tool + `", params: {}, result: {content: [{type: "text", text: "ok"}]}});
+  mcpgate.assertEqual(r.outcome, "` + outcome + `");
+}`
+}
+
+// makeBundle builds a bundle of files signed with the key file, revision rev after
+// previous (a Hash or "").
+func makeBundle(t *testing.T, key string, files map[string]string, rev, previous, minVersion string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	for n, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := bundle.LoadPrivateKey(keys + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := bundle.Build(dir, bundle.Manifest{Revision: rev, Previous: previous, MinMCPGate: minVersion}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func blocking(tool string) map[string]string {
+	return map[string]string{"block.js": strings.Replace(blockPolicy, "%s", tool, 1), "block_test.js": blockTest(tool, "rejected")}
+}
+
+// TestBundleSource: the first good bundle starts the gate; a good next revision is
+// swapped in with its revision on the set and kept on disk; a tampered, a wrongly
+// keyed, an unsigned, a broken-chain, a rewound, a too-new, a non-compiling and a
+// test-failing bundle are each refused with its reason counted and shown, and the
+// running set stays; a restart without the source runs the last good bundle.
+func TestBundleSource(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	src, state := filepath.Join(tmp, "bundle.tar.gz"), filepath.Join(tmp, "state")
+	publish := func(data []byte) {
+		if err := os.WriteFile(src, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(version string) *bundleSource {
+		s, err := newBundleSource(Bundle{Source: src, Key: keys + "ed25519.pub", StateDir: state}, version, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// No last good bundle: a refused bundle is a start-up error that says why.
+	publish(makeBundle(t, "other.key", blocking("a"), "1", "", ""))
+	if _, err := open("dev").start(ctx, gate.Options{}); err == nil || !strings.Contains(err.Error(), "refused at start-up, and no last good bundle") || !strings.Contains(err.Error(), "does not verify") {
+		t.Fatalf("start-up with a wrongly signed bundle: %v", err)
+	}
+	os.Remove(src)
+	if _, err := open("dev").start(ctx, gate.Options{}); err == nil || !strings.Contains(err.Error(), "fetch") {
+		t.Fatalf("start-up without a bundle: %v", err)
+	}
+
+	rev1 := makeBundle(t, "ed25519.key", blocking("a"), "1", "", "")
+	publish(rev1)
+	s := open("v1.0.0")
+	b, err := s.start(ctx, gate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.Load(ctx, gate.Options{FS: b.FS(), Revision: b.Manifest.Revision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+
+	rev2 := makeBundle(t, "ed25519.key", blocking("b"), "2", bundle.Hash(rev1), "")
+	publish(rev2)
+	if err := s.step(ctx, g); err != nil || g.Status().Revision != "2" || s.status().Revision != "2" {
+		t.Fatalf("rev 2: %v, gate %+v", err, g.Status())
+	}
+	if err := s.step(ctx, g); err != nil || g.Status().Generation != 2 {
+		t.Fatalf("unchanged: %v %+v", err, g.Status())
+	}
+	if last, _ := s.state.Last(); bundle.Hash(last) != bundle.Hash(rev2) {
+		t.Fatal("rev 2 not kept on disk")
+	}
+
+	after2 := bundle.Hash(rev2)
+	tampered := makeBundle(t, "ed25519.key", blocking("c"), "3", after2, "")
+	tampered = append([]byte(nil), tampered...)
+	tampered[len(tampered)/2] ^= 0xff // the gzip stream or a file's bytes no longer match
+	for _, tc := range []struct {
+		name, reason, msg string
+		data              []byte
+	}{
+		{"tampered", "", "", tampered},
+		{"wrong key", "signature", "does not verify", makeBundle(t, "other.key", blocking("c"), "3", after2, "")},
+		{"broken chain", "chain", "broken chain: revision 3 replaces sha256:", makeBundle(t, "ed25519.key", blocking("c"), "3", bundle.Hash([]byte("x")), "")},
+		{"no previous", "chain", "replaces nothing", makeBundle(t, "ed25519.key", blocking("c"), "3", "", "")},
+		{"rewound", "chain", "ran here before", rev1},
+		{"too new", "version", "needs mcpgate v9.0.0", makeBundle(t, "ed25519.key", blocking("c"), "3", after2, "v9.0.0")},
+		{"does not compile", "compile", "does not compile", makeBundle(t, "ed25519.key", map[string]string{"bad.js": "if ("}, "3", after2, "")},
+		{"failing tests", "tests", "fails its own tests: block_test.js:3: test_block: fail", makeBundle(t, "ed25519.key",
+			map[string]string{"block.js": strings.Replace(blockPolicy, "%s", "c", 1), "block_test.js": blockTest("c", "ok")}, "3", after2, "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			publish(tc.data)
+			err := s.step(ctx, g)
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("got %v, want %q", err, tc.msg)
+			}
+			if tc.reason != "" {
+				if r, ok := err.(*refusal); !ok || r.reason != tc.reason {
+					t.Fatalf("reason of %v: want %s", err, tc.reason)
+				}
+			}
+			s.failed(err)
+			if st := g.Status(); st.Revision != "2" || s.status().Revision != "2" || s.status().LastError == "" {
+				t.Fatalf("the running set moved: %+v %+v", st, s.status())
+			}
+		})
+	}
+	if n := testutil.ToFloat64(s.refused.WithLabelValues("chain")); n != 3 {
+		t.Fatalf("chain refusals counted: %v", n)
+	}
+
+	// A restart with the source gone runs the last good bundle.
+	os.Remove(src)
+	s2 := open("v1.0.0")
+	if b, err := s2.start(ctx, gate.Options{}); err != nil || b.Manifest.Revision != "2" || !strings.Contains(s2.status().LastError, "fetch") {
+		t.Fatalf("restart without the source: %v %+v", err, s2.status())
+	}
+}
