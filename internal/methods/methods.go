@@ -237,6 +237,9 @@ var (
 	statusMessage = []Field{{Path: []string{"statusMessage"}}}
 	instructions  = []Field{{Path: []string{"instructions"}}}
 	taskID        = []Name{{Path: []string{"taskId"}}}
+	// taskNames are the names a task message that may inline its result carries: the
+	// task's id, and the resources its result's content links or embeds.
+	taskNames = []Name{taskID[0], {Path: []string{"result", "content", "*"}, Kind: NameContent}}
 	// taskStatus is what a task message that may inline its result carries: its
 	// statusMessage, the result's content and structuredContent, and an error.
 	taskStatus = []Field{statusMessage[0],
@@ -296,12 +299,13 @@ var table = []Method{
 
 	// Tasks: the 2025-11-25 methods and the 2026-07-28 extension
 	// (io.modelcontextprotocol/tasks). A task's statusMessage is shown to the user.
-	{Name: TasksResult, Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByTask},
+	{Name: TasksResult, Revisions: Rev20251125, Direction: ClientRequest, Shape: ToolResult, Phase: ctxapi.PhasePost, Route: ByTask,
+		Names: []Name{{Path: []string{"content", "*"}, Kind: NameContent}}},
 	// A 2026-07-28 tasks/get of a finished task inlines the tool's result (a
 	// CallToolResult) or its error: read like tasks/result, a blocked content block
 	// becomes a text block carrying the block text.
 	{Name: TasksGet, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: taskStatus,
-		Block: ReplaceText, NameParam: "taskId", Route: ByTask, Names: taskID, InlinesTaskResult: true},
+		Block: ReplaceText, NameParam: "taskId", Route: ByTask, Names: taskNames, InlinesTaskResult: true},
 	{Name: TasksCancel, Revisions: Both, Direction: ClientRequest, Shape: Fields, Text: statusMessage, Block: ReplaceText, NameParam: "taskId", Route: ByTask,
 		Names: taskID},
 	// tasks/list is read as named members (each task's statusMessage); List says how
@@ -315,11 +319,11 @@ var table = []Method{
 	// A status may carry the finished task's result as tasks/get does: read alike, and
 	// judged by the post phase of the task's tool (docs/decisions.md#task-results).
 	{Name: NotificationTasksStatus, Revisions: Both, Direction: ServerNotification, Shape: Fields, Text: taskStatus,
-		Block: ReplaceText, Names: taskID, InlinesTaskResult: true},
+		Block: ReplaceText, Names: taskNames, InlinesTaskResult: true},
 	// The 2026-07-28 extension's status notification: the same members as
 	// notifications/tasks/status, read and namespaced alike.
 	{Name: NotificationTasks, Revisions: Rev20260728, Direction: ServerNotification, Shape: Fields, Text: taskStatus,
-		Block: ReplaceText, Names: taskID, InlinesTaskResult: true},
+		Block: ReplaceText, Names: taskNames, InlinesTaskResult: true},
 
 	// Server → client requests.
 	// In 2026-07-28 these are not wire requests: a result of resultType

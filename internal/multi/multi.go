@@ -938,24 +938,18 @@ func (m *Mux) lost(s *Server, cause error) {
 	m.emit(nil, &jsonrpc.ResetError{Upstream: s.Name, Err: cause})
 }
 
-// notification rewrites a server notification for the client: the member that
-// carries a server's name (the table's Names: a resource URI, a task id) gets its
-// server prefix.
+// notification rewrites a server notification for the client: the members that
+// carry a server's names (the table's Names: a resource URI, a task id, the links of
+// a task result it inlines) get its server prefix.
 func (m *Mux) notification(server string, msg *jsonrpc.Message) *jsonrpc.Message {
 	row := methods.Of(msg.Method)
-	if row == nil || row.Direction != methods.ServerNotification || len(row.Names) != 1 || len(row.Names[0].Path) != 1 {
+	if row == nil || row.Direction != methods.ServerNotification || len(row.Names) == 0 {
 		return msg
 	}
-	key := row.Names[0].Path[0]
-	params := map[string]json.RawMessage{}
-	if json.Unmarshal(msg.Params, &params) != nil {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(msg.Params, &params) != nil || params == nil || !prefixNames(params, row.Names, server+"+") {
 		return msg
 	}
-	var uri string
-	if json.Unmarshal(params[key], &uri) != nil {
-		return msg
-	}
-	params[key], _ = jsonrpc.Marshal(server + "+" + uri)
 	b, _ := jsonrpc.Marshal(params)
 	return msg.WithParams(b)
 }
@@ -991,20 +985,28 @@ func (m *Mux) RewriteResponse(method string, msg *jsonrpc.Message) *jsonrpc.Mess
 	}) {
 		changed = prefixKey(res, "taskId", prefix)
 	}
-	for _, n := range names {
-		path, leaf := n.Path, prefixItem
-		if n.Kind == methods.NameString {
-			key := path[len(path)-1]
-			path, leaf = path[:len(path)-1], func(obj map[string]json.RawMessage, prefix string) bool { return prefixKey(obj, key, prefix) }
-		}
-		changed = prefixAt(res, path, prefix, leaf) || changed
-	}
+	changed = prefixNames(res, names, prefix) || changed
 	if !changed {
 		return msg
 	}
 	b, _ := jsonrpc.Marshal(res)
 	out := msg.WithResult(b)
 	return out
+}
+
+// prefixNames prefixes each member of obj that names (a result, or a notification's
+// params) carry; it reports whether anything changed.
+func prefixNames(obj map[string]json.RawMessage, names []methods.Name, prefix string) bool {
+	changed := false
+	for _, n := range names {
+		path, leaf := n.Path, prefixItem
+		if n.Kind == methods.NameString {
+			key := path[len(path)-1]
+			path, leaf = path[:len(path)-1], func(obj map[string]json.RawMessage, prefix string) bool { return prefixKey(obj, key, prefix) }
+		}
+		changed = prefixAt(obj, path, prefix, leaf) || changed
+	}
+	return changed
 }
 
 // prefixAt walks obj along path (member names, "*" for every item of an array of

@@ -347,6 +347,12 @@ func TestRewriteResponse(t *testing.T) {
 		{"prompts/get", `{"resultType":"task","taskId":"t-2","status":"working"}`, `{"resultType":"task","status":"working","taskId":"beta+t-2"}`},
 		{"tasks/get", `{"resultType":"task","taskId":"t-1","status":"working"}`, `{"resultType":"task","status":"working","taskId":"beta+t-1"}`},
 		{"tools/call", `{"content":[],"taskId":"t-1"}`, `{"content":[],"taskId":"t-1"}`},
+		// A task's result, by tasks/result or inlined in a 2026-07-28 tasks/get, is a
+		// CallToolResult: its links name the server's resources as a tools/call's do.
+		{"tasks/result", `{"content":[{"type":"resource_link","uri":"file:///x","name":"r"}]}`,
+			`{"content":[{"name":"r","type":"resource_link","uri":"beta+file:///x"}]}`},
+		{"tasks/get", `{"taskId":"t-1","status":"completed","result":{"content":[{"type":"resource","resource":{"uri":"file:///x","text":"t"}}]}}`,
+			`{"result":{"content":[{"resource":{"text":"t","uri":"beta+file:///x"},"type":"resource"}]},"status":"completed","taskId":"beta+t-1"}`},
 	} {
 		in := result(mustParse(`{"jsonrpc":"2.0","id":3,"method":"x"}`), tc.result)
 		in.Upstream = "beta"
@@ -395,7 +401,8 @@ func TestInitializeServerInfoVersion(t *testing.T) {
 
 // TestTaskStatusNamespaced: a task's status notification (2025-11-25, and the
 // 2026-07-28 extension's notifications/tasks) names the task as the client knows it,
-// <server>+<taskId>.
+// <server>+<taskId>, and the links of a result it inlines the resource,
+// <server>+<uri>.
 func TestTaskStatusNamespaced(t *testing.T) {
 	m := newMux(t, map[string]*fakeServer{"alpha": newFake(nil), "beta": newFake(nil)})
 	n := mustParse(`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t-1","status":"working"}}`)
@@ -405,6 +412,12 @@ func TestTaskStatusNamespaced(t *testing.T) {
 	n = mustParse(`{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"t-1","status":"working"}}`)
 	if got := string(m.notification("beta", n).Params); got != `{"status":"working","taskId":"beta+t-1"}` {
 		t.Errorf("2026-07-28: got %s", got)
+	}
+	for _, method := range []string{"notifications/tasks/status", "notifications/tasks"} { // a status inlining the task's result
+		n = mustParse(`{"jsonrpc":"2.0","method":"` + method + `","params":{"taskId":"t-1","status":"completed","result":{"content":[{"type":"resource_link","uri":"file:///x","name":"r"}]}}}`)
+		if got := string(m.notification("beta", n).Params); got != `{"result":{"content":[{"name":"r","type":"resource_link","uri":"beta+file:///x"}]},"status":"completed","taskId":"beta+t-1"}` {
+			t.Errorf("%s with a result: got %s", method, got)
+		}
 	}
 }
 
