@@ -26,11 +26,11 @@ func TestAbandon(t *testing.T) {
 			{dir: ">s", want: []string{`"id":100`, `"code":-32001`, `cancelled`}},
 			{dir: ">s", want: []string{`"notifications/cancelled"`, `"requestId":"mcpgate-tr-req-3"`}},
 		})
-		c.modern.mu.Lock()
-		n := len(c.modern.flights) + len(c.modern.rounds)
-		c.modern.mu.Unlock()
+		c.mu.Lock()
+		n := len(c.rounds.all())
+		c.mu.Unlock()
 		if n != 0 {
-			t.Fatalf("%d flights or rounds left; want the round ended", n)
+			t.Fatalf("%d rounds left; want the round ended", n)
 		}
 		select {
 		case m := <-f.sent:

@@ -265,7 +265,7 @@ func TestModernTranslation(t *testing.T) {
 func TestModernInputExpires(t *testing.T) {
 	f := newFake()
 	c := Wrap(f, Options{})
-	c.modern.timeout = 50 * time.Millisecond
+	c.bounds.modernRound = 50 * time.Millisecond
 	defer c.Close(context.Background(), 0)
 	mrun(t, c, f, mscript(mopening, melicit, minputRequired,
 		mstep{dir: ">s", want: []string{`"id":100`, `"code":-32001`, `did not retry`}},
@@ -280,7 +280,7 @@ func TestModernInputExpires(t *testing.T) {
 func TestModernProbeSilence(t *testing.T) {
 	f := newFake()
 	c := Wrap(f, Options{})
-	c.modern.probeFor = 50 * time.Millisecond
+	c.bounds.probe = 50 * time.Millisecond
 	defer c.Close(context.Background(), 0)
 	mrun(t, c, f, []mstep{
 		{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + menv + `}}`},
@@ -297,7 +297,7 @@ func TestModernProbeSilence(t *testing.T) {
 func TestModernRoundBound(t *testing.T) {
 	f := newFake()
 	c := Wrap(f, Options{})
-	c.modern.maxWait = 1
+	c.bounds.maxWaiting = 1
 	defer c.Close(context.Background(), 0)
 	mrun(t, c, f, mscript(mopening,
 		mstep{dir: "c>", msg: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"u",` + menv + `}}`},
@@ -503,7 +503,7 @@ func TestModernInputRequestsBound(t *testing.T) {
 func TestModernInitializeSilence(t *testing.T) {
 	f := newFake()
 	c := Wrap(f, Options{})
-	c.modern.initFor = 50 * time.Millisecond
+	c.bounds.init = 50 * time.Millisecond
 	defer c.Close(context.Background(), 0)
 	mrun(t, c, f, []mstep{
 		{dir: "c>", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + menv + `}}`},
@@ -599,9 +599,9 @@ func TestModernHeldBound(t *testing.T) {
 		mstep{dir: ">s", want: []string{`"method":"server/discover"`}},
 		mstep{dir: ">c", want: []string{`"id":` + strconv.Itoa(maxOutboxQueue), `"code":-32000`, `held`}})
 	mrun(t, c, f, steps)
-	c.modern.mu.Lock()
+	c.mu.Lock()
 	n := len(c.modern.held)
-	c.modern.mu.Unlock()
+	c.mu.Unlock()
 	if n != maxOutboxQueue {
 		t.Fatalf("%d messages held; want %d", n, maxOutboxQueue)
 	}
@@ -641,11 +641,10 @@ func TestModernRetryOutboxFull(t *testing.T) {
 	}
 	// The retry as it reaches the translation once the client's wait is over (a
 	// server's ping answer can fill the outbox between the wait and the lock).
-	s := &c.modern
-	s.mu.Lock()
-	s.request(c, mustParse(t, retry))
-	flights := len(s.flights)
-	s.mu.Unlock()
+	c.mu.Lock()
+	c.request(mustParse(t, retry))
+	flights := len(c.rounds.all())
+	c.mu.Unlock()
 	select {
 	case m := <-toClient:
 		if string(m.ID) != "8" || m.Error == nil {
@@ -655,7 +654,7 @@ func TestModernRetryOutboxFull(t *testing.T) {
 		t.Fatal("the retry got no answer")
 	}
 	if flights != 0 {
-		t.Fatalf("%d flights left after the failed retry; want the round ended", flights)
+		t.Fatalf("%d rounds left after the failed retry; want the round ended", flights)
 	}
 }
 

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
@@ -18,30 +16,13 @@ import (
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
-// The translation's own limits (docs/http.md#translation). The SDK's own 2025-era
-// shim uses the same figures (8 rounds, 10 minutes a round).
-const (
-	// maxInputRounds bounds the input_required rounds of one request: a server
-	// that asks again and again gets its request failed instead of looping.
-	maxInputRounds = 8
-	// maxInputRequests bounds the inputRequests entries of one round.
-	maxInputRequests = 64
-	// maxRequestState bounds the requestState the translation keeps and sends back.
-	maxRequestState = 1 << 20
-	// stateOnlyPacing is the pause before retrying an input_required result that
-	// carries requestState alone (load shedding), as the SDK's client driver waits.
-	stateOnlyPacing = 250 * time.Millisecond
-)
-
-// inputRoundTimeout is how long the client has to answer one round of a server's
-// input requests; a var so that tests can shorten it.
-var inputRoundTimeout = 10 * time.Minute
-
-// ownPrefix starts the ids of the translation's own messages: the server/discover
-// probe, retries of input_required requests and the server-to-client requests they
-// become. It is apart from the relay's "mcpgate-N", the multiplexer's and the
-// supervisor's.
-var ownPrefix = jsonrpc.OwnIDPrefix + "t-"
+// This file translates for a 2025-11-25 client (one that opened with initialize) in
+// front of a server that may speak only 2026-07-28 (docs/http.md#translation,
+// docs/decisions.md#translate-legacy): the client's initialize goes to the server
+// as it is, and only its -32022 refusal starts translation, with a server/discover
+// probe. Requests then carry the _meta envelope built from the initialize; an
+// input_required result becomes requests to the client under the translation's own
+// ids, and their answers a retry of the request.
 
 // legacyPhase is where a 2025-11-25 client's hop stands.
 type legacyPhase uint8
@@ -54,10 +35,8 @@ const (
 	legacyTranslating                    // the server speaks 2026-07-28 only
 )
 
-// legacyState is the translation for a 2025-11-25 client (one that opened with
-// initialize) in front of a server that may speak only 2026-07-28.
+// legacyState is the hop's negotiation for a 2025-11-25 client; guarded by Conn.mu.
 type legacyState struct {
-	mu    sync.Mutex
 	phase legacyPhase
 	// init is the client's initialize while it is with the server (or discover
 	// answers it); initErr is the server's refusal, returned when discover fails.
@@ -71,36 +50,6 @@ type legacyState struct {
 	// built from the client's initialize (and logLevel after logging/setLevel).
 	meta    map[string]json.RawMessage
 	metaRaw []byte // meta encoded, for withMeta
-	seq     uint64
-	// sent holds the client's requests in flight that may come back input_required,
-	// by their id key, so that they can be retried.
-	sent map[string]*jsonrpc.Message
-	// rounds maps the id key of a retry in flight to its exchange.
-	rounds map[string]*exchange
-	// asks maps the id key of a server-to-client request the translation made to its
-	// exchange and inputRequests key.
-	asks   map[string]ask
-	closed bool
-}
-
-// exchange is one client request carried through input_required rounds.
-type exchange struct {
-	orig      *jsonrpc.Message // the client's request, under its own id
-	round     int
-	retry     string                     // id key of the retry in flight; "" while the client answers
-	retryID   json.RawMessage            // the retry's id
-	pending   map[string]string          // own id key → inputRequests key, still unanswered
-	responses map[string]json.RawMessage // inputRequests key → the client's result
-	state     json.RawMessage            // requestState as the server wrote it; nil when absent
-	timer     *time.Timer
-	done      bool // ended: answered, failed or cancelled
-}
-
-// ask is one server-to-client request the translation made from an inputRequests entry.
-type ask struct {
-	x      *exchange
-	key    string // its inputRequests key
-	method string
 }
 
 // askNonce is the random part of an input request's id (64 bits); a var so that the
@@ -111,26 +60,12 @@ var askNonce = func() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ownID is the id of a request of the translation's own to the server (the probe,
-// a retry): ownPrefix and the hop's sequence.
-func (c *Conn) ownID() json.RawMessage { return c.idWith("") }
-
-// askID is the id of an input request the client is asked: ownID's and a random
-// part, so that only a client shown the request can answer it. The sequence and the
-// process's prefix are guessable from one earlier request, and an answer given ahead
-// of the relay (which pins a roots/list answer only for a request it forwarded) or
-// in place of a request it withheld would reach the server.
-func (c *Conn) askID() json.RawMessage { return c.idWith(askNonce()) }
-
-func (c *Conn) idWith(nonce string) json.RawMessage {
-	c.legacy.seq++
-	id := ownPrefix + strconv.FormatUint(c.legacy.seq, 10)
-	if nonce != "" {
-		id += "-" + nonce
-	}
-	b, _ := jsonrpc.Marshal(id)
-	return b
-}
+// askID is the id of an input request the client is asked: the hop's next own id
+// and a random part, so that only a client shown the request can answer it. The
+// sequence and the process's prefix are guessable from one earlier request, and an
+// answer given ahead of the relay (which pins a roots/list answer only for a request
+// it forwarded) or in place of a request it withheld would reach the server.
+func (c *Conn) askID() json.RawMessage { return c.newID("", askNonce()) }
 
 // sendLegacy forwards a 2025-11-25 client's message: as it is until the server has
 // refused initialize, then in 2026-07-28 terms (the _meta envelope on every request;
@@ -138,61 +73,56 @@ func (c *Conn) idWith(nonce string) json.RawMessage {
 // to input requests gathered into a retry).
 func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 	l := &c.legacy
-	l.mu.Lock()
+	c.mu.Lock()
 	switch {
 	case m.Kind == jsonrpc.KindRequest && m.Method == methods.Initialize && (l.phase == legacyOpen || l.phase == legacyPassing):
 		l.phase, l.init = legacyProbing, m
-		l.mu.Unlock()
+		c.mu.Unlock()
 		return c.up.Send(m)
 	case l.phase != legacyOpen && l.phase != legacyPassing && m.Kind == jsonrpc.KindResponse && strings.HasPrefix(m.IDKey(), `"`+ownPrefix):
 		// Only a hop that translates (or is about to) has input requests of its own:
 		// on one that passes, such an id is the server's (a second gateway's), and
 		// its answer goes to it.
-		c.answered(m) // unlocks
+		retry := c.answeredLocked(m)
+		c.mu.Unlock()
+		if retry != nil {
+			c.retry(retry)
+		}
 		return nil
 	case l.phase != legacyTranslating:
 		probed := l.probed
-		l.mu.Unlock()
+		c.mu.Unlock()
 		if probed != nil {
 			<-probed // the probe goes first
 		}
 		return c.up.Send(m)
 	}
-	// translating
-	switch m.Kind {
-	case jsonrpc.KindNotification:
-		switch m.Method {
-		case methods.NotificationInitialized:
-			l.mu.Unlock()
-			return nil // 2026-07-28 has no handshake to finish
-		case methods.NotificationCancelled:
-			m = c.cancelledLocked(m)
-		}
-		l.mu.Unlock()
-		if m == nil {
-			return nil
-		}
-		return c.up.Send(m)
-	case jsonrpc.KindRequest:
+	out := m
+	switch {
+	case m.Kind == jsonrpc.KindNotification && m.Method == methods.NotificationInitialized:
+		out = nil // 2026-07-28 has no handshake to finish
+	case m.Kind == jsonrpc.KindNotification && m.Method == methods.NotificationCancelled:
+		out = c.cancelledLocked(m)
+	case m.Kind == jsonrpc.KindRequest:
 		if reply := c.answerLocked(m); reply != nil {
-			l.mu.Unlock()
-			c.enqueue(reply)
-			return nil
+			c.enqueueLocked(reply)
+			out = nil
+			break
 		}
 		if row := methods.Of(m.Method); row != nil && row.InputRequired { // its result may be input_required
-			if l.sent == nil {
-				l.sent = map[string]*jsonrpc.Message{}
-			}
-			l.sent[m.IDKey()] = m
+			r := &round{method: m.Method, params: m.Params, clientID: m.ID, upID: m.ID}
+			c.rounds.byUp[m.IDKey()], c.rounds.byClient[m.IDKey()] = r, r
 		}
-		out := *m // a request is jsonrpc, id, method and params: Raw is rebuilt whole
-		out.Params = withMeta(m.Params, l.meta, l.metaRaw, nil)
-		out.Raw = jsonrpc.Request(m.ID, m.Method, json.RawMessage(out.Params))
-		l.mu.Unlock()
-		return c.up.Send(&out)
+		req := *m // a request is jsonrpc, id, method and params: Raw is rebuilt whole
+		req.Params = withMeta(m.Params, l.meta, l.metaRaw, nil)
+		req.Raw = jsonrpc.Request(m.ID, m.Method, json.RawMessage(req.Params))
+		out = &req
 	}
-	l.mu.Unlock()
-	return c.up.Send(m)
+	c.mu.Unlock()
+	if out == nil {
+		return nil
+	}
+	return c.up.Send(out)
 }
 
 // answerLocked answers a request whose method 2026-07-28 does not have (ping,
@@ -220,48 +150,29 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 }
 
 // cancelledLocked points a client's notifications/cancelled at the attempt of its
-// request now with the server, and ends the request's input rounds; nil drops it
-// (the request waits on the client, not the server).
+// request now with the server, and ends the request's rounds; nil drops it (the
+// request waits on the client, not the server).
 func (c *Conn) cancelledLocked(m *jsonrpc.Message) *jsonrpc.Message {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(m.Params, &p) != nil {
 		return m
 	}
-	key := jsonrpc.IDKey(p["requestId"])
-	delete(c.legacy.sent, key)
-	for _, x := range c.legacy.exchanges() {
-		if x.orig.IDKey() != key {
-			continue
-		}
-		retry := x.retryID
-		c.endLocked(x)
-		if retry == nil {
-			return nil
-		}
-		p["requestId"] = retry
-		b, _ := jsonrpc.Marshal(p)
-		return m.WithParams(b)
+	r := c.rounds.byClient[jsonrpc.IDKey(p["requestId"])]
+	if r == nil || r.count > 0 && r.upID == nil && len(r.pending) == 0 { // none, or pacing a state-only retry
+		return m
 	}
-	return m
-}
-
-// exchanges lists the exchanges in flight (retrying or waiting on the client).
-func (l *legacyState) exchanges() []*exchange {
-	seen := map[*exchange]bool{}
-	var out []*exchange
-	for _, x := range l.rounds {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
+	up := r.upID
+	first := r.count == 0
+	c.endRound(r)
+	switch {
+	case first: // the request itself is with the server
+		return m
+	case up == nil:
+		return nil
 	}
-	for _, a := range l.asks {
-		if !seen[a.x] {
-			seen[a.x] = true
-			out = append(out, a.x)
-		}
-	}
-	return out
+	p["requestId"] = up
+	b, _ := jsonrpc.Marshal(p)
+	return m.WithParams(b)
 }
 
 // recvLegacy returns a server message as a 2025-11-25 client must see it; nil when
@@ -271,31 +182,27 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 		return m
 	}
 	l := &c.legacy
-	l.mu.Lock()
+	c.mu.Lock()
 	key := m.IDKey()
 	if l.phase == legacyProbing && l.init != nil && key == l.init.IDKey() {
 		out, probe := c.initAnswered(m)
-		l.mu.Unlock()
+		c.mu.Unlock()
 		if probe != nil {
 			go c.sendProbe(probe)
 		}
 		return out
 	}
-	defer l.mu.Unlock()
+	defer c.mu.Unlock()
 	switch {
 	case l.phase == legacyDiscovering && key == l.discover:
 		return c.discovered(m)
 	case l.phase != legacyTranslating:
 		return m
 	}
-	if x := l.rounds[key]; x != nil {
-		delete(l.rounds, key)
-		x.retry, x.retryID = "", nil
-		return c.resultLocked(x, m)
-	}
-	if orig := l.sent[key]; orig != nil {
-		delete(l.sent, key)
-		return c.resultLocked(&exchange{orig: orig}, m)
+	if r := c.rounds.byUp[key]; r != nil {
+		delete(c.rounds.byUp, key)
+		r.upID = nil
+		return c.resultLocked(r, m)
 	}
 	return m
 }
@@ -325,7 +232,7 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 		l.meta[methods.MetaClientInfo] = p.ClientInfo
 	}
 	l.metaRaw = mustMarshal(l.meta)
-	id := c.ownID()
+	id := c.newID("", "")
 	l.phase, l.initErr, l.discover, l.probed = legacyDiscovering, m, jsonrpc.IDKey(id), make(chan struct{})
 	return nil, jsonrpc.NewRequest(id, methods.ServerDiscover, json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
 }
@@ -338,21 +245,16 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 func (c *Conn) sendProbe(probe *jsonrpc.Message) {
 	err := c.up.Send(probe)
 	l := &c.legacy
-	l.mu.Lock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	close(l.probed)
 	if err == nil {
-		l.mu.Unlock()
 		c.opts.Logger.Info("the server refused the 2025-era initialize; translating for the client (docs/http.md#translation)")
 		return
 	}
 	c.opts.Logger.Warn("server/discover could not be sent; the client's initialize gets the server's refusal", "err", err)
-	var out *jsonrpc.Message
 	if l.phase == legacyDiscovering && l.discover == probe.IDKey() {
-		out = c.untranslatable()
-	}
-	l.mu.Unlock()
-	if out != nil {
-		c.enqueue(out)
+		c.enqueueLocked(c.untranslatable())
 	}
 }
 
@@ -410,108 +312,93 @@ func (c *Conn) discovered(m *jsonrpc.Message) *jsonrpc.Message {
 	return jsonrpc.NewResponse(id, mustMarshal(res))
 }
 
-// resultLocked reads the server's answer to an attempt of x: an input_required
+// resultLocked reads the server's answer to an attempt of r: an input_required
 // result starts the next round (nil: the client gets requests, not a result); any
 // other answer goes to the client under its own id.
-func (c *Conn) resultLocked(x *exchange, m *jsonrpc.Message) *jsonrpc.Message {
+func (c *Conn) resultLocked(r *round, m *jsonrpc.Message) *jsonrpc.Message {
 	var kind struct {
 		ResultType string `json:"resultType"`
 	}
 	if m.Error != nil || !jsonscan.MayHold(m.Result, "input_required") || json.Unmarshal(m.Result, &kind) != nil || kind.ResultType != "input_required" {
-		c.endLocked(x)
-		return m.WithID(x.orig.ID)
+		c.endRound(r)
+		return m.WithID(r.clientID)
 	}
-	var r struct {
+	var res struct {
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  json.RawMessage            `json:"requestState"`
 	}
-	if json.Unmarshal(m.Result, &r) != nil {
-		return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result is malformed (inputRequests must be an object)")
+	fail := func(text string) *jsonrpc.Message { return c.failRound(r, methods.CodeInternalError, "mcpgate: "+text) }
+	if json.Unmarshal(m.Result, &res) != nil {
+		return fail("the server's input_required result is malformed (inputRequests must be an object)")
 	}
-	x.round++
-	if x.round > maxInputRounds {
-		return c.failLocked(x, methods.CodeInternalError, fmt.Sprintf("mcpgate: the server asked for input more than %d times for this %s; the request is failed", maxInputRounds, x.orig.Method))
+	r.count++
+	switch state := res.RequestState; {
+	case r.count > maxInputRounds:
+		return fail(fmt.Sprintf("the server asked for input more than %d times for this %s; the request is failed", maxInputRounds, r.method))
+	case len(state) > maxRequestState:
+		return fail(fmt.Sprintf("the server's requestState is over %d bytes; the request is failed", maxRequestState))
+	case len(state) > 0 && state[0] != '"':
+		return fail("the server's input_required result has a requestState that is not a string")
+	case len(res.InputRequests) == 0 && len(state) == 0:
+		return fail("the server's input_required result has neither inputRequests nor requestState")
+	case len(res.InputRequests) > maxInputRequests:
+		return fail(fmt.Sprintf("the server's input_required result has more than %d inputRequests", maxInputRequests))
 	}
-	if len(r.RequestState) > maxRequestState {
-		return c.failLocked(x, methods.CodeInternalError, fmt.Sprintf("mcpgate: the server's requestState is over %d bytes; the request is failed", maxRequestState))
-	}
-	if len(r.RequestState) > 0 && r.RequestState[0] != '"' {
-		return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result has a requestState that is not a string")
-	}
-	x.state = r.RequestState
-	x.responses = map[string]json.RawMessage{}
-	if len(r.InputRequests) == 0 {
-		if x.state == nil {
-			return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result has neither inputRequests nor requestState")
-		}
-		x.timer = time.AfterFunc(stateOnlyPacing, func() { c.retry(x) })
+	r.state, r.answers = string(res.RequestState), map[string]json.RawMessage{}
+	if len(res.InputRequests) == 0 {
+		r.expiry = time.AfterFunc(stateOnlyPacing, func() { c.retry(r) })
 		return nil
 	}
-	if len(r.InputRequests) > maxInputRequests {
-		return c.failLocked(x, methods.CodeInternalError, fmt.Sprintf("mcpgate: the server's input_required result has more than %d inputRequests", maxInputRequests))
-	}
-	type out struct {
-		key string
-		req *jsonrpc.Message
-	}
-	reqs := make([]out, 0, len(r.InputRequests))
-	for _, k := range slices.Sorted(maps.Keys(r.InputRequests)) {
+	reqs, asked := make([]*jsonrpc.Message, 0, len(res.InputRequests)), make([]*inputRequest, 0, len(res.InputRequests))
+	for _, k := range slices.Sorted(maps.Keys(res.InputRequests)) {
 		var e struct {
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 		}
-		if json.Unmarshal(r.InputRequests[k], &e) != nil || !inputRequestMethod(e.Method) ||
+		if json.Unmarshal(res.InputRequests[k], &e) != nil || !inputRequestMethod(e.Method) ||
 			len(e.Params) > 0 && e.Params[0] != '{' && string(e.Params) != "null" {
-			return c.failLocked(x, methods.CodeInternalError, "mcpgate: the server's input_required result has an input request that is not elicitation/create, sampling/createMessage or roots/list with object params")
+			return fail("the server's input_required result has an input request that is not elicitation/create, sampling/createMessage or roots/list with object params")
 		}
 		var params any
 		if len(e.Params) > 0 && string(e.Params) != "null" {
 			params = e.Params
 		}
 		req := jsonrpc.NewRequest(c.askID(), e.Method, params)
-		req.Related = x.orig.ID
-		reqs = append(reqs, out{k, req})
+		req.Related = r.clientID
+		reqs = append(reqs, req)
+		asked = append(asked, &inputRequest{key: k, id: req.ID, method: e.Method})
 	}
-	x.pending = map[string]string{}
-	if c.legacy.asks == nil {
-		c.legacy.asks = map[string]ask{}
+	r.pending = asked
+	for _, q := range r.pending {
+		c.rounds.byAsk[jsonrpc.IDKey(q.id)] = r
 	}
-	for _, o := range reqs {
-		x.pending[o.req.IDKey()] = o.key
-		c.legacy.asks[o.req.IDKey()] = ask{x, o.key, o.req.Method}
-	}
-	x.timer = time.AfterFunc(inputRoundTimeout, func() {
-		c.legacy.mu.Lock()
-		if c.legacy.closed || x.done {
-			c.legacy.mu.Unlock()
-			return
-		}
-		m := c.failLocked(x, methods.CodeRequestTimeout, fmt.Sprintf("mcpgate: the client did not answer the server's input requests within %s; the request is failed", inputRoundTimeout))
-		c.legacy.mu.Unlock()
-		c.enqueue(m)
+	c.expire(r, c.bounds.legacyRound, func() {
+		c.enqueueLocked(c.failRound(r, methods.CodeRequestTimeout, fmt.Sprintf("mcpgate: the client did not answer the server's input requests within %s; the request is failed", c.bounds.legacyRound)))
 	})
 	// The requests go to the client through Recv: the relay runs each through the
 	// server-request channel (rules, the server_request phase, a record).
-	for _, o := range reqs {
-		c.enqueueLocked(o.req)
+	for _, req := range reqs {
+		c.enqueueLocked(req)
 	}
 	return nil
 }
 
-// answered takes the client's answer to one of the translation's own requests; the
-// last answer of a round sends the retry. It is called with the lock held and
-// releases it.
-func (c *Conn) answered(m *jsonrpc.Message) {
-	l := &c.legacy
-	a, ok := l.asks[m.IDKey()]
-	if !ok {
-		l.mu.Unlock()
+// answeredLocked takes the client's answer to one of the translation's own
+// requests; after the last answer of a round it returns the round to retry.
+func (c *Conn) answeredLocked(m *jsonrpc.Message) *round {
+	r := c.rounds.byAsk[m.IDKey()]
+	if r == nil {
 		c.opts.Logger.Debug("client answer to no input request in flight dropped (timed out, cancelled or before a restart)")
-		return
+		return nil
 	}
-	delete(l.asks, m.IDKey())
-	x := a.x
-	delete(x.pending, m.IDKey())
+	delete(c.rounds.byAsk, m.IDKey())
+	var q *inputRequest
+	r.pending = slices.DeleteFunc(r.pending, func(p *inputRequest) bool {
+		if jsonrpc.IDKey(p.id) == m.IDKey() {
+			q = p
+		}
+		return p == q
+	})
 	if m.Error != nil {
 		var e jsonrpc.ErrorObject
 		_ = json.Unmarshal(m.Error, &e)
@@ -519,92 +406,43 @@ func (c *Conn) answered(m *jsonrpc.Message) {
 		if code == 0 {
 			code = methods.CodeInternalError
 		}
-		out := c.failLocked(x, code, "mcpgate: the server's input request ("+a.method+") was not answered: "+strings.TrimPrefix(e.Message, "mcpgate: "))
-		l.mu.Unlock()
-		c.enqueue(out)
-		return
+		c.enqueueLocked(c.failRound(r, code, "mcpgate: the server's input request ("+q.method+") was not answered: "+strings.TrimPrefix(e.Message, "mcpgate: ")))
+		return nil
 	}
-	x.responses[a.key] = m.Result
-	if len(x.pending) > 0 {
-		l.mu.Unlock()
-		return
+	r.answers[q.key] = m.Result
+	if len(r.pending) > 0 {
+		return nil
 	}
-	x.timer.Stop()
-	x.pending = nil
-	l.mu.Unlock()
-	c.retry(x)
+	r.expiry.Stop()
+	return r
 }
 
-// retry sends x's original request again with the round's inputResponses and the
+// retry sends r's original request again with the round's inputResponses and the
 // server's requestState, byte for byte, under a fresh id.
-func (c *Conn) retry(x *exchange) {
+func (c *Conn) retry(r *round) {
 	l := &c.legacy
-	l.mu.Lock()
-	if l.closed || x.done {
-		l.mu.Unlock()
+	c.mu.Lock()
+	if c.closed || r.done {
+		c.mu.Unlock()
 		return
 	}
 	extra := map[string]json.RawMessage{}
-	if len(x.responses) > 0 {
-		extra["inputResponses"] = mustMarshal(x.responses)
+	if len(r.answers) > 0 {
+		extra["inputResponses"] = mustMarshal(r.answers)
 	}
-	if x.state != nil {
-		extra["requestState"] = x.state
+	if r.state != "" {
+		extra["requestState"] = json.RawMessage(r.state)
 	}
-	id := c.ownID()
-	x.retry, x.retryID, x.responses = jsonrpc.IDKey(id), id, nil
-	if l.rounds == nil {
-		l.rounds = map[string]*exchange{}
-	}
-	l.rounds[x.retry] = x
-	req := jsonrpc.NewRequest(id, x.orig.Method, json.RawMessage(withMeta(x.orig.Params, l.meta, l.metaRaw, extra)))
-	l.mu.Unlock()
+	r.upID, r.answers = c.newID("", ""), nil
+	c.rounds.byUp[jsonrpc.IDKey(r.upID)] = r
+	req := jsonrpc.NewRequest(r.upID, r.method, json.RawMessage(withMeta(r.params, l.meta, l.metaRaw, extra)))
+	c.mu.Unlock()
 	if err := c.up.Send(req); err != nil {
-		l.mu.Lock()
-		m := c.failLocked(x, methods.CodeUpstreamUnavailable, "mcpgate: the retry with the client's input could not be sent to the server")
-		l.mu.Unlock()
-		c.enqueue(m)
+		c.mu.Lock()
+		c.enqueueLocked(c.failRound(r, methods.CodeUpstreamUnavailable, "mcpgate: the retry with the client's input could not be sent to the server"))
+		c.mu.Unlock()
 	}
 }
-
-// failLocked ends x and returns the error response its client request gets; the
-// client's requests still waiting are cancelled, so nothing waits on them.
-func (c *Conn) failLocked(x *exchange, code int, text string) *jsonrpc.Message {
-	c.endLocked(x)
-	return jsonrpc.NewErrorResponse(x.orig.ID, code, text)
-}
-
-// endLocked forgets x; the client's requests it still waits on are cancelled.
-func (c *Conn) endLocked(x *exchange) {
-	if x.timer != nil {
-		x.timer.Stop()
-	}
-	for _, id := range slices.Sorted(maps.Keys(x.pending)) {
-		delete(c.legacy.asks, id)
-		if !c.legacy.closed {
-			c.enqueueLocked(jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{
-				"requestId": json.RawMessage(id), "reason": "mcpgate: the request that asked for this input has ended"}))
-		}
-	}
-	if x.retry != "" {
-		delete(c.legacy.rounds, x.retry)
-	}
-	x.pending, x.retry, x.retryID, x.done = nil, "", nil, true
-}
-
-// closeLegacy stops every exchange's timer; answers that arrive later are dropped.
-func (c *Conn) closeLegacy() {
-	l := &c.legacy
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closed = true // before endLocked: no cancellation goes to a client of a closed connection
-	for _, x := range l.exchanges() {
-		c.endLocked(x)
-	}
-}
-
-// enqueueLocked is enqueue for a caller holding legacy.mu (enqueue takes c.mu).
-func (c *Conn) enqueueLocked(m *jsonrpc.Message) { c.enqueue(m) }
 
 // inputRequestMethod reports whether m is a server request (sampling, elicitation,
 // roots), which a 2026-07-28 input request may carry.
@@ -661,12 +499,4 @@ func withoutMembers(v json.RawMessage, names ...string) json.RawMessage {
 		delete(o, n)
 	}
 	return mustMarshal(o)
-}
-
-func mustMarshal(v any) json.RawMessage {
-	b, err := jsonrpc.Marshal(v)
-	if err != nil {
-		return json.RawMessage(`{}`)
-	}
-	return b
 }

@@ -342,7 +342,7 @@ func BenchmarkLegacySend(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = c.Send(m)
-				delete(c.legacy.sent, `7`)
+				c.rounds = newRoundTable()
 			}
 		})
 	}
@@ -425,9 +425,9 @@ func TestLegacyInputRequestIDsUnguessable(t *testing.T) {
 	<-f.sent
 	serve(twoInputs)
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) { // the requests are made, not yet read
-		c.legacy.mu.Lock()
-		n := len(c.legacy.asks)
-		c.legacy.mu.Unlock()
+		c.mu.Lock()
+		n := len(c.rounds.byAsk)
+		c.mu.Unlock()
 		if n == 2 || time.Now().After(deadline) {
 			break
 		}

@@ -1,0 +1,686 @@
+package translate
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
+	"github.com/mcpgate/mcpgate/internal/reqstate"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// This file translates for a 2026-07-28 client (its requests carry the per-request
+// _meta envelope) in front of a server that speaks only 2025-11-25
+// (docs/http.md#translation-modern, docs/decisions.md#translate-modern). On the
+// client's first request the hop asks the server server/discover (the client's own,
+// or a probe of its own); a server that offers 2026-07-28 gets every message as it
+// is. Any other answer (an error, no 2026-07-28 in supportedVersions, or none within
+// bounds.probe) makes the gateway initialize the server itself and translate:
+// requests lose the envelope, results gain resultType (and ttlMs/cacheScope), and
+// the server's own requests become Multi Round-Trip input requests of the client
+// request they serve.
+
+type modernPhase uint8
+
+const (
+	phaseProbing      modernPhase = iota // server/discover is out; client messages are held
+	phaseInitializing                    // the gateway's initialize is out; client messages are held
+	phasePassthrough                     // the server speaks 2026-07-28
+	phaseTranslated                      // the server speaks 2025-11-25: translate
+	phaseFailed                          // the server answered neither: requests get initErr
+)
+
+// modernState is the hop's negotiation and subscriptions for a 2026-07-28 client;
+// guarded by Conn.mu but out and pass.
+type modernState struct {
+	started bool
+	phase   modernPhase
+	held    []*jsonrpc.Message // client messages held until the phase is known
+	env     methods.Envelope   // the first request's envelope
+	probeID string             // id key of the discover that decides (the client's or the gateway's)
+	probe   *jsonrpc.Message   // the client's own server/discover when it decides, else nil
+	initID  string
+	initRes map[string]json.RawMessage // the server's InitializeResult
+	initErr string
+	level   string      // the log level last set on the server
+	timer   *time.Timer // the probe's, then the initialize's
+	sealID  string      // this connection's id in the states it seals (newState)
+
+	subs       map[string]*subscription // the client's subscriptions/listen requests, by id
+	subscribed map[string]int           // resources/subscribe sent for a URI, by how many subscriptions want it
+
+	out  outbox
+	pass atomic.Bool // phase is passthrough: the outbox may hand over to direct sends
+}
+
+// sendModern forwards a 2026-07-28 client's message.
+func (c *Conn) sendModern(m *jsonrpc.Message) error {
+	s := &c.modern
+	s.out.wait() // a server that reads nothing holds the client, not the queue
+	c.mu.Lock()
+	if s.phase == phasePassthrough && s.started {
+		c.mu.Unlock() // a send that blocks must not keep Recv from reading the server
+		return s.out.send(c, m)
+	}
+	defer c.mu.Unlock()
+	if !s.started && c.start(m) {
+		return nil
+	}
+	switch s.phase {
+	case phaseProbing, phaseInitializing:
+		if len(s.held) >= maxOutboxQueue { // bounded like the queue the held messages go to
+			if m.Kind == jsonrpc.KindRequest {
+				c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, fmt.Sprintf(
+					"mcpgate: %d messages are already held until the server answers server/discover or initialize; retry later", maxOutboxQueue)))
+			}
+			return nil
+		}
+		s.held = append(s.held, m)
+		return nil
+	case phaseFailed:
+		if m.Kind == jsonrpc.KindRequest {
+			c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, s.initErr))
+		}
+		return nil
+	}
+	c.translateSend(m)
+	return nil
+}
+
+// start opens the negotiation on the client's first message: the client's
+// server/discover (consumed is then true), or a probe of the gateway's with the
+// client's envelope.
+func (c *Conn) start(m *jsonrpc.Message) (consumed bool) {
+	s := &c.modern
+	s.started = true
+	s.subs, s.subscribed = map[string]*subscription{}, map[string]int{}
+	s.env, _ = methods.EnvelopeOf(m.Params)
+	if s.env.ProtocolVersion == "" {
+		s.env.ProtocolVersion = methods.Version20260728
+	}
+	s.phase = phaseProbing
+	if m.Kind == jsonrpc.KindRequest && m.Method == methods.ServerDiscover {
+		s.probeID, s.probe = m.IDKey(), m
+		_ = s.out.send(c, m)
+	} else {
+		id := c.newID("discover", "")
+		s.probeID = jsonrpc.IDKey(id)
+		_ = s.out.send(c, jsonrpc.NewRequest(id, methods.ServerDiscover, map[string]any{"_meta": s.env.Meta(c.opts.ClientInfo)}))
+	}
+	s.timer = time.AfterFunc(c.bounds.probe, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if s.phase == phaseProbing && !c.closed {
+			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating (docs/http.md#translation-modern)", "after", c.bounds.probe)
+			c.initialize()
+		}
+	})
+	return s.probe != nil
+}
+
+// recvModern returns a server message as a 2026-07-28 client must see it; nil when
+// the translation consumed it.
+func (c *Conn) recvModern(m *jsonrpc.Message) *jsonrpc.Message {
+	s := &c.modern
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch s.phase {
+	case phaseProbing:
+		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.probeID {
+			return c.decide(m)
+		}
+	case phaseInitializing:
+		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.initID {
+			c.initialized(m)
+			return nil
+		}
+	case phaseTranslated:
+		return c.translateRecv(m)
+	case phaseFailed:
+		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.initID {
+			return nil // a late answer to the initialize that timed out
+		}
+	}
+	return m
+}
+
+// decide reads the answer to server/discover: a server that lists 2026-07-28 is
+// passed through; any other is initialized as 2025-11-25.
+func (c *Conn) decide(m *jsonrpc.Message) *jsonrpc.Message {
+	s := &c.modern
+	s.timer.Stop()
+	var d struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	modern := false
+	if m.Error == nil && json.Unmarshal(m.Result, &d) == nil {
+		for _, v := range d.SupportedVersions {
+			modern = modern || methods.RevisionOf(v) == methods.Rev20260728
+		}
+	}
+	if !modern {
+		c.initialize()
+		return nil
+	}
+	s.phase = phasePassthrough
+	for _, h := range s.held {
+		_ = s.out.send(c, h)
+	}
+	s.held = nil
+	s.pass.Store(true)
+	if s.probe != nil {
+		return m // the client's own server/discover
+	}
+	return nil
+}
+
+// initialize opens a 2025-11-25 session for the client: its clientCapabilities and
+// clientInfo from the envelope (the gateway's clientInfo when it sent none).
+func (c *Conn) initialize() {
+	s := &c.modern
+	s.phase = phaseInitializing
+	caps, info := s.env.ClientCapabilities, s.env.ClientInfo
+	if len(caps) == 0 || caps[0] != '{' {
+		caps = json.RawMessage(`{}`)
+	}
+	var ci any = c.opts.ClientInfo
+	if len(info) > 0 && info[0] == '{' {
+		ci = info
+	}
+	id := c.newID(methods.Initialize, "")
+	s.initID = jsonrpc.IDKey(id)
+	_ = s.out.send(c, jsonrpc.NewRequest(id, methods.Initialize, map[string]any{
+		"protocolVersion": methods.Version20251125, "capabilities": caps, "clientInfo": ci}))
+	// A server silent on initialize too must not hold the client's messages for ever.
+	key := s.initID
+	s.timer = time.AfterFunc(c.bounds.init, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if s.phase == phaseInitializing && s.initID == key && !c.closed {
+			c.opts.Logger.Warn("translation to 2025-11-25: the server did not answer initialize", "after", c.bounds.init)
+			c.failNegotiation("mcpgate: the server offers no 2026-07-28 and did not answer its 2025-11-25 initialize within " + c.bounds.init.String())
+		}
+	})
+}
+
+// initialized takes the server's InitializeResult, completes the handshake and
+// sends what the client sent meanwhile.
+func (c *Conn) initialized(m *jsonrpc.Message) {
+	s := &c.modern
+	s.timer.Stop()
+	if m.Error != nil || json.Unmarshal(m.Result, &s.initRes) != nil || s.initRes == nil {
+		var eo jsonrpc.ErrorObject
+		_ = json.Unmarshal(m.Error, &eo)
+		text := "mcpgate: the server offers no 2026-07-28 and its 2025-11-25 initialize failed"
+		if eo.Message != "" {
+			text += ": " + eo.Message
+		}
+		c.opts.Logger.Warn("translation to 2025-11-25: initialize failed", "code", eo.Code)
+		c.failNegotiation(text)
+		return
+	}
+	c.opts.Logger.Info("the server speaks 2025-11-25 only: translating for the 2026-07-28 client (docs/http.md#translation-modern)")
+	_ = s.out.send(c, jsonrpc.NewNotification(methods.NotificationInitialized, nil))
+	s.phase = phaseTranslated
+	for _, h := range s.takeHeld() {
+		c.translateSend(h)
+	}
+}
+
+// takeHeld returns the client's messages held during the negotiation, its own
+// server/discover first.
+func (s *modernState) takeHeld() []*jsonrpc.Message {
+	held := s.held
+	if s.probe != nil {
+		held = append([]*jsonrpc.Message{s.probe}, held...)
+	}
+	s.held, s.probe = nil, nil
+	return held
+}
+
+// failNegotiation ends the negotiation: every request held, and every later one,
+// gets text.
+func (c *Conn) failNegotiation(text string) {
+	s := &c.modern
+	s.phase, s.initErr = phaseFailed, text
+	for _, h := range s.takeHeld() {
+		if h.Kind == jsonrpc.KindRequest {
+			c.enqueueLocked(jsonrpc.NewErrorResponse(h.ID, methods.CodeUpstreamUnavailable, s.initErr))
+		}
+	}
+}
+
+// discoverResult answers server/discover from the server's InitializeResult
+// (schema.ts "DiscoverResult"): the one revision this hop serves the client,
+// the server's capabilities (tasks left out: 2026-07-28 has them as an extension),
+// its instructions, and its serverInfo under _meta.
+func (s *modernState) discoverResult() json.RawMessage {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
+	delete(caps, "tasks")
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	r := map[string]any{
+		"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+		"supportedVersions": []string{methods.Version20260728},
+		"capabilities":      caps,
+	}
+	if v, ok := s.initRes["instructions"]; ok {
+		r["instructions"] = v
+	}
+	if v, ok := s.initRes["serverInfo"]; ok {
+		r["_meta"] = map[string]json.RawMessage{methods.MetaServerInfo: v}
+	}
+	b, _ := jsonrpc.Marshal(r)
+	return b
+}
+
+// translateSend sends a client message to the 2025-11-25 server.
+func (c *Conn) translateSend(m *jsonrpc.Message) {
+	switch {
+	case m.Kind == jsonrpc.KindRequest:
+		c.request(m)
+	case m.Kind == jsonrpc.KindNotification && m.Method == methods.NotificationCancelled:
+		c.cancelled(m)
+	case m.Kind == jsonrpc.KindResponse:
+		// A 2026-07-28 client is sent no requests: the server's reach it as input
+		// requests, and only a retry's inputResponses answer them, through the input
+		// rules and the roots pins. A response of its own (to a guessed id) would skip
+		// both, so it is dropped.
+		c.opts.Logger.Debug("translation: a response of the 2026-07-28 client dropped; the server's requests are answered by a retry's inputResponses")
+	default:
+		_ = c.modern.out.send(c, m)
+	}
+}
+
+func (c *Conn) request(m *jsonrpc.Message) {
+	var params map[string]json.RawMessage
+	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
+		params = nil
+	}
+	switch m.Method {
+	case methods.ServerDiscover:
+		c.enqueueLocked(jsonrpc.NewResponse(m.ID, c.modern.discoverResult()))
+		return
+	case methods.SubscriptionsListen:
+		c.listen(m, params)
+		return
+	}
+	if v, ok := params["requestState"]; ok {
+		c.retryRound(m, params, v)
+		return
+	}
+	c.setLevel(params)
+	if r := c.rounds.byClient[m.IDKey()]; r != nil {
+		// The client reused the id of a request whose input requests it left
+		// unanswered: that request is abandoned.
+		c.abandonLocked(r, "the client reused the request's id")
+	}
+	r := &round{upID: c.newID("req", ""), clientID: m.ID, method: m.Method, name: nameOf(m.Method, params), bound: bindingOf(params)}
+	c.rounds.byUp[jsonrpc.IDKey(r.upID)], c.rounds.byClient[m.IDKey()] = r, r
+	if err := c.modern.out.send(c, jsonrpc.NewRequest(r.upID, m.Method, legacyParams(params, m.Params))); err != nil {
+		c.endRound(r)
+		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+err.Error()))
+	}
+}
+
+// legacyParams is a 2026-07-28 request's params as a 2025-11-25 server reads them:
+// the envelope's members (io.modelcontextprotocol/*) and the retry members left out
+// of _meta and params; progressToken and other _meta members stay.
+func legacyParams(params map[string]json.RawMessage, raw json.RawMessage) any {
+	if params == nil {
+		if len(raw) == 0 {
+			return nil
+		}
+		return raw
+	}
+	delete(params, "inputResponses")
+	delete(params, "requestState")
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) == nil && meta != nil {
+		for k := range meta {
+			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+				delete(meta, k)
+			}
+		}
+		if len(meta) == 0 {
+			delete(params, "_meta")
+		} else {
+			params["_meta"], _ = jsonrpc.Marshal(meta)
+		}
+	}
+	return params
+}
+
+// setLevel sends logging/setLevel before a request whose envelope names a log level
+// other than the last one, when the server offers logging.
+func (c *Conn) setLevel(params map[string]json.RawMessage) {
+	s := &c.modern
+	var meta map[string]json.RawMessage
+	var level string
+	if json.Unmarshal(params["_meta"], &meta) != nil || json.Unmarshal(meta[methods.MetaLogLevel], &level) != nil || level == "" || level == s.level {
+		return
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(s.initRes["capabilities"], &caps) != nil || caps["logging"] == nil {
+		return
+	}
+	s.level = level
+	_ = s.out.send(c, jsonrpc.NewRequest(c.newID("setLevel", ""), methods.LoggingSetLevel, map[string]string{"level": level}))
+}
+
+// cancelled forwards the client's cancellation of a request under the id the server
+// saw; one of a request already answered (or never sent) is dropped. A cancellation
+// of the request a round answered ends the round, as the relay's Abandon does: the
+// server's requests get an error, the request is cancelled.
+func (c *Conn) cancelled(m *jsonrpc.Message) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	if sub := c.modern.subs[jsonrpc.IDKey(p["requestId"])]; sub != nil {
+		c.unlisten(sub)
+		return
+	}
+	if r := c.rounds.byClient[jsonrpc.IDKey(p["requestId"])]; r != nil {
+		c.abandonLocked(r, "the client cancelled the request")
+	}
+}
+
+// abandonLocked ends a 2026-07-28 client's round it will not wait for: the server's
+// pending requests get an error and the server is told to cancel the original
+// request.
+func (c *Conn) abandonLocked(r *round, why string) {
+	for _, q := range r.pending {
+		_ = c.modern.out.send(c, jsonrpc.NewErrorResponse(q.id, methods.CodeRequestTimeout, "mcpgate: "+why+" before the input request was answered"))
+	}
+	r.pending = nil
+	if r.final == nil {
+		_ = c.modern.out.send(c, jsonrpc.NewNotification(methods.NotificationCancelled, map[string]any{"requestId": r.upID, "reason": why}))
+	}
+	c.endRound(r)
+}
+
+// retryRound takes a client's Multi Round-Trip retry: its inputResponses answer the
+// server's requests the last round carried, and the retry's id then gets the
+// original request's result (or the next round of input requests).
+func (c *Conn) retryRound(m *jsonrpc.Message, params map[string]json.RawMessage, state json.RawMessage) {
+	var token string
+	_ = json.Unmarshal(state, &token)
+	r := c.rounds.byState[token]
+	if r != nil {
+		// sealed for this connection, method and name; used once by byState, so a
+		// retry refused below for its arguments leaves the round open
+		if reqstate.Default().Check(reqstate.Binding{Session: c.modern.sealID, Method: m.Method, Name: nameOf(m.Method, params)}, token) != nil {
+			r = nil
+		}
+	}
+	// The retry's result is the issuing request's: one naming another tool, prompt
+	// or resource would have it judged and recorded under that name.
+	if r == nil || r.method != m.Method || r.name != nameOf(m.Method, params) {
+		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams,
+			"mcpgate: requestState is not one this connection issued for this "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
+		return
+	}
+	if bindingOf(params) != r.bound {
+		// The server ran the original request: a retry with other arguments would be
+		// judged, and recorded, by arguments that never ran (docs/decisions.md#retry-binding).
+		// The round stays open for the request it was issued for.
+		c.opts.Logger.Warn("a Multi Round-Trip retry refused: its params differ from the request the server ran", "method", methods.Known(m.Method))
+		e := jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams,
+			"mcpgate: a retry must repeat the request its requestState was issued for: its arguments (and every params member but _meta, inputResponses and requestState) differ from the request the server is running")
+		e.Refused = vocab.ReasonRetryMismatch
+		c.enqueueLocked(e)
+		return
+	}
+	delete(c.rounds.byState, token)
+	r.state = ""
+	r.expiry.Stop()
+	var answers map[string]json.RawMessage
+	_ = json.Unmarshal(params["inputResponses"], &answers)
+	var out []*jsonrpc.Message
+	var done []*inputRequest
+	for _, q := range r.shown {
+		a, ok := answers[q.key]
+		if !ok || len(a) == 0 || a[0] != '{' {
+			continue // asked again in the next round
+		}
+		out, done = append(out, jsonrpc.NewResponse(q.id, a)), append(done, q)
+	}
+	if err := c.modern.out.send(c, out...); err != nil {
+		// The server reads nothing: its answers cannot reach it, so the round ends
+		// here rather than going on as if it had them.
+		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeInternalError,
+			"mcpgate: the server is not reading its input, so the answers to its input requests could not be sent: send the request again later"))
+		c.abandonLocked(r, "the server stopped reading its input")
+		return
+	}
+	r.pending = slices.DeleteFunc(r.pending, func(q *inputRequest) bool { return slices.Contains(done, q) })
+	r.shown = nil
+	if c.rounds.byClient[jsonrpc.IDKey(r.clientID)] == r {
+		delete(c.rounds.byClient, jsonrpc.IDKey(r.clientID))
+	}
+	r.clientID, r.retried = m.ID, true
+	c.rounds.byClient[m.IDKey()] = r
+	switch {
+	case r.final != nil:
+		c.enqueueLocked(c.finalResponse(r, r.final))
+	case len(r.pending) > 0:
+		c.askInput(r)
+	}
+}
+
+// bindingOf is a request's params as its round binds them: every member but _meta,
+// inputResponses and requestState (no arguments counting as {}), decoded (so "\u0070ayroll" is "payroll", as the
+// server reads it) and written again with sorted keys and numbers as they were
+// written. A retry is the same request when its binding is equal.
+func bindingOf(params map[string]json.RawMessage) string {
+	rest := make(map[string]any, len(params))
+	for k, v := range params {
+		switch k {
+		case "_meta", "inputResponses", "requestState":
+			continue
+		}
+		var x any
+		d := json.NewDecoder(bytes.NewReader(v))
+		d.UseNumber()
+		if d.Decode(&x) != nil {
+			x = "\x00raw:" + string(v) // not JSON: compared as it was written
+		}
+		rest[k] = x
+	}
+	if _, ok := rest["arguments"]; !ok {
+		rest["arguments"] = map[string]any{} // none is no arguments, as the server reads it
+	}
+	b, _ := json.Marshal(rest)
+	return string(b)
+}
+
+// nameOf is the string params member method is named by (methods.Method.NameParam),
+// or "".
+func nameOf(method string, params map[string]json.RawMessage) string {
+	var name string
+	if mm := methods.Of(method); mm != nil && mm.NameParam != "" {
+		_ = json.Unmarshal(params[mm.NameParam], &name)
+	}
+	return name
+}
+
+// askInput answers the round's client id with an input_required result carrying
+// every server request still pending, and a fresh requestState for the retry.
+func (c *Conn) askInput(r *round) {
+	reqs := map[string]any{}
+	for _, q := range r.pending {
+		e := map[string]any{"method": q.method}
+		if len(q.params) > 0 {
+			e["params"] = q.params
+		}
+		reqs[q.key] = e
+	}
+	r.shown = slices.Clone(r.pending)
+	r.state = c.newState(r)
+	c.rounds.byState[r.state] = r
+	b, _ := jsonrpc.Marshal(map[string]any{"resultType": "input_required", "inputRequests": reqs, "requestState": r.state})
+	c.enqueueLocked(jsonrpc.NewResponse(r.clientID, b))
+	r.asked, r.retried = true, false
+	// r stays under clientID until the retry: the relay abandons that id (Abandon)
+	// when it withheld an input request, and the round then ends at once.
+	state := r.state
+	c.expire(r, c.bounds.modernRound, func() {
+		if c.rounds.byState[state] == r {
+			c.opts.Logger.Warn("a Multi Round-Trip retry did not come in time: the server's input requests get an error and its request is cancelled", "method", methods.Known(r.method), "after", c.bounds.modernRound)
+			c.abandonLocked(r, "the client did not retry within "+c.bounds.modernRound.String())
+		}
+	})
+}
+
+// newState is a requestState for r: 128 random bits sealed by reqstate (the
+// mechanism the relay seals a server's state with, docs/decisions.md#request-state)
+// for this connection, r's method and name, so it opens on no other.
+func (c *Conn) newState(r *round) string {
+	s := &c.modern
+	if s.sealID == "" {
+		var id [12]byte
+		_, _ = rand.Read(id[:])
+		s.sealID = base64.RawURLEncoding.EncodeToString(id[:])
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	tok, _ := reqstate.Default().Seal(reqstate.Binding{Session: s.sealID, Method: r.method, Name: r.name}, base64.RawURLEncoding.EncodeToString(b[:]))
+	return tok
+}
+
+// finalResponse is the server's response to a round's request, under the id the
+// client waits on, valid in 2026-07-28; the round ends.
+func (c *Conn) finalResponse(r *round, m *jsonrpc.Message) *jsonrpc.Message {
+	c.endRound(r)
+	if m.Error != nil {
+		var eo map[string]json.RawMessage
+		if r.method == methods.ResourcesRead && json.Unmarshal(m.Error, &eo) == nil && string(eo["code"]) == strconv.Itoa(methods.CodeResourceNotFound) {
+			// 2025-11-25 "resource not found" is -32002; 2026-07-28 answers -32602.
+			eo["code"] = json.RawMessage(strconv.Itoa(methods.CodeInvalidParams))
+			b, _ := jsonrpc.Marshal(eo)
+			return &jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(r.clientID, b), Kind: jsonrpc.KindResponse, ID: r.clientID, Error: b}
+		}
+		return m.WithID(r.clientID)
+	}
+	return jsonrpc.NewResponse(r.clientID, asModern(methods.Of(r.method), m.Result))
+}
+
+// asModern makes a 2025-11-25 server's result valid in 2026-07-28. The members
+// 2025-11-25 does not have are the gateway's, whatever the server wrote: resultType
+// "complete" (such a server asks for input with requests, never input_required), and
+// on cacheable results ttlMs 0 and cacheScope "private" (it promised nothing about
+// caching or sharing the result).
+func asModern(m *methods.Method, result json.RawMessage) json.RawMessage {
+	if bytes.Contains(result, []byte(`"resultType"`)) || bytes.Contains(result, []byte(`"ttlMs"`)) ||
+		bytes.Contains(result, []byte(`"cacheScope"`)) || bytes.Contains(result, []byte(`\u`)) {
+		var r map[string]json.RawMessage
+		if json.Unmarshal(result, &r) == nil && r != nil {
+			delete(r, "resultType")
+			delete(r, "ttlMs")
+			delete(r, "cacheScope")
+			if b, err := jsonrpc.Marshal(r); err == nil {
+				result = b
+			}
+		}
+	}
+	return methods.Conform(m, methods.Version20260728, result, true)
+}
+
+// translateRecv maps a 2025-11-25 server message for the 2026-07-28 client.
+func (c *Conn) translateRecv(m *jsonrpc.Message) *jsonrpc.Message {
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		r := c.rounds.byUp[m.IDKey()]
+		switch {
+		case r == nil:
+			return nil // the gateway's own (logging/setLevel), or a cancelled request's
+		case !r.asked || r.retried:
+			return c.finalResponse(r, m)
+		}
+		r.final = m // the retry gets it
+		return nil
+	case jsonrpc.KindRequest:
+		c.serverRequest(m)
+		return nil
+	case jsonrpc.KindNotification:
+		switch m.Method {
+		case methods.NotificationToolsListChanged, methods.NotificationPromptsListChanged, methods.NotificationResourcesListChanged, methods.NotificationResourcesUpdated:
+			return c.notifySubscriptions(m)
+		case methods.NotificationElicitationComplete: // 2026-07-28 has no URL elicitation ids
+			return nil
+		case methods.NotificationCancelled:
+			var p map[string]json.RawMessage
+			if json.Unmarshal(m.Params, &p) != nil {
+				return nil
+			}
+			if r := c.rounds.byUp[jsonrpc.IDKey(p["requestId"])]; r != nil && (!r.asked || r.retried) {
+				p["requestId"] = r.clientID
+				b, _ := jsonrpc.Marshal(p)
+				return m.WithParams(b)
+			}
+			return nil
+		}
+	}
+	return m
+}
+
+// serverRequest carries a 2025-11-25 server request to the client as an input
+// request of the client request it serves: the one Related names (a url upstream's
+// response stream), else the one request in flight. With none or several in flight
+// the server gets an error: the gateway does not guess which request asks.
+func (c *Conn) serverRequest(m *jsonrpc.Message) {
+	refuse := func(code int, text string) {
+		_ = c.modern.out.send(c, jsonrpc.NewErrorResponse(m.ID, code, text))
+	}
+	if m.Method == methods.Ping {
+		_ = c.modern.out.send(c, jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`)))
+		return
+	}
+	if mm := methods.Of(m.Method); mm == nil || mm.Direction != methods.ServerRequest {
+		refuse(methods.CodeMethodNotFound, "mcpgate: a 2026-07-28 client takes no "+m.Method+" request")
+		return
+	}
+	var r *round
+	if m.Related != nil {
+		r = c.rounds.byUp[jsonrpc.IDKey(m.Related)]
+	} else {
+		n := 0
+		for _, x := range c.rounds.byUp {
+			if x.final == nil {
+				r, n = x, n+1
+			}
+		}
+		if n != 1 {
+			r = nil
+		}
+	}
+	switch {
+	case r == nil || r.final != nil:
+		refuse(methods.CodeInvalidRequest, "mcpgate: the 2026-07-28 client takes "+m.Method+" only as an input request of the one client request it serves, and none (or more than one) is in flight")
+	case len(r.pending) >= maxInputRequests:
+		// The requests wait in memory until the client retries, and go to it in one
+		// result: a server that keeps asking must not grow either without bound.
+		refuse(methods.CodeInternalError, fmt.Sprintf("mcpgate: %d input requests already wait for the client's answer to this request", maxInputRequests))
+	case r.state == "" && len(c.rounds.byState) >= c.bounds.maxWaiting:
+		refuse(methods.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", c.bounds.maxWaiting))
+	default:
+		c.seq++
+		r.pending = append(r.pending, &inputRequest{key: "mcpgate-" + strconv.FormatUint(c.seq, 10), id: m.ID, method: m.Method, params: m.Params})
+		if !r.asked || r.retried {
+			c.askInput(r)
+		}
+		// else: the client has a round open; this one goes into the next round.
+	}
+}

@@ -1,0 +1,146 @@
+package translate
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/methods"
+)
+
+// subscription is a client's subscriptions/listen, held open by the gateway: a
+// 2025-11-25 server has no such method, and sends its list_changed notifications to
+// the session and resources/updated for the URIs of resources/subscribe.
+type subscription struct {
+	id                      json.RawMessage
+	tools, prompts, resList bool
+	uris                    map[string]bool
+}
+
+// listen opens a subscription (schema.ts "SubscriptionsListenRequest"): the gateway
+// acknowledges what the server can send (its capabilities' listChanged and
+// subscribe), subscribes the server to each URI asked for, and never answers the
+// request; the client's notifications/cancelled ends it.
+func (c *Conn) listen(m *jsonrpc.Message, params map[string]json.RawMessage) {
+	s := &c.modern
+	var p struct {
+		Notifications struct {
+			Tools     bool     `json:"toolsListChanged"`
+			Prompts   bool     `json:"promptsListChanged"`
+			Resources bool     `json:"resourcesListChanged"`
+			URIs      []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	_ = json.Unmarshal(params["notifications"], &p.Notifications)
+	var caps map[string]struct {
+		ListChanged bool `json:"listChanged"`
+		Subscribe   bool `json:"subscribe"`
+	}
+	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
+	n := p.Notifications
+	sub := &subscription{id: m.ID, tools: n.Tools && caps["tools"].ListChanged, prompts: n.Prompts && caps["prompts"].ListChanged,
+		resList: n.Resources && caps["resources"].ListChanged, uris: map[string]bool{}}
+	agreed := map[string]any{}
+	for k, v := range map[string]bool{"toolsListChanged": sub.tools, "promptsListChanged": sub.prompts, "resourcesListChanged": sub.resList} {
+		if v {
+			agreed[k] = true
+		}
+	}
+	if caps["resources"].Subscribe && len(n.URIs) > 0 {
+		uris := []string{}
+		for _, u := range n.URIs {
+			if sub.uris[u] {
+				continue
+			}
+			sub.uris[u] = true
+			uris = append(uris, u)
+			if s.subscribed[u]++; s.subscribed[u] == 1 {
+				_ = s.out.send(c, jsonrpc.NewRequest(c.newID("subscribe", ""), methods.ResourcesSubscribe, map[string]string{"uri": u}))
+			}
+		}
+		agreed["resourceSubscriptions"] = uris
+	}
+	if old := s.subs[m.IDKey()]; old != nil {
+		c.unlisten(old)
+	}
+	s.subs[m.IDKey()] = sub
+	c.enqueueLocked(jsonrpc.NewNotification(methods.NotificationSubscriptionsAcknowledged, map[string]any{
+		"notifications": agreed, "_meta": map[string]json.RawMessage{metaSubscriptionID: m.ID}}))
+}
+
+// metaSubscriptionID names the subscription a notification belongs to (schema.ts
+// "SubscriptionsListenResultMeta").
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
+// unlisten ends a subscription and unsubscribes the server from the URIs no other
+// subscription wants.
+func (c *Conn) unlisten(sub *subscription) {
+	s := &c.modern
+	delete(s.subs, jsonrpc.IDKey(sub.id))
+	for u := range sub.uris {
+		if s.subscribed[u]--; s.subscribed[u] <= 0 {
+			delete(s.subscribed, u)
+			_ = s.out.send(c, jsonrpc.NewRequest(c.newID("unsubscribe", ""), methods.ResourcesUnsubscribe, map[string]string{"uri": u}))
+		}
+	}
+}
+
+// notifySubscriptions hands a list_changed or resources/updated notification to each
+// subscription that asked for it, its subscriptionId under _meta; with no
+// subscription open it passes as it is, and one no subscription asked for is dropped.
+func (c *Conn) notifySubscriptions(m *jsonrpc.Message) *jsonrpc.Message {
+	s := &c.modern
+	if len(s.subs) == 0 {
+		return m
+	}
+	var params map[string]json.RawMessage
+	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
+		return nil
+	}
+	var uri string
+	_ = json.Unmarshal(params["uri"], &uri)
+	keys := make([]string, 0, len(s.subs))
+	for k := range s.subs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []*jsonrpc.Message
+	for _, k := range keys {
+		sub := s.subs[k]
+		want := false
+		switch m.Method {
+		case methods.NotificationToolsListChanged:
+			want = sub.tools
+		case methods.NotificationPromptsListChanged:
+			want = sub.prompts
+		case methods.NotificationResourcesListChanged:
+			want = sub.resList
+		case methods.NotificationResourcesUpdated:
+			want = sub.uris[uri]
+		}
+		if !want {
+			continue
+		}
+		p := maps.Clone(params)
+		if p == nil {
+			p = map[string]json.RawMessage{}
+		}
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(p["_meta"], &meta)
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+		meta[metaSubscriptionID] = sub.id
+		p["_meta"], _ = jsonrpc.Marshal(meta)
+		b, _ := jsonrpc.Marshal(p)
+		out = append(out, jsonrpc.NewNotification(m.Method, json.RawMessage(b)))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, x := range out[1:] {
+		c.enqueueLocked(x)
+	}
+	return out[0]
+}
