@@ -24,20 +24,8 @@ import (
 // input_required result becomes requests to the client under the translation's own
 // ids, and their answers a retry of the request.
 
-// legacyPhase is where a 2025-11-25 client's hop stands.
-type legacyPhase uint8
-
-const (
-	legacyOpen        legacyPhase = iota // no initialize answered yet
-	legacyProbing                        // the client's initialize is with the server
-	legacyDiscovering                    // the server refused it; server/discover is with the server
-	legacyPassing                        // the server serves 2025-era revisions: nothing to translate
-	legacyTranslating                    // the server speaks 2026-07-28 only
-)
-
 // legacyState is the hop's negotiation for a 2025-11-25 client; guarded by Conn.mu.
 type legacyState struct {
-	phase legacyPhase
 	// init is the client's initialize while it is with the server (or discover
 	// answers it); initErr is the server's refusal, returned when discover fails.
 	init    *jsonrpc.Message
@@ -75,11 +63,11 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 	l := &c.legacy
 	c.mu.Lock()
 	switch {
-	case m.Kind == jsonrpc.KindRequest && m.Method == methods.Initialize && (l.phase == legacyOpen || l.phase == legacyPassing):
-		l.phase, l.init = legacyProbing, m
+	case m.Kind == jsonrpc.KindRequest && m.Method == methods.Initialize && (c.phase == phaseOpen || c.phase == phasePassing):
+		c.phase, l.init = phaseInitializing, m
 		c.mu.Unlock()
 		return c.up.Send(m)
-	case l.phase != legacyOpen && l.phase != legacyPassing && m.Kind == jsonrpc.KindResponse && strings.HasPrefix(m.IDKey(), `"`+ownPrefix):
+	case c.phase != phaseOpen && c.phase != phasePassing && m.Kind == jsonrpc.KindResponse && strings.HasPrefix(m.IDKey(), `"`+ownPrefix):
 		// Only a hop that translates (or is about to) has input requests of its own:
 		// on one that passes, such an id is the server's (a second gateway's), and
 		// its answer goes to it.
@@ -89,7 +77,7 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 			c.retry(retry)
 		}
 		return nil
-	case l.phase != legacyTranslating:
+	case c.phase != phaseTranslating:
 		probed := l.probed
 		c.mu.Unlock()
 		if probed != nil {
@@ -184,7 +172,7 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 	l := &c.legacy
 	c.mu.Lock()
 	key := m.IDKey()
-	if l.phase == legacyProbing && l.init != nil && key == l.init.IDKey() {
+	if c.phase == phaseInitializing && l.init != nil && key == l.init.IDKey() {
 		out, probe := c.initAnswered(m)
 		c.mu.Unlock()
 		if probe != nil {
@@ -194,9 +182,9 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 	}
 	defer c.mu.Unlock()
 	switch {
-	case l.phase == legacyDiscovering && key == l.discover:
+	case c.phase == phaseProbing && key == l.discover:
 		return c.discovered(m)
-	case l.phase != legacyTranslating:
+	case c.phase != phaseTranslating:
 		return m
 	}
 	if r := c.rounds.byUp[key]; r != nil {
@@ -216,7 +204,7 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 		Code int `json:"code"`
 	}
 	if m.Error == nil || json.Unmarshal(m.Error, &e) != nil || e.Code != methods.CodeUnsupportedProtocolVersion {
-		l.phase, l.init = legacyPassing, nil
+		c.phase, l.init = phasePassing, nil
 		return m, nil
 	}
 	var p struct {
@@ -233,7 +221,7 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	}
 	l.metaRaw = mustMarshal(l.meta)
 	id := c.newID("", "")
-	l.phase, l.initErr, l.discover, l.probed = legacyDiscovering, m, jsonrpc.IDKey(id), make(chan struct{})
+	c.phase, l.initErr, l.discover, l.probed = phaseProbing, m, jsonrpc.IDKey(id), make(chan struct{})
 	return nil, jsonrpc.NewRequest(id, methods.ServerDiscover, json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
 }
 
@@ -253,7 +241,7 @@ func (c *Conn) sendProbe(probe *jsonrpc.Message) {
 		return
 	}
 	c.opts.Logger.Warn("server/discover could not be sent; the client's initialize gets the server's refusal", "err", err)
-	if l.phase == legacyDiscovering && l.discover == probe.IDKey() {
+	if c.phase == phaseProbing && l.discover == probe.IDKey() {
 		c.enqueueLocked(c.untranslatable())
 	}
 }
@@ -262,7 +250,7 @@ func (c *Conn) sendProbe(probe *jsonrpc.Message) {
 func (c *Conn) untranslatable() *jsonrpc.Message {
 	l := &c.legacy
 	m := l.initErr
-	l.phase, l.init, l.initErr, l.meta = legacyOpen, nil, nil, nil
+	c.phase, l.init, l.initErr, l.meta = phaseOpen, nil, nil, nil
 	return m
 }
 
@@ -308,7 +296,7 @@ func (c *Conn) discovered(m *jsonrpc.Message) *jsonrpc.Message {
 		res["instructions"] = d.Instructions
 	}
 	id := l.init.ID
-	l.phase, l.init, l.initErr = legacyTranslating, nil, nil
+	c.phase, l.init, l.initErr = phaseTranslating, nil, nil
 	return jsonrpc.NewResponse(id, mustMarshal(res))
 }
 

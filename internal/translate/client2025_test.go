@@ -319,23 +319,23 @@ func (l *lastConn) Close(context.Context, time.Duration) error { return nil }
 func BenchmarkLegacySend(b *testing.B) {
 	for _, c := range []struct {
 		name  string
-		phase legacyPhase
+		phase phase
 		line  string
 	}{
-		{"passed", legacyPassing, callReq},
-		{"translated", legacyTranslating, strings.Replace(callReq, `,"_meta":{"progressToken":"p"}`, "", 1)},
-		{"translated,_meta", legacyTranslating, callReq},
+		{"passed", phasePassing, callReq},
+		{"translated", phaseTranslating, strings.Replace(callReq, `,"_meta":{"progressToken":"p"}`, "", 1)},
+		{"translated,_meta", phaseTranslating, callReq},
 	} {
 		m, _ := jsonrpc.Parse([]byte(c.line))
 		phase := c.phase
 		b.Run(c.name, func(b *testing.B) {
 			up := &lastConn{}
 			c := Wrap(up, Options{})
-			c.mode, c.legacy.phase = legacyClient, phase
+			c.mode, c.phase = legacyClient, phase
 			c.legacy.meta = map[string]json.RawMessage{"io.modelcontextprotocol/protocolVersion": json.RawMessage(`"2026-07-28"`),
 				"io.modelcontextprotocol/clientCapabilities": json.RawMessage(`{"elicitation":{}}`)}
 			c.legacy.metaRaw = mustMarshal(c.legacy.meta)
-			if err := c.Send(m); err != nil || (phase == legacyTranslating) != strings.Contains(string(up.last.Raw), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) ||
+			if err := c.Send(m); err != nil || (phase == phaseTranslating) != strings.Contains(string(up.last.Raw), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) ||
 				!json.Valid(up.last.Raw) || !strings.Contains(string(up.last.Raw), `"arguments":{"q":1}`) {
 				b.Fatalf("sent %s (%v)", up.last.Raw, err)
 			}

@@ -29,21 +29,9 @@ import (
 // the server's own requests become Multi Round-Trip input requests of the client
 // request they serve.
 
-type modernPhase uint8
-
-const (
-	phaseProbing      modernPhase = iota // server/discover is out; client messages are held
-	phaseInitializing                    // the gateway's initialize is out; client messages are held
-	phasePassthrough                     // the server speaks 2026-07-28
-	phaseTranslated                      // the server speaks 2025-11-25: translate
-	phaseFailed                          // the server answered neither: requests get initErr
-)
-
 // modernState is the hop's negotiation and subscriptions for a 2026-07-28 client;
 // guarded by Conn.mu but out and pass.
 type modernState struct {
-	started bool
-	phase   modernPhase
 	held    []*jsonrpc.Message // client messages held until the phase is known
 	env     methods.Envelope   // the first request's envelope
 	probeID string             // id key of the discover that decides (the client's or the gateway's)
@@ -67,15 +55,15 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	s := &c.modern
 	s.out.wait() // a server that reads nothing holds the client, not the queue
 	c.mu.Lock()
-	if s.phase == phasePassthrough && s.started {
+	if c.phase == phasePassing {
 		c.mu.Unlock() // a send that blocks must not keep Recv from reading the server
 		return s.out.send(c, m)
 	}
 	defer c.mu.Unlock()
-	if !s.started && c.start(m) {
+	if c.phase == phaseOpen && c.start(m) {
 		return nil
 	}
-	switch s.phase {
+	switch c.phase {
 	case phaseProbing, phaseInitializing:
 		if len(s.held) >= maxOutboxQueue { // bounded like the queue the held messages go to
 			if m.Kind == jsonrpc.KindRequest {
@@ -101,13 +89,12 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 // client's envelope.
 func (c *Conn) start(m *jsonrpc.Message) (consumed bool) {
 	s := &c.modern
-	s.started = true
 	s.subs, s.subscribed = map[string]*subscription{}, map[string]int{}
 	s.env, _ = methods.EnvelopeOf(m.Params)
 	if s.env.ProtocolVersion == "" {
 		s.env.ProtocolVersion = methods.Version20260728
 	}
-	s.phase = phaseProbing
+	c.phase = phaseProbing
 	if m.Kind == jsonrpc.KindRequest && m.Method == methods.ServerDiscover {
 		s.probeID, s.probe = m.IDKey(), m
 		_ = s.out.send(c, m)
@@ -119,7 +106,7 @@ func (c *Conn) start(m *jsonrpc.Message) (consumed bool) {
 	s.timer = time.AfterFunc(c.bounds.probe, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if s.phase == phaseProbing && !c.closed {
+		if c.phase == phaseProbing && !c.closed {
 			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating (docs/http.md#translation-modern)", "after", c.bounds.probe)
 			c.initialize()
 		}
@@ -133,7 +120,7 @@ func (c *Conn) recvModern(m *jsonrpc.Message) *jsonrpc.Message {
 	s := &c.modern
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch s.phase {
+	switch c.phase {
 	case phaseProbing:
 		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.probeID {
 			return c.decide(m)
@@ -143,7 +130,7 @@ func (c *Conn) recvModern(m *jsonrpc.Message) *jsonrpc.Message {
 			c.initialized(m)
 			return nil
 		}
-	case phaseTranslated:
+	case phaseTranslating:
 		return c.translateRecv(m)
 	case phaseFailed:
 		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.initID {
@@ -171,7 +158,7 @@ func (c *Conn) decide(m *jsonrpc.Message) *jsonrpc.Message {
 		c.initialize()
 		return nil
 	}
-	s.phase = phasePassthrough
+	c.phase = phasePassing
 	for _, h := range s.held {
 		_ = s.out.send(c, h)
 	}
@@ -187,7 +174,7 @@ func (c *Conn) decide(m *jsonrpc.Message) *jsonrpc.Message {
 // clientInfo from the envelope (the gateway's clientInfo when it sent none).
 func (c *Conn) initialize() {
 	s := &c.modern
-	s.phase = phaseInitializing
+	c.phase = phaseInitializing
 	caps, info := s.env.ClientCapabilities, s.env.ClientInfo
 	if len(caps) == 0 || caps[0] != '{' {
 		caps = json.RawMessage(`{}`)
@@ -205,7 +192,7 @@ func (c *Conn) initialize() {
 	s.timer = time.AfterFunc(c.bounds.init, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if s.phase == phaseInitializing && s.initID == key && !c.closed {
+		if c.phase == phaseInitializing && s.initID == key && !c.closed {
 			c.opts.Logger.Warn("translation to 2025-11-25: the server did not answer initialize", "after", c.bounds.init)
 			c.failNegotiation("mcpgate: the server offers no 2026-07-28 and did not answer its 2025-11-25 initialize within " + c.bounds.init.String())
 		}
@@ -230,7 +217,7 @@ func (c *Conn) initialized(m *jsonrpc.Message) {
 	}
 	c.opts.Logger.Info("the server speaks 2025-11-25 only: translating for the 2026-07-28 client (docs/http.md#translation-modern)")
 	_ = s.out.send(c, jsonrpc.NewNotification(methods.NotificationInitialized, nil))
-	s.phase = phaseTranslated
+	c.phase = phaseTranslating
 	for _, h := range s.takeHeld() {
 		c.translateSend(h)
 	}
@@ -251,7 +238,7 @@ func (s *modernState) takeHeld() []*jsonrpc.Message {
 // gets text.
 func (c *Conn) failNegotiation(text string) {
 	s := &c.modern
-	s.phase, s.initErr = phaseFailed, text
+	c.phase, s.initErr = phaseFailed, text
 	for _, h := range s.takeHeld() {
 		if h.Kind == jsonrpc.KindRequest {
 			c.enqueueLocked(jsonrpc.NewErrorResponse(h.ID, methods.CodeUpstreamUnavailable, s.initErr))

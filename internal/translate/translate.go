@@ -48,6 +48,22 @@ const (
 	modernClient      // the client's requests carry the 2026-07-28 _meta envelope: client2026.go
 )
 
+// phase is where the hop's negotiation stands. A 2025-11-25 client's goes open →
+// initializing (its initialize is with the server) → passing, or on the server's
+// -32022 → probing (server/discover is out) → translating (or open again when the
+// probe fails); a 2026-07-28 client's goes open → probing (its messages held) →
+// passing, or initializing (the gateway's initialize is out) → translating or failed.
+type phase uint8
+
+const (
+	phaseOpen phase = iota
+	phaseInitializing
+	phaseProbing
+	phasePassing     // the server speaks the client's revision: nothing to translate
+	phaseTranslating // the server speaks only the other revision
+	phaseFailed      // a 2026-07-28 client's server answered neither: requests get an error
+)
+
 // The translation's bounds (docs/http.md#translation, #translation-modern).
 const (
 	// maxQueue bounds Conn.queue, in messages. Past it a client's send is refused
@@ -111,8 +127,9 @@ type Conn struct {
 	opts   Options
 	bounds bounds
 
-	mu   sync.Mutex
-	mode mode
+	mu    sync.Mutex
+	mode  mode
+	phase phase
 	// queue holds messages for Recv that the translation made itself (answers it
 	// gives in the server's place, requests it maps from the other revision); Recv
 	// returns them before it reads the server again. ready wakes a waiting Recv.
@@ -197,7 +214,7 @@ func (c *Conn) Send(m *jsonrpc.Message) error {
 // notifications/cancelled, sent as the client's messages are.
 func (c *Conn) Abandon(id json.RawMessage, server string) error {
 	c.mu.Lock()
-	if c.mode == modernClient && c.modern.phase == phaseTranslated {
+	if c.mode == modernClient && c.phase == phaseTranslating {
 		if r := c.rounds.byClient[jsonrpc.IDKey(id)]; r != nil {
 			c.abandonLocked(r, "the client cancelled the request")
 		}
@@ -270,8 +287,7 @@ func (c *Conn) Recv() (*jsonrpc.Message, error) {
 func (c *Conn) passing() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.mode == legacyClient && c.legacy.phase == legacyPassing ||
-		c.mode == modernClient && c.modern.phase == phasePassthrough
+	return c.phase == phasePassing
 }
 
 type received struct {
