@@ -78,3 +78,31 @@ func TestPassingHopReadsDirectly(t *testing.T) {
 		t.Fatal("once the hop translates, a read ran in Recv's caller")
 	}
 }
+
+// TestModernPassingHopReadsDirectly: once a 2026-07-28 client's server listed
+// 2026-07-28 in its server/discover result, Recv reads the server in its caller's
+// goroutine; before that (the answer to the probe) on the hop's own.
+func TestModernPassingHopReadsDirectly(t *testing.T) {
+	f := hopServer{newFake(), make(chan bool, 16)}
+	c := Wrap(f, Options{})
+	defer c.Close(context.Background(), 0)
+	serve := func(line string) { go func() { f.recv <- mustParse(t, line) }() }
+	if err := c.Send(mustParse(t, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+menv+`}}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-f.sent
+	serve(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{}}}`)
+	if m, err := c.Recv(); err != nil || m.IDKey() != "1" {
+		t.Fatalf("got %v (%v), want the discover result", m, err)
+	}
+	if !<-f.viaHop {
+		t.Fatal("the read of the probe's answer ran in Recv's caller")
+	}
+	serve(`{"jsonrpc":"2.0","id":2,"result":{"content":[],"resultType":"complete"}}`)
+	if m, err := c.Recv(); err != nil || m.IDKey() != "2" {
+		t.Fatalf("got %v (%v), want the call's result", m, err)
+	}
+	if <-f.viaHop {
+		t.Fatal("on a passing hop the read ran on the hop's goroutine")
+	}
+}

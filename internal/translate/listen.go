@@ -13,9 +13,9 @@ import (
 // 2025-11-25 server has no such method, and sends its list_changed notifications to
 // the session and resources/updated for the URIs of resources/subscribe.
 type subscription struct {
-	id                      json.RawMessage
-	tools, prompts, resList bool
-	uris                    map[string]bool
+	id   json.RawMessage
+	want map[string]bool // the list_changed methods it gets
+	uris map[string]bool // the URIs whose resources/updated it gets
 }
 
 // listen opens a subscription (schema.ts "SubscriptionsListenRequest"): the gateway
@@ -39,12 +39,18 @@ func (c *Conn) listen(m *jsonrpc.Message, params map[string]json.RawMessage) {
 	}
 	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
 	n := p.Notifications
-	sub := &subscription{id: m.ID, tools: n.Tools && caps["tools"].ListChanged, prompts: n.Prompts && caps["prompts"].ListChanged,
-		resList: n.Resources && caps["resources"].ListChanged, uris: map[string]bool{}}
+	sub := &subscription{id: m.ID, want: map[string]bool{}, uris: map[string]bool{}}
 	agreed := map[string]any{}
-	for k, v := range map[string]bool{"toolsListChanged": sub.tools, "promptsListChanged": sub.prompts, "resourcesListChanged": sub.resList} {
-		if v {
-			agreed[k] = true
+	for _, x := range []struct {
+		asked                      bool
+		capability, member, method string
+	}{
+		{n.Tools, "tools", "toolsListChanged", methods.NotificationToolsListChanged},
+		{n.Prompts, "prompts", "promptsListChanged", methods.NotificationPromptsListChanged},
+		{n.Resources, "resources", "resourcesListChanged", methods.NotificationResourcesListChanged},
+	} {
+		if x.asked && caps[x.capability].ListChanged {
+			sub.want[x.method], agreed[x.member] = true, true
 		}
 	}
 	if caps["resources"].Subscribe && len(n.URIs) > 0 {
@@ -100,26 +106,10 @@ func (c *Conn) notifySubscriptions(m *jsonrpc.Message) *jsonrpc.Message {
 	}
 	var uri string
 	_ = json.Unmarshal(params["uri"], &uri)
-	keys := make([]string, 0, len(s.subs))
-	for k := range s.subs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var out []*jsonrpc.Message
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.subs)) {
 		sub := s.subs[k]
-		want := false
-		switch m.Method {
-		case methods.NotificationToolsListChanged:
-			want = sub.tools
-		case methods.NotificationPromptsListChanged:
-			want = sub.prompts
-		case methods.NotificationResourcesListChanged:
-			want = sub.resList
-		case methods.NotificationResourcesUpdated:
-			want = sub.uris[uri]
-		}
-		if !want {
+		if !sub.want[m.Method] && (m.Method != methods.NotificationResourcesUpdated || !sub.uris[uri]) {
 			continue
 		}
 		p := maps.Clone(params)
