@@ -11,10 +11,11 @@
 // server that speaks only 2026-07-28 (the server's inputRequests become requests to
 // the client, its answers a retry), client2026.go a 2026-07-28 client in front of a
 // server that speaks only 2025-11-25 (the server's requests become inputRequests,
-// the client's retry their answers). One mutex (Conn.mu) guards the hop's state; no
-// message goes to the server, and no callback runs, with it held but the outbox's
-// queueing. A round ends in one place (endRound), also when the relay withheld one
-// of its input requests (Abandon).
+// the client's retry their answers). One mutex (Conn.mu) guards the hop's state: the
+// entry points (Send, Recv, Abandon, Close, the timers) take it and no callee
+// releases it; with it held, messages for the server only go into the outbox's
+// queue. A round ends in one place (endRound), also when the relay withheld one of
+// its input requests (Abandon).
 package translate
 
 import (
