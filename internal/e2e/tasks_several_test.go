@@ -16,7 +16,8 @@ import (
 // extension; a task created through each server's tool gets an id of the gateway's
 // (docs/decisions.md#task-owners), whose tasks/get reaches the server that made it
 // (the multiplexer's <server>+<taskId>) and inlines that server's result once the
-// task completed; the cancel of a third task reaches its server, and the server's
+// task completed; the tasks/update and the cancel of a third task reach its server
+// (its tasks/get then tells the update's inputResponses), and the server's
 // notifications/tasks reaches the client under the client's id (over HTTP on the
 // tasks/cancel's response, as a 2026-07-28 client has no GET stream), never under
 // the multiplexer's <server>+<taskId>.
@@ -61,6 +62,10 @@ func TestTasksSeveralServers(t *testing.T) {
 		ids[held] = true
 		if len(ids) != 3 {
 			t.Errorf("%s: the client holds %d ids for 3 tasks: %s", front, len(ids), mustJSON(out))
+		}
+		if u, g := string(out["updated"]), string(out["heldGot"]); strings.Contains(u, `"error"`) || !strings.Contains(g, `"statusMessage":"answered note"`) ||
+			!strings.Contains(g, `"status":"working"`) {
+			t.Errorf("%s: tasks/update %s, then tasks/get %s", front, u, g)
 		}
 		if c := string(out["cancelled"]); !strings.Contains(c, `"taskId":"`+held+`"`) || !strings.Contains(c, `"status":"cancelled"`) {
 			t.Errorf("%s: tasks/cancel: %s", front, c)

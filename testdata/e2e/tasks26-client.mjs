@@ -3,10 +3,11 @@
 // gateway] or url, tools: [tool names]}. It reads the capabilities server/discover
 // gave, lists the tools, calls each of tools as a task ({task: {ttl}}) with text
 // "from <tool>", polls tasks/get of each task until it is no longer working (at most
-// 50 gets), then calls the first tool once more with text "hold", cancels that task
-// (tasks/cancel) and waits up to 5 s for a notifications/tasks. It prints
-// {capabilities, tools, created: [...], got: [...], held, cancelled, notes: [params
-// of each notifications/tasks]}: each result, or {error}.
+// 50 gets), then calls the first tool once more with text "hold", answers that task
+// (tasks/update with inputResponses {note}), gets it, cancels it (tasks/cancel) and
+// waits up to 5 s for a notifications/tasks. It prints {capabilities, tools, created:
+// [...], got: [...], held, updated, heldGot, cancelled, notes: [params of each
+// notifications/tasks]}: each result, or {error}.
 // The SDK refuses a result of resultType "task" (the extension's CreateTaskResult), so
 // the task requests go on the SDK's transport, with the envelope (_meta) of the SDK's
 // own tools/list, and their responses are taken off it before the SDK sees them.
@@ -70,6 +71,8 @@ try {
     out.got.push(got);
   }
   await step("held", () => call(cfg.tools[0], "hold"));
+  await step("updated", () => raw("tasks/update", { taskId: out.held?.taskId, inputResponses: { note: { action: "accept", content: { note: "ok" } } } }));
+  await step("heldGot", () => raw("tasks/get", { taskId: out.held?.taskId }));
   await step("cancelled", () => raw("tasks/cancel", { taskId: out.held?.taskId }));
   for (let n = 0; n < 100 && notes.length === 0; n++) await sleep(50);
 } catch (e) {

@@ -10,6 +10,8 @@
 //                                              completed, inlining the CallToolResult
 //                                              "<name>: <text>"; a task whose text is
 //                                              "hold" stays working
+//   tasks/update {taskId, inputResponses}   -> {}; the task's later answers carry
+//                                              statusMessage "answered <keys>"
 //   tasks/cancel {taskId}                   -> notifications/tasks {taskId, status
 //                                              cancelled} first, then the task, cancelled
 //   any other task id                       -> -32602
@@ -35,7 +37,8 @@ transport.start = async () => {
   transport.onmessage = (msg, extra) => {
     const now = new Date().toISOString();
     const p = msg.params ?? {};
-    const view = (id, t) => ({ taskId: id, status: t.status, createdAt: now, lastUpdatedAt: now, ttlMs: 60000, pollIntervalMs: 50 });
+    const view = (id, t) => ({ taskId: id, status: t.status, createdAt: now, lastUpdatedAt: now, ttlMs: 60000, pollIntervalMs: 50,
+      ...(t.answered ? { statusMessage: `answered ${t.answered}` } : {}) });
     const reply = (result) => transport.send({ jsonrpc: "2.0", id: msg.id, result: { resultType: "complete", ...result } });
     if (msg.method === "tools/call" && p.task) {
       const id = `t${next++}`;
@@ -43,9 +46,13 @@ transport.start = async () => {
       tasks.set(id, t);
       return transport.send({ jsonrpc: "2.0", id: msg.id, result: { resultType: "task", ...view(id, t) } });
     }
-    if (msg.method !== "tasks/get" && msg.method !== "tasks/cancel") return deliver(msg, extra);
+    if (!["tasks/get", "tasks/cancel", "tasks/update"].includes(msg.method)) return deliver(msg, extra);
     const t = tasks.get(p.taskId);
     if (!t) return transport.send({ jsonrpc: "2.0", id: msg.id, error: { code: -32602, message: "unknown task" } });
+    if (msg.method === "tasks/update") {
+      t.answered = Object.keys(p.inputResponses ?? {}).sort().join(",");
+      return reply({});
+    }
     if (msg.method === "tasks/cancel") {
       t.status = "cancelled";
       return transport.send({ jsonrpc: "2.0", method: "notifications/tasks", params: view(p.taskId, t) }).then(() => reply(view(p.taskId, t)));
