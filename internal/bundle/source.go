@@ -3,6 +3,7 @@ package bundle
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,16 +14,24 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
+// MediaType is a bundle's layer in an OCI artifact (oras push … FILE:MediaType).
+const MediaType = "application/vnd.mcpgate.policy-bundle.v1.tar+gzip"
+
 // Fetcher gets a bundle archive from where gateway run --policy-bundle says: an
-// https:// URL, an http:// URL of a loopback host, or a file path. It is not safe for
-// concurrent use.
+// https:// URL, an http:// URL of a loopback host, an oci://REGISTRY/REPO:TAG
+// artifact, or a file path. It is not safe for concurrent use.
 type Fetcher struct {
 	src    string
-	client *http.Client // nil for a file
-	etag   string       // the last 200's ETag, sent as If-None-Match
-	last   string       // the Hash of the last archive returned
+	client *http.Client       // for http(s)
+	repo   *remote.Repository // for oci
+	etag   string             // the last 200's ETag, sent as If-None-Match; for oci the last manifest digest
+	last   string             // the Hash of the last archive returned
 }
 
 // NewFetcher checks src and returns its Fetcher.
@@ -34,6 +43,22 @@ func NewFetcher(src string) (*Fetcher, error) {
 		if !loopbackHost(u.Hostname()) {
 			return nil, errors.New("plain http:// is for a loopback host only (127.0.0.1, ::1, localhost); use https://")
 		}
+	case err == nil && u.Scheme == "oci":
+		repo, err := remote.NewRepository(strings.TrimPrefix(src, "oci://"))
+		if err != nil {
+			return nil, fmt.Errorf("want oci://REGISTRY/REPOSITORY:TAG (or @sha256:…): %w", err)
+		}
+		if repo.Reference.Reference == "" {
+			return nil, errors.New("oci:// names no tag or digest: want oci://REGISTRY/REPOSITORY:TAG")
+		}
+		h, _, splitErr := net.SplitHostPort(repo.Reference.Registry)
+		if splitErr != nil {
+			h = repo.Reference.Registry
+		}
+		repo.PlainHTTP = loopbackHost(strings.Trim(h, "[]")) // TLS everywhere but on loopback
+		repo.MaxMetadataBytes = 1 << 20
+		repo.Client = &http.Client{Timeout: 30 * time.Second}
+		return &Fetcher{src: src, repo: repo}, nil
 	case err == nil && u.Scheme != "" && len(u.Scheme) > 1: // "C:" is a path
 		return nil, fmt.Errorf("scheme %q: want https://, http:// to loopback, or a file path", u.Scheme)
 	default:
@@ -57,7 +82,12 @@ func loopbackHost(h string) bool {
 // to If-None-Match, or the same bytes). An archive over MaxArchiveBytes is an error.
 func (f *Fetcher) Fetch(ctx context.Context) ([]byte, error) {
 	var data []byte
-	if f.client == nil {
+	if f.repo != nil {
+		var err error
+		if data, err = f.fetchOCI(ctx); err != nil || data == nil {
+			return nil, err
+		}
+	} else if f.client == nil {
 		fh, err := os.Open(f.src)
 		if err != nil {
 			return nil, err
@@ -96,6 +126,45 @@ func (f *Fetcher) Fetch(ctx context.Context) ([]byte, error) {
 		return data, nil
 	}
 	return nil, nil
+}
+
+// fetchOCI resolves the tag; when the manifest digest changed it reads the manifest
+// and the bundle layer (of MediaType, or the only layer), each checked against its
+// digest and bounded. nil means the digest is the last one.
+func (f *Fetcher) fetchOCI(ctx context.Context) ([]byte, error) {
+	desc, err := f.repo.Resolve(ctx, f.repo.Reference.Reference)
+	if err != nil {
+		return nil, err
+	}
+	if string(desc.Digest) == f.etag {
+		return nil, nil
+	}
+	raw, err := content.FetchAll(ctx, f.repo, desc)
+	if err != nil {
+		return nil, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: OCI manifest: %v", ErrMalformed, err)
+	}
+	var layer *ocispec.Descriptor
+	for i, l := range m.Layers {
+		if l.MediaType == MediaType || len(m.Layers) == 1 {
+			layer = &m.Layers[i]
+		}
+	}
+	switch {
+	case layer == nil:
+		return nil, fmt.Errorf("%w: the OCI artifact has no layer of media type %s", ErrMalformed, MediaType)
+	case layer.Size > MaxArchiveBytes:
+		return nil, fmt.Errorf("%w: layer of %d bytes, at most %d", ErrMalformed, layer.Size, MaxArchiveBytes)
+	}
+	data, err := content.FetchAll(ctx, f.repo.Blobs(), *layer)
+	if err != nil {
+		return nil, err
+	}
+	f.etag = string(desc.Digest)
+	return data, nil
 }
 
 func readBounded(r io.Reader) ([]byte, error) {

@@ -2,10 +2,16 @@ package bundle
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // TestNewFetcher: https, http to a loopback host and file paths are sources; plain
@@ -59,5 +65,84 @@ func TestFetchETag(t *testing.T) {
 	body, etag = "archive-2", `"2"`
 	if data, err := f.Fetch(ctx); err != nil || string(data) != "archive-2" {
 		t.Fatalf("new: %q %v", data, err)
+	}
+}
+
+// registry is the pull side of an OCI distribution registry for one repository,
+// serving one artifact whose only layer is the bundle.
+type registry struct {
+	manifest, layer []byte
+	pulls           int // manifest GETs
+}
+
+func (r *registry) publish(layer []byte) {
+	r.layer = layer
+	r.manifest, _ = json.Marshal(ocispec.Manifest{
+		Versioned:    specs.Versioned{SchemaVersion: 2},
+		MediaType:    ocispec.MediaTypeImageManifest,
+		ArtifactType: "application/vnd.mcpgate.policy-bundle.v1",
+		Config:       ocispec.DescriptorEmptyJSON,
+		Layers:       []ocispec.Descriptor{{MediaType: MediaType, Digest: digest.FromBytes(layer), Size: int64(len(layer))}},
+	})
+}
+
+func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch p := req.URL.Path; {
+	case p == "/v2/":
+	case p == "/v2/org/policies/manifests/v1", p == "/v2/org/policies/manifests/"+digest.FromBytes(r.manifest).String():
+		w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
+		w.Header().Set("Docker-Content-Digest", digest.FromBytes(r.manifest).String())
+		w.Header().Set("Content-Length", strconv.Itoa(len(r.manifest)))
+		if req.Method == http.MethodGet {
+			r.pulls++
+			w.Write(r.manifest)
+		}
+	case p == "/v2/org/policies/blobs/"+digest.FromBytes(r.layer).String():
+		w.Header().Set("Content-Length", strconv.Itoa(len(r.layer)))
+		w.Write(r.layer)
+	default:
+		http.NotFound(w, req)
+	}
+}
+
+// TestFetchOCI: an oci:// source pulls the bundle layer of the tagged artifact
+// (over plain HTTP only because the registry is on loopback), reads the manifest
+// again only when the tag moved, and refuses a layer that does not match its digest.
+func TestFetchOCI(t *testing.T) {
+	reg := &registry{}
+	reg.publish([]byte("archive-1"))
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	f, err := NewFetcher("oci://" + strings.TrimPrefix(srv.URL, "http://") + "/org/policies:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if data, err := f.Fetch(ctx); err != nil || string(data) != "archive-1" {
+		t.Fatalf("first: %q %v", data, err)
+	}
+	if data, err := f.Fetch(ctx); err != nil || data != nil || reg.pulls != 1 {
+		t.Fatalf("unchanged: %q %v, %d manifest pulls", data, err, reg.pulls)
+	}
+	reg.publish([]byte("archive-2"))
+	if data, err := f.Fetch(ctx); err != nil || string(data) != "archive-2" {
+		t.Fatalf("moved tag: %q %v", data, err)
+	}
+	good := reg.layer
+	reg.publish([]byte("archive-3"))
+	reg.layer = append([]byte(nil), good...) // the blob served is not the one the manifest names
+	if _, err := f.Fetch(ctx); err == nil {
+		t.Fatal("a layer that does not match its digest was accepted")
+	}
+	for src, want := range map[string]string{
+		"oci://registry.example/org/policies": "no tag",
+		"oci://registry.example":              "want oci://",
+	} {
+		if _, err := NewFetcher(src); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", src, err, want)
+		}
+	}
+	if f, err := NewFetcher("oci://registry.example/org/policies:v1"); err != nil || f.repo.PlainHTTP {
+		t.Errorf("a registry off loopback must be reached over TLS: %v", err)
 	}
 }

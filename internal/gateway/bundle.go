@@ -27,7 +27,7 @@ import (
 // Bundle configures gateway run --policy-bundle (docs/deploy.md#fleet): the policies
 // come from a signed bundle, pulled every Poll, instead of a directory.
 type Bundle struct {
-	Source   string        // an https:// URL, an http:// URL of a loopback host, or a file path
+	Source   string        // an https:// URL, an http:// URL of a loopback host, oci://REGISTRY/REPO:TAG, or a file path
 	Key      string        // the PEM public key the bundle must be signed with
 	StateDir string        // where the last good bundle is kept; "" means DefaultBundleState()
 	Poll     time.Duration // between fetches, ±20% jitter; 0 means DefaultBundlePoll
