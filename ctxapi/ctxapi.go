@@ -36,6 +36,10 @@ type User struct {
 	// Scopes are the OAuth scopes of the caller's access token (docs/http.md#oauth);
 	// empty for static tokens and stdio.
 	Scopes []string `json:"scopes"`
+	// Tenant selects the tenant policy layer that runs after the global set
+	// (docs/policies.md#layers): from an OAuth claim, a token entry or the caller
+	// class; "" for none.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Response is ctx.response in the post phase: the CallToolResult's content array and,

@@ -59,6 +59,9 @@ func (c *callState) noteHelper(s engine.Strategy) {
 // ctx left by the one before, and stops at the first rejection (docs/decisions.md#policies).
 // Any policy error rejects (fail closed). Run is safe for concurrent use.
 func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
+	if s.layers != nil {
+		return s.layers.run(ctx, call)
+	}
 	start := time.Now()
 	defer func() { res.Elapsed = time.Since(start) }()
 	res.Params = call.Params
@@ -173,6 +176,9 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 // Acts reports whether any policy of the set runs in phase (decided at load time;
 // docs/policies.md#phases). A caller may skip preparing a phase no policy acts in.
 func (s *Set) Acts(phase ctxapi.Phase) bool {
+	if s.layers != nil {
+		return s.layers.global.Acts(phase) || s.layers.tenant.Acts(phase)
+	}
 	for i := range s.policies {
 		if s.policies[i].ActsIn(phase) {
 			return true

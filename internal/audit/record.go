@@ -38,6 +38,9 @@ type Caller struct {
 	CallerClass string `json:"caller_class,omitempty"`
 	// Scopes are the OAuth access token's scopes (bounded: 64 of up to 256 bytes).
 	Scopes []string `json:"scopes,omitempty"`
+	// Tenant is the caller's tenant, whose policy layer ran after the global set
+	// (docs/policies.md#layers).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Record is one audit line. It holds names, codes, counts and timings only — never an
@@ -67,25 +70,28 @@ type Record struct {
 	// Method is the JSON-RPC method of the filtered message: tools/call, a listing,
 	// resources/read, a server-to-client request or a notification
 	// (docs/channels.md). Tool is empty where no tool is involved.
-	Method          string                  `json:"method"`
-	Tool            string                  `json:"tool"`
-	Server          string                  `json:"server"` // configured server name, or ""
-	ToolAccess      string                  `json:"tool_access"`
-	Outcome         vocab.Outcome           `json:"outcome"`
-	Reason          vocab.Reason            `json:"reason,omitempty"` // a code such as policy_throw or filter_block
-	Policy          string                  `json:"policy,omitempty"` // the policy file behind Reason
-	ParamsRewritten bool                    `json:"params_rewritten"`
-	InputRuleIDs    []string                `json:"input_rule_ids,omitempty"`
-	ArgumentCheck   *ArgumentCheck          `json:"argument_check,omitempty"` // the arguments against the listed schema, shell and path checks
-	Policies        []string                `json:"policies_acted,omitempty"`
-	PolicyGen       uint64                  `json:"policy_generation"`
-	PolicySetHash   string                  `json:"policy_set_hash"`
-	PolicyRevision  string                  `json:"policy_revision,omitempty"` // the policy bundle's revision (gateway run --policy-bundle)
-	Caller          *Caller                 `json:"caller,omitempty"`
-	ClientInfo      map[string]string       `json:"client_info,omitempty"`      // the client's name and version: initialize's clientInfo, or the request's _meta one
-	ProtocolVersion string                  `json:"protocol_version,omitempty"` // the MCP revision of the exchange: initialize's, or the request's _meta one
-	StageMS         map[vocab.Stage]float64 `json:"stage_ms,omitempty"`         // input_rules, pre_policies, upstream, output_rules, post_policies, merge
-	AuditOutput     string                  `json:"audit_output,omitempty"`     // "off" when MCPGATE_AUDIT_OUTPUT=off
+	Method          string         `json:"method"`
+	Tool            string         `json:"tool"`
+	Server          string         `json:"server"` // configured server name, or ""
+	ToolAccess      string         `json:"tool_access"`
+	Outcome         vocab.Outcome  `json:"outcome"`
+	Reason          vocab.Reason   `json:"reason,omitempty"` // a code such as policy_throw or filter_block
+	Policy          string         `json:"policy,omitempty"` // the policy file behind Reason
+	ParamsRewritten bool           `json:"params_rewritten"`
+	InputRuleIDs    []string       `json:"input_rule_ids,omitempty"`
+	ArgumentCheck   *ArgumentCheck `json:"argument_check,omitempty"` // the arguments against the listed schema, shell and path checks
+	Policies        []string       `json:"policies_acted,omitempty"`
+	PolicyGen       uint64         `json:"policy_generation"`
+	PolicySetHash   string         `json:"policy_set_hash"`
+	PolicyRevision  string         `json:"policy_revision,omitempty"` // the policy bundle's revision (gateway run --policy-bundle)
+	// TenantPolicySetHash is the tenant layer's policy_set_hash when one ran
+	// (docs/policies.md#layers).
+	TenantPolicySetHash string                  `json:"tenant_policy_set_hash,omitempty"`
+	Caller              *Caller                 `json:"caller,omitempty"`
+	ClientInfo          map[string]string       `json:"client_info,omitempty"`      // the client's name and version: initialize's clientInfo, or the request's _meta one
+	ProtocolVersion     string                  `json:"protocol_version,omitempty"` // the MCP revision of the exchange: initialize's, or the request's _meta one
+	StageMS             map[vocab.Stage]float64 `json:"stage_ms,omitempty"`         // input_rules, pre_policies, upstream, output_rules, post_policies, merge
+	AuditOutput         string                  `json:"audit_output,omitempty"`     // "off" when MCPGATE_AUDIT_OUTPUT=off
 
 	Replica string `json:"replica,omitempty"` // the gateway replica that wrote the record (--replica)
 

@@ -115,6 +115,32 @@ type Gate struct {
 	// Guardrails are the outside content guardrails and authorization services by
 	// name (docs/guardrails.md#config).
 	Guardrails map[string]guardrail.Spec `json:"guardrails,omitempty"`
+	// Tenants are the tenant policy layers by name: each runs after the global set
+	// and can only narrow it (docs/policies.md#layers).
+	Tenants map[string]Tenant `json:"tenants,omitempty"`
+}
+
+// Tenant is one "mcpgate.tenants" entry.
+type Tenant struct {
+	// Policies is the layer's policy directory, watched and reloaded like --policies.
+	Policies string `json:"policies"`
+	// CallerClasses gives this tenant to callers of these classes that name no
+	// tenant of their own (by OAuth claim, token entry or mcpgate.user.tenant).
+	CallerClasses []string `json:"callerClasses,omitempty"`
+}
+
+// TenantOf is the tenant of u: its own, else the one its caller class is given to,
+// else "" (docs/policies.md#layers).
+func (c *Config) TenantOf(u ctxapi.User) string {
+	if u.Tenant != "" {
+		return u.Tenant
+	}
+	for _, name := range sortedKeys(c.Gate.Tenants) {
+		if slices.Contains(c.Gate.Tenants[name].CallerClasses, u.CallerClass) {
+			return name
+		}
+	}
+	return ""
 }
 
 // Audit is "mcpgate": {"audit": {...}}. Zero values mean "not set": the flag's
@@ -143,6 +169,7 @@ type Token struct {
 	CallerID    string   `json:"callerId,omitempty"`
 	CallerClass string   `json:"callerClass,omitempty"`
 	Roles       []string `json:"roles,omitempty"`
+	Tenant      string   `json:"tenant,omitempty"` // ctx.user.tenant (docs/policies.md#layers)
 }
 
 // CallerClasses are the caller classes a policy sees as ctx.user.callerClass.
@@ -257,12 +284,53 @@ func (c *Config) ClassFor(callerID string) string {
 	return "standard"
 }
 
+// validTenant reports whether name is a tenant name: 1 to 64 of A-Z a-z 0-9 . _ -,
+// starting with a letter or digit.
+func validTenant(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *Config) validate() error {
 	var errs []error
 	checkClass := func(where, cl string) {
 		if cl != "" && !validClass(cl) {
 			errs = append(errs, fmt.Errorf("%s: caller class %q is not one of %s", where, cl, strings.Join(CallerClasses, ", ")))
 		}
+	}
+	classTenant := map[string]string{}
+	for _, name := range sortedKeys(c.Gate.Tenants) {
+		t := c.Gate.Tenants[name]
+		if !validTenant(name) {
+			errs = append(errs, fmt.Errorf(`"mcpgate.tenants": %q is not a tenant name (1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit)`, name))
+		}
+		if t.Policies == "" {
+			errs = append(errs, fmt.Errorf(`"mcpgate.tenants.%s": needs "policies", the layer's policy directory`, name))
+		}
+		for _, cl := range t.CallerClasses {
+			checkClass(fmt.Sprintf(`"mcpgate.tenants.%s.callerClasses"`, name), cl)
+			if other, ok := classTenant[cl]; ok {
+				errs = append(errs, fmt.Errorf(`"mcpgate.tenants": caller class %q is given to both %q and %q`, cl, other, name))
+			}
+			classTenant[cl] = name
+		}
+	}
+	for _, tok := range c.Gate.Tokens {
+		if tok.Tenant != "" && !validTenant(tok.Tenant) {
+			errs = append(errs, fmt.Errorf(`"mcpgate.tokens": tenant %q is not a tenant name`, tok.Tenant))
+		}
+	}
+	if u := c.Gate.User.Tenant; u != "" && !validTenant(u) {
+		errs = append(errs, fmt.Errorf(`"mcpgate.user.tenant": %q is not a tenant name`, u))
 	}
 	if _, err := ParseProfile(c.Gate.Profile); err != nil {
 		errs = append(errs, fmt.Errorf(`"mcpgate.profile": %w`, err))

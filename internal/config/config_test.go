@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
 )
 
@@ -47,6 +48,23 @@ func TestParse(t *testing.T) {
 		{name: "oauth unknown key", in: `{"mcpgate":{"oauth":{"issuer":"https://i.example.org","scope":["mcp"]}}}`, wantErr: "unknown field"},
 		{name: "oauth HMAC", in: `{"mcpgate":{"oauth":{"algorithms":["HS256"]}}}`, wantErr: "HMAC"},
 		{name: "upstream oauth on a stdio server", in: `{"mcpServers":{"a":{"command":"x","oauth":{"tokenURL":"https://i/t","clientID":"c","clientSecret":"s"}}}}`, wantErr: "only a \"url\" server"},
+		{name: "tenants", in: `{"mcpgate":{"tenants":{"acme":{"policies":"/p/acme","callerClasses":["untrusted"]},"b.2":{"policies":"/p/b"}},"tokens":[{"sha256":"` + strings.Repeat("a", 64) + `","userID":"u","tenant":"b.2"}]}}`,
+			check: func(t *testing.T, c *Config) {
+				if got := c.TenantOf(ctxapi.User{CallerClass: "untrusted"}); got != "acme" {
+					t.Fatalf("class → %q", got)
+				}
+				if got := c.TenantOf(ctxapi.User{CallerClass: "untrusted", Tenant: "b.2"}); got != "b.2" {
+					t.Fatalf("own tenant → %q", got)
+				}
+				if got := c.TenantOf(ctxapi.User{CallerClass: "standard"}); got != "" {
+					t.Fatalf("no tenant → %q", got)
+				}
+			}},
+		{name: "tenant name", in: `{"mcpgate":{"tenants":{"../x":{"policies":"/p"}}}}`, wantErr: `"../x" is not a tenant name`},
+		{name: "tenant without policies", in: `{"mcpgate":{"tenants":{"acme":{}}}}`, wantErr: `"mcpgate.tenants.acme": needs "policies"`},
+		{name: "tenant class twice", in: `{"mcpgate":{"tenants":{"a":{"policies":"/p","callerClasses":["untrusted"]},"b":{"policies":"/q","callerClasses":["untrusted"]}}}}`, wantErr: `caller class "untrusted" is given to both "a" and "b"`},
+		{name: "tenant class unknown", in: `{"mcpgate":{"tenants":{"a":{"policies":"/p","callerClasses":["vip"]}}}}`, wantErr: `caller class "vip" is not one of`},
+		{name: "token tenant", in: `{"mcpgate":{"tokens":[{"sha256":"` + strings.Repeat("a", 64) + `","userID":"u","tenant":"a b"}]}}`, wantErr: `tenant "a b" is not a tenant name`},
 		{name: "upstream oauth without secret", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"tokenURL":"https://i/t","clientID":"c"}}}}`, wantErr: "needs clientID and clientSecret"},
 		{name: "upstream token exchange", in: `{"mcpServers":{"a":{"url":"https://u/mcp","oauth":{"grant":"token_exchange","tokenURL":"https://i/t","clientID":"c","clientSecret":"s","audience":"https://u","scopes":["r"]}}}}`,
 			check: func(t *testing.T, c *Config) {

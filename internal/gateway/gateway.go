@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -224,6 +225,7 @@ type Gateway struct {
 	pipe    *pipeline.Pipeline
 	admin   *admin.Server
 	shadow  *gate.Gate                // ShadowDir's set; nil without
+	tenants map[string]*gate.Gate     // mcpgate.tenants' layers by name (docs/policies.md#layers)
 	capture *capture.Writer           // nil without Capture.File
 	limiter *ratelimit.Redis          // nil without Shared.RateLimitStore
 	health  *pipeline.Health          // policy errors per file
@@ -350,6 +352,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		PerCaller: cfg.HTTP.Listen != "" && (len(g.file.Gate.Tokens) > 0 || g.file.Gate.OAuth != nil),
 	}
 	g.health = g.pipe.Health
+	if err := g.loadTenants(ctx, cfg, an); err != nil {
+		return nil, err
+	}
 	if g.pipe.Guardrails, err = guardrail.New(g.file.Gate.Guardrails); err != nil {
 		return nil, fmt.Errorf(`"mcpgate.guardrails": %w`, err)
 	}
@@ -489,6 +494,13 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 			if g.bundle != nil {
 				st["policy_bundle"] = g.bundle.status()
 			}
+			if len(g.tenants) > 0 {
+				tenants := map[string]any{}
+				for name, tg := range g.tenants {
+					tenants[name] = policyHealth(tg, nil)
+				}
+				st["tenants"] = tenants
+			}
 			return st
 		},
 	})
@@ -507,16 +519,41 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 	return nil
 }
 
+// loadTenants loads each mcpgate.tenants layer (docs/policies.md#layers); a layer
+// that does not load is a start-up error naming it.
+func (g *Gateway) loadTenants(ctx context.Context, cfg Config, an *engine.Analyzer) error {
+	g.pipe.TenantOf = g.file.TenantOf
+	if len(g.file.Gate.Tenants) == 0 {
+		return nil
+	}
+	g.tenants = map[string]*gate.Gate{}
+	for _, name := range slices.Sorted(maps.Keys(g.file.Gate.Tenants)) {
+		tg, err := gate.Load(ctx, gate.Options{Dir: g.file.Gate.Tenants[name].Policies, Evaluators: cfg.Evaluators,
+			Console: cfg.PolicyConsole, Analyzer: an, Logger: g.log.With("tenant", name)})
+		if err != nil {
+			return fmt.Errorf(`"mcpgate.tenants.%s": %w`, name, err)
+		}
+		g.tenants[name] = tg
+	}
+	g.pipe.Tenants = g.tenants
+	g.log.Info("tenant policy layers loaded: each runs after the global set and can only narrow it", "tenants", slices.Sorted(maps.Keys(g.tenants)))
+	return nil
+}
+
 // watch hot-reloads the policies on file changes and on SIGHUP until ctx ends, and
 // polls a policy bundle. Only a policies directory is watched.
 func (g *Gateway) watch(ctx context.Context) {
 	if g.bundle != nil {
 		go g.bundle.poll(ctx, g.gate)
 	}
-	if g.cfg.PoliciesDir == "" {
+	gates := slices.Collect(maps.Values(g.tenants)) // a tenant's layer is always a directory
+	if g.cfg.PoliciesDir != "" {
+		gates = append(gates, g.gate, g.shadow)
+	}
+	if len(gates) == 0 {
 		return
 	}
-	for _, gt := range []*gate.Gate{g.gate, g.shadow} {
+	for _, gt := range gates {
 		if gt == nil {
 			continue
 		}
@@ -534,11 +571,16 @@ func (g *Gateway) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if err := g.gate.Reload(); err != nil {
-				g.log.Error("policy reload on SIGHUP failed; keeping the last good set", "err", err)
+			if g.cfg.PoliciesDir != "" {
+				if err := g.gate.Reload(); err != nil {
+					g.log.Error("policy reload on SIGHUP failed; keeping the last good set", "err", err)
+				}
+				if g.shadow != nil {
+					_ = g.shadow.Reload() // logged by the gate, marked shadow
+				}
 			}
-			if g.shadow != nil {
-				_ = g.shadow.Reload() // logged by the gate, marked shadow
+			for _, tg := range g.tenants {
+				_ = tg.Reload() // logged by the gate, marked with the tenant
 			}
 		}
 	}
@@ -684,6 +726,9 @@ func (g *Gateway) Close() error {
 	}
 	if g.shadow != nil {
 		_ = g.shadow.Close()
+	}
+	for _, tg := range g.tenants {
+		_ = tg.Close()
 	}
 	if g.limiter != nil {
 		if n := g.limiter.Errors(); n > 0 {

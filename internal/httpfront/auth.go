@@ -72,7 +72,7 @@ func TokenAuth(tokens []config.Token, classFor func(callerID string) string) (Au
 			return nil, fmt.Errorf(`"mcpgate.tokens[%d].sha256": want 64 hex digits (sha256 of the token)`, i)
 		}
 		copy(entries[i].hash[:], b)
-		u := ctxapi.User{UserID: t.UserID, CallerID: t.CallerID, CallerClass: t.CallerClass, Roles: t.Roles}
+		u := ctxapi.User{UserID: t.UserID, CallerID: t.CallerID, CallerClass: t.CallerClass, Roles: t.Roles, Tenant: t.Tenant}
 		if u.CallerID == "" {
 			u.CallerID = t.UserID
 		}

@@ -42,6 +42,14 @@ func (v *Validator) principal(c map[string]any) (Principal, error) {
 		}
 	}
 	p := Principal{Subject: sub, ClientID: client, Scopes: scopes, Roles: bounded(stringList(lookup(c, or(names.Roles, "roles"))))}
+	if names.Tenant != "" {
+		if t, ok := lookup(c, names.Tenant).(string); ok {
+			if len(t) > MaxIDBytes {
+				return Principal{}, invalid("claim_too_long", "the token's tenant claim is longer than 256 bytes")
+			}
+			p.Tenant = t
+		}
+	}
 	if exp, ok := numericDate(c["exp"]); ok {
 		p.Expiry = exp
 	}
@@ -53,7 +61,7 @@ func (v *Validator) principal(c map[string]any) (Principal, error) {
 // the least trusted class any of its scopes grants (scopeClasses), else classFor of
 // the client id (mcpgate.callers), else "standard".
 func (v *Validator) User(p Principal, classFor func(callerID string) string) ctxapi.User {
-	u := ctxapi.User{UserID: p.Subject, CallerID: p.ClientID, Scopes: bounded(p.Scopes), Roles: append([]string{}, p.Roles...)}
+	u := ctxapi.User{UserID: p.Subject, CallerID: p.ClientID, Scopes: bounded(p.Scopes), Roles: append([]string{}, p.Roles...), Tenant: p.Tenant}
 	if u.CallerID == "" {
 		u.CallerID = "oauth"
 	}

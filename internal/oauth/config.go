@@ -51,6 +51,9 @@ type Claims struct {
 	ClientID string `json:"clientID,omitempty"` // client_id, else azp, else appid
 	Roles    string `json:"roles,omitempty"`    // roles
 	Scopes   string `json:"scopes,omitempty"`   // scope, else scp (a space-separated string or an array)
+	// Tenant names the claim (a dotted path, e.g. "org.id") whose string value is
+	// ctx.user.tenant (docs/policies.md#layers); unset, no claim names a tenant.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Introspection is the gateway's client at the issuer's introspection endpoint

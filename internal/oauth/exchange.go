@@ -24,7 +24,7 @@ const (
 	maxExchangeBytes    = 64 << 10 // a token endpoint's answer
 	maxExchangeEntries  = 4096     // cached exchanged tokens, one per subject and audience
 	exchangeEarly       = 30 * time.Second
-	exchangeDefaultLife = time.Minute   // kept this long when the answer has no expires_in
+	exchangeDefaultLife = time.Minute    // kept this long when the answer has no expires_in
 	maxExchangeLife     = 24 * time.Hour // and at most this long (an expires_in that overflows)
 )
 

@@ -429,6 +429,21 @@ func TestUserMapping(t *testing.T) {
 	if p.ClientID != "kc" || strings.Join(p.Scopes, " ") != "mcp x" || len(p.Roles) != 0 || strings.Join(p2.Roles, " ") != "r1 r2" || strings.Join(p2.Scopes, " ") != "mcp" {
 		t.Fatalf("%+v %+v", p, p2)
 	}
+	// The tenant claim by path: a string is ctx.user.tenant; anything else names none,
+	// and an unconfigured claim is never read.
+	org := map[string]any{"sub": "s", "org": map[string]any{"id": "acme"}, "tenant": "other"}
+	if p, _ := v.principal(org); p.Tenant != "" {
+		t.Fatalf("no tenant claim configured: %q", p.Tenant)
+	}
+	v.cfg.Claims.Tenant = "org.id"
+	p3, _ := v.principal(org)
+	p4, _ := v.principal(map[string]any{"sub": "s", "org": map[string]any{"id": 7}})
+	if p3.Tenant != "acme" || v.User(p3, nil).Tenant != "acme" || p4.Tenant != "" {
+		t.Fatalf("tenants %q %q", p3.Tenant, p4.Tenant)
+	}
+	if _, err := v.principal(map[string]any{"sub": "s", "org": map[string]any{"id": strings.Repeat("t", MaxIDBytes+1)}}); err == nil {
+		t.Fatal("a tenant claim over 256 bytes was taken")
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -43,6 +43,7 @@ type Principal struct {
 	ClientID string // the OAuth client the token was issued to
 	Scopes   []string
 	Roles    []string // the roles claim
+	Tenant   string   // the Claims.Tenant claim; "" when unset or not a string
 	Expiry   time.Time
 }
 

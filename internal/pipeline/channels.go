@@ -112,9 +112,9 @@ func (p *Pipeline) arriveChannel(ctx context.Context, c Channel) *run {
 	case c.Policies != nil:
 		r.set = c.Policies
 	case p.Gate != nil:
-		r.set = p.Gate.Current()
+		r.set = p.liveSet(&r.c.User)
 	}
-	r.rec.setPolicySet(r.set)
+	r.rec.setPolicySet(r.set, r.c.User.Tenant)
 	if l := p.Limiter; l != nil {
 		user := c.User.UserID
 		r.limit = func(n int) bool { return l.Peek(context.Background(), user) > n }

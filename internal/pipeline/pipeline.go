@@ -77,6 +77,10 @@ type Pipeline struct {
 	// Budget bounds the calls in flight and the result bytes being filtered across
 	// every session (docs/http.md#in-flight-budget). Nil imposes no limit.
 	Budget *budget.Budget
+	// Tenants are the tenant policy layers by name, TenantOf a caller's tenant
+	// (docs/policies.md#layers). Nil: every call runs on Gate's set alone.
+	Tenants  map[string]*gate.Gate
+	TenantOf func(ctxapi.User) string
 	// Shadow, when set, is a candidate policy set (gateway run --shadow) that runs
 	// beside the live one on the same inputs and only fills the record's shadow field
 	// (docs/policies.md#shadow). Nil: no shadow.
@@ -415,6 +419,20 @@ func (r *run) output(resp *jsonrpc.Message, sh *shadow, preWarnings int) Reply {
 	return Reply{Result: result}
 }
 
+// liveSet is the set a call of u runs on: Gate's, layered with u's tenant's when
+// it has one (docs/policies.md#layers). It names u's tenant (TenantOf) in u.
+func (p *Pipeline) liveSet(u *ctxapi.User) *gate.Set {
+	global := p.Gate.Current()
+	if p.TenantOf == nil {
+		return global
+	}
+	u.Tenant = p.TenantOf(*u)
+	if tg := p.Tenants[u.Tenant]; tg != nil {
+		return gate.Layered(global, tg.Current(), u.Tenant)
+	}
+	return global
+}
+
 // arrive starts a call: its record, its policy set, and its one count toward the
 // rate limit, taken when it arrives, even for a call rejected later
 // (docs/decisions.md#rate-limit). The call runs on one policy set throughout.
@@ -426,12 +444,12 @@ func (p *Pipeline) arrive(ctx context.Context, c Call) *run {
 	case c.Policies != nil:
 		r.set = c.Policies
 	case p.Gate != nil:
-		r.set = p.Gate.Current()
+		r.set = p.liveSet(&r.c.User)
 	}
 	if c.FilterOutput != nil {
 		r.filterOutput = *c.FilterOutput
 	}
-	r.rec.setPolicySet(r.set)
+	r.rec.setPolicySet(r.set, r.c.User.Tenant)
 	switch l := p.Limiter.(type) {
 	case nil:
 	case *ctxapi.RateLimiter:

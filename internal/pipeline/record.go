@@ -99,8 +99,11 @@ func newRecord(p *Pipeline, c Call) *record {
 func (t *record) eventID() string    { return t.r.EventID }
 func (t *record) toolAccess() string { return t.r.ToolAccess }
 
-func (t *record) setPolicySet(s *gate.Set) {
-	t.r.PolicyGen, t.r.PolicySetHash, t.r.PolicyRevision = s.Generation, s.Hash, s.Revision
+func (t *record) setPolicySet(s *gate.Set, tenant string) {
+	t.r.PolicyGen, t.r.PolicySetHash, t.r.PolicyRevision, t.r.TenantPolicySetHash = s.Generation, s.Hash, s.Revision, s.TenantHash
+	if t.r.Caller != nil {
+		t.r.Caller.Tenant = tenant
+	}
 }
 
 func (t *record) setTool(name, access string, listed bool) {

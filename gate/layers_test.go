@@ -1,0 +1,134 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/ctxapi"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// layerSet loads files (name → source) as one directory's set.
+func layerSet(t *testing.T, files map[string]string) *Set {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := Load(context.Background(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g.Current()
+}
+
+// The global set of the layer tests: it moves paths under /etc to /tmp/safe,
+// rejects the tool "blocked", hides the tool "danger" and replaces "s3cret" in
+// results.
+var globalLayer = map[string]string{
+	"global.js": `
+if (ctx.phase === "pre" && ctx.tool === "blocked") throw new Error("blocked by the global set");
+if (ctx.phase === "pre" && String(ctx.params.path).indexOf("/etc") === 0) ctx.params.path = "/tmp/safe";
+if (ctx.phase === "list") ctx.tools = ctx.tools.filter(function (t) { return t.name !== "danger"; });
+if (ctx.phase === "post") ctx.response.content.forEach(function (c) { if (c.text) c.text = c.text.split("s3cret").join("[hidden]"); });
+`,
+}
+
+// TestLayersOnlyNarrow tries to loosen the global set from a tenant layer every way:
+// passing what the global set rejected, rewriting arguments back, un-hiding a tool,
+// putting a redacted value back, throwing a pass-looking value. Each keeps the global
+// decision; what a tenant adds (a warning, a redaction, a rejection) holds.
+func TestLayersOnlyNarrow(t *testing.T) {
+	global := layerSet(t, globalLayer)
+	pre := func(tool, args string) *ctxapi.Call {
+		return &ctxapi.Call{Phase: ctxapi.PhasePre, Method: "tools/call", Tool: tool, Params: json.RawMessage(args), User: ctxapi.User{Tenant: "acme"}}
+	}
+	post := func(text string) *ctxapi.Call {
+		return &ctxapi.Call{Phase: ctxapi.PhasePost, Method: "tools/call", Tool: "read", Params: json.RawMessage(`{}`),
+			Response: &ctxapi.Response{Content: json.RawMessage(`[{"type":"text","text":"` + text + `"}]`)}}
+	}
+	list := &ctxapi.Call{Phase: ctxapi.PhaseList, Method: "tools/list",
+		Tools: json.RawMessage(`[{"name":"read","inputSchema":{"type":"object"}},{"name":"danger","inputSchema":{"type":"object"}}]`)}
+	for _, tc := range []struct {
+		name    string
+		tenant  string
+		call    *ctxapi.Call
+		reject  string // the rejecting policy, "" for none
+		action  vocab.Action
+		has     string // the output (params, content or tools) holds this
+		hasNot  string // and not this
+		changed bool
+	}{
+		{name: "pass after the global block", tenant: `if (ctx.phase === "pre") { ctx.params.allowed = true; }`,
+			call: pre("blocked", `{}`), reject: "global.js"},
+		{name: "rewrite the arguments back", tenant: `if (ctx.phase === "pre") ctx.params.path = "/etc/passwd";`,
+			call: pre("read", `{"path":"/etc/shadow"}`), has: `"/tmp/safe"`, hasNot: "/etc/", changed: true},
+		{name: "un-hide a tool", tenant: `if (ctx.phase === "list") ctx.tools.push({name: "danger", inputSchema: {type: "object"}});`,
+			call: list, hasNot: "danger", changed: true},
+		{name: "put a redacted value back", tenant: `if (ctx.phase === "post") ctx.response.content[0].text = "the s3cret is back";`,
+			call: post("a s3cret"), action: vocab.Redact, has: "[hidden]", hasNot: "s3cret", changed: true},
+		{name: "throw a pass-looking value", tenant: `if (ctx.phase === "pre") throw {action: "pass", allowed: true};`,
+			call: pre("read", `{}`), reject: "tenant:acme/tenant.js"},
+		{name: "a tenant rejects", tenant: `if (ctx.phase === "pre" && ctx.tool === "read") throw new Error("not for acme");`,
+			call: pre("read", `{}`), reject: "tenant:acme/tenant.js"},
+		{name: "a tenant warns", tenant: `if (ctx.phase === "post") ctx.warn("acme reviews this");`,
+			call: post("clean"), action: vocab.Warn, has: "clean"},
+		{name: "a tenant redacts more", tenant: `if (ctx.phase === "post") ctx.response.content[0].text = ctx.response.content[0].text.replace("internal", "[acme]");`,
+			call: post("internal s3cret"), action: vocab.Redact, has: "[acme] [hidden]", changed: true},
+		{name: "a tenant hides more", tenant: `if (ctx.phase === "list") ctx.tools = [];`,
+			call: list, hasNot: "read", changed: true},
+		{name: "a tenant that acts in no phase of the call", tenant: `if (ctx.phase === "resource") ctx.warn("x");`,
+			call: pre("read", `{"path":"/etc/x"}`), has: "/tmp/safe", changed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Layered(global, layerSet(t, map[string]string{"tenant.js": tc.tenant}), "acme")
+			if s.Hash != global.Hash || s.TenantHash == "" || s.TenantHash == global.Hash {
+				t.Fatalf("hashes: %q %q %q", s.Hash, s.TenantHash, global.Hash)
+			}
+			res := s.Run(context.Background(), tc.call)
+			if tc.reject != "" {
+				if res.Reject == nil || res.Reject.Policy != tc.reject {
+					t.Fatalf("reject %+v, want by %s", res.Reject, tc.reject)
+				}
+				return
+			}
+			if res.Reject != nil {
+				t.Fatalf("rejected: %+v", res.Reject)
+			}
+			if tc.action != "" && res.Action != tc.action {
+				t.Errorf("action %q, want %q", res.Action, tc.action)
+			}
+			if res.Changed != tc.changed {
+				t.Errorf("changed %v, want %v", res.Changed, tc.changed)
+			}
+			out := string(res.Params)
+			switch tc.call.Phase {
+			case ctxapi.PhasePost:
+				out = string(res.Content)
+			case ctxapi.PhaseList:
+				out = string(res.Content)
+			}
+			if tc.has != "" && !strings.Contains(out, tc.has) || tc.hasNot != "" && strings.Contains(out, tc.hasNot) {
+				t.Fatalf("output %s: want %q and not %q", out, tc.has, tc.hasNot)
+			}
+		})
+	}
+}
+
+// A tenant without policies runs on the global set itself.
+func TestLayeredWithoutTenantPolicies(t *testing.T) {
+	global := layerSet(t, globalLayer)
+	if s := Layered(global, layerSet(t, nil), "acme"); s != global {
+		t.Fatal("an empty tenant layer made a new set")
+	}
+	if s := Layered(global, nil, "acme"); s != global {
+		t.Fatal("no tenant layer made a new set")
+	}
+}
