@@ -159,7 +159,7 @@ golden:
 ## bench: performance figures (reported, never asserted).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/ ./gate/
-	$(GO) test -run '^$$' -bench 'Shadow|ResultMembers|CallPostPolicy' -benchmem ./internal/pipeline/
+	$(GO) test -run '^$$' -bench 'Shadow|ResultMembers|CallPostPolicy|GuardrailCost' -benchmem ./internal/pipeline/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 20m ./internal/audit/
 	$(GO) test -run '^$$' -bench StdioLatency -benchtime 5000x ./internal/e2e/
 	$(GO) test -run '^$$' -bench FirstCall -benchtime 8x ./internal/e2e/
