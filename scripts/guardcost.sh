@@ -5,8 +5,8 @@
 # BEFORE_GUARD (the commit before the guardrails: tools/call without any) and at
 # BEFORE_LIST (the commit before the tools/list guardrail: a listing without any).
 # The three test binaries run one after another, ROUNDS times, so a shared machine's
-# load falls on every side alike; the summary gives each side's median ns/op and the
-# median over rounds of each ratio.
+# load falls on every side alike; the summary gives each side's median wall ns/op and
+# CPU ns/op (the process's, every thread), and the median over rounds of each ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-5}
@@ -29,7 +29,10 @@ build "$before_list" "$tmp/list.test"
 
 run() { # label binary bench-regexp round
   "$2" -test.run '^$' -test.bench "$3" -test.benchtime "$benchtime" -test.benchmem |
-    awk -v side="$1" -v round="$4" '/^BenchmarkGuardrailCost\// { sub(/-[0-9]+$/, "", $1); sub(/^BenchmarkGuardrailCost\//, "", $1); print round, side "/" $1, $3 }'
+    awk -v side="$1" -v round="$4" '/^BenchmarkGuardrailCost\// {
+      sub(/-[0-9]+$/, "", $1); sub(/^BenchmarkGuardrailCost\//, "", $1)
+      cpu = ""; for (i = 4; i <= NF; i++) if ($i == "cpu-ns/op") cpu = $(i - 1)
+      print round, side "/" $1, $3, cpu }'
 }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for r in $(seq "$rounds"); do
@@ -45,16 +48,18 @@ function median(list,   n, a, i, j, t) {
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-{ v[$1, $2] = $3; all[$2] = all[$2] " " $3; if ($1 > rounds) rounds = $1 }
+{ w[$1, $2] = $3; c[$1, $2] = $4; wall[$2] = wall[$2] " " $3; cpu[$2] = cpu[$2] " " $4; if ($1 > rounds) rounds = $1 }
 END {
-  printf "%-28s %12s\n", "side", "median ns/op"
+  printf "%-28s %14s %14s\n", "side", "wall ns/op", "cpu ns/op"
   n = split("before/call/none head/call/none head/call/generic before/list/none head/list/none head/list/nocache head/list/cache", sides, " ")
-  for (i = 1; i <= n; i++) printf "%-28s %12.0f\n", sides[i], median(all[sides[i]])
+  for (i = 1; i <= n; i++) printf "%-28s %14.0f %14.0f\n", sides[i], median(wall[sides[i]]), median(cpu[sides[i]])
   n = split("head/call/none:before/call/none head/call/generic:before/call/none head/call/generic:head/call/none head/list/cache:head/list/nocache head/list/nocache:before/list/none head/list/cache:before/list/none", pairs, " ")
-  printf "\n%-48s %8s  %s\n", "ratio", "median", "per round"
+  printf "\n%-46s %6s %6s  %s\n", "ratio (median over rounds)", "wall", "cpu", "cpu per round"
   for (i = 1; i <= n; i++) {
-    split(pairs[i], p, ":"); rs = ""
-    for (r = 1; r <= rounds; r++) if ((r, p[1]) in v && (r, p[2]) in v) rs = rs " " sprintf("%.2f", v[r, p[1]] / v[r, p[2]])
-    printf "%-48s %8.2f %s\n", p[1] " / " p[2], median(rs), rs
+    split(pairs[i], p, ":"); rw = ""; rc = ""
+    for (r = 1; r <= rounds; r++) if ((r, p[1]) in w && (r, p[2]) in w) {
+      rw = rw " " sprintf("%.2f", w[r, p[1]] / w[r, p[2]]); rc = rc " " sprintf("%.2f", c[r, p[1]] / c[r, p[2]])
+    }
+    printf "%-46s %6.2f %6.2f %s\n", p[1] " / " p[2], median(rw), median(rc), rc
   }
 }' "$tmp/raw"
