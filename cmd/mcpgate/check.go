@@ -41,9 +41,9 @@ const (
 )
 
 func newCheckCmd() *cobra.Command {
-	var format, configPath string
+	var format, configPath, profile string
 	cmd := &cobra.Command{
-		Use:   "check [--format text|json] [--config FILE] [FILE|-]",
+		Use:   "check [--format text|json] [--config FILE] [--profile default|strict] [FILE|-]",
 		Short: "Analyse a text or a CallToolResult with the built-in rules",
 		Long: `check runs mcpgate's built-in rules (terminal escapes, hidden text, prompt-injection
 markers and orders aimed at the model, hidden orders in markup, exfiltration URLs,
@@ -65,7 +65,8 @@ matched value. The sanitized output is printed even for a block, for inspection.
 
 With --config, the rule severities of the configuration's "mcpgate.rules" and
 "mcpgate.profile" apply, as in the gateway: a rule raised to high blocks here too,
-and so does output_tool_transfer under "profile": "strict".
+and so does output_tool_transfer under the strict profile (--profile wins over the
+file's, as in gateway run).
 
 Exit status: 0 allow, 3 warn, 4 block, 1 usage or I/O error.
 
@@ -94,15 +95,9 @@ Examples:
 				defer f.Close()
 				in = f
 			}
-			var sev map[string]engine.Severity
-			if configPath != "" {
-				cfg, err := config.Load(configPath)
-				if err != nil {
-					return fmt.Errorf("check: %w", err)
-				}
-				if sev, err = severitiesOf(cfg); err != nil {
-					return fmt.Errorf("check: %w", err)
-				}
+			sev, err := engineSeverities(configPath, profile)
+			if err != nil {
+				return fmt.Errorf("check: %w", err)
 			}
 			out, err := runCheck(in, sev)
 			if err != nil {
@@ -129,6 +124,7 @@ Examples:
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&configPath, "config", "", `JSON configuration file: its "mcpgate.rules" severities apply`)
+	cmd.Flags().StringVar(&profile, "profile", "", profileFlagHelp)
 	return cmd
 }
 
@@ -144,11 +140,23 @@ func readPrefix(r io.Reader, limit int) (b []byte, whole bool, err error) {
 	return b, true, nil
 }
 
-// severitiesOf is the engine's rule severities under the configuration cfg, as the
-// gateway reads them: its "profile" (strict raises config.StrictSeverities), then its
-// "rules". The error names a profile that is neither default nor strict.
-func severitiesOf(cfg *config.Config) (map[string]engine.Severity, error) {
-	profile, err := cfg.ProfileName("")
+// profileFlagHelp is the --profile of the commands that run the built-in rules as the
+// gateway does.
+const profileFlagHelp = `default or strict: the rule severities of gateway run --profile (strict raises output_tool_transfer to high; default: the config's "profile", else default)`
+
+// engineSeverities is the engine's rule severities as the gateway reads them: the
+// configuration file cfgPath's (config.Default when ""), under the profile (flag, else
+// its "profile"): strict raises config.StrictSeverities, then its "rules" win. The
+// error names the file, or the profile that is neither default nor strict.
+func engineSeverities(cfgPath, flag string) (map[string]engine.Severity, error) {
+	cfg := config.Default()
+	if cfgPath != "" {
+		var err error
+		if cfg, err = config.Load(cfgPath); err != nil {
+			return nil, err
+		}
+	}
+	profile, err := cfg.ProfileName(flag)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/capture"
-	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/fixture"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -34,7 +33,7 @@ type replayRow struct {
 }
 
 func newReplayCmd() *cobra.Command {
-	var file, dir, format, cfgPath, caller string
+	var file, dir, format, cfgPath, profile, caller string
 	cmd := &cobra.Command{
 		Use:   "replay --capture FILE --policies DIR [--format text|json]",
 		Short: "Re-run captured tools/calls with another policy set and show what changes",
@@ -54,7 +53,7 @@ capture file or the policies cannot be read.`,
   mcpgate replay --capture /var/log/mcpgate/calls.jsonl --policies ./candidate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runReplay(cmd.Context(), file, dir, format, cfgPath, caller, cmd.OutOrStdout())
+			return runReplay(cmd.Context(), file, dir, format, cfgPath, profile, caller, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -63,12 +62,13 @@ capture file or the policies cannot be read.`,
 	fl.StringVar(&format, "format", "text", "output format: text or json")
 	fl.StringVar(&caller, "caller", "", "only the calls of this caller: its user id or its caller id, exactly")
 	fl.StringVar(&cfgPath, "config", "", "configuration file whose rule severities (its \"rules\" and \"profile\") to use, as the gateway did")
+	fl.StringVar(&profile, "profile", "", profileFlagHelp)
 	_ = cmd.MarkFlagRequired("capture")
 	_ = cmd.MarkFlagRequired("policies")
 	return cmd
 }
 
-func runReplay(ctx context.Context, file, dir, format, cfgPath, caller string, stdout io.Writer) error {
+func runReplay(ctx context.Context, file, dir, format, cfgPath, profile, caller string, stdout io.Writer) error {
 	if format != "text" && format != "json" {
 		return fmt.Errorf("--format must be text or json, not %q", format)
 	}
@@ -81,15 +81,9 @@ func runReplay(ctx context.Context, file, dir, format, cfgPath, caller string, s
 	if err != nil {
 		return err
 	}
-	cfg := config.Default()
-	if cfgPath != "" {
-		if cfg, err = config.Load(cfgPath); err != nil {
-			return err
-		}
-	}
-	sev, err := severitiesOf(cfg)
+	sev, err := engineSeverities(cfgPath, profile)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	an, err := engine.New(engine.Options{Severities: sev})
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/gate/policytest"
-	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/fixture"
 )
 
@@ -98,6 +97,7 @@ type testFlags struct {
 	run     string
 	verbose bool
 	config  string
+	profile string
 }
 
 func newTestCmd() *cobra.Command {
@@ -158,6 +158,7 @@ Example:
 	fl.StringVar(&f.run, "run", "", "run only tests whose name (or file:name) matches this regular expression")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each test's duration, and the policies' warn lines on stderr")
 	fl.StringVar(&f.config, "config", "", "configuration file whose rule severities (its \"rules\" and \"profile\") the built-in rules use, as the gateway's --config")
+	fl.StringVar(&f.profile, "profile", "", profileFlagHelp)
 	return cmd
 }
 
@@ -182,15 +183,9 @@ func runTests(ctx context.Context, f testFlags, dir string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	cfg := config.Default()
-	if f.config != "" {
-		if cfg, err = config.Load(f.config); err != nil {
-			return err
-		}
-	}
-	sev, err := severitiesOf(cfg)
+	sev, err := engineSeverities(f.config, f.profile)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	an, err := engine.New(engine.Options{Severities: sev})
 	if err != nil {
