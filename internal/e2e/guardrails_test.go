@@ -306,8 +306,8 @@ func hasCached(rec map[string]any) bool {
 
 // TestGuardrailsShadow: a --shadow candidate with its own guardrails (guardrails.json
 // in its directory) has the test-bed content service judge each call off the live
-// path: the client gets what the live set gives, and the record's shadow part says
-// what the candidate's guardrail would have done.
+// path, over stdio and HTTP: the client gets what the live set gives, and the
+// record's shadow part says what the candidate's guardrail would have done.
 func TestGuardrailsShadow(t *testing.T) {
 	svc := &guardtest.Service{}
 	srv := httptest.NewServer(svc)
@@ -320,8 +320,7 @@ func TestGuardrailsShadow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shadow, "guardrails.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--config", cfg, "--policies", t.TempDir(), "--shadow", shadow}, []string{fake})...)
-	for i, tc := range []struct {
+	cases := []struct {
 		text, action, reason string
 		differs              bool
 		entry                map[string]string
@@ -331,12 +330,13 @@ func TestGuardrailsShadow(t *testing.T) {
 			entry: map[string]string{"name": "candidate", "phase": "pre", "verdict": "block"}},
 		{text: "GUARD:post-redact secret-abc", action: "redact", differs: true,
 			entry: map[string]string{"name": "candidate", "phase": "post", "verdict": "intervene"}},
-	} {
-		res := callTool(t, c, "echo", map[string]any{"text": tc.text})
-		if len(res.Content) == 0 || res.Content[0].(mcp.TextContent).Text != "fakeup: "+tc.text {
-			t.Fatalf("%s: the live reply changed: %+v", tc.text, res.Content)
+	}
+	check := func(t *testing.T, i int, text string, rec map[string]any) {
+		t.Helper()
+		tc := cases[i]
+		if text != "fakeup: "+tc.text {
+			t.Fatalf("%s: the live reply changed: %q", tc.text, text)
 		}
-		rec := log.waitRecords(t, i+1)[i]
 		if a, _ := rec["action_taken"].(string); a != "pass" || rec["guardrails"] != nil {
 			t.Errorf("%s: the live record: %v", tc.text, rec)
 		}
@@ -350,7 +350,30 @@ func TestGuardrailsShadow(t *testing.T) {
 			t.Errorf("the record holds a value: %s", b)
 		}
 	}
-	if n := len(svc.Requests()); n != 5 {
-		t.Errorf("the candidate's guardrail took %d requests, want 5 (each call's arguments, and the result of the two it let through)", n)
+	args := []string{"--config", cfg, "--policies", t.TempDir(), "--shadow", shadow}
+	t.Run("stdio", func(t *testing.T) {
+		c, log := mcpClient(t, nil, binary, gatewayArgs(args, []string{fake})...)
+		for i, tc := range cases {
+			res := callTool(t, c, "echo", map[string]any{"text": tc.text})
+			text := ""
+			if len(res.Content) > 0 {
+				if c, ok := res.Content[0].(mcp.TextContent); ok {
+					text = c.Text
+				}
+			}
+			check(t, i, text, log.waitRecords(t, i+1)[i])
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		g := startHTTPGateway(t, append(args, "--", fake)...)
+		c := newHTTPClient(g.url)
+		c.initialize(t)
+		for i, tc := range cases {
+			m := c.call(t, i+1, "echo", map[string]any{"text": tc.text})
+			check(t, i, httpResultText(m), g.stderr.waitRecords(t, i+1)[i])
+		}
+	})
+	if n := len(svc.Requests()); n != 10 {
+		t.Errorf("the candidate's guardrail took %d requests, want 10 (on each front, each call's arguments, and the result of the two it let through)", n)
 	}
 }
