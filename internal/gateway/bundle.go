@@ -82,6 +82,10 @@ type bundleSource struct {
 	refused *prometheus.CounterVec // reason
 	info    *prometheus.GaugeVec   // revision
 
+	lastFetchGauge prometheus.GaugeFunc
+
+	kick chan struct{} // fetchNow
+
 	mu        sync.Mutex
 	running   *bundle.Bundle
 	lastFetch time.Time
@@ -89,7 +93,7 @@ type bundleSource struct {
 }
 
 func newBundleSource(cfg Bundle, version string, log *slog.Logger) (*bundleSource, error) {
-	s := &bundleSource{cfg: cfg, version: version, log: log.With("policy_bundle", logging.StripUserinfo(cfg.Source)),
+	s := &bundleSource{cfg: cfg, version: version, kick: make(chan struct{}, 1), log: log.With("policy_bundle", logging.StripUserinfo(cfg.Source)),
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpgate_policy_bundle_fetches_total",
 			Help: "Fetches of the policy bundle by result: new (an archive to check), unchanged (304 or the same bytes), error."}, []string{"result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpgate_policy_bundle_refused_total",
@@ -97,6 +101,15 @@ func newBundleSource(cfg Bundle, version string, log *slog.Logger) (*bundleSourc
 		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcpgate_policy_bundle_info",
 			Help: "1 for the revision of the running policy bundle."}, []string{"revision"}),
 	}
+	s.lastFetchGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpgate_policy_bundle_last_fetch_timestamp_seconds",
+		Help: "When the policy bundle was last fetched (or a fetch failed), Unix seconds."}, func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.lastFetch.IsZero() {
+			return 0
+		}
+		return float64(s.lastFetch.UnixNano()) / 1e9
+	})
 	if s.cfg.Poll <= 0 {
 		s.cfg.Poll = DefaultBundlePoll
 	}
@@ -259,10 +272,19 @@ func (s *bundleSource) poll(ctx context.Context, g *gate.Gate) {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-s.kick:
 		}
 		if err := s.step(ctx, g); err != nil && ctx.Err() == nil {
 			s.failed(err)
 		}
+	}
+}
+
+// fetchNow makes poll fetch at once (SIGHUP).
+func (s *bundleSource) fetchNow() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -306,5 +328,5 @@ func (s *bundleSource) status() BundleStatus {
 }
 
 func (s *bundleSource) collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.fetches, s.refused, s.info}
+	return []prometheus.Collector{s.fetches, s.refused, s.info, s.lastFetchGauge}
 }

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/bundle"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 const keys = "../bundle/testdata/"
@@ -153,4 +155,32 @@ func TestBundleSource(t *testing.T) {
 	if b, err := s2.start(ctx, gate.Options{}); err != nil || b.Manifest.Revision != "2" || !strings.Contains(s2.status().LastError, "fetch") {
 		t.Fatalf("restart without the source: %v %+v", err, s2.status())
 	}
+}
+
+// TestBundleFetchNow: SIGHUP's fetchNow fetches at once, not at the next poll.
+func TestBundleFetchNow(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "bundle.tar.gz")
+	rev1 := makeBundle(t, "ed25519.key", blocking("a"), "1", "", "")
+	os.WriteFile(src, rev1, 0o644)
+	s, err := newBundleSource(Bundle{Source: src, Key: keys + "ed25519.pub", StateDir: filepath.Join(tmp, "state"), Poll: time.Hour}, "dev", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.start(ctx, gate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.Load(ctx, gate.Options{FS: b.FS(), Revision: b.Manifest.Revision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	go s.poll(ctx, g)
+	rev2 := makeBundle(t, "ed25519.key", blocking("b"), "2", bundle.Hash(rev1), "")
+	os.WriteFile(src, rev2, 0o644)
+	s.fetchNow()
+	testwait.For(t, "revision 2 after fetchNow, kept on disk", func() bool { return g.Status().Revision == "2" && s.state.Known(bundle.Hash(rev2)) })
 }

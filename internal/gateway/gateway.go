@@ -541,22 +541,23 @@ func (g *Gateway) loadTenants(ctx context.Context, cfg Config, an *engine.Analyz
 }
 
 // watch hot-reloads the policies on file changes and on SIGHUP until ctx ends, and
-// polls a policy bundle. Only a policies directory is watched.
+// polls a policy bundle (SIGHUP then fetches it at once). Only policies directories
+// (the live one, --shadow's, the tenants' layers) are watched.
 func (g *Gateway) watch(ctx context.Context) {
 	if g.bundle != nil {
 		go g.bundle.poll(ctx, g.gate)
 	}
 	gates := slices.Collect(maps.Values(g.tenants)) // a tenant's layer is always a directory
 	if g.cfg.PoliciesDir != "" {
-		gates = append(gates, g.gate, g.shadow)
+		gates = append(gates, g.gate)
 	}
-	if len(gates) == 0 {
+	if g.shadow != nil { // always a directory
+		gates = append(gates, g.shadow)
+	}
+	if len(gates) == 0 && g.bundle == nil {
 		return
 	}
 	for _, gt := range gates {
-		if gt == nil {
-			continue
-		}
 		go func() {
 			if err := gt.Watch(ctx); err != nil && ctx.Err() == nil {
 				g.log.Error("policy watcher stopped; SIGHUP still reloads", "err", err)
@@ -571,13 +572,16 @@ func (g *Gateway) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if g.bundle != nil {
+				g.bundle.fetchNow()
+			}
 			if g.cfg.PoliciesDir != "" {
 				if err := g.gate.Reload(); err != nil {
 					g.log.Error("policy reload on SIGHUP failed; keeping the last good set", "err", err)
 				}
-				if g.shadow != nil {
-					_ = g.shadow.Reload() // logged by the gate, marked shadow
-				}
+			}
+			if g.shadow != nil {
+				_ = g.shadow.Reload() // logged by the gate, marked shadow
 			}
 			for _, tg := range g.tenants {
 				_ = tg.Reload() // logged by the gate, marked with the tenant
