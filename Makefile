@@ -16,6 +16,10 @@ OIDC_SERVER := github.com/zitadel/oidc/v3/example/server@$(OIDC_SERVER_VERSION)
 # The OPA server of the guardrail tests (.ci/run starts it with testdata/e2e/opa).
 OPA_VERSION ?= v1.22.3
 OPA := github.com/open-policy-agent/opa@$(OPA_VERSION)
+# The OCI registry of the policy-bundle fleet test (the distribution registry; the
+# test starts it, storing in memory).
+REGISTRY_VERSION ?= v3.1.2
+REGISTRY := github.com/distribution/distribution/v3/cmd/registry@$(REGISTRY_VERSION)
 
 # Packages with golden files under testdata/ (each defines -update).
 GOLDEN_PKGS ?= ./engine/ ./internal/audit/ ./internal/pipeline/ ./cmd/mcpgate/
@@ -76,9 +80,15 @@ $(HELM):
 demo: build
 	./$(BIN) demo
 
-## deps: the end-to-end test bed — npm servers, clients and the conformance suite, and
-## the go-sdk reference server, each at its pinned version.
-deps: testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION) $(TESTBED_BIN)/.opa-$(OPA_VERSION)
+## deps: the end-to-end test bed — npm servers, clients and the conformance suite, the
+## go-sdk reference server, the OpenID provider, OPA and the distribution registry,
+## each at its pinned version.
+deps: testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION) $(TESTBED_BIN)/.opa-$(OPA_VERSION) $(TESTBED_BIN)/.registry-$(REGISTRY_VERSION)
+
+$(TESTBED_BIN)/.registry-$(REGISTRY_VERSION):
+	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install $(REGISTRY)
+	@rm -f $(TESTBED_BIN)/.registry-*
+	@touch $@
 
 $(TESTBED_BIN)/.opa-$(OPA_VERSION):
 	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install $(OPA)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,8 +73,11 @@ func startHTTPGateway(t testing.TB, args ...string) *httpGateway {
 func startHTTPGatewayUnder(t testing.TB, wrapper []string, args ...string) *httpGateway {
 	t.Helper()
 	gw, _ := httpBinaries(t)
-	pol := t.TempDir()
-	full := append([]string{"gateway", "run", "--listen", "127.0.0.1:0", "--policies", pol, "--log-format", "json"}, args...)
+	full := []string{"gateway", "run", "--listen", "127.0.0.1:0", "--log-format", "json"}
+	if !slices.Contains(args, "--policy-bundle") { // which takes the place of --policies
+		full = append(full, "--policies", t.TempDir())
+	}
+	full = append(full, args...)
 	argv := append(append(append([]string{}, wrapper...), gw), full...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	// The gateway ends when the test binary does, even killed: SIGTERM drains it and
