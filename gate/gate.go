@@ -116,8 +116,9 @@ type Set struct {
 	Hash       string   // sha256 of the sources, hex
 	Files      []string // file names in run order
 	Revision   string   // the policy bundle's revision (Options.Revision, Swap); "" for none
-	// TenantHash is the tenant layer's Hash in a Layered set; "" otherwise.
-	TenantHash string
+	// TenantHash and TenantRevision are the tenant layer's Hash and Revision in a
+	// Layered set; "" otherwise.
+	TenantHash, TenantRevision string
 
 	layers   *layers // a tenant's stack (Layered); nil for a set of one directory
 	policies []policy

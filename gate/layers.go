@@ -16,13 +16,14 @@ type layers struct {
 // Layered returns the set a tenant's calls run on: global's policies first, then
 // tenant's, and global's again over whatever the tenant changed, so a tenant layer
 // can add warn, redact, mask, reject and hidden entries but never loosen the global
-// set (docs/policies.md#layers). Generation, Hash and Revision stay global's; TenantHash is
-// tenant's. With no tenant policies it returns global.
+// set (docs/policies.md#layers). Generation, Hash and Revision stay global's; TenantHash and
+// TenantRevision are tenant's. With no tenant policies it returns global.
 func Layered(global, tenant *Set, name string) *Set {
 	if tenant == nil || len(tenant.policies) == 0 {
 		return global
 	}
-	s := &Set{Generation: global.Generation, Hash: global.Hash, Files: global.Files, Revision: global.Revision, TenantHash: tenant.Hash}
+	s := &Set{Generation: global.Generation, Hash: global.Hash, Files: global.Files, Revision: global.Revision,
+		TenantHash: tenant.Hash, TenantRevision: tenant.Revision}
 	s.layers = &layers{global: global, tenant: tenant, name: "tenant:" + name}
 	return s
 }

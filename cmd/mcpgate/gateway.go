@@ -157,7 +157,7 @@ Environment:
 	fl.StringVar(&f.policies, "policies", "./policies", "directory of *.js policies (top level only, lexical order); must exist")
 	fl.StringVar(&f.bundle.Source, "policy-bundle", "", "take the policies from a signed policy bundle instead of --policies: an https:// URL, an http:// URL of a loopback host, an OCI artifact (oci://REGISTRY/REPOSITORY:TAG, pulled anonymously), or a file path; fetched every --bundle-poll, each new revision activated only when it verifies, chains to the running one, compiles and passes its own tests (docs/deploy.md#fleet)")
 	fl.StringVar(&f.bundle.Key, "bundle-key", "", "the PEM public key --policy-bundle's bundles must be signed with")
-	fl.StringVar(&f.bundle.StateDir, "bundle-state", "", "where the last good policy bundle is kept, so a restart without the server still enforces it (default: $STATE_DIRECTORY/policy-bundle under systemd, else $XDG_STATE_HOME/mcpgate/policy-bundle or ~/.local/state/mcpgate/policy-bundle)")
+	fl.StringVar(&f.bundle.StateDir, "bundle-state", "", "where the last good policy bundle is kept, so a restart without the server still enforces it, and a tenant layer's under tenants/NAME (default: $STATE_DIRECTORY/policy-bundle under systemd, else $XDG_STATE_HOME/mcpgate/policy-bundle or ~/.local/state/mcpgate/policy-bundle)")
 	fl.DurationVar(&f.bundle.Poll, "bundle-poll", gateway.DefaultBundlePoll, "how often --policy-bundle is fetched (with ±20% jitter; ETag and If-None-Match spare an unchanged bundle)")
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
 	fl.StringVar(&f.auditFile, "audit-file", "", "append audit records (JSONL) to this file instead of stderr")
@@ -282,8 +282,8 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 			return gateway.Config{}, errors.New("--policy-bundle takes the place of --policies: give one of them")
 		}
 		policiesDir = ""
-	} else if f.bundle.Key != "" || f.bundle.StateDir != "" {
-		return gateway.Config{}, errors.New("--bundle-key and --bundle-state go with --policy-bundle")
+	} else if f.bundle.Key != "" {
+		return gateway.Config{}, errors.New("--bundle-key goes with --policy-bundle")
 	}
 	if f.upstreamEnv != "inherit" && f.upstreamEnv != "minimal" {
 		return gateway.Config{}, fmt.Errorf("--upstream-env %q: want inherit or minimal", f.upstreamEnv)

@@ -86,12 +86,13 @@ type Record struct {
 	PolicyRevision  string         `json:"policy_revision,omitempty"` // the policy bundle's revision (gateway run --policy-bundle)
 	// TenantPolicySetHash is the tenant layer's policy_set_hash when one ran
 	// (docs/policies.md#layers).
-	TenantPolicySetHash string                  `json:"tenant_policy_set_hash,omitempty"`
-	Caller              *Caller                 `json:"caller,omitempty"`
-	ClientInfo          map[string]string       `json:"client_info,omitempty"`      // the client's name and version: initialize's clientInfo, or the request's _meta one
-	ProtocolVersion     string                  `json:"protocol_version,omitempty"` // the MCP revision of the exchange: initialize's, or the request's _meta one
-	StageMS             map[vocab.Stage]float64 `json:"stage_ms,omitempty"`         // input_rules, pre_policies, upstream, output_rules, post_policies, merge
-	AuditOutput         string                  `json:"audit_output,omitempty"`     // "off" when MCPGATE_AUDIT_OUTPUT=off
+	TenantPolicySetHash  string                  `json:"tenant_policy_set_hash,omitempty"`
+	TenantPolicyRevision string                  `json:"tenant_policy_revision,omitempty"` // the tenant layer's bundle revision
+	Caller               *Caller                 `json:"caller,omitempty"`
+	ClientInfo           map[string]string       `json:"client_info,omitempty"`      // the client's name and version: initialize's clientInfo, or the request's _meta one
+	ProtocolVersion      string                  `json:"protocol_version,omitempty"` // the MCP revision of the exchange: initialize's, or the request's _meta one
+	StageMS              map[vocab.Stage]float64 `json:"stage_ms,omitempty"`         // input_rules, pre_policies, upstream, output_rules, post_policies, merge
+	AuditOutput          string                  `json:"audit_output,omitempty"`     // "off" when MCPGATE_AUDIT_OUTPUT=off
 
 	Replica string `json:"replica,omitempty"` // the gateway replica that wrote the record (--replica)
 

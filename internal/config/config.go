@@ -123,7 +123,11 @@ type Gate struct {
 // Tenant is one "mcpgate.tenants" entry.
 type Tenant struct {
 	// Policies is the layer's policy directory, watched and reloaded like --policies.
-	Policies string `json:"policies"`
+	Policies string `json:"policies,omitempty"`
+	// Bundle, in place of Policies, is the layer's signed policy bundle source (as
+	// --policy-bundle takes), checked with BundleKey (docs/deploy.md#fleet).
+	Bundle    string `json:"bundle,omitempty"`
+	BundleKey string `json:"bundleKey,omitempty"`
 	// CallerClasses gives this tenant to callers of these classes that name no
 	// tenant of their own (by OAuth claim, token entry or mcpgate.user.tenant).
 	CallerClasses []string `json:"callerClasses,omitempty"`
@@ -313,8 +317,13 @@ func (c *Config) validate() error {
 		if !validTenant(name) {
 			errs = append(errs, fmt.Errorf(`"mcpgate.tenants": %q is not a tenant name (1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit)`, name))
 		}
-		if t.Policies == "" {
-			errs = append(errs, fmt.Errorf(`"mcpgate.tenants.%s": needs "policies", the layer's policy directory`, name))
+		switch {
+		case t.Policies == "" && t.Bundle == "":
+			errs = append(errs, fmt.Errorf(`"mcpgate.tenants.%s": needs "policies", the layer's policy directory, or "bundle", its signed policy bundle`, name))
+		case t.Policies != "" && t.Bundle != "":
+			errs = append(errs, fmt.Errorf(`"mcpgate.tenants.%s": give "policies" or "bundle", not both`, name))
+		case t.Bundle != "" && t.BundleKey == "":
+			errs = append(errs, fmt.Errorf(`"mcpgate.tenants.%s": "bundle" needs "bundleKey", the public key its bundles are signed with`, name))
 		}
 		for _, cl := range t.CallerClasses {
 			checkClass(fmt.Sprintf(`"mcpgate.tenants.%s.callerClasses"`, name), cl)

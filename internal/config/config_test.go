@@ -62,6 +62,8 @@ func TestParse(t *testing.T) {
 			}},
 		{name: "tenant name", in: `{"mcpgate":{"tenants":{"../x":{"policies":"/p"}}}}`, wantErr: `"../x" is not a tenant name`},
 		{name: "tenant without policies", in: `{"mcpgate":{"tenants":{"acme":{}}}}`, wantErr: `"mcpgate.tenants.acme": needs "policies"`},
+		{name: "tenant with policies and a bundle", in: `{"mcpgate":{"tenants":{"acme":{"policies":"/p","bundle":"https://b/x.tar.gz","bundleKey":"/k"}}}}`, wantErr: `give "policies" or "bundle", not both`},
+		{name: "tenant bundle without key", in: `{"mcpgate":{"tenants":{"acme":{"bundle":"https://b/x.tar.gz"}}}}`, wantErr: `"bundle" needs "bundleKey"`},
 		{name: "tenant class twice", in: `{"mcpgate":{"tenants":{"a":{"policies":"/p","callerClasses":["untrusted"]},"b":{"policies":"/q","callerClasses":["untrusted"]}}}}`, wantErr: `caller class "untrusted" is given to both "a" and "b"`},
 		{name: "tenant class unknown", in: `{"mcpgate":{"tenants":{"a":{"policies":"/p","callerClasses":["vip"]}}}}`, wantErr: `caller class "vip" is not one of`},
 		{name: "token tenant", in: `{"mcpgate":{"tokens":[{"sha256":"` + strings.Repeat("a", 64) + `","userID":"u","tenant":"a b"}]}}`, wantErr: `tenant "a b" is not a tenant name`},

@@ -224,13 +224,15 @@ type Gateway struct {
 	emitter *audit.Emitter
 	pipe    *pipeline.Pipeline
 	admin   *admin.Server
-	shadow  *gate.Gate                // ShadowDir's set; nil without
-	tenants map[string]*gate.Gate     // mcpgate.tenants' layers by name (docs/policies.md#layers)
-	capture *capture.Writer           // nil without Capture.File
-	limiter *ratelimit.Redis          // nil without Shared.RateLimitStore
-	health  *pipeline.Health          // policy errors per file
-	bundle  *bundleSource             // nil without Bundle.Source
-	pools   map[string]*upstream.Pool // warm processes per stdio server (HTTP only; set before the front serves)
+	shadow  *gate.Gate            // ShadowDir's set; nil without
+	tenants map[string]*gate.Gate // mcpgate.tenants' layers by name (docs/policies.md#layers)
+	// tenantBundles are the sources of the tenant layers that come from a bundle
+	tenantBundles map[string]*bundleSource
+	capture       *capture.Writer           // nil without Capture.File
+	limiter       *ratelimit.Redis          // nil without Shared.RateLimitStore
+	health        *pipeline.Health          // policy errors per file
+	bundle        *bundleSource             // nil without Bundle.Source
+	pools         map[string]*upstream.Pool // warm processes per stdio server (HTTP only; set before the front serves)
 }
 
 // New builds a gateway. Every error is a start-up error with a message that names
@@ -497,7 +499,11 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 			if len(g.tenants) > 0 {
 				tenants := map[string]any{}
 				for name, tg := range g.tenants {
-					tenants[name] = policyHealth(tg, nil)
+					layer := map[string]any{"policies": policyHealth(tg, nil)}
+					if src := g.tenantBundles[name]; src != nil {
+						layer["policy_bundle"] = src.status()
+					}
+					tenants[name] = layer
 				}
 				st["tenants"] = tenants
 			}
@@ -526,10 +532,27 @@ func (g *Gateway) loadTenants(ctx context.Context, cfg Config, an *engine.Analyz
 	if len(g.file.Gate.Tenants) == 0 {
 		return nil
 	}
-	g.tenants = map[string]*gate.Gate{}
+	g.tenants, g.tenantBundles = map[string]*gate.Gate{}, map[string]*bundleSource{}
 	for _, name := range slices.Sorted(maps.Keys(g.file.Gate.Tenants)) {
-		tg, err := gate.Load(ctx, gate.Options{Dir: g.file.Gate.Tenants[name].Policies, Evaluators: cfg.Evaluators,
-			Console: cfg.PolicyConsole, Analyzer: an, Logger: g.log.With("tenant", name)})
+		t, log := g.file.Gate.Tenants[name], g.log.With("tenant", name)
+		opts := gate.Options{Dir: t.Policies, Evaluators: cfg.Evaluators, Console: cfg.PolicyConsole, Analyzer: an, Logger: log}
+		if t.Bundle != "" { // its own bundle, kept in a state directory of its own
+			state := cmp.Or(cfg.Bundle.StateDir, DefaultBundleState())
+			if state != "" {
+				state = filepath.Join(state, "tenants", name)
+			}
+			src, err := newBundleSource(Bundle{Source: t.Bundle, Key: t.BundleKey, StateDir: state, Poll: cfg.Bundle.Poll}, cfg.Version, log)
+			if err != nil {
+				return fmt.Errorf(`"mcpgate.tenants.%s": %w`, name, err)
+			}
+			b, err := src.start(ctx, opts)
+			if err != nil {
+				return fmt.Errorf(`"mcpgate.tenants.%s": %w`, name, err)
+			}
+			opts.FS, opts.Revision = b.FS(), b.Manifest.Revision
+			g.tenantBundles[name] = src
+		}
+		tg, err := gate.Load(ctx, opts)
 		if err != nil {
 			return fmt.Errorf(`"mcpgate.tenants.%s": %w`, name, err)
 		}
@@ -547,14 +570,21 @@ func (g *Gateway) watch(ctx context.Context) {
 	if g.bundle != nil {
 		go g.bundle.poll(ctx, g.gate)
 	}
-	gates := slices.Collect(maps.Values(g.tenants)) // a tenant's layer is always a directory
+	var gates []*gate.Gate
+	for name, tg := range g.tenants {
+		if src := g.tenantBundles[name]; src != nil {
+			go src.poll(ctx, tg)
+		} else {
+			gates = append(gates, tg)
+		}
+	}
 	if g.cfg.PoliciesDir != "" {
 		gates = append(gates, g.gate)
 	}
 	if g.shadow != nil { // always a directory
 		gates = append(gates, g.shadow)
 	}
-	if len(gates) == 0 && g.bundle == nil {
+	if len(gates) == 0 && g.bundle == nil && len(g.tenantBundles) == 0 {
 		return
 	}
 	for _, gt := range gates {
@@ -583,8 +613,12 @@ func (g *Gateway) watch(ctx context.Context) {
 			if g.shadow != nil {
 				_ = g.shadow.Reload() // logged by the gate, marked shadow
 			}
-			for _, tg := range g.tenants {
-				_ = tg.Reload() // logged by the gate, marked with the tenant
+			for name, tg := range g.tenants {
+				if src := g.tenantBundles[name]; src != nil {
+					src.fetchNow()
+				} else {
+					_ = tg.Reload() // logged by the gate, marked with the tenant
+				}
 			}
 		}
 	}

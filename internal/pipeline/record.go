@@ -100,7 +100,8 @@ func (t *record) eventID() string    { return t.r.EventID }
 func (t *record) toolAccess() string { return t.r.ToolAccess }
 
 func (t *record) setPolicySet(s *gate.Set, tenant string) {
-	t.r.PolicyGen, t.r.PolicySetHash, t.r.PolicyRevision, t.r.TenantPolicySetHash = s.Generation, s.Hash, s.Revision, s.TenantHash
+	t.r.PolicyGen, t.r.PolicySetHash, t.r.PolicyRevision = s.Generation, s.Hash, s.Revision
+	t.r.TenantPolicySetHash, t.r.TenantPolicyRevision = s.TenantHash, s.TenantRevision
 	if t.r.Caller != nil {
 		t.r.Caller.Tenant = tenant
 	}
