@@ -14,6 +14,8 @@ TESTBED_BIN := testdata/e2e/bin
 OIDC_SERVER_VERSION ?= v3.52.0
 OIDC_SERVER := github.com/zitadel/oidc/v3/example/server@$(OIDC_SERVER_VERSION)
 # The OPA server of the guardrail tests (.ci/run starts it with testdata/e2e/opa).
+# staticcheck, run by make vet over every package and its tests.
+STATICCHECK_VERSION ?= v0.8.2
 OPA_VERSION ?= v1.22.3
 OPA := github.com/open-policy-agent/opa@$(OPA_VERSION)
 # The OCI registry of the policy-bundle fleet test (the distribution registry; the
@@ -82,8 +84,8 @@ demo: build
 
 ## deps: the end-to-end test bed — npm servers, clients and the conformance suite, the
 ## go-sdk reference server, the OpenID provider, OPA and the distribution registry,
-## each at its pinned version.
-deps: testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION) $(TESTBED_BIN)/.opa-$(OPA_VERSION) $(TESTBED_BIN)/.registry-$(REGISTRY_VERSION)
+## and staticcheck, each at its pinned version.
+deps: $(TESTBED_BIN)/.staticcheck-$(STATICCHECK_VERSION) testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION) $(TESTBED_BIN)/.opa-$(OPA_VERSION) $(TESTBED_BIN)/.registry-$(REGISTRY_VERSION)
 
 $(TESTBED_BIN)/.registry-$(REGISTRY_VERSION):
 	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install $(REGISTRY)
@@ -99,6 +101,11 @@ $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION):
 	mkdir -p $(TESTBED_BIN)/.oidc && GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN)/.oidc $(GO) install $(OIDC_SERVER)
 	mv $(TESTBED_BIN)/.oidc/server $(TESTBED_BIN)/oidc-server && rmdir $(TESTBED_BIN)/.oidc
 	@rm -f $(TESTBED_BIN)/.oidc-server-*
+	@touch $@
+
+$(TESTBED_BIN)/.staticcheck-$(STATICCHECK_VERSION):
+	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@rm -f $(TESTBED_BIN)/.staticcheck-*
 	@touch $@
 
 $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION):
@@ -118,8 +125,10 @@ test-policies: build
 	./$(BIN) test policies
 	./$(BIN) test policies/examples
 
+## vet: go vet, and staticcheck over every package and its tests (make deps builds it).
 vet:
 	$(GO) vet ./...
+	$(TESTBED_BIN)/staticcheck -tests ./...
 
 ## test-unit: every package outside RACE_PKGS and internal/e2e, 15 minutes at most.
 test-unit:

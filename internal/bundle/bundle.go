@@ -362,7 +362,7 @@ func sign(p payload, key crypto.Signer) (string, error) {
 
 func verify(jws string, key crypto.PublicKey) (payload, error) {
 	var p payload
-	obj, err := jose.ParseSigned(jws, algorithms)
+	obj, err := jose.ParseSignedCompact(jws, algorithms)
 	if err != nil {
 		return p, fmt.Errorf("%w: %v", ErrSignature, err)
 	}
