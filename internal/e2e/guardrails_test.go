@@ -106,20 +106,26 @@ func writeConfig(t *testing.T, guardrails map[string]any) string {
 }
 
 // TestGuardrailsContent: a test-bed content service speaking LiteLLM's Generic
-// Guardrail API on loopback blocks, intervenes, hangs, answers garbage and 5xx, under
-// fail mode closed ("strict", signed) and open ("soft"), over stdio and HTTP.
+// Guardrail API on loopback blocks, intervenes, hangs, answers garbage, 5xx and more
+// than 1 MiB, under fail mode closed ("strict", signed) and open ("soft"), over stdio
+// and HTTP; a third ("trip", open) opens its circuit breaker on its first failure,
+// and is then not asked at all until its cooldown ends.
 func TestGuardrailsContent(t *testing.T) {
 	strict := &guardtest.Service{Secret: "e2e-secret"}
 	soft := &guardtest.Service{Prefix: "SOFT:"}
-	s1, s2 := httptest.NewServer(strict), httptest.NewServer(soft)
+	trip := &guardtest.Service{Prefix: "TRIP:"}
+	s1, s2, s3 := httptest.NewServer(strict), httptest.NewServer(soft), httptest.NewServer(trip)
 	defer s1.Close()
 	defer s2.Close()
+	defer s3.Close()
 	t.Setenv("E2E_GUARD_HMAC", "e2e-secret")
 	cfg := writeConfig(t, map[string]any{
 		"strict": map[string]any{"kind": "generic", "url": s1.URL, "timeout": "3s", "hmacSecret": "${E2E_GUARD_HMAC}",
 			"breaker": map[string]any{"failures": 1000}},
 		"soft": map[string]any{"kind": "generic", "url": s2.URL, "failMode": "open", "timeout": "2s",
 			"breaker": map[string]any{"failures": 1000}},
+		"trip": map[string]any{"kind": "generic", "url": s3.URL, "failMode": "open", "timeout": "2s", "methods": []string{"tools/call"},
+			"breaker": map[string]any{"failures": 1, "cooldown": "10m"}},
 	})
 	pol := t.TempDir()
 	if err := os.WriteFile(filepath.Join(pol, "flag.js"), []byte(
@@ -148,7 +154,29 @@ func TestGuardrailsContent(t *testing.T) {
 			entry: map[string]string{"name": "soft", "phase": "pre", "error": "guardrail_timeout"}},
 		{name: "5xx open", args: map[string]any{"text": "SOFT:5xx"}, text: "fakeup: SOFT:5xx",
 			entry: map[string]string{"name": "soft", "phase": "pre", "error": "guardrail_error", "detail": "status_503"}},
+		{name: "oversized closed", args: map[string]any{"text": "GUARD:big"}, text: "[mcpgate: call rejected by guardrail:strict: the guardrail failed",
+			reason: "guardrail_error", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "error": "guardrail_error", "detail": "oversized"}},
+		{name: "oversized open", args: map[string]any{"text": "SOFT:big"}, text: "fakeup: SOFT:big",
+			entry: map[string]string{"name": "soft", "phase": "pre", "error": "guardrail_error", "detail": "oversized"}},
+		{name: "a failure opens the breaker", args: map[string]any{"text": "TRIP:5xx"}, text: "fakeup: TRIP:5xx",
+			entry: map[string]string{"name": "trip", "phase": "pre", "error": "guardrail_error", "detail": "status_503"}},
+		{name: "an open breaker asks nothing", args: map[string]any{"text": "TRIP:block"}, text: "fakeup: TRIP:block",
+			entry: map[string]string{"name": "trip", "phase": "pre", "error": "guardrail_error", "detail": "circuit_open"}},
 	})
+	// The failure that opened trip's breaker reached it (once per transport); the
+	// block after it never did, nor did anything else.
+	tripped, after := 0, 0
+	for _, r := range trip.Requests() {
+		switch {
+		case strings.Contains(string(r.Body), "TRIP:5xx"):
+			tripped++
+		case strings.Contains(string(r.Body), "TRIP:block"):
+			after++
+		}
+	}
+	if tripped != 2 || after != 0 {
+		t.Fatalf("trip was asked about the failure %d times and after it %d times, want 2 and 0", tripped, after)
+	}
 	for _, r := range strict.Requests() {
 		if !r.SignatureOK || r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" || r.Header.Get("Mcp-Session-Id") != "" {
 			t.Fatalf("a request was unsigned or carried the caller's headers: %v", r.Header)
