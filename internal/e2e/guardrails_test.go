@@ -234,8 +234,9 @@ func TestGuardrailsAuthZEN(t *testing.T) {
 
 // TestGuardrailsToolsList: a content guardrail that takes tools/list withholds the
 // tool whose description it flags (BLOCKED with a finding on that text) from the
-// listing the client gets over stdio, a call to that tool is refused citing the
-// listing's record, and a second identical listing is judged from the verdict cache.
+// listing the client gets, over stdio and HTTP, a call to that tool is refused citing
+// the listing's record, and a second identical listing is judged from the verdict
+// cache.
 func TestGuardrailsToolsList(t *testing.T) {
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -258,68 +259,109 @@ func TestGuardrailsToolsList(t *testing.T) {
 		"listing": map[string]any{"kind": "generic", "url": srv.URL, "methods": []string{"tools/list"}, "timeout": "3s"},
 	})
 	_, fake := httpBinaries(t)
-	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--config", cfg, "--policies", emptyPolicies(t)}, []string{fake})...)
-	listed := func() []string {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-		if err != nil {
-			t.Fatal(err)
+	check := func(t *testing.T, listed func() []string, call func(tool string) string, log *stderrLog) {
+		calls.Store(0)
+		listings := func(n int) []map[string]any {
+			t.Helper()
+			var out []map[string]any
+			ok := testwait.Within(testwait.Timeout, func() bool {
+				out = out[:0]
+				for _, m := range log.allRecords() {
+					if m["method"] == "tools/list" {
+						out = append(out, m)
+					}
+				}
+				return len(out) >= n
+			})
+			if !ok {
+				t.Fatalf("want %d tools/list records, have %d; stderr:\n%s", n, len(out), log.String())
+			}
+			return out
 		}
-		var names []string
-		for _, tool := range list.Tools {
-			names = append(names, tool.Name)
+		names := listed()
+		if slices.Contains(names, "crash") || !slices.Contains(names, "echo") {
+			t.Fatalf("listed %v", names)
 		}
-		return names
+		// fakeup lists two pages: one record, and one callout, each
+		var withheld map[string]any
+		for _, rec := range listings(2) {
+			if rec["reason"] == "guardrail_block" && rec["policy"] == "guardrail:listing" {
+				withheld = rec
+			}
+		}
+		if withheld == nil {
+			t.Fatalf("no listing record names the guardrail: %v", listings(2))
+		}
+		if text, want := call("crash"), "call rejected by policy guardrail:listing: the tool is not listed for this caller — see audit log entry "+withheld["event_id"].(string); !strings.Contains(text, want) {
+			t.Fatalf("call to the withheld tool: %q", text)
+		}
+		if again := listed(); !slices.Equal(again, names) {
+			t.Fatalf("second listing %v, first %v", again, names)
+		}
+		recs := listings(4)
+		if n := calls.Load(); n != 2 || !hasCached(recs[2]) || !hasCached(recs[3]) {
+			t.Fatalf("%d calls to the service for two identical listings of two pages; second listing's records %v", n, recs[2:])
+		}
 	}
-	listings := func(n int) []map[string]any {
-		t.Helper()
-		var out []map[string]any
-		ok := testwait.Within(testwait.Timeout, func() bool {
-			out = out[:0]
-			for _, m := range log.allRecords() {
-				if m["method"] == "tools/list" {
-					out = append(out, m)
+	t.Run("stdio", func(t *testing.T) {
+		c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--config", cfg, "--policies", emptyPolicies(t)}, []string{fake})...)
+		listed := func() []string {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range list.Tools {
+				names = append(names, tool.Name)
+			}
+			return names
+		}
+		call := func(tool string) string {
+			res := callTool(t, c, tool, map[string]any{})
+			if len(res.Content) > 0 {
+				if tc, ok := res.Content[0].(mcp.TextContent); ok {
+					return tc.Text
 				}
 			}
-			return len(out) >= n
-		})
-		if !ok {
-			t.Fatalf("want %d tools/list records, have %d; stderr:\n%s", n, len(out), log.String())
+			return ""
 		}
-		return out
-	}
-	names := listed()
-	if slices.Contains(names, "crash") || !slices.Contains(names, "echo") {
-		t.Fatalf("listed %v", names)
-	}
-	// fakeup lists two pages: one record, and one callout, each
-	var withheld map[string]any
-	for _, rec := range listings(2) {
-		if rec["reason"] == "guardrail_block" && rec["policy"] == "guardrail:listing" {
-			withheld = rec
+		check(t, listed, call, log)
+	})
+	t.Run("http", func(t *testing.T) {
+		g := startHTTPGateway(t, "--config", cfg, "--policies", emptyPolicies(t), "--", fake)
+		c := newHTTPClient(g.url)
+		c.initialize(t)
+		id := 100
+		listed := func() []string {
+			var names []string
+			cursor := ""
+			for page := 0; page < 10; page++ {
+				id++
+				params := map[string]any{}
+				if cursor != "" {
+					params["cursor"] = cursor
+				}
+				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+				res, _ := c.post(t, string(b)).last()["result"].(map[string]any)
+				tools, _ := res["tools"].([]any)
+				for _, tool := range tools {
+					m, _ := tool.(map[string]any)
+					names = append(names, m["name"].(string))
+				}
+				if cursor, _ = res["nextCursor"].(string); cursor == "" {
+					break
+				}
+			}
+			return names
 		}
-	}
-	if withheld == nil {
-		t.Fatalf("no listing record names the guardrail: %v", listings(2))
-	}
-	res := callTool(t, c, "crash", map[string]any{})
-	text := ""
-	if len(res.Content) > 0 {
-		if tc, ok := res.Content[0].(mcp.TextContent); ok {
-			text = tc.Text
+		call := func(tool string) string {
+			id++
+			return httpResultText(c.call(t, id, tool, map[string]any{}))
 		}
-	}
-	if want := "call rejected by policy guardrail:listing: the tool is not listed for this caller — see audit log entry " + withheld["event_id"].(string); !strings.Contains(text, want) {
-		t.Fatalf("call to the withheld tool: %q", text)
-	}
-	if again := listed(); !slices.Equal(again, names) {
-		t.Fatalf("second listing %v, first %v", again, names)
-	}
-	recs := listings(4)
-	if n := calls.Load(); n != 2 || !hasCached(recs[2]) || !hasCached(recs[3]) {
-		t.Fatalf("%d calls to the service for two identical listings of two pages; second listing's records %v", n, recs[2:])
-	}
+		check(t, listed, call, g.stderr)
+	})
 }
 
 func hasCached(rec map[string]any) bool {
