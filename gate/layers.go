@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -38,7 +39,8 @@ func (l *layers) run(ctx context.Context, call *ctxapi.Call) Result {
 	if res.Reject != nil || !l.tenant.Acts(call.Phase) {
 		return res
 	}
-	tr := l.tenant.Run(ctx, after(call, res))
+	in := after(call, res)
+	tr := l.tenant.Run(ctx, in)
 	res.Elapsed += tr.Elapsed
 	res.Action = vocab.Strongest(res.Action, tr.Action)
 	res.Warnings = append(res.Warnings, tr.Warnings...)
@@ -66,7 +68,77 @@ func (l *layers) run(ctx context.Context, call *ctxapi.Call) Result {
 		final = again
 	}
 	res.Params, res.Content, res.StructuredContent, res.Changed = final.Params, final.Content, final.StructuredContent, true
+	keepEntries(in, &res)
 	return res
+}
+
+// keepEntries drops from a list or roots phase's output every entry the tenant's
+// input did not hold: a tool by its name, a root by its uri. The caller's listing
+// decides which tools are hidden by name, and its roots which paths are within
+// them, so an entry a tenant made up or renamed (a tool the global set hid, listed
+// again without what the global set hid it for; a root wider than the client's)
+// would undo the global decision the second global run cannot see
+// (docs/policies.md#layers).
+func keepEntries(in *ctxapi.Call, res *Result) {
+	switch in.Phase {
+	case ctxapi.PhaseList:
+		if out, ok := keepByKey(in.Tools, res.Content, "name"); ok {
+			res.Content = out
+		}
+	case ctxapi.PhaseRoots:
+		var inDoc, outDoc map[string]json.RawMessage
+		if json.Unmarshal(in.Params, &inDoc) != nil || json.Unmarshal(res.Params, &outDoc) != nil || outDoc == nil {
+			return // not a ListRootsResult: the pipeline refuses its shape
+		}
+		if out, ok := keepByKey(inDoc["roots"], outDoc["roots"], "uri"); ok {
+			outDoc["roots"] = out
+			if b, err := json.Marshal(outDoc); err == nil {
+				res.Params = b
+			}
+		}
+	}
+}
+
+// keepByKey returns the entries of the JSON array out whose string member key is
+// that of an entry of in, each as it was, and whether it dropped any. Entries
+// without a string key are dropped; an unreadable out is returned as it is (the
+// caller refuses it).
+func keepByKey(in, out json.RawMessage, key string) (json.RawMessage, bool) {
+	var before, got []json.RawMessage
+	_ = json.Unmarshal(in, &before)
+	if json.Unmarshal(out, &got) != nil {
+		return out, false
+	}
+	name := func(e json.RawMessage) (string, bool) {
+		var v map[string]json.RawMessage
+		var s string
+		if json.Unmarshal(e, &v) != nil || v[key] == nil || json.Unmarshal(v[key], &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	had := make(map[string]bool, len(before))
+	for _, e := range before {
+		if n, ok := name(e); ok {
+			had[n] = true
+		}
+	}
+	kept := append(json.RawMessage(nil), '[')
+	dropped := false
+	for _, e := range got {
+		if n, ok := name(e); !ok || !had[n] {
+			dropped = true
+			continue
+		}
+		if len(kept) > 1 {
+			kept = append(kept, ',')
+		}
+		kept = append(kept, e...)
+	}
+	if !dropped {
+		return out, false
+	}
+	return append(kept, ']'), true
 }
 
 // after is call as the next layer sees it: the arguments, listing or response res

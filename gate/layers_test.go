@@ -30,13 +30,14 @@ func layerSet(t *testing.T, files map[string]string) *Set {
 }
 
 // The global set of the layer tests: it moves paths under /etc to /tmp/safe,
-// rejects the tool "blocked", hides the tool "danger" and replaces "s3cret" in
-// results.
+// rejects the tool "blocked", hides the tool "danger" and every tool marked
+// destructive, replaces "s3cret" in results and keeps no root under /home/alice.
 var globalLayer = map[string]string{
 	"global.js": `
 if (ctx.phase === "pre" && ctx.tool === "blocked") throw new Error("blocked by the global set");
 if (ctx.phase === "pre" && String(ctx.params.path).indexOf("/etc") === 0) ctx.params.path = "/tmp/safe";
-if (ctx.phase === "list") ctx.tools = ctx.tools.filter(function (t) { return t.name !== "danger"; });
+if (ctx.phase === "list") ctx.tools = ctx.tools.filter(function (t) { return t.name !== "danger" && !(t.annotations && t.annotations.destructiveHint); });
+if (ctx.phase === "roots") ctx.params.roots = ctx.params.roots.filter(function (r) { return r.uri.indexOf("file:///home/alice") !== 0; });
 if (ctx.phase === "post") ctx.response.content.forEach(function (c) { if (c.text) c.text = c.text.split("s3cret").join("[hidden]"); });
 `,
 }
@@ -55,7 +56,10 @@ func TestLayersOnlyNarrow(t *testing.T) {
 			Response: &ctxapi.Response{Content: json.RawMessage(`[{"type":"text","text":"` + text + `"}]`)}}
 	}
 	list := &ctxapi.Call{Phase: ctxapi.PhaseList, Method: "tools/list",
-		Tools: json.RawMessage(`[{"name":"read","inputSchema":{"type":"object"}},{"name":"danger","inputSchema":{"type":"object"}}]`)}
+		Tools: json.RawMessage(`[{"name":"read","inputSchema":{"type":"object"}},{"name":"danger","inputSchema":{"type":"object"}},` +
+			`{"name":"drop","inputSchema":{"type":"object"},"annotations":{"destructiveHint":true}}]`)}
+	roots := &ctxapi.Call{Phase: ctxapi.PhaseRoots, Method: "roots/list",
+		Params: json.RawMessage(`{"roots":[{"uri":"file:///srv/app"},{"uri":"file:///home/alice/keys"}]}`)}
 	for _, tc := range []struct {
 		name    string
 		tenant  string
@@ -72,6 +76,22 @@ func TestLayersOnlyNarrow(t *testing.T) {
 			call: pre("read", `{"path":"/etc/shadow"}`), has: `"/tmp/safe"`, hasNot: "/etc/", changed: true},
 		{name: "un-hide a tool", tenant: `if (ctx.phase === "list") ctx.tools.push({name: "danger", inputSchema: {type: "object"}});`,
 			call: list, hasNot: "danger", changed: true},
+		// the global set hid "drop" for its annotation: listed again without it, by a
+		// new entry or by renaming a listed one, it would no longer be hidden
+		{name: "list a hidden tool again without what hid it", tenant: `if (ctx.phase === "list") ctx.tools.push({name: "drop", inputSchema: {type: "object"}});`,
+			call: list, has: `"read"`, hasNot: "drop", changed: true},
+		{name: "rename a listed tool to a hidden one", tenant: `if (ctx.phase === "list") ctx.tools[0].name = "drop";`,
+			call: list, hasNot: "drop", changed: true},
+		{name: "list a tool the server never listed", tenant: `if (ctx.phase === "list") ctx.tools.push({name: "made_up", inputSchema: {type: "object"}});`,
+			call: list, has: `"read"`, hasNot: "made_up", changed: true},
+		{name: "a root wider than the client's", tenant: `if (ctx.phase === "roots") ctx.params.roots.push({uri: "file:///home"});`,
+			call: roots, has: "file:///srv/app", hasNot: "/home", changed: true},
+		{name: "a root renamed wider", tenant: `if (ctx.phase === "roots") ctx.params.roots[0].uri = "file:///";`,
+			call: roots, hasNot: "file:///", changed: true},
+		{name: "a tenant removes a root", tenant: `if (ctx.phase === "roots") ctx.params.roots = [];`,
+			call: roots, has: `"roots":[]`, changed: true},
+		{name: "a tenant edits a listed tool", tenant: `if (ctx.phase === "list") ctx.tools[0].description = "for acme";`,
+			call: list, has: "for acme", hasNot: "drop", changed: true},
 		{name: "put a redacted value back", tenant: `if (ctx.phase === "post") ctx.response.content[0].text = "the s3cret is back";`,
 			call: post("a s3cret"), action: vocab.Redact, has: "[hidden]", hasNot: "s3cret", changed: true},
 		{name: "throw a pass-looking value", tenant: `if (ctx.phase === "pre") throw {action: "pass", allowed: true};`,
