@@ -18,6 +18,10 @@ OIDC_SERVER := github.com/zitadel/oidc/v3/example/server@$(OIDC_SERVER_VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 OPA_VERSION ?= v1.22.3
 OPA := github.com/open-policy-agent/opa@$(OPA_VERSION)
+# The AuthZEN PDP of the guardrail tests (OpenFGA, its AuthZEN API experimental;
+# .ci/run starts it in memory). The longest build of the test bed: about 10 minutes.
+OPENFGA_VERSION ?= v1.22.1
+OPENFGA := github.com/openfga/openfga/cmd/openfga@$(OPENFGA_VERSION)
 # The OCI registry of the policy-bundle fleet test (the distribution registry; the
 # test starts it, storing in memory).
 REGISTRY_VERSION ?= v3.1.2
@@ -83,9 +87,14 @@ demo: build
 	./$(BIN) demo
 
 ## deps: the end-to-end test bed — npm servers, clients and the conformance suite, the
-## go-sdk reference server, the OpenID provider, OPA and the distribution registry,
-## and staticcheck, each at its pinned version.
-deps: $(TESTBED_BIN)/.staticcheck-$(STATICCHECK_VERSION) testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION) $(TESTBED_BIN)/.opa-$(OPA_VERSION) $(TESTBED_BIN)/.registry-$(REGISTRY_VERSION)
+## go-sdk reference server, the OpenID provider, OPA, OpenFGA and the distribution
+## registry, and staticcheck, each at its pinned version.
+deps: $(TESTBED_BIN)/.staticcheck-$(STATICCHECK_VERSION) testdata/e2e/node_modules/.installed $(TESTBED_BIN)/.everything-server-$(EVERYTHING_SERVER_VERSION) $(TESTBED_BIN)/.oidc-server-$(OIDC_SERVER_VERSION) $(TESTBED_BIN)/.opa-$(OPA_VERSION) $(TESTBED_BIN)/.openfga-$(OPENFGA_VERSION) $(TESTBED_BIN)/.registry-$(REGISTRY_VERSION)
+
+$(TESTBED_BIN)/.openfga-$(OPENFGA_VERSION):
+	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install $(OPENFGA)
+	@rm -f $(TESTBED_BIN)/.openfga-*
+	@touch $@
 
 $(TESTBED_BIN)/.registry-$(REGISTRY_VERSION):
 	GOFLAGS= GOBIN=$(CURDIR)/$(TESTBED_BIN) $(GO) install $(REGISTRY)

@@ -1,10 +1,12 @@
 // Package testsvc gives tests the addresses of the shared services they need — a
-// Redis server, a PostgreSQL database and an OpenID provider — from the environment:
+// Redis server, a PostgreSQL database, an OpenID provider, OPA and OpenFGA — from the
+// environment:
 //
 //	MCPGATE_TEST_REDIS_URL     redis://127.0.0.1:6379/15
 //	MCPGATE_TEST_POSTGRES_URL  postgres://mcpgate:mcpgate@127.0.0.1:5432/mcpgate_test?sslmode=disable
 //	MCPGATE_TEST_OIDC_ISSUER   http://localhost:9412/  (an OpenID provider)
 //	MCPGATE_TEST_OPA_URL       http://127.0.0.1:8281   (an OPA server with testdata/e2e/opa)
+//	MCPGATE_TEST_OPENFGA_URL   http://127.0.0.1:8282   (an OpenFGA server's HTTP API, AuthZEN on)
 //
 // .ci/run installs and starts them and sets these. Outside CI a test without them
 // skips with a notice saying how to run it; with CI set it fails instead, so a CI
@@ -54,4 +56,12 @@ func OIDCIssuer(t testing.TB) string {
 func OPAURL(t testing.TB) string {
 	t.Helper()
 	return need(t, "MCPGATE_TEST_OPA_URL", "an OPA server: make deps, then testdata/e2e/bin/opa run --server --addr 127.0.0.1:8281 --disable-telemetry testdata/e2e/opa and MCPGATE_TEST_OPA_URL=http://127.0.0.1:8281 (see .ci/run)")
+}
+
+// OpenFGAURL returns MCPGATE_TEST_OPENFGA_URL, the base URL of an OpenFGA server's
+// HTTP API with its experimental AuthZEN API on (github.com/openfga/openfga, installed
+// by make deps and started by .ci/run), or skips (fails under CI) without it.
+func OpenFGAURL(t testing.TB) string {
+	t.Helper()
+	return need(t, "MCPGATE_TEST_OPENFGA_URL", "an OpenFGA server: make deps, then testdata/e2e/bin/openfga run --experimentals authzen --http-addr 127.0.0.1:8282 --grpc-addr 127.0.0.1:8283 --metrics-enabled=false --playground-enabled=false and MCPGATE_TEST_OPENFGA_URL=http://127.0.0.1:8282 (see .ci/run)")
 }
