@@ -76,8 +76,13 @@ type Manifest struct {
 // Bundle is a verified bundle.
 type Bundle struct {
 	Manifest Manifest
-	Hash     string            // Hash of the archive
-	Files    map[string][]byte // the policies and tests by name, without .manifest and .signatures.json
+	Hash     string // Hash of the archive
+	// Signed is "sha256:" and the hex SHA-256 of the signed payload (every file's
+	// hash, .manifest's included): the same for every re-encoding of the archive
+	// (another gzip level, bytes after the tar's end), which Hash is not. "Ran here
+	// before" is decided by it (docs/decisions.md#policy-bundles).
+	Signed string
+	Files  map[string][]byte // the policies and tests by name, without .manifest and .signatures.json
 }
 
 // FS is the bundle's files as a policies directory (gate.Options.FS).
@@ -241,7 +246,7 @@ func Read(archive []byte, key crypto.PublicKey) (*Bundle, error) {
 	if len(sigs.Signatures) != 1 {
 		return nil, fmt.Errorf("%w: %s holds %d signatures, want 1", ErrUnsigned, SignaturesName, len(sigs.Signatures))
 	}
-	p, err := verify(sigs.Signatures[0], key)
+	p, signedID, err := verify(sigs.Signatures[0], key)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +272,7 @@ func Read(archive []byte, key crypto.PublicKey) (*Bundle, error) {
 			return nil, fmt.Errorf("%w: %s is not covered by the signature", ErrTampered, name)
 		}
 	}
-	b := &Bundle{Hash: Hash(archive), Files: files}
+	b := &Bundle{Hash: Hash(archive), Signed: signedID, Files: files}
 	mf, ok := files[ManifestName]
 	if !ok {
 		return nil, fmt.Errorf("%w: no %s", ErrMalformed, ManifestName)
@@ -360,27 +365,29 @@ func sign(p payload, key crypto.Signer) (string, error) {
 	return obj.CompactSerialize()
 }
 
-func verify(jws string, key crypto.PublicKey) (payload, error) {
+// verify checks jws with key and returns its payload and the payload's identity
+// (Bundle.Signed).
+func verify(jws string, key crypto.PublicKey) (payload, string, error) {
 	var p payload
 	obj, err := jose.ParseSignedCompact(jws, algorithms)
 	if err != nil {
-		return p, fmt.Errorf("%w: %v", ErrSignature, err)
+		return p, "", fmt.Errorf("%w: %v", ErrSignature, err)
 	}
 	want, err := algorithm(key)
 	if err != nil {
-		return p, err
+		return p, "", err
 	}
 	if got := obj.Signatures[0].Header.Algorithm; got != string(want) {
-		return p, fmt.Errorf("%w: signed with %s, the key is for %s", ErrSignature, got, want)
+		return p, "", fmt.Errorf("%w: signed with %s, the key is for %s", ErrSignature, got, want)
 	}
 	body, err := obj.Verify(key)
 	if err != nil {
-		return p, fmt.Errorf("%w with this key (wrong key, or the signature was altered)", ErrSignature)
+		return p, "", fmt.Errorf("%w with this key (wrong key, or the signature was altered)", ErrSignature)
 	}
 	if err := strictJSON(body, &p); err != nil {
-		return p, fmt.Errorf("%w: signed payload: %v", ErrMalformed, err)
+		return p, "", fmt.Errorf("%w: signed payload: %v", ErrMalformed, err)
 	}
-	return p, nil
+	return p, Hash(body), nil
 }
 
 // algorithm is the JWS algorithm for a public key: EdDSA, RS256, or ES256/384/512

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,7 +181,8 @@ func readBounded(r io.Reader) ([]byte, error) {
 
 // State is the directory where a gateway keeps its last good bundle (current.tar.gz),
 // so that a restart without the server still enforces it, and the hashes of every
-// bundle it ran (history, one a line), the ancestors a new bundle's previous may name.
+// bundle it ran (history, one a line: its Hash, then its Signed), the ancestors a new
+// bundle's previous may name.
 type State struct{ Dir string }
 
 // Last returns the last good archive; nil when there is none.
@@ -192,9 +194,9 @@ func (s State) Last() ([]byte, error) {
 	return data, err
 }
 
-// Save makes archive the last good bundle (written whole, then renamed) and adds
-// its hash to the history.
-func (s State) Save(archive []byte) error {
+// Save makes b's archive the last good bundle (written whole, then renamed) and adds
+// its Hash and Signed to the history.
+func (s State) Save(archive []byte, b *Bundle) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
@@ -217,21 +219,21 @@ func (s State) Save(archive []byte) error {
 	if err := os.Rename(tmp.Name(), filepath.Join(s.Dir, "current.tar.gz")); err != nil {
 		return err
 	}
-	if s.Known(Hash(archive)) {
+	if s.Known(Hash(archive)) && (b.Signed == "" || s.Known(b.Signed)) {
 		return nil
 	}
 	h, err := os.OpenFile(filepath.Join(s.Dir, "history"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(h, Hash(archive))
+	_, err = fmt.Fprintln(h, strings.TrimSpace(Hash(archive)+" "+b.Signed))
 	if cerr := h.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// Known reports whether a bundle of this hash ran here before.
+// Known reports whether a bundle of this Hash or Signed ran here before.
 func (s State) Known(hash string) bool {
 	f, err := os.Open(filepath.Join(s.Dir, "history"))
 	if err != nil {
@@ -240,7 +242,7 @@ func (s State) Known(hash string) bool {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == hash {
+		if slices.Contains(strings.Fields(sc.Text()), hash) {
 			return true
 		}
 	}

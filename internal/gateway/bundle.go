@@ -150,7 +150,7 @@ func (s *bundleSource) start(ctx context.Context, opts gate.Options) (*bundle.Bu
 		s.failed(err)
 		s.log.Warn("starting with the last good policy bundle", "revision", s.running.Manifest.Revision)
 	case b != nil:
-		if err := s.state.Save(data); err != nil {
+		if err := s.state.Save(data, b); err != nil {
 			return nil, fmt.Errorf("--bundle-state: %w", err)
 		}
 		s.running = b
@@ -194,7 +194,11 @@ func (s *bundleSource) check(ctx context.Context, data []byte) (*bundle.Bundle, 
 	rev := b.Manifest.Revision
 	if r := s.running; r != nil {
 		switch {
-		case s.state.Known(b.Hash):
+		case b.Signed == r.Signed:
+			return nil, nil // the running bundle, encoded otherwise: nothing changed
+		case s.state.Known(b.Hash) || s.state.Known(b.Signed):
+			// by what was signed, not by the archive's bytes: an old bundle re-gzipped,
+			// or with bytes after its end, is still the old bundle
 			return nil, refuse("chain", "revision %s (%s) ran here before: the history only moves forward; roll back by publishing the older policies as a new revision", rev, b.Hash)
 		case b.Manifest.Previous != r.Hash && !s.state.Known(b.Manifest.Previous):
 			return nil, refuse("chain", "broken chain: revision %s replaces %s, which is neither the running bundle (revision %s, %s) nor one it ran before",
@@ -304,7 +308,7 @@ func (s *bundleSource) step(ctx context.Context, g *gate.Gate) error {
 	s.info.Reset()
 	s.info.WithLabelValues(b.Manifest.Revision).Set(1)
 	s.log.Info("policy bundle activated", "revision", b.Manifest.Revision, "hash", b.Hash, "previous_revision", prev.Manifest.Revision)
-	if err := s.state.Save(data); err != nil {
+	if err := s.state.Save(data, b); err != nil {
 		return fmt.Errorf("--bundle-state: revision %s is active but not kept for a restart: %w", b.Manifest.Revision, err)
 	}
 	return nil

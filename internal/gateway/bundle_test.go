@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -183,4 +186,88 @@ func TestBundleFetchNow(t *testing.T) {
 	os.WriteFile(src, rev2, 0o644)
 	s.fetchNow()
 	testwait.For(t, "revision 2 after fetchNow, kept on disk", func() bool { return g.Status().Revision == "2" && s.state.Known(bundle.Hash(rev2)) })
+}
+
+// reencode is archive's tar stream gzipped again at level, with extra bytes after it
+// (the signature covers the files, not the archive's bytes).
+func reencode(t *testing.T, archive []byte, level int, trailer []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, level)
+	zw.Write(append(raw, trailer...))
+	zw.Close()
+	return buf.Bytes()
+}
+
+// TestBundleReplayReencoded: a bundle that ran here before is refused however its
+// archive is encoded (another gzip level, bytes after the tar's end): it was taken
+// as new, and its previous (a revision run before) let it rewind the running set.
+// The running bundle encoded otherwise is unchanged, not refused.
+func TestBundleReplayReencoded(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "bundle.tar.gz")
+	publish := func(data []byte) {
+		if err := os.WriteFile(src, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev1 := makeBundle(t, "ed25519.key", blocking("a"), "1", "", "")
+	rev2 := makeBundle(t, "ed25519.key", blocking("b"), "2", bundle.Hash(rev1), "")
+	rev3 := makeBundle(t, "ed25519.key", blocking("c"), "3", bundle.Hash(rev2), "")
+	publish(rev1)
+	s, err := newBundleSource(Bundle{Source: src, Key: keys + "ed25519.pub", StateDir: filepath.Join(tmp, "state")}, "dev", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.start(ctx, gate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.Load(ctx, gate.Options{FS: b.FS(), Revision: b.Manifest.Revision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for _, next := range [][]byte{rev2, rev3} {
+		publish(next)
+		if err := s.step(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"rev 2 at another gzip level", reencode(t, rev2, gzip.BestSpeed, nil)},
+		{"rev 2 with zeros after the tar's end", reencode(t, rev2, gzip.DefaultCompression, make([]byte, 4096))},
+		{"rev 2 with bytes after the gzip stream", append(append([]byte(nil), rev2...), 0, 0, 0, 0)},
+		{"rev 1 at another gzip level", reencode(t, rev1, gzip.BestCompression, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if bundle.Hash(tc.data) == bundle.Hash(rev2) || bundle.Hash(tc.data) == bundle.Hash(rev1) {
+				t.Fatal("the re-encoding left the archive's bytes as they were")
+			}
+			publish(tc.data)
+			err := s.step(ctx, g)
+			if err == nil || !strings.Contains(err.Error(), "ran here before") && !strings.Contains(err.Error(), "broken chain") {
+				t.Fatalf("got %v, want a chain refusal", err)
+			}
+			if st := g.Status(); st.Revision != "3" {
+				t.Fatalf("rewound to revision %s", st.Revision)
+			}
+		})
+	}
+	publish(reencode(t, rev3, gzip.BestSpeed, nil))
+	if err := s.step(ctx, g); err != nil || g.Status().Revision != "3" || g.Status().Generation != 3 {
+		t.Fatalf("the running bundle encoded otherwise: %v %+v", err, g.Status())
+	}
 }
