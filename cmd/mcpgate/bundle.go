@@ -45,13 +45,22 @@ why).`,
 		Use:   "build DIR -o FILE --signing-key KEY [--revision R] [--previous FILE-or-hash]",
 		Short: "Pack and sign the policies and tests of DIR",
 		Long: `build packs DIR's top-level *.js (policies and *_test.js; subdirectories, dot
-files and other files are left out) and signs them with --signing-key.
+files and other files are left out) and signs them with --signing-key. It does not
+compile the policies or run their tests, and a gateway refuses a bundle whose tests
+fail: run mcpgate test DIR first.
 
 --previous names the bundle this one replaces, by file or by its sha256:HEX hash:
 a gateway takes a bundle only when its previous is the running bundle or one it ran
 before. --revision defaults to the previous bundle's revision plus one when that is
 a number (the previous file must then verify with the signing key), else 1 without
---previous.`,
+--previous. The hash is sha256: and the file's hex SHA-256 (sha256sum FILE), as
+build prints it.
+
+Roll back by building the older policies as a new revision with --previous set to
+the running bundle: a gateway refuses a bundle it ran before (docs/deploy.md#fleet).`,
+		Example: `  mcpgate test policies
+  mcpgate bundle build policies -o bundle-1.tar.gz --signing-key bundle.key --revision 1
+  mcpgate bundle build policies -o bundle-2.tar.gz --signing-key bundle.key --previous bundle-1.tar.gz`,
 		Args: exactArgs(1, "bundle build: want one policies directory DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" || signingKey == "" {
@@ -105,8 +114,14 @@ a number (the previous file must then verify with the signing key), else 1 witho
 		Short: "Check a bundle's signature and files; exit 0 only when it verifies",
 		Long: `verify checks FILE's signature with --key, every file against it and the
 manifest's shape. With --previous it also checks that FILE replaces that bundle (its
-manifest's previous is the other's hash), as a gateway running it would want.`,
-		Args: exactArgs(1, "bundle verify: want one bundle FILE"),
+manifest's previous is the other's hash), as a gateway running it would want. It
+prints the revision, hash, previous and the policies and tests the bundle carries.
+
+It does not compile the policies or run their tests; a gateway does both and refuses
+the bundle when either fails, so a bundle that verifies can still be refused: run
+mcpgate test on the directory it was built from.`,
+		Example: `  mcpgate bundle verify bundle-2.tar.gz --key bundle.pub --previous bundle-1.tar.gz`,
+		Args:    exactArgs(1, "bundle verify: want one bundle FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if pub == "" {
 				return errors.New("bundle verify: give --key PUB")

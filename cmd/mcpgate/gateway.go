@@ -137,7 +137,20 @@ Environment:
   #   {"mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me"],
   #                          "roots": ["file:///home/me"]},
   #                   "notes": {"url": "http://127.0.0.1:9000/mcp"}}}
-  mcpgate gateway run --filter-output --policies /etc/mcpgate/policies --config /etc/mcpgate/gateway.json`,
+  mcpgate gateway run --filter-output --policies /etc/mcpgate/policies --config /etc/mcpgate/gateway.json
+
+  # a fleet replica: the policies come from a signed bundle (mcpgate bundle build), fetched
+  # every minute; a new revision is taken only when it verifies (docs/deploy.md#fleet)
+  mcpgate gateway run --listen 10.0.0.11:8081 --config /etc/mcpgate/gateway.json --filter-output \
+      --policy-bundle https://policies.example/mcpgate/bundle.tar.gz --bundle-key /etc/mcpgate/bundle.pub
+
+  # two teams, each with a bearer token and a policy layer of its own that runs after the
+  # global set and can only narrow it (docs/policies.md#layers):
+  #   {"mcpgate": {"tokens": [{"sha256": "<sha256 hex>", "userID": "alice", "tenant": "acme"},
+  #                           {"sha256": "<sha256 hex>", "userID": "bob", "tenant": "globex"}],
+  #                "tenants": {"acme": {"policies": "/etc/mcpgate/tenants/acme"},
+  #                            "globex": {"policies": "/etc/mcpgate/tenants/globex"}}}}
+  mcpgate gateway run --listen 127.0.0.1:8080 --config /etc/mcpgate/gateway.json --policies /etc/mcpgate/policies -- CMD`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
