@@ -57,12 +57,15 @@ type exchanged struct {
 }
 
 // NewExchanger returns an Exchanger for cfg; client nil uses one with
-// DefaultFetchTimeout.
+// DefaultFetchTimeout. Redirects are never followed: a 307 or 308 would post the
+// caller's token to wherever it points, so a redirect is a refusal (HTTP 3xx).
 func NewExchanger(cfg ExchangeConfig, client *http.Client) *Exchanger {
-	if client == nil {
-		client = &http.Client{Timeout: DefaultFetchTimeout}
+	c := http.Client{Timeout: DefaultFetchTimeout}
+	if client != nil {
+		c = *client
 	}
-	return &Exchanger{cfg: cfg, client: client, now: time.Now, cache: map[string]exchanged{}}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Exchanger{cfg: cfg, client: &c, now: time.Now, cache: map[string]exchanged{}}
 }
 
 // Token returns the server's token for subject, made from subjectToken (the token

@@ -172,3 +172,33 @@ func FuzzParseExchange(f *testing.F) {
 		}
 	})
 }
+
+// TestExchangerNoRedirect: a token endpoint's redirect is an answer, not followed: a
+// 307 or 308 re-posts the form, the caller's subject_token with it, to wherever it
+// points (another host, plain http).
+func TestExchangerNoRedirect(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			elsewhere := &tokenEndpoint{expiresIn: 300}
+			other := httptest.NewServer(elsewhere)
+			defer other.Close()
+			redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+"/token", status)
+			}))
+			defer redirect.Close()
+			ex := NewExchanger(ExchangeConfig{TokenURL: redirect.URL, ClientID: "gw", ClientSecret: "s"}, nil)
+			_, err := ex.Token(t.Context(), "alice", "alice-token")
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("HTTP %d", status)) {
+				t.Fatalf("err %v, want the redirect refused", err)
+			}
+			if elsewhere.count() != 0 {
+				t.Fatalf("the redirect was followed: %v", elsewhere.forms)
+			}
+			// a client of the caller's own is not followed either
+			ex = NewExchanger(ExchangeConfig{TokenURL: redirect.URL, ClientID: "gw", ClientSecret: "s"}, &http.Client{})
+			if _, err := ex.Token(t.Context(), "alice", "alice-token"); err == nil || elsewhere.count() != 0 {
+				t.Fatalf("with a given client: %v, %d requests elsewhere", err, elsewhere.count())
+			}
+		})
+	}
+}
