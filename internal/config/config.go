@@ -147,6 +147,24 @@ func (c *Config) TenantOf(u ctxapi.User) string {
 	return ""
 }
 
+// TenantsWithoutLayer names, sorted, the tenants a token entry or mcpgate.user
+// gives that no mcpgate.tenants entry has: their callers run the global set alone,
+// which is allowed but is what a misspelt name looks like (docs/policies.md#layers).
+func (c *Config) TenantsWithoutLayer() []string {
+	var out []string
+	add := func(t string) {
+		if _, ok := c.Gate.Tenants[t]; t != "" && !ok && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	add(c.Gate.User.Tenant)
+	for _, tok := range c.Gate.Tokens {
+		add(tok.Tenant)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Audit is "mcpgate": {"audit": {...}}. Zero values mean "not set": the flag's
 // default applies.
 type Audit struct {

@@ -219,3 +219,27 @@ func TestParseGuardrails(t *testing.T) {
 		}
 	}
 }
+
+// A tenant a token entry or mcpgate.user names without a layer is reported, once
+// each and sorted, so a misspelt name is seen at start-up.
+func TestTenantsWithoutLayer(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"all have layers", `{"mcpgate": {"tokens": [{"sha256": "` + strings.Repeat("a", 64) + `", "userID": "a", "tenant": "acme"}],
+			"tenants": {"acme": {"policies": "/p"}}}}`, ""},
+		{"misspelt", `{"mcpgate": {"tokens": [{"sha256": "` + strings.Repeat("a", 64) + `", "userID": "a", "tenant": "acem"},
+			{"sha256": "` + strings.Repeat("b", 64) + `", "userID": "b", "tenant": "acem"}], "tenants": {"acme": {"policies": "/p"}}}}`, "acem"},
+		{"no tenants at all", `{"mcpgate": {"user": {"userID": "me", "tenant": "zeta"},
+			"tokens": [{"sha256": "` + strings.Repeat("a", 64) + `", "userID": "a", "tenant": "beta"}]}}`, "beta,zeta"},
+		{"none named", `{"mcpgate": {"tenants": {"acme": {"policies": "/p"}}}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(c.TenantsWithoutLayer(), ","); got != tc.want {
+				t.Errorf("TenantsWithoutLayer() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

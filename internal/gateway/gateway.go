@@ -529,6 +529,9 @@ func (g *Gateway) serveAdmin(store audit.Store, metrics *admin.Metrics) error {
 // that does not load is a start-up error naming it.
 func (g *Gateway) loadTenants(ctx context.Context, cfg Config, an *engine.Analyzer) error {
 	g.pipe.TenantOf = g.file.TenantOf
+	if missing := g.file.TenantsWithoutLayer(); len(missing) > 0 {
+		g.log.Warn("tenant named by a token or mcpgate.user has no mcpgate.tenants entry: its callers run the global set alone (docs/policies.md#layers)", "tenants", missing)
+	}
 	if len(g.file.Gate.Tenants) == 0 {
 		return nil
 	}
