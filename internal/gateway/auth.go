@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/config"
 	"github.com/mcpgate/mcpgate/internal/httpfront"
 	"github.com/mcpgate/mcpgate/internal/loopback"
@@ -103,8 +105,19 @@ var upstreamTokens sync.Map // key: grant + server URL + client id + token URL +
 // caller is whom a session's upstreams act for: the OAuth subject and the holder of
 // the token the caller presented last (docs/http.md#token-exchange); zero on stdio.
 type caller struct {
-	subject string
+	subject string // callerOf's
 	token   *oauth.SubjectToken
+}
+
+// callerOf is the caller of a session opened for u, whose token the front keeps in
+// ctx. Its subject, by which an exchanged token is kept, is u's whole grant (the
+// OAuth subject, client id, caller class, roles, scopes, tenant), not the subject
+// alone: a session whose token grants less never runs with a token exchanged from
+// another of the subject's tokens that grants more, as a session never runs with it
+// (docs/decisions.md#principal-per-token).
+func callerOf(ctx context.Context, u ctxapi.User) caller {
+	grant, _ := json.Marshal(u)
+	return caller{subject: string(grant), token: oauth.SubjectTokenFrom(ctx)}
 }
 
 // exchangeServer names a server whose token is exchanged from the caller's, or "".

@@ -21,7 +21,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/httpfront"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/multi"
-	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/relay"
 	"github.com/mcpgate/mcpgate/internal/remote"
@@ -252,7 +251,7 @@ func (g *Gateway) ServeHTTP(ctx context.Context) error {
 	go g.watch(reloadCtx)
 	front := httpfront.New(httpfront.Options{
 		Start: func(ctx context.Context, user ctxapi.User) (httpfront.Backend, error) {
-			up, err := g.openUpstream(caller{subject: user.UserID, token: oauth.SubjectTokenFrom(ctx)})
+			up, err := g.openUpstream(callerOf(ctx, user))
 			if err != nil {
 				return nil, err
 			}

@@ -69,7 +69,8 @@ func NewExchanger(cfg ExchangeConfig, client *http.Client) *Exchanger {
 }
 
 // Token returns the server's token for subject, made from subjectToken (the token
-// the caller presented, already validated). Errors name the endpoint's OAuth error
+// the caller presented, already validated). subject is the key the answer is kept
+// by: the gateway passes the caller's whole grant, not the sub claim alone. Errors name the endpoint's OAuth error
 // code (RFC 6749 §5.2) and never a token.
 func (e *Exchanger) Token(ctx context.Context, subject, subjectToken string) (string, error) {
 	if subjectToken == "" {
