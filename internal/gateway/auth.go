@@ -114,7 +114,7 @@ type caller struct {
 // OAuth subject, client id, caller class, roles, scopes, tenant), not the subject
 // alone: a session whose token grants less never runs with a token exchanged from
 // another of the subject's tokens that grants more, as a session never runs with it
-// (docs/decisions.md#principal-per-token).
+// (docs/http.md#principal-per-token).
 func callerOf(ctx context.Context, u ctxapi.User) caller {
 	grant, _ := json.Marshal(u)
 	return caller{subject: string(grant), token: oauth.SubjectTokenFrom(ctx)}

@@ -16,7 +16,7 @@ import (
 // TestExchangeKeptPerGrant: a url server's exchanged token is kept per caller grant,
 // not per subject alone: a session of alice whose token grants "read" never sends a
 // token exchanged from her other token that grants "admin", nor one from another
-// client; sessions of one grant share one exchange (docs/decisions.md#principal-per-token).
+// client; sessions of one grant share one exchange (docs/http.md#principal-per-token).
 func TestExchangeKeptPerGrant(t *testing.T) {
 	var mu sync.Mutex
 	asked := 0
