@@ -47,7 +47,8 @@ why).`,
 		Long: `build packs DIR's top-level *.js (policies and *_test.js; subdirectories, dot
 files and other files are left out) and signs them with --signing-key. It does not
 compile the policies or run their tests, and a gateway refuses a bundle whose tests
-fail: run mcpgate test DIR first.
+fail: run mcpgate test DIR first. A DIR with no policy (only tests, or nothing) is
+refused, as is an -o that is the --previous file.
 
 --previous names the bundle this one replaces, by file or by its sha256:HEX hash:
 a gateway takes a bundle only when its previous is the running bundle or one it ran
@@ -65,6 +66,12 @@ the running bundle: a gateway refuses a bundle it ran before (docs/deploy.md#fle
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" || signingKey == "" {
 				return errors.New("bundle build: give -o FILE and --signing-key KEY")
+			}
+			if previous != "" && sameFile(out, previous) {
+				return fmt.Errorf("bundle build: -o %s is the --previous bundle: write the new revision to a file of its own, and keep the previous one to chain from", out)
+			}
+			if err := hasPolicy(args[0]); err != nil {
+				return fmt.Errorf("bundle build: %w", err)
 			}
 			key, err := bundle.LoadPrivateKey(signingKey)
 			if err != nil {
@@ -195,3 +202,30 @@ func bundleRef(s string) (string, error) {
 }
 
 var hashRef = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// sameFile reports whether a and b name one existing file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// hasPolicy is nil when dir holds a top-level policy (*.js, not *_test.js, not a
+// dot file): a bundle without one would leave every replica that takes it
+// enforcing no policy at all.
+func hasPolicy(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("policies directory: %w", err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() && strings.HasSuffix(n, ".js") && !strings.HasSuffix(n, "_test.js") && !strings.HasPrefix(n, ".") {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s holds no policy (a top-level *.js that is not a *_test.js): a replica taking the bundle would enforce none", dir)
+}

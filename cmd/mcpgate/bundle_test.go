@@ -108,3 +108,50 @@ func TestBundleBuildVerify(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleBuildRefuses: build refuses, exit 1 and nothing written, a directory
+// with no policy (only tests, or nothing: every replica would then enforce none)
+// and an -o that is the --previous bundle (the previous file would be lost).
+func TestBundleBuildRefuses(t *testing.T) {
+	dir, empty, onlyTests, tmp := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.js"), []byte("function pre(ctx) { return ctx.params }"), 0o644)
+	os.WriteFile(filepath.Join(onlyTests, "a_test.js"), []byte("function test_a() {}"), 0o644)
+	os.WriteFile(filepath.Join(onlyTests, ".b.js"), []byte("function pre(ctx) { return ctx.params }"), 0o644)
+	mcpgate := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, nil, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	first := filepath.Join(tmp, "b1.tar.gz")
+	if code, out, errs := mcpgate("bundle", "build", dir, "-o", first, "--signing-key", bundleKeys+"ed25519.key"); code != 0 {
+		t.Fatalf("build: exit %d: %s%s", code, out, errs)
+	}
+	before, _ := os.ReadFile(first)
+	for _, tc := range []struct {
+		name, dir, out, previous, want string
+	}{
+		{"empty directory", empty, filepath.Join(tmp, "e.tar.gz"), "", "holds no policy"},
+		{"tests only", onlyTests, filepath.Join(tmp, "t.tar.gz"), "", "holds no policy"},
+		{"output is previous", dir, first, first, "is the --previous bundle"},
+		{"output is previous by another path", dir, first, tmp + "/./b1.tar.gz", "is the --previous bundle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"bundle", "build", tc.dir, "-o", tc.out, "--signing-key", bundleKeys + "ed25519.key"}
+			if tc.previous != "" {
+				args = append(args, "--previous", tc.previous)
+			}
+			code, out, errs := mcpgate(args...)
+			if code != exitError || !strings.Contains(errs, tc.want) || out != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %q", code, out, errs, tc.want)
+			}
+			if tc.out != first {
+				if _, err := os.Stat(tc.out); err == nil {
+					t.Errorf("%s was written", tc.out)
+				}
+			}
+		})
+	}
+	if after, _ := os.ReadFile(first); !bytes.Equal(before, after) {
+		t.Error("the --previous bundle was overwritten")
+	}
+}
