@@ -68,7 +68,25 @@ func NewFetcher(src string) (*Fetcher, error) {
 	if u.User != nil {
 		return nil, errors.New("a bundle URL carries no user-info; serve it without credentials or over a private network")
 	}
-	return &Fetcher{src: src, client: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &Fetcher{src: src, client: &http.Client{Timeout: 30 * time.Second, CheckRedirect: checkRedirect}}, nil
+}
+
+// maxETag bounds the ETag kept for If-None-Match; a longer one is not kept.
+const maxETag = 256
+
+// checkRedirect follows a redirect only as NewFetcher takes a source: https://, or
+// plain http:// to a loopback host, without user-info, at most 10 times.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	switch u := req.URL; {
+	case len(via) >= 10:
+		return errors.New("stopped after 10 redirects")
+	case u.User != nil:
+		return errors.New("redirected to a URL with user-info")
+	case u.Scheme == "https", u.Scheme == "http" && loopbackHost(u.Hostname()):
+		return nil
+	default:
+		return fmt.Errorf("redirected to %s://%s: a bundle is fetched over https://, or plain http:// from a loopback host only", u.Scheme, u.Host)
+	}
 }
 
 func loopbackHost(h string) bool {
@@ -112,6 +130,9 @@ func (f *Fetcher) Fetch(ctx context.Context) ([]byte, error) {
 		defer resp.Body.Close()
 		switch resp.StatusCode {
 		case http.StatusNotModified:
+			if f.etag == "" { // nothing was asked conditionally: no archive to keep
+				return nil, errors.New("GET answered 304 Not Modified to a request without If-None-Match")
+			}
 			return nil, nil
 		case http.StatusOK:
 		default:
@@ -121,6 +142,9 @@ func (f *Fetcher) Fetch(ctx context.Context) ([]byte, error) {
 			return nil, err
 		}
 		f.etag = resp.Header.Get("ETag")
+		if len(f.etag) > maxETag || strings.ContainsFunc(f.etag, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+			f.etag = "" // not one to send back: the next fetch is unconditional
+		}
 	}
 	if h := Hash(data); h != f.last {
 		f.last = h

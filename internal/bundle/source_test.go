@@ -146,3 +146,54 @@ func TestFetchOCI(t *testing.T) {
 		t.Errorf("a registry off loopback must be reached over TLS: %v", err)
 	}
 }
+
+// TestFetchHostileServer: a 304 to a request that was not conditional is an error
+// (there is no archive to keep), an ETag too long or with control characters is not
+// sent back, and a redirect is followed only to a source NewFetcher takes.
+func TestFetchHostileServer(t *testing.T) {
+	ctx := context.Background()
+	notModified := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotModified)
+	}))
+	defer notModified.Close()
+	f, _ := NewFetcher(notModified.URL)
+	if data, err := f.Fetch(ctx); err == nil || data != nil || !strings.Contains(err.Error(), "304") {
+		t.Fatalf("a first 304: %q %v", data, err)
+	}
+
+	for _, etag := range []string{strings.Repeat("e", maxETag+1), "\"\xe9\""} {
+		var sent []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sent = append(sent, r.Header.Get("If-None-Match"))
+			w.Header().Set("ETag", etag)
+			w.Write([]byte("archive"))
+		}))
+		f, _ := NewFetcher(srv.URL)
+		for range 2 {
+			if _, err := f.Fetch(ctx); err != nil {
+				t.Fatalf("ETag %.20q: %v", etag, err)
+			}
+		}
+		srv.Close()
+		if len(sent) != 2 || sent[1] != "" {
+			t.Fatalf("ETag %.20q sent back: %q", etag, sent)
+		}
+	}
+
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("archive")) }))
+	defer target.Close()
+	for _, tc := range []struct{ to, err string }{
+		{target.URL + "/b.tar.gz", ""}, // plain http on loopback, as NewFetcher takes it
+		{"http://192.0.2.1/b.tar.gz", "redirected to http://192.0.2.1"},
+		{"http://user:pw@127.0.0.1/b.tar.gz", "user-info"},
+		{"ftp://127.0.0.1/b.tar.gz", "redirected to ftp://"},
+	} {
+		redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, tc.to, http.StatusFound) }))
+		f, _ := NewFetcher(redirect.URL)
+		data, err := f.Fetch(ctx)
+		redirect.Close()
+		if tc.err == "" && (err != nil || string(data) != "archive") || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("redirect to %s: %q %v, want %q", tc.to, data, err, tc.err)
+		}
+	}
+}

@@ -154,6 +154,8 @@ func (s *bundleSource) start(ctx context.Context, opts gate.Options) (*bundle.Bu
 			return nil, fmt.Errorf("--bundle-state: %w", err)
 		}
 		s.running = b
+	case s.running == nil: // nothing fetched, nothing kept (a source that says "unchanged" first)
+		return nil, fmt.Errorf("no policy bundle fetched at start-up, and no last good bundle in %s", s.state.Dir)
 	}
 	s.info.WithLabelValues(s.running.Manifest.Revision).Set(1)
 	s.log.Info("policy bundle active", "revision", s.running.Manifest.Revision, "hash", s.running.Hash)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -269,5 +271,20 @@ func TestBundleReplayReencoded(t *testing.T) {
 	publish(reencode(t, rev3, gzip.BestSpeed, nil))
 	if err := s.step(ctx, g); err != nil || g.Status().Revision != "3" || g.Status().Generation != 3 {
 		t.Fatalf("the running bundle encoded otherwise: %v %+v", err, g.Status())
+	}
+}
+
+// TestBundleStartNotModified: a server that answers 304 to the first, unconditional
+// fetch leaves a replica with no bundle: start-up fails saying so (it dereferenced
+// the missing running bundle and took the process down).
+func TestBundleStartNotModified(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) }))
+	defer srv.Close()
+	s, err := newBundleSource(Bundle{Source: srv.URL + "/b.tar.gz", Key: keys + "ed25519.pub", StateDir: t.TempDir()}, "dev", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.start(context.Background(), gate.Options{}); err == nil || !strings.Contains(err.Error(), "no last good bundle") {
+		t.Fatalf("start-up: %v", err)
 	}
 }
