@@ -1,8 +1,11 @@
 package gate
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -64,5 +67,20 @@ func TestLoadBuiltin(t *testing.T) {
 	want := []Warning{{"builtin/other.js", "builtin other"}, {"10-a.js", "a"}, {"redact.js", "own redact"}}
 	if r := run(g, preCall(`{}`)); !slices.Equal(r.Warnings, want) {
 		t.Fatalf("warnings %v", r.Warnings)
+	}
+}
+
+// TestLoadFSLogsRevision: a set loaded from a bundle's files is logged with its
+// revision, not with an empty directory.
+func TestLoadFSLogsRevision(t *testing.T) {
+	var logs bytes.Buffer
+	g, err := Load(context.Background(), Options{FS: fstest.MapFS{"a.js": {Data: []byte(`ctx.warn("a")`)}},
+		Revision: "7", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if got := logs.String(); !strings.Contains(got, "policy_revision=7") || strings.Contains(got, `dir=""`) {
+		t.Fatalf("log %q: want policy_revision=7 and no empty dir", got)
 	}
 }

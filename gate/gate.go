@@ -180,8 +180,12 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 		return nil, err
 	}
 	g.swap(set)
-	g.log.Info("gate: policies loaded", "dir", opts.Dir, "generation", set.Generation,
-		"hash", set.Hash, "files", set.Files)
+	from := []any{"dir", opts.Dir}
+	if opts.FS != nil { // a policy bundle's files: it has no directory, only a revision
+		from = []any{"policy_revision", opts.Revision}
+	}
+	g.log.Info("gate: policies loaded", append(from, "generation", set.Generation,
+		"hash", set.Hash, "files", set.Files)...)
 	return g, nil
 }
 
