@@ -141,11 +141,11 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 // request now with the server, and ends the request's rounds; nil drops it (the
 // request waits on the client, not the server).
 func (c *Conn) cancelledLocked(m *jsonrpc.Message) *jsonrpc.Message {
-	var p map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &p) != nil {
+	p, key, ok := cancelParams(m)
+	if !ok {
 		return m
 	}
-	r := c.rounds.byClient[jsonrpc.IDKey(p["requestId"])]
+	r := c.rounds.byClient[key]
 	if r == nil || r.count > 0 && r.upID == nil && len(r.pending) == 0 { // none, or pacing a state-only retry
 		return m
 	}
@@ -158,9 +158,7 @@ func (c *Conn) cancelledLocked(m *jsonrpc.Message) *jsonrpc.Message {
 	case up == nil:
 		return nil
 	}
-	p["requestId"] = up
-	b, _ := jsonrpc.Marshal(p)
-	return m.WithParams(b)
+	return cancelling(m, p, up)
 }
 
 // recvLegacy returns a server message as a 2025-11-25 client must see it; nil when

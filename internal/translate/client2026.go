@@ -66,18 +66,13 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	switch c.phase {
 	case phaseProbing, phaseInitializing:
 		if len(s.held) >= maxOutboxQueue { // bounded like the queue the held messages go to
-			if m.Kind == jsonrpc.KindRequest {
-				c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, fmt.Sprintf(
-					"mcpgate: %d messages are already held until the server answers server/discover or initialize; retry later", maxOutboxQueue)))
-			}
+			c.unavailable(m, fmt.Sprintf("mcpgate: %d messages are already held until the server answers server/discover or initialize; retry later", maxOutboxQueue))
 			return nil
 		}
 		s.held = append(s.held, m)
 		return nil
 	case phaseFailed:
-		if m.Kind == jsonrpc.KindRequest {
-			c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, s.initErr))
-		}
+		c.unavailable(m, s.initErr)
 		return nil
 	}
 	c.translateSend(m)
@@ -103,10 +98,8 @@ func (c *Conn) start(m *jsonrpc.Message) (consumed bool) {
 		s.probeID = jsonrpc.IDKey(id)
 		_ = s.out.send(c, jsonrpc.NewRequest(id, methods.ServerDiscover, map[string]any{"_meta": s.env.Meta(c.opts.ClientInfo)}))
 	}
-	s.timer = time.AfterFunc(c.bounds.probe, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.phase == phaseProbing && !c.closed {
+	s.timer = c.afterLocked(c.bounds.probe, func() {
+		if c.phase == phaseProbing {
 			c.opts.Logger.Info("the server did not answer server/discover: taking it for 2025-11-25 and translating (docs/http.md#translation-modern)", "after", c.bounds.probe)
 			c.initialize()
 		}
@@ -189,10 +182,8 @@ func (c *Conn) initialize() {
 		"protocolVersion": methods.Version20251125, "capabilities": caps, "clientInfo": ci}))
 	// A server silent on initialize too must not hold the client's messages for ever.
 	key := s.initID
-	s.timer = time.AfterFunc(c.bounds.init, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.phase == phaseInitializing && s.initID == key && !c.closed {
+	s.timer = c.afterLocked(c.bounds.init, func() {
+		if c.phase == phaseInitializing && s.initID == key {
 			c.opts.Logger.Warn("translation to 2025-11-25: the server did not answer initialize", "after", c.bounds.init)
 			c.failNegotiation("mcpgate: the server offers no 2026-07-28 and did not answer its 2025-11-25 initialize within " + c.bounds.init.String())
 		}
@@ -240,9 +231,15 @@ func (c *Conn) failNegotiation(text string) {
 	s := &c.modern
 	c.phase, s.initErr = phaseFailed, text
 	for _, h := range s.takeHeld() {
-		if h.Kind == jsonrpc.KindRequest {
-			c.enqueueLocked(jsonrpc.NewErrorResponse(h.ID, methods.CodeUpstreamUnavailable, s.initErr))
-		}
+		c.unavailable(h, s.initErr)
+	}
+}
+
+// unavailable answers the client's request m (a notification gets nothing) with
+// CodeUpstreamUnavailable and text. The caller holds c.mu.
+func (c *Conn) unavailable(m *jsonrpc.Message, text string) {
+	if m.Kind == jsonrpc.KindRequest {
+		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, text))
 	}
 }
 
@@ -317,7 +314,7 @@ func (c *Conn) request(m *jsonrpc.Message) {
 	c.rounds.byUp[jsonrpc.IDKey(r.upID)], c.rounds.byClient[m.IDKey()] = r, r
 	if err := c.modern.out.send(c, jsonrpc.NewRequest(r.upID, m.Method, legacyParams(params, m.Params))); err != nil {
 		c.endRound(r)
-		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, "mcpgate: "+err.Error()))
+		c.unavailable(m, "mcpgate: "+err.Error())
 	}
 }
 
@@ -371,15 +368,15 @@ func (c *Conn) setLevel(params map[string]json.RawMessage) {
 // of the request a round answered ends the round, as the relay's Abandon does: the
 // server's requests get an error, the request is cancelled.
 func (c *Conn) cancelled(m *jsonrpc.Message) {
-	var p map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &p) != nil {
+	_, key, ok := cancelParams(m)
+	if !ok {
 		return
 	}
-	if sub := c.modern.subs[jsonrpc.IDKey(p["requestId"])]; sub != nil {
+	if sub := c.modern.subs[key]; sub != nil {
 		c.unlisten(sub)
 		return
 	}
-	if r := c.rounds.byClient[jsonrpc.IDKey(p["requestId"])]; r != nil {
+	if r := c.rounds.byClient[key]; r != nil {
 		c.abandonLocked(r, "the client cancelled the request")
 	}
 }
@@ -572,15 +569,7 @@ func (c *Conn) finalResponse(r *round, m *jsonrpc.Message) *jsonrpc.Message {
 func asModern(m *methods.Method, result json.RawMessage) json.RawMessage {
 	if bytes.Contains(result, []byte(`"resultType"`)) || bytes.Contains(result, []byte(`"ttlMs"`)) ||
 		bytes.Contains(result, []byte(`"cacheScope"`)) || bytes.Contains(result, []byte(`\u`)) {
-		var r map[string]json.RawMessage
-		if json.Unmarshal(result, &r) == nil && r != nil {
-			delete(r, "resultType")
-			delete(r, "ttlMs")
-			delete(r, "cacheScope")
-			if b, err := jsonrpc.Marshal(r); err == nil {
-				result = b
-			}
-		}
+		result = withoutMembers(result, "resultType", "ttlMs", "cacheScope")
 	}
 	return methods.Conform(m, methods.Version20260728, result, true)
 }
@@ -608,14 +597,10 @@ func (c *Conn) translateRecv(m *jsonrpc.Message) *jsonrpc.Message {
 		case methods.NotificationElicitationComplete: // 2026-07-28 has no URL elicitation ids
 			return nil
 		case methods.NotificationCancelled:
-			var p map[string]json.RawMessage
-			if json.Unmarshal(m.Params, &p) != nil {
-				return nil
-			}
-			if r := c.rounds.byUp[jsonrpc.IDKey(p["requestId"])]; r != nil && (!r.asked || r.retried) {
-				p["requestId"] = r.clientID
-				b, _ := jsonrpc.Marshal(p)
-				return m.WithParams(b)
+			if p, key, ok := cancelParams(m); ok {
+				if r := c.rounds.byUp[key]; r != nil && (!r.asked || r.retried) {
+					return cancelling(m, p, r.clientID)
+				}
 			}
 			return nil
 		}
@@ -635,7 +620,7 @@ func (c *Conn) serverRequest(m *jsonrpc.Message) {
 		_ = c.modern.out.send(c, jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`)))
 		return
 	}
-	if mm := methods.Of(m.Method); mm == nil || mm.Direction != methods.ServerRequest {
+	if !inputRequestMethod(m.Method) {
 		refuse(methods.CodeMethodNotFound, "mcpgate: a 2026-07-28 client takes no "+m.Method+" request")
 		return
 	}

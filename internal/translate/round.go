@@ -128,10 +128,8 @@ func (c *Conn) failRound(r *round, code int, text string) *jsonrpc.Message {
 // expire runs f once after d, with c.mu held, unless r ended or the connection
 // closed first.
 func (c *Conn) expire(r *round, d time.Duration, f func()) {
-	r.expiry = time.AfterFunc(d, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !c.closed && !r.done {
+	r.expiry = c.afterLocked(d, func() {
+		if !r.done {
 			f()
 		}
 	})

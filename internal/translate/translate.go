@@ -350,6 +350,33 @@ func (c *Conn) dequeue() *jsonrpc.Message {
 	return m
 }
 
+// afterLocked runs f once after d with c.mu held, unless the connection closed first.
+func (c *Conn) afterLocked(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.closed {
+			f()
+		}
+	})
+}
+
+// cancelParams are a notifications/cancelled's params and the id key of the request
+// they name; ok is false when the params are not a JSON object (or null).
+func cancelParams(m *jsonrpc.Message) (p map[string]json.RawMessage, key string, ok bool) {
+	if json.Unmarshal(m.Params, &p) != nil {
+		return nil, "", false
+	}
+	return p, jsonrpc.IDKey(p["requestId"]), true
+}
+
+// cancelling is the notifications/cancelled m, its params p, naming the request id.
+func cancelling(m *jsonrpc.Message, p map[string]json.RawMessage, id json.RawMessage) *jsonrpc.Message {
+	p["requestId"] = id
+	b, _ := jsonrpc.Marshal(p)
+	return m.WithParams(b)
+}
+
 // mustMarshal is v encoded, or {} when it cannot be.
 func mustMarshal(v any) json.RawMessage {
 	b, err := jsonrpc.Marshal(v)
