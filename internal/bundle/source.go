@@ -257,6 +257,24 @@ func (s State) Save(archive []byte, b *Bundle) error {
 	return err
 }
 
+// IsLatest reports whether b is the bundle the history names last (by its Hash or
+// Signed): the last good bundle on disk must be, else it was put back in place of
+// the one activated after it. A history that does not exist or is empty names none,
+// and any bundle is then the latest.
+func (s State) IsLatest(b *Bundle) bool {
+	data, err := os.ReadFile(filepath.Join(s.Dir, "history"))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	var last []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			last = f
+		}
+	}
+	return last == nil || slices.Contains(last, b.Hash) || b.Signed != "" && slices.Contains(last, b.Signed)
+}
+
 // Known reports whether a bundle of this Hash or Signed ran here before.
 func (s State) Known(hash string) bool {
 	f, err := os.Open(filepath.Join(s.Dir, "history"))

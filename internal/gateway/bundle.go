@@ -141,6 +141,10 @@ func (s *bundleSource) start(ctx context.Context, opts gate.Options) (*bundle.Bu
 		if s.running, err = bundle.Read(last, s.key); err != nil {
 			return nil, fmt.Errorf("the last good policy bundle in %s does not verify with --bundle-key (a new key? remove the file to start from the server's bundle): %w", s.state.Dir, err)
 		}
+		if !s.state.IsLatest(s.running) { // an older one put back: it would run, and refuse the latest as run before
+			return nil, fmt.Errorf("the last good policy bundle in %s (revision %s) is not the last one its history names: it was replaced after it was kept; remove the directory to start from the server's bundle",
+				s.state.Dir, s.running.Manifest.Revision)
+		}
 	}
 	b, data, err := s.next(ctx)
 	switch {

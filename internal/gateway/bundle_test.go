@@ -288,3 +288,51 @@ func TestBundleStartNotModified(t *testing.T) {
 		t.Fatalf("start-up: %v", err)
 	}
 }
+
+// TestBundleStateReplaced: a last good bundle on disk that is not the last one the
+// state's history names (an older one put back in its place) is a start-up error: it
+// would run, and the server's latest would be refused as run before.
+func TestBundleStateReplaced(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	src, state := filepath.Join(tmp, "bundle.tar.gz"), filepath.Join(tmp, "state")
+	rev1 := makeBundle(t, "ed25519.key", blocking("a"), "1", "", "")
+	rev2 := makeBundle(t, "ed25519.key", blocking("b"), "2", bundle.Hash(rev1), "")
+	open := func() *bundleSource {
+		s, err := newBundleSource(Bundle{Source: src, Key: keys + "ed25519.pub", StateDir: state}, "dev", slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := os.WriteFile(src, rev1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := open()
+	b, err := s.start(ctx, gate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.Load(ctx, gate.Options{FS: b.FS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := os.WriteFile(src, rev2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.step(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	// the state as kept restarts
+	if b, err := open().start(ctx, gate.Options{}); err != nil || b.Manifest.Revision != "2" {
+		t.Fatalf("restart: %v", err)
+	}
+	// revision 1 put back as the last good bundle
+	if err := os.WriteFile(filepath.Join(state, "current.tar.gz"), rev1, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := open().start(ctx, gate.Options{}); err == nil || !strings.Contains(err.Error(), "is not the last one its history names") {
+		t.Fatalf("restart with revision 1 put back: %v (running %v)", err, b != nil && b.Manifest.Revision == "1")
+	}
+}
