@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
 // fakeServer is a scripted server connection: what the translation sends arrives on
@@ -250,7 +251,7 @@ func run(t *testing.T, steps []step) {
 	c := Wrap(f, Options{})
 	got := toClientOf(c, 64)
 	defer c.Close(context.Background(), time.Second)
-	const wait = 2 * time.Second
+	const wait = testwait.Timeout // a loaded machine may take seconds; a passing step never waits it out
 	for i, s := range steps {
 		switch s.dir {
 		case ">":
@@ -385,7 +386,7 @@ func TestLegacyCloseWhileProbeBlocks(t *testing.T) {
 	go func() { _ = c.Close(context.Background(), 0); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(2 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("Close did not return while the probe's send was blocked")
 	}
 }
@@ -424,7 +425,7 @@ func TestLegacyInputRequestIDsUnguessable(t *testing.T) {
 	send(callReq)
 	<-f.sent
 	serve(twoInputs)
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) { // the requests are made, not yet read
+	for deadline := time.Now().Add(testwait.Timeout); ; time.Sleep(time.Millisecond) { // the requests are made, not yet read
 		c.mu.Lock()
 		n := len(c.rounds.byAsk)
 		c.mu.Unlock()
@@ -440,7 +441,7 @@ func TestLegacyInputRequestIDsUnguessable(t *testing.T) {
 		select {
 		case m := <-got:
 			ids = append(ids, m.IDKey())
-		case <-time.After(2 * time.Second):
+		case <-time.After(testwait.Timeout):
 			t.Fatal("the client was not asked")
 		}
 	}
@@ -459,7 +460,7 @@ func TestLegacyInputRequestIDsUnguessable(t *testing.T) {
 		if !strings.Contains(string(m.Raw), `"inputResponses"`) {
 			t.Fatalf("the server got %s; want the retry", m.Raw)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("the answers to the ids shown did not make the retry")
 	}
 }
@@ -481,7 +482,7 @@ func TestLegacyProbeDoesNotBlockRecv(t *testing.T) {
 	n, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`))
 	select {
 	case f.recv <- n:
-	case <-time.After(2 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("Recv is blocked in the probe's send: the server's next message is not read")
 	}
 	select {
@@ -489,7 +490,7 @@ func TestLegacyProbeDoesNotBlockRecv(t *testing.T) {
 		if m.Method != "notifications/message" {
 			t.Fatalf("got %s, want the server's notification", m.Method)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("Recv is blocked in the probe's send: the server's next message is not returned")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
+	"github.com/mcpgate/mcpgate/internal/testwait"
 	"github.com/mcpgate/mcpgate/internal/upstream"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -650,7 +651,7 @@ func TestModernRetryOutboxFull(t *testing.T) {
 		if string(m.ID) != "8" || m.Error == nil {
 			t.Fatalf("the retry got %s; want a JSON-RPC error", m.Raw)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("the retry got no answer")
 	}
 	if flights != 0 {
