@@ -231,7 +231,7 @@ func (t *ExchangeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if r.Body != nil {
 			r.Body.Close()
 		}
-		return nil, err
+		return nil, &TokenError{Err: err}
 	}
 	r2 := r.Clone(r.Context())
 	r2.Header.Set("Authorization", "Bearer "+tok)
@@ -241,3 +241,13 @@ func (t *ExchangeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return base.RoundTrip(r2)
 }
+
+// TokenError is an upstream token the gateway could not get, so the server was never
+// asked; its text is the cause's (no token in it).
+type TokenError struct{ Err error }
+
+func (e *TokenError) Error() string { return e.Err.Error() }
+func (e *TokenError) Unwrap() error { return e.Err }
+
+// UpstreamToken marks the error for packages that match it by this method alone.
+func (*TokenError) UpstreamToken() {}

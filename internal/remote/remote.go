@@ -135,7 +135,15 @@ func (c *Client) post(m *jsonrpc.Message, body []byte) {
 	c.headers(req)
 	modernHeaders(req, m)
 	resp, err := c.hc.Do(req)
-	if err != nil {
+	var noToken interface {
+		error
+		UpstreamToken()
+	}
+	switch {
+	case errors.As(err, &noToken): // the server was never asked: say so, not "unreachable"
+		c.fail(m, "remote MCP server not called: no upstream token for it: "+noToken.Error())
+		return
+	case err != nil:
 		c.fail(m, "remote MCP server unreachable: "+err.Error())
 		return
 	}

@@ -155,3 +155,44 @@ func TestModernHeaders(t *testing.T) {
 		}
 	}
 }
+
+type tokenErr struct{ error }
+
+func (tokenErr) UpstreamToken() {}
+
+type failingTransport struct{ err error }
+
+func (f failingTransport) RoundTrip(r *http.Request) (*http.Response, error) { return nil, f.err }
+
+// TestNoUpstreamTokenIsNotUnreachable: a request whose upstream token could not be
+// had fails saying the server was not called and why, not that it is unreachable;
+// any other transport error still says unreachable.
+func TestNoUpstreamTokenIsNotUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		name, want, not string
+		err             error
+	}{
+		{"no token", "remote MCP server not called: no upstream token for it: token exchange: no caller token", "unreachable",
+			tokenErr{errors.New("token exchange: no caller token")}},
+		{"network", "remote MCP server unreachable: ", "not called", errors.New("connection refused")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Dial(Options{URL: "http://127.0.0.1:1/mcp", Client: &http.Client{Transport: failingTransport{tc.err}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(context.Background(), time.Second)
+			m, _ := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+			if err := c.Send(m); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Recv()
+			if err != nil || got.Error == nil {
+				t.Fatalf("want an error response, got %v %v", got, err)
+			}
+			if msg := string(got.Error); !strings.Contains(msg, tc.want) || strings.Contains(msg, tc.not) {
+				t.Fatalf("message %q: want %q, not %q", msg, tc.want, tc.not)
+			}
+		})
+	}
+}
