@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -58,8 +59,17 @@ func (l *layers) run(ctx context.Context, call *ctxapi.Call) Result {
 	again := l.global.Run(ctx, after(call, tr))
 	res.Elapsed += again.Elapsed
 	res.Action = vocab.Strongest(res.Action, again.Action)
+	for _, w := range again.Warnings { // what the tenant's output made the global set warn of
+		if !slices.Contains(res.Warnings, w) {
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
+	for _, p := range again.Acted {
+		if !slices.Contains(res.Acted, p) {
+			res.Acted = append(res.Acted, p)
+		}
+	}
 	if again.Reject != nil {
-		res.Acted = append(res.Acted, again.Reject.Policy)
 		res.Reject = again.Reject
 		return res
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,5 +151,24 @@ func TestLayeredWithoutTenantPolicies(t *testing.T) {
 	}
 	if s := Layered(global, nil, "acme"); s != global {
 		t.Fatal("no tenant layer made a new set")
+	}
+}
+
+// TestLayersSecondRunWarns: what the global set does to a tenant's output in its
+// second run is part of the result: a warning it gives there reaches the caller and
+// its policy is named in Acted (the warning was dropped, the action alone kept).
+func TestLayersSecondRunWarns(t *testing.T) {
+	global := layerSet(t, map[string]string{"warn.js": `if (ctx.phase === "post" && JSON.stringify(ctx.response.content).indexOf("internal") >= 0) ctx.warn("internal data");`})
+	tenant := layerSet(t, map[string]string{"add.js": `if (ctx.phase === "post") ctx.response.content.push({type: "text", text: "internal note"});`})
+	res := Layered(global, tenant, "acme").Run(context.Background(), &ctxapi.Call{Phase: ctxapi.PhasePost, Method: "tools/call", Tool: "read",
+		Params: json.RawMessage(`{}`), Response: &ctxapi.Response{Content: json.RawMessage(`[{"type":"text","text":"clean"}]`)}})
+	if res.Reject != nil || !res.Changed {
+		t.Fatalf("result %+v", res)
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0].Policy != "warn.js" || res.Action != vocab.Redact {
+		t.Fatalf("warnings %+v, action %s", res.Warnings, res.Action)
+	}
+	if !slices.Contains(res.Acted, "warn.js") || !slices.Contains(res.Acted, "tenant:acme/add.js") {
+		t.Fatalf("acted %v", res.Acted)
 	}
 }
