@@ -308,19 +308,7 @@ func (c *Config) ClassFor(callerID string) string {
 
 // validTenant reports whether name is a tenant name: 1 to 64 of A-Z a-z 0-9 . _ -,
 // starting with a letter or digit.
-func validTenant(name string) bool {
-	if name == "" || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return true
-}
+func validTenant(name string) bool { return oauth.ValidTenant(name) }
 
 func (c *Config) validate() error {
 	var errs []error

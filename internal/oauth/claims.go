@@ -47,7 +47,9 @@ func (v *Validator) principal(c map[string]any) (Principal, error) {
 			if len(t) > MaxIDBytes {
 				return Principal{}, invalid("claim_too_long", "the token's tenant claim is longer than 256 bytes")
 			}
-			p.Tenant = t
+			if ValidTenant(t) { // any other string names no tenant: no layer has such a name
+				p.Tenant = t
+			}
 		}
 	}
 	if exp, ok := numericDate(c["exp"]); ok {
@@ -150,4 +152,22 @@ func bounded(in []string) []string {
 		}
 	}
 	return out
+}
+
+// ValidTenant reports whether name is a tenant name (docs/policies.md#layers): 1 to 64
+// of A-Z a-z 0-9 . _ -, starting with a letter or digit. A tenant claim of any other
+// shape names no tenant, so control characters, paths and lookalikes never reach
+// ctx.user.tenant or a record.
+func ValidTenant(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -444,6 +444,17 @@ func TestUserMapping(t *testing.T) {
 	if _, err := v.principal(map[string]any{"sub": "s", "org": map[string]any{"id": strings.Repeat("t", MaxIDBytes+1)}}); err == nil {
 		t.Fatal("a tenant claim over 256 bytes was taken")
 	}
+	// a string that is not a tenant name names none (it can select no layer, and
+	// must not reach ctx.user.tenant or a record as it is)
+	for _, hostile := range []string{"acme\n", "acme\x00", "../acme", "acme/../x", " acme", "acme corp", ".acme", "-acme",
+		"\u0430cme", strings.Repeat("t", 65), "acme\u202e"} {
+		if p, err := v.principal(map[string]any{"sub": "s", "org": map[string]any{"id": hostile}}); err != nil || p.Tenant != "" {
+			t.Errorf("tenant claim %q: %q, %v", hostile, p.Tenant, err)
+		}
+	}
+	if p, _ := v.principal(map[string]any{"sub": "s", "org": map[string]any{"id": "Acme_1.eu-west"}}); p.Tenant != "Acme_1.eu-west" {
+		t.Errorf("a tenant name was not taken: %q", p.Tenant)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
