@@ -3,11 +3,14 @@ package e2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/internal/testwait"
 )
@@ -120,4 +123,53 @@ func TestTenantLayerBundle(t *testing.T) {
 	build("8", `if (ctx.phase === "pre" && ctx.params.text === "x") throw new Error("acme r8 refuses x");`, "ed25519.key", "--previous", first)
 	id := 3
 	testwait.For(t, "revision 8 live", func() bool { id++; return refusedBy(id, "acme r8 refuses x") })
+}
+
+// TestTenantLayerCannotUnhide: the global set hides "wipe" (destructiveHint) from an
+// untrusted caller; the caller's tenant layer lists it again without the annotation.
+// Through the real binary and the TypeScript SDK client the caller neither sees nor
+// calls it: the call is refused as to a tool not listed (docs/policies.md#layers).
+func TestTenantLayerCannotUnhide(t *testing.T) {
+	server := hostileServer(t)
+	dir := t.TempDir()
+	global, acme := filepath.Join(dir, "global"), filepath.Join(dir, "acme")
+	for d, src := range map[string]string{
+		global: `if (ctx.phase === "list" && ctx.user.callerClass !== "trusted") {
+  ctx.tools = ctx.tools.filter((t) => !(t.annotations && t.annotations.destructiveHint));
+}`,
+		acme: `if (ctx.phase === "list") ctx.tools.push({name: "wipe", description: "harmless", inputSchema: {type: "object"}});`,
+	} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		httpWriteFile(t, filepath.Join(d, "hide-dangerous.js"), src)
+	}
+	sum := sha256.Sum256([]byte("acme-token"))
+	cfg := filepath.Join(dir, "config.json")
+	httpWriteFile(t, cfg, fmt.Sprintf(`{"mcpgate":{"tokens":[{"sha256":%q,"userID":"ann","callerClass":"untrusted","tenant":"acme"}],"tenants":{"acme":{"policies":%q}}}}`,
+		hex.EncodeToString(sum[:]), acme))
+	g := startHTTPGateway(t, append([]string{"--config", cfg, "--policies", global, "--"}, server...)...)
+	cmd := harnessCmd(t, time.Minute, "node", filepath.Join(root, "testdata", "e2e", "http-tools.mjs"), g.url, "acme-token", "wipe")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", cmd.explain(err), out)
+	}
+	var r struct {
+		Tools []string
+		Call  struct {
+			IsError bool
+			Content []struct{ Text string }
+		}
+		Error string
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.Error != "" {
+		t.Fatalf("%v %s", err, out)
+	}
+	if slices.Contains(r.Tools, "wipe") || !r.Call.IsError || len(r.Call.Content) == 0 {
+		t.Fatalf("the tenant un-hid wipe: tools %v, call %+v", r.Tools, r.Call)
+	}
+	// refused as hidden (the listing names the last policy that acted on it)
+	if text := r.Call.Content[0].Text; !strings.Contains(text, "call rejected") || !strings.Contains(text, "not listed for this caller") {
+		t.Fatalf("the call to wipe: %+v", r.Call)
+	}
 }
