@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,7 +101,7 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 // upstreamTokens holds one token source per url server's OAuth client, shared by
 // every session, so a token is fetched once and reused until it nears expiry; for a
 // token exchange, one *oauth.Exchanger, which keeps a token per subject.
-var upstreamTokens sync.Map // key: grant + server URL + client id + token URL + audience → oauth2.TokenSource or *oauth.Exchanger
+var upstreamTokens sync.Map // key: grant, server URL, client id, token URL, audience, resource, scopes → oauth2.TokenSource or *oauth.Exchanger
 
 // caller is whom a session's upstreams act for: the OAuth subject and the holder of
 // the token the caller presented last (docs/http.md#token-exchange); zero on stdio.
@@ -147,7 +148,9 @@ func upstreamClient(s config.Server, base http.RoundTripper, who caller) *http.C
 	if resource == "" {
 		resource = s.URL
 	}
-	key := o.Grant + "\x00" + s.URL + "\x00" + o.ClientID + "\x00" + o.TokenURL + "\x00" + o.Audience
+	// one source per everything that shapes the token asked for: two entries that
+	// differ in scopes or resource never share one
+	key := strings.Join(append([]string{o.Grant, s.URL, o.ClientID, o.TokenURL, o.Audience, resource}, o.Scopes...), "\x00")
 	if o.Grant == config.GrantTokenExchange {
 		ex, _ := upstreamTokens.LoadOrStore(key, oauth.NewExchanger(oauth.ExchangeConfig{TokenURL: o.TokenURL, ClientID: o.ClientID,
 			ClientSecret: o.ClientSecret, Audience: o.Audience, Resource: resource, Scopes: o.Scopes}, nil))

@@ -10,13 +10,17 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/mcpgate/mcpgate/internal/config"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 )
 
 // writePair writes a self-signed certificate with the given serial and its key.
@@ -113,6 +117,35 @@ func TestHTTPLocalUserCallerID(t *testing.T) {
 		}
 		if tc.want == "http" && file.Gate.User.CallerID != "stdio" {
 			t.Errorf("the stdio user became %q", file.Gate.User.CallerID)
+		}
+	}
+}
+
+// TestUpstreamTokenSources: two url server entries that differ only in the scopes or
+// resource their token is asked for never share a token source or an exchanger.
+func TestUpstreamTokenSources(t *testing.T) {
+	entry := func(grant, resource string, scopes ...string) config.Server {
+		return config.Server{URL: "https://up.example/mcp", OAuth: &config.UpstreamOAuth{Grant: grant, TokenURL: "https://idp.example/token",
+			ClientID: "gw", ClientSecret: "s", Resource: resource, Scopes: scopes}}
+	}
+	source := func(s config.Server) any {
+		switch tr := upstreamClient(s, http.DefaultTransport, caller{}).Transport.(type) {
+		case *oauth2.Transport:
+			return tr.Source
+		case *oauth.ExchangeTransport:
+			return tr.Exchanger
+		}
+		t.Fatal("no OAuth transport")
+		return nil
+	}
+	for _, grant := range []string{"", config.GrantTokenExchange} {
+		read, write := source(entry(grant, "", "read")), source(entry(grant, "", "write"))
+		other := source(entry(grant, "https://other.example/mcp", "read"))
+		if read == write || read == other {
+			t.Errorf("grant %q: entries with other scopes or another resource share a token source", grant)
+		}
+		if again := source(entry(grant, "", "read")); again != read {
+			t.Errorf("grant %q: the same entry got a second token source", grant)
 		}
 	}
 }
