@@ -100,7 +100,7 @@ func httpAuth(file *config.Config, h HTTP, log *slog.Logger) (httpfront.Authenti
 
 // upstreamTokens holds one token source per url server's OAuth client, shared by
 // every session, so a token is fetched once and reused until it nears expiry; for a
-// token exchange, one *oauth.Exchanger, which keeps a token per subject.
+// token exchange, one *oauth.Exchanger, which keeps a token per caller grant (callerOf).
 var upstreamTokens sync.Map // key: grant, server URL, client id, token URL, audience, resource, scopes → oauth2.TokenSource or *oauth.Exchanger
 
 // caller is whom a session's upstreams act for: the OAuth subject and the holder of

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +21,7 @@ const (
 	GrantTokenExchange  = "urn:ietf:params:oauth:grant-type:token-exchange"
 	TokenTypeAccess     = "urn:ietf:params:oauth:token-type:access_token"
 	maxExchangeBytes    = 64 << 10 // a token endpoint's answer
-	maxExchangeEntries  = 4096     // cached exchanged tokens, one per subject and audience
+	maxExchangeEntries  = 4096     // cached exchanged tokens, one per subject (the caller's grant)
 	exchangeEarly       = 30 * time.Second
 	exchangeDefaultLife = time.Minute    // kept this long when the answer has no expires_in
 	maxExchangeLife     = 24 * time.Hour // and at most this long (an expires_in that overflows)
@@ -38,17 +37,16 @@ type ExchangeConfig struct {
 }
 
 // Exchanger trades a caller's validated access token for one scoped to a url server
-// (docs/http.md#token-exchange, docs/decisions.md#token-exchange). It caches each answer per subject until shortly
-// before it expires, asks once for concurrent callers of one subject, and never
-// forwards or logs the caller's token. Safe for concurrent use.
+// (docs/http.md#token-exchange, docs/decisions.md#token-exchange). It caches each
+// answer per subject until shortly before it expires, asks once for concurrent
+// callers of one subject, and never forwards or logs the caller's token. Safe for
+// concurrent use.
 type Exchanger struct {
 	cfg    ExchangeConfig
 	client *http.Client
 	now    func() time.Time
 	sf     singleflight.Group
-
-	mu    sync.Mutex
-	cache map[string]exchanged // key: SHA-256 of the subject
+	cache  *expiring[string] // the exchanged token under the SHA-256 of the subject
 }
 
 type exchanged struct {
@@ -65,49 +63,31 @@ func NewExchanger(cfg ExchangeConfig, client *http.Client) *Exchanger {
 		c = *client
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Exchanger{cfg: cfg, client: &c, now: time.Now, cache: map[string]exchanged{}}
+	e := &Exchanger{cfg: cfg, client: &c, now: time.Now}
+	e.cache = newExpiring[string](func() time.Time { return e.now() }, maxExchangeEntries)
+	return e
 }
 
 // Token returns the server's token for subject, made from subjectToken (the token
 // the caller presented, already validated). subject is the key the answer is kept
-// by: the gateway passes the caller's whole grant, not the sub claim alone. Errors name the endpoint's OAuth error
-// code (RFC 6749 §5.2) and never a token.
+// by: the gateway passes the caller's whole grant, not the sub claim alone. Errors
+// name the endpoint's OAuth error code (RFC 6749 §5.2) and never a token.
 func (e *Exchanger) Token(ctx context.Context, subject, subjectToken string) (string, error) {
 	if subjectToken == "" {
 		return "", errors.New("token exchange: the caller presented no OAuth access token to exchange (a static token, a client certificate or the stdio front has none)")
 	}
-	sum := sha256.Sum256([]byte(subject))
-	key := string(sum[:])
-	e.mu.Lock()
-	c, ok := e.cache[key]
-	e.mu.Unlock()
-	if ok && e.now().Before(c.expires) {
-		return c.token, nil
+	key := sha256.Sum256([]byte(subject))
+	if tok, ok := e.cache.get(key); ok {
+		return tok, nil
 	}
-	ch := e.sf.DoChan(key, func() (any, error) {
+	ch := e.sf.DoChan(string(key[:]), func() (any, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultFetchTimeout)
 		defer cancel()
 		got, err := e.ask(fctx, subjectToken)
 		if err != nil {
 			return nil, err
 		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if len(e.cache) >= maxExchangeEntries {
-			now := e.now()
-			for k, v := range e.cache {
-				if !now.Before(v.expires) {
-					delete(e.cache, k)
-				}
-			}
-			for k := range e.cache { // still full: drop any one (map order)
-				if len(e.cache) < maxExchangeEntries {
-					break
-				}
-				delete(e.cache, k)
-			}
-		}
-		e.cache[key] = got
+		e.cache.put(key, got.token, got.expires)
 		return got.token, nil
 	})
 	select {

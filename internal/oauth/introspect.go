@@ -23,11 +23,11 @@ type introspector struct {
 	v     *Validator
 	ttl   time.Duration
 	sf    singleflight.Group
-	cache *tokenCache
+	cache *expiring[introEntry]
 }
 
 func newIntrospector(v *Validator, ttl time.Duration) *introspector {
-	return &introspector{v: v, ttl: ttl, cache: newTokenCache(v.now)}
+	return &introspector{v: v, ttl: ttl, cache: newExpiring[introEntry](v.now, maxCachedTokens)}
 }
 
 func (in *introspector) check(ctx context.Context, token string) (map[string]any, error) {
@@ -45,7 +45,7 @@ func (in *introspector) check(ctx context.Context, token string) (map[string]any
 		if err != nil {
 			return nil, err
 		}
-		in.cache.put(key, e)
+		in.cache.put(key, e, e.until)
 		return e, nil
 	})
 	select {

@@ -57,8 +57,8 @@ type Validator struct {
 	log    *slog.Logger
 	now    func() time.Time
 	keys   *keyCache
-	intro  *introspector // nil without an introspection client
-	jwts   *tokenCache   // verified JWTs' claims, for at most jwtCacheTTL and never past exp
+	intro  *introspector         // nil without an introspection client
+	jwts   *expiring[introEntry] // verified JWTs' claims, for at most jwtCacheTTL and never past exp
 
 	metaMu    sync.Mutex
 	meta      *serverMetadata
@@ -106,7 +106,7 @@ func New(o Options) (*Validator, error) {
 	if maxAge <= 0 {
 		maxAge = DefaultKeysMaxAge
 	}
-	v.jwts = newTokenCache(v.now)
+	v.jwts = newExpiring[introEntry](v.now, maxCachedTokens)
 	v.keys = &keyCache{fetch: v.fetchKeys, minRefresh: v.minFetch, maxAge: maxAge, timeout: v.timeout, now: v.now}
 	if c.Introspection != nil {
 		ttl, _ := c.Introspection.ttl()
@@ -183,7 +183,7 @@ func (v *Validator) Validate(ctx context.Context, token string) (Principal, erro
 			if exp, ok := numericDate(c["exp"]); ok && exp.Before(until) {
 				until = exp
 			}
-			v.jwts.put(key, introEntry{claims: c, until: until})
+			v.jwts.put(key, introEntry{claims: c, until: until}, until)
 		}
 	} else if v.intro != nil {
 		c, err := v.intro.check(ctx, token)
