@@ -1,52 +1,27 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/internal/bundle/bundletest"
 )
 
 const bundleKeys = "../../internal/bundle/testdata/"
 
-// repack rewrites a bundle: edit gets each entry's name and bytes and returns the
-// bytes to keep (nil leaves the entry out).
+// repack rewrites the bundle at path (bundletest.Repack) into a new file.
 func repack(t *testing.T, path string, edit func(name string, data []byte) []byte) string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gz, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		data, _ := io.ReadAll(tr)
-		if data = edit(h.Name, data); data == nil {
-			continue
-		}
-		h.Size = int64(len(data))
-		tw.WriteHeader(h)
-		tw.Write(data)
-	}
-	tw.Close()
-	zw.Close()
 	out := filepath.Join(t.TempDir(), "edited.tar.gz")
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(out, bundletest.Repack(t, raw, edit), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/mcpgate/mcpgate/internal/bundle"
+	"github.com/mcpgate/mcpgate/internal/bundle/bundletest"
 	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
@@ -77,7 +78,7 @@ func TestPolicyBundleFleet(t *testing.T) {
 	// Revision 1 rejects echo; revision 2 rejects pid instead.
 	rev1Path, rev1 := buildBundle(t, blockTool("echo"), "1", "")
 	_, rev2 := buildBundle(t, blockTool("pid"), "2", rev1Path)
-	tampered := rewrite(t, rev2, func(n string, b []byte) []byte {
+	tampered := bundletest.Repack(t, rev2, func(n string, b []byte) []byte {
 		if n == "block.js" {
 			return []byte(`/* nothing blocked */`)
 		}

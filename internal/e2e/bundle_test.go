@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpgate/mcpgate/internal/bundle"
+	"github.com/mcpgate/mcpgate/internal/bundle/bundletest"
 	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
@@ -71,35 +68,6 @@ func buildBundle(t *testing.T, files map[string]string, rev, previous string) (p
 		t.Fatal(err)
 	}
 	return path, data
-}
-
-// rewrite repacks an archive; edit returns an entry's new bytes, or nil to drop it.
-func rewrite(t *testing.T, data []byte, edit func(name string, b []byte) []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		b, _ := io.ReadAll(tr)
-		if b = edit(h.Name, b); b == nil {
-			continue
-		}
-		h.Size = int64(len(b))
-		tw.WriteHeader(h)
-		tw.Write(b)
-	}
-	tw.Close()
-	zw.Close()
-	return buf.Bytes()
 }
 
 // blockTool is a policy that rejects one demo-server tool, with a test that says so.
@@ -198,13 +166,13 @@ func TestPolicyBundleE2E(t *testing.T) {
 		name, want string
 		data       []byte
 	}{
-		{"tampered", "block.js was changed after signing", rewrite(t, rev3, func(n string, b []byte) []byte {
+		{"tampered", "block.js was changed after signing", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
 			if n == "block.js" {
 				return []byte(`/* nothing blocked */`)
 			}
 			return b
 		})},
-		{"unsigned", "bundle is not signed", rewrite(t, rev3, func(n string, b []byte) []byte {
+		{"unsigned", "bundle is not signed", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
 			if n == bundle.SignaturesName {
 				return nil
 			}
