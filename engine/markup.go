@@ -705,13 +705,32 @@ func webURL(u string) bool {
 }
 
 // defang rewrites the exfiltration URLs of s so that no client fetches or opens
-// them: the scheme becomes hxxp/hxxps and each dot of the host "[.]".
+// them: the scheme becomes hxxp/hxxps and each dot of the host "[.]". A URL
+// nested in another one's span (`url(//url(//…)`) surfaces once the outer one is
+// defanged, so it takes up to defangPasses passes; text still carrying one after
+// that is hostile, and every "//" in it becomes "/%2F" (every exfiltration URL
+// starts with "//" or a scheme and "//", so none is left).
 func defang(s string) string {
-	var buf [8][2]int
-	spans := exfilURLs(s, buf[:0])
-	if len(spans) == 0 {
+	for range defangPasses {
+		var buf [8][2]int
+		spans := exfilURLs(s, buf[:0])
+		if len(spans) == 0 {
+			return s
+		}
+		s = defangSpans(s, spans)
+	}
+	if len(exfilURLs(s, nil)) == 0 {
 		return s
 	}
+	return strings.ReplaceAll(s, "//", "/%2F")
+}
+
+// defangPasses bounds defang's passes, so nested URLs cost O(n), not O(n²).
+const defangPasses = 3
+
+// defangSpans defangs the URL spans of s (sorted by start; a span starting
+// inside an earlier one is left for the next pass).
+func defangSpans(s string, spans [][2]int) string {
 	var b strings.Builder
 	b.Grow(len(s) + 16)
 	last := 0
