@@ -170,10 +170,14 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 		g.pool.close()
 		return nil, err
 	}
-	if err := selfTest(g.pool); err != nil {
-		g.pool.close()
-		return nil, err
-	}
+	g.pool.warming.Add(1)
+	go func() { // beside the build and the server's start (docs/policies.md#first-call)
+		defer g.pool.warming.Done()
+		if g.pool.testErr = selfTest(g.pool); g.pool.testErr != nil {
+			g.log.Error("gate: the sandbox failed its self-test; every call a policy acts on is refused (policy_error)", "err", g.pool.testErr)
+		}
+		close(g.pool.tested)
+	}()
 	set, err := g.build(1)
 	if err != nil {
 		g.pool.close()

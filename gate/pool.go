@@ -34,7 +34,11 @@ type pool struct {
 	asleep     atomic.Bool   // the watchdog waits on wake (set under a re-check of active)
 	stop       chan struct{}
 	wg         sync.WaitGroup
-	warming    sync.WaitGroup // warm runs
+	warming    sync.WaitGroup // warm runs and the self-test
+	// tested is closed once the self-test ran (selftest.go); testErr is its failure,
+	// which every later runtime request returns, so no policy runs unproven
+	tested  chan struct{}
+	testErr error
 }
 
 // activeRun is one policy run the watchdog watches: its token, the heap when it began,
@@ -58,6 +62,7 @@ func newPool(g *Gate, size int, console bool, logger *slog.Logger, soft, budget 
 		budget:  budget,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
+		tested:  make(chan struct{}),
 	}
 	p.wg.Add(1)
 	go p.watchdog()
@@ -95,6 +100,9 @@ func (p *pool) release(v *vm, pre bool) {
 
 // get returns an idle runtime, builds one while fewer than size exist, or waits.
 func (p *pool) get(done <-chan struct{}) (*vm, error) {
+	if err := p.proven(done); err != nil {
+		return nil, err
+	}
 	if p.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -128,6 +136,9 @@ func (p *pool) get(done <-chan struct{}) (*vm, error) {
 // once, so a call finds the others idle; it stops when the pool closes or s is no
 // longer current.
 func (p *pool) warm(s *Set) {
+	if p.proven(p.stop) != nil {
+		return
+	}
 	live := func() bool { return !p.closed.Load() && p.gate.Current() == s }
 	bind := func(v *vm) {
 		for _, pol := range s.policies {
@@ -158,6 +169,17 @@ func (p *pool) warm(s *Set) {
 			return
 		}
 		bind(v)
+	}
+}
+
+// proven waits for the self-test and returns its failure (ErrLockdownFailed), or
+// errCancelled once done is closed first.
+func (p *pool) proven(done <-chan struct{}) error {
+	select {
+	case <-p.tested:
+		return p.testErr
+	case <-done:
+		return errCancelled
 	}
 }
 

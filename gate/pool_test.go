@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,6 +93,25 @@ func TestPoolWarmsBeforeFirstCall(t *testing.T) {
 			t.Errorf("a runtime has %d of %d wrappers bound for the current set", len(v.fns), len(set.policies))
 		}
 		defer func() { g.pool.idle <- v }()
+	}
+}
+
+// A sandbox that failed its self-test lends no runtime: a call a policy acts on is
+// refused with policy_error, even with warm runtimes idle, and so is a test runtime.
+func TestFailedSelfTestRefuses(t *testing.T) {
+	g := loadGate(t, map[string]string{"p.js": `ctx.params.a = 2;`})
+	g.pool.warming.Wait()
+	if res := run(g, preCall(`{"a":1}`)); res.Reject != nil {
+		t.Fatalf("a proven pool rejected: %+v", res.Reject)
+	}
+	failed := make(chan struct{})
+	close(failed)
+	g.pool.tested, g.pool.testErr = failed, fmt.Errorf("%w: probe", ErrLockdownFailed)
+	if res := run(g, preCall(`{"a":1}`)); res.Reject == nil || res.Reject.Code != vocab.ReasonPolicyError || string(res.Params) == `{"a":2}` {
+		t.Fatalf("after a failed self-test: reject %+v, params %s; want policy_error, params untouched", res.Reject, res.Params)
+	}
+	if _, err := g.TestRuntime(); !errors.Is(err, ErrLockdownFailed) {
+		t.Fatalf("TestRuntime: %v, want ErrLockdownFailed", err)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 
 // selfTest proves the lockdown on a fresh runtime (sandbox's probes), and that ctx,
 // ctx.response and every function behind them are frozen, so nothing a policy writes
-// on one can reach the next call. Load fails when any check disagrees; a runtime that
+// on one can reach the next call. Load runs it in the background; until it has
+// passed no runtime is lent, and when any check disagrees every runtime request
+// fails (ErrLockdownFailed: the call is refused with policy_error). A runtime that
 // passes is clean (the probes leave nothing behind, ResetGlobals checks) and becomes
 // the pool's first, so Load builds one runtime, not two.
 func selfTest(p *pool) error {

@@ -21,6 +21,11 @@ type testRuntime struct {
 // has, registered with the pool's watchdog until its Close. Errors are the sandbox's
 // (ErrLockdownFailed).
 func (g *Gate) TestRuntime() (testrt.Runtime, error) {
+	if err := g.pool.proven(g.closed); err == errCancelled {
+		return nil, ErrClosed
+	} else if err != nil {
+		return nil, err
+	}
 	v, err := newVM(g.pool)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"sync"
 	_ "embed"
 
 	"github.com/dop251/goja"
@@ -29,13 +30,14 @@ func ExactText(s goja.String) (string, bool) {
 	return s.String(), true
 }
 
-// Lockdown is lockdown.js compiled: run once per pooled runtime before any policy: the guards, the removal
-// of code generation and BigInt, the growth guards and the freeze (docs/policies.md).
-//
 //go:embed lockdown.js
 var lockdownSrc string
 
-var Lockdown = goja.MustCompile("lockdown.js", lockdownSrc, false)
+// lockdown compiles lockdown.js on first use (not at package init: a command that
+// runs no policy does not pay for it). It runs once per pooled runtime before any
+// policy: the guards, the removal of code generation and BigInt, the growth guards
+// and the freeze (docs/policies.md).
+var lockdown = sync.OnceValue(func() *goja.Program { return goja.MustCompile("lockdown.js", lockdownSrc, false) })
 
 // JSONShape measures JSON text without parsing it, ignoring strings: the deepest
 // bracket nesting, the values it can hold at most (one per comma and per bracket, plus

@@ -115,7 +115,7 @@ func New(h Hooks) (*Runtime, error) {
 		return nil, err
 	}
 	r.Poll = poll
-	fv, err := rt.RunProgram(Lockdown)
+	fv, err := rt.RunProgram(lockdown())
 	if err != nil {
 		return nil, err
 	}
