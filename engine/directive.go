@@ -925,12 +925,17 @@ func (t *textScan) encodedOrders(ws int) {
 // text: valid UTF-8 with at most 1 in 16 bytes outside printable ASCII, tab and
 // line ends, and at least one space.
 func decodeRun(run string, dst []byte) ([]byte, bool) {
-	hex := len(run)%2 == 0
-	for i := 0; i < len(run) && hex; i++ {
-		c := run[i] | 0x20
-		hex = isDigit(run[i]) || c >= 'a' && c <= 'f'
+	hex, lowerHex := len(run)%2 == 0, true
+	for i := 0; i < len(run) && (hex || lowerHex); i++ {
+		c := run[i]
+		hex = hex && (isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'f')
+		lowerHex = lowerHex && (isDigit(c) || c >= 'a' && c <= 'f' || c == '-')
 	}
 	switch {
+	case !hex && lowerHex:
+		// a UUID or a lower-case hash read as base64: values 26–31, 52–62 put no
+		// 0x20 in any decoded byte, so it is never text (TestLowerHexDecodesNoSpace)
+		return nil, false
 	case hex:
 		for i := 0; i+1 < len(run); i += 2 {
 			dst = append(dst, hexNibble(run[i])<<4|hexNibble(run[i+1]))
