@@ -171,7 +171,7 @@ func Load(ctx context.Context, opts Options) (*Gate, error) {
 		return nil, err
 	}
 	g.pool.warming.Add(1)
-	go func() { // beside the build and the server's start (docs/policies.md#first-call)
+	go func() { // beside the build and the server's start (docs/decisions.md#background-self-test)
 		defer g.pool.warming.Done()
 		if g.pool.testErr = selfTest(g.pool); g.pool.testErr != nil {
 			g.log.Error("gate: the sandbox failed its self-test; every call a policy acts on is refused (policy_error)", "err", g.pool.testErr)
