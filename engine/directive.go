@@ -107,6 +107,10 @@ func (f *folded) fold(s string) {
 			put(c)
 		case r == 0xAD || r >= 0x200B && r <= 0x200F || r >= 0x202A && r <= 0x202E || r >= 0x2060 && r <= 0x2069 || r == 0xFEFF || r >= 0xE0000 && r <= 0xE007F:
 			// invisible: dropped, so "ign\u200bore" reads "ignore"
+		case r == 0x85 || r == 0xA0 || r == 0x1680 || r >= 0x2000 && r <= 0x200A || r == 0x2028 || r == 0x2029 || r == 0x202F || r == 0x205F || r == 0x3000:
+			// Unicode white space (no-break, ideographic, thin, ...): a space, so
+			// "before\u3000answering" still reads as two words
+			put(' ')
 		case r == 0x2019 || r == 0x2018:
 			put('\'')
 		case r == 0x2014 || r == 0x2013:
