@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // class is what a string argument reaches, read from the schema's format, the
@@ -135,7 +138,7 @@ func checkString(s, ptr string, cl class, roots []string) []Finding {
 			add(RuleShell, true)
 		}
 	case classHost:
-		if strings.ContainsAny(s, ";|&`$<>\n\r") || shellPayload(s) {
+		if h := unevade(s); strings.ContainsAny(h, ";|&`$<>\n\r") || shellPayload(h) {
 			add(RuleShell, true)
 		}
 	case classURL:
@@ -158,7 +161,7 @@ func checkString(s, ptr string, cl class, roots []string) []Finding {
 		if shellPayload(s) {
 			add(RuleShell, false)
 		}
-		if pathShaped(s) {
+		if pathShaped(unevade(s)) {
 			out = append(out, checkPath(s, ptr, roots, false)...)
 		}
 		if template(s) {
@@ -362,6 +365,45 @@ func pathShaped(s string) bool {
 	return strings.Contains(n, "/../") || strings.HasSuffix(n, "/..")
 }
 
+// unevade reads a value as the server may end up reading it: up to three layers of
+// percent-encoding decoded ("..%2f", "%252e%252e%252f"), compatibility forms folded
+// (NFKC: fullwidth "．．／" is "../"), and a path segment of three or more dots
+// alone read as ".." ("....//" and "..././" become "../" once a server strips "../"
+// from them). A value with none of these is returned as it is.
+func unevade(s string) string {
+	for i := 0; i < 3 && strings.Contains(s, "%"); i++ {
+		u, err := url.PathUnescape(s)
+		if err != nil || u == s {
+			break
+		}
+		s = u
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			s = norm.NFKC.String(s)
+			break
+		}
+	}
+	if !strings.Contains(s, "...") {
+		return s
+	}
+	segs := strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' })
+	changed := false
+	for i, g := range segs {
+		if len(g) >= 3 && strings.Trim(g, ".") == "" {
+			segs[i], changed = "..", true
+		}
+	}
+	if !changed {
+		return s
+	}
+	lead := ""
+	if strings.HasPrefix(s, "/") || strings.HasPrefix(s, `\`) {
+		lead = "/"
+	}
+	return lead + strings.Join(segs, "/")
+}
+
 // drive reports a Windows drive path: C:/ or C:\ (slashes already forward).
 func drive(n string) bool {
 	return len(n) >= 3 && n[1] == ':' && n[2] == '/' && (n[0]|0x20) >= 'a' && (n[0]|0x20) <= 'z'
@@ -376,6 +418,9 @@ func checkPath(s, ptr string, roots []string, isPath bool) []Finding {
 	f := func(rule string, refuse bool) []Finding { return []Finding{{Rule: rule, Pointer: ptr, Refuse: refuse}} }
 	n := strings.ReplaceAll(s, `\`, "/")
 	lower := strings.ToLower(n)
+	if !strings.HasPrefix(lower, "file:") { // a file: URL is decoded once by url.Parse below
+		n = strings.ReplaceAll(unevade(s), `\`, "/")
+	}
 	switch {
 	case strings.HasPrefix(lower, "file:"):
 		u, err := url.Parse(n)
