@@ -32,8 +32,13 @@ var claimWords = regexp.MustCompile(`(?i)\b(?:prefer(?:red)?\s+(?:this|me|it)\b|
 // pointer for tools[i].
 func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 	servers := map[string]bool{}
+	own := map[string]map[string]bool{} // server → its bare names, lower-case
 	for _, t := range tools {
 		servers[t.Server] = true
+		if own[t.Server] == nil {
+			own[t.Server] = map[string]bool{}
+		}
+		own[t.Server][strings.ToLower(t.Bare)] = true
 	}
 	if len(servers) < 2 {
 		return nil
@@ -55,7 +60,7 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 			switch {
 			case strings.EqualFold(o.Bare, t.Bare):
 				same = true
-				claimed = claimed || claimsOver(t, o)
+				claimed = claimed || claimsOver(t, o, own[t.Server])
 			case skel[i] == skel[j]:
 				// the imposter is the name outside the set; both go when that does not tell
 				if !ValidName(t.Bare) || ValidName(o.Bare) == ValidName(t.Bare) {
@@ -65,7 +70,7 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 		}
 		sev := engine.SeverityNone
 		switch {
-		case look, same && claimed, namesOtherWithClaim(t, tools):
+		case look, same && claimed, namesOtherWithClaim(t, tools, own[t.Server]):
 			sev = engine.SeverityHigh
 		case same:
 			sev = engine.SeverityMedium
@@ -82,16 +87,30 @@ func Shadowing(tools []Tool, pointer func(i int) string) []engine.Finding {
 // ref", GitHub's get_file_contents), so there it is no claim.
 var bareClaim = regexp.MustCompile(`(?i)\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\b`)
 
-// claimsOver reports whether one of t's texts claims precedence and is not also a
-// text of o, the other server's tool of the same name: two instances of one server
-// ("Each edit replaces …" on both) claim nothing over each other. In a text of the
-// inputSchema (an argument's description) "instead of" alone claims nothing.
-func claimsOver(t, o Tool) bool {
+// siblingClaim is a comparison whose object is written as a name ("use this instead
+// of 'execute_command'", "rather than `read_file`"): group 1 is that name.
+var siblingClaim = regexp.MustCompile("(?i)\\b(?:(?:use|call|choose|pick)\\s+(?:this|me)(?:\\s+(?:tool|one|function|version))?\\s+)?(?:instead\\s+of|rather\\s+than|in\\s+place\\s+of)\\s+(?:the\\s+)?[`'\"*]*([A-Za-z0-9_.-]+)")
+
+// claimsOver reports whether one of t's texts claims precedence over o, the other
+// server's tool of the same name, and is not also a text of o: two instances of one
+// server ("Each edit replaces …" on both) claim nothing over each other. In a text of
+// the inputSchema (an argument's description) "instead of" alone claims nothing, and
+// anywhere a comparison with another tool of t's own server ("Use this instead of
+// 'execute_command'", desktop-commander's list_directory) claims nothing over o;
+// own holds t's server's names, lower-case.
+func claimsOver(t, o Tool, own map[string]bool) bool {
 	for _, x := range t.Texts {
 		v := x.Value
 		if strings.Contains(x.Pointer, "/inputSchema/") {
 			v = bareClaim.ReplaceAllString(v, " ")
 		}
+		v = siblingClaim.ReplaceAllStringFunc(v, func(m string) string {
+			name := strings.ToLower(strings.TrimRight(siblingClaim.FindStringSubmatch(m)[1], ".-"))
+			if own[name] && name != strings.ToLower(t.Bare) && name != strings.ToLower(o.Bare) {
+				return " "
+			}
+			return m
+		})
 		if claimWords.MatchString(v) && !slices.ContainsFunc(o.Texts, func(y Text) bool { return y.Value == x.Value }) {
 			return true
 		}
@@ -101,8 +120,9 @@ func claimsOver(t, o Tool) bool {
 
 // namesOtherWithClaim reports whether one of t's texts claims precedence while
 // naming another server's tool (as the client sees it, or its own identifier-like
-// name when t's server has no tool of that name).
-func namesOtherWithClaim(t Tool, tools []Tool) bool {
+// name when t's server has no tool of that name: Sentry's "(use search_issues)" names
+// its own search_issues, not GitHub's); own holds t's server's names, lower-case.
+func namesOtherWithClaim(t Tool, tools []Tool, own map[string]bool) bool {
 	for _, x := range t.Texts {
 		if !claimWords.MatchString(x.Value) {
 			continue
@@ -111,7 +131,7 @@ func namesOtherWithClaim(t Tool, tools []Tool) bool {
 			if o.Server == t.Server {
 				continue
 			}
-			if o.Name != "" && containsWord(x.Value, o.Name, nil) || identifierLike(o.Bare) && o.Bare != t.Bare && containsWord(x.Value, o.Bare, nil) {
+			if o.Name != "" && containsWord(x.Value, o.Name, nil) || identifierLike(o.Bare) && o.Bare != t.Bare && !own[strings.ToLower(o.Bare)] && containsWord(x.Value, o.Bare, nil) {
 				return true
 			}
 		}
