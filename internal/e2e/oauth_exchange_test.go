@@ -62,8 +62,10 @@ func TestOAuthTokenExchangeRealServer(t *testing.T) {
 	}
 
 	// The provider refuses test-user2 (no impersonation permission): the call fails,
-	// saying so, and nothing reaches the server under that caller.
-	before := len(auths)
+	// saying so, and nothing reaches the server under that caller: no third initialize,
+	// and every request carries the first caller's exchanged token. (Not a count of all
+	// requests: each open session opens its GET stream on a goroutine of its own after
+	// notifications/initialized, which may reach the server after any snapshot.)
 	refused := oidcTokens(t, issuer, "test-user2", "verysecure")["access_token"].(string)
 	c := newHTTPClient(g.url)
 	c.token = refused
@@ -72,9 +74,22 @@ func TestOAuthTokenExchangeRealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, msg := httpErrorOf(r.last())
-	if _, auths := up.all(); len(auths) != before {
-		t.Fatalf("a request reached the server without an exchanged token")
+	seen, auths := up.all()
+	inits := 0
+	for _, s := range seen {
+		if strings.Contains(s, `"method":"initialize"`) {
+			inits++
+		}
 	}
+	if inits != 2 {
+		t.Fatalf("the server got %d initialize requests, want the first caller's 2", inits)
+	}
+	for _, a := range auths {
+		if a != "Bearer "+exchanged {
+			t.Fatalf("a request reached the server without the exchanged token")
+		}
+	}
+	assertNoTokenUpstreamAuth(t, up, refused)
 	log := g.stderr.String()
 	if !strings.Contains(msg+log, "token exchange at") || !strings.Contains(msg+log, "refused: HTTP ") {
 		t.Fatalf("the refusal is not named: status %d %q\n%s", r.status, msg, log)
