@@ -95,9 +95,11 @@ var siblingClaim = regexp.MustCompile("(?i)\\b(?:(?:use|call|choose|pick)\\s+(?:
 // server's tool of the same name, and is not also a text of o: two instances of one
 // server ("Each edit replaces …" on both) claim nothing over each other. In a text of
 // the inputSchema (an argument's description) "instead of" alone claims nothing, and
-// anywhere a comparison with another tool of t's own server ("Use this instead of
-// 'execute_command'", desktop-commander's list_directory) claims nothing over o;
-// own holds t's server's names, lower-case.
+// anywhere a comparison with another named tool ("Use this instead of
+// 'execute_command'", desktop-commander's list_directory) claims nothing over o: the
+// name is one of t's server's (own, lower-case) or identifier-like, and neither o's
+// nor t's own name (compared without case or '_', '-', '.'). A name of another
+// server's tool with claim words is namesOtherWithClaim's.
 func claimsOver(t, o Tool, own map[string]bool) bool {
 	for _, x := range t.Texts {
 		v := x.Value
@@ -105,8 +107,8 @@ func claimsOver(t, o Tool, own map[string]bool) bool {
 			v = bareClaim.ReplaceAllString(v, " ")
 		}
 		v = siblingClaim.ReplaceAllStringFunc(v, func(m string) string {
-			name := strings.ToLower(strings.TrimRight(siblingClaim.FindStringSubmatch(m)[1], ".-"))
-			if own[name] && name != strings.ToLower(t.Bare) && name != strings.ToLower(o.Bare) {
+			name := strings.TrimRight(siblingClaim.FindStringSubmatch(m)[1], ".-")
+			if (own[strings.ToLower(name)] || identifierLike(name)) && !sameTool(name, t.Bare) && !sameTool(name, o.Bare) && !sameTool(name, o.Name) {
 				return " "
 			}
 			return m
@@ -116,6 +118,20 @@ func claimsOver(t, o Tool, own map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// sameTool reports whether two tool names are one when case and the separators '_',
+// '-', '.' are left out (read-file, READ_FILE and read_file).
+func sameTool(a, b string) bool {
+	fold := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' || r == '.' {
+				return -1
+			}
+			return r
+		}, strings.ToLower(s))
+	}
+	return b != "" && fold(a) == fold(b)
 }
 
 // namesOtherWithClaim reports whether one of t's texts claims precedence while
