@@ -110,6 +110,11 @@ func classes2026Cases() []classCase {
 		{"public link", "[docs](https://example.com/docs)", nil, []string{RuleSSRFTarget}},
 		{"project file", "[readme](file:///home/bob/src/app/README.md)", nil, []string{RuleSSRFTarget}},
 		{"public address", "[dns](http://8.8.8.8/)", nil, []string{RuleSSRFTarget}},
+		{"metadata through wildcard DNS", "[m](http://169.254.169.254.nip.io/latest/meta-data/)", []string{RuleSSRFTarget}, nil},
+		{"private address in a dashed wildcard name", "[a](http://app.10-0-0-5.sslip.io:8080/admin)", []string{RuleSSRFTarget}, nil},
+		{"public address in a wildcard name", "[demo](https://app.203.0.113.7.nip.io/)", nil, []string{RuleSSRFTarget}},
+		{"reverse lookup name", "[ptr](http://1.0.168.192.in-addr.arpa/)", nil, []string{RuleSSRFTarget}},
+		{"versioned host name", "[docs](https://v1.2.docs.example.com/guide)", nil, []string{RuleSSRFTarget}},
 
 		// PII
 		{"SSN after a cue", "Verified social security number 412785631 for the claim.", []string{RuleUSSSN}, nil},

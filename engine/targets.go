@@ -100,7 +100,9 @@ func unsafeTarget(uri string, roots []string) string {
 	}
 	a, ok := hostAddr(host)
 	if !ok {
-		return ""
+		if a, ok = embeddedAddr(host); !ok {
+			return ""
+		}
 	}
 	a = a.Unmap()
 	for _, m := range metadataAddrs {
@@ -119,6 +121,54 @@ func unsafeTarget(uri string, roots []string) string {
 		return "private_address" // 100.64.0.0/10, carrier-grade NAT
 	}
 	return ""
+}
+
+// TargetKind reports why an agent must not fetch uri (docs/engine.md#targets): the
+// entity of output_ssrf_target ("metadata_address", "link_local_address",
+// "metadata_or_local_host", "loopback_address", "private_address", "file_sensitive")
+// or "" for a target it may fetch. A file: URI is judged by its path alone.
+func TargetKind(uri string) string { return unsafeTarget(uri, nil) }
+
+// embeddedAddr reads the IPv4 address a wildcard-DNS name spells and resolves to:
+// four decimal labels ("169.254.169.254.nip.io", "app.10.0.0.1.sslip.io") or one
+// label of four dash-separated ones ("169-254-169-254.sslip.io"), followed by a
+// domain of at least two labels. A reverse-lookup name (in-addr.arpa) is none.
+func embeddedAddr(h string) (netip.Addr, bool) {
+	if strings.HasSuffix(h, ".arpa") {
+		return netip.Addr{}, false
+	}
+	labels := strings.Split(h, ".")
+	octet := func(l string) (byte, bool) {
+		if l == "" || len(l) > 3 {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(l, 10, 8)
+		return byte(v), err == nil
+	}
+	quad := func(ls []string) (netip.Addr, bool) {
+		var b [4]byte
+		for i, l := range ls {
+			v, ok := octet(l)
+			if !ok {
+				return netip.Addr{}, false
+			}
+			b[i] = v
+		}
+		return netip.AddrFrom4(b), true
+	}
+	for i := 0; i+4+2 <= len(labels); i++ {
+		if a, ok := quad(labels[i : i+4]); ok {
+			return a, true
+		}
+	}
+	for i := 0; i+1+2 <= len(labels); i++ {
+		if ls := strings.Split(labels[i], "-"); len(ls) == 4 {
+			if a, ok := quad(ls); ok {
+				return a, true
+			}
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // hostAddr reads a host as an IP address, including the forms URL parsers accept

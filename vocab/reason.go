@@ -60,6 +60,7 @@ const (
 	ReasonArgumentSchema Reason = "argument_schema" // arguments that break the listed inputSchema (or a prompt's declared arguments), or an undeclared argument
 	ReasonArgumentShell  Reason = "argument_shell"  // command chaining, substitution or redirection in a command, host or URL argument
 	ReasonArgumentPath   Reason = "argument_path"   // a path outside the roots, a ".." that climbs above its start, a UNC or URL path
+	ReasonArgumentURL    Reason = "argument_url"    // a URL argument aimed at cloud metadata or a link-local address
 
 	// Messages with more than one reading (docs/decisions.md#one-reading): refused in
 	// either direction, never forwarded.
@@ -82,7 +83,7 @@ var Reasons = []Reason{
 	ReasonUndecodableResult, ReasonSanitizeFailed, ReasonInvalidParams, ReasonInflightLimit, ReasonInternalError,
 	ReasonToolHidden, ReasonListingUnavailable, ReasonEntryHidden, ReasonPolicyHidden, ReasonToolDefinitionChanged, ReasonServerInfoChanged, ReasonTaskUnknown, ReasonRootOutsidePin,
 	ReasonMissingCapability, ReasonHeaderMismatch, ReasonRetryMismatch, ReasonRequestStateInvalid,
-	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath, ReasonSecretInMotion, ReasonTaskNotOwned,
+	ReasonArgumentSchema, ReasonArgumentShell, ReasonArgumentPath, ReasonArgumentURL, ReasonSecretInMotion, ReasonTaskNotOwned,
 	ReasonVetFindings, ReasonVetServerLeftOut,
 	ReasonGuardrailBlock, ReasonGuardrailDeny, ReasonGuardrailTimeout, ReasonGuardrailError,
 	ReasonDuplicateMember, ReasonCaseVariantMember, ReasonInvalidMemberName, ReasonInexactID,

@@ -28,6 +28,7 @@ const (
 	RulePathAbsolute     = "argument_path_absolute"      // an absolute or "~" path with no roots known
 	RuleTemplate         = "argument_template"           // server-side template markers in plain text
 	RuleGuessableHandle  = "argument_guessable_handle"   // a state handle a caller could enumerate ("basket_1002")
+	RuleURLInternal      = "argument_url_internal"       // a URL argument aimed at cloud metadata, a link-local, loopback or private address
 )
 
 // Family is the rules' family in `mcpgate rules`.
@@ -45,6 +46,7 @@ func Rules() []engine.Rule {
 		{ID: RulePathRemote, Family: Family, Severity: engine.SeverityMedium, Summary: "a UNC path or a non-file URL in a path argument; strict refuses"},
 		{ID: RulePathAbsolute, Family: Family, Severity: engine.SeverityInfo, Summary: "an absolute or ~ path argument while no roots are known"},
 		{ID: RuleTemplate, Family: Family, Severity: engine.SeverityMedium, Summary: "server-side template markers ({{…}}, ${…}, <%…%>) in an argument the schema types as plain text"},
+		{ID: RuleURLInternal, Family: Family, Severity: engine.SeverityMedium, Summary: "a URL argument whose host is cloud metadata (169.254.169.254, fd00:ec2::254, metadata.google.internal, also as a decimal or hex integer or a wildcard-DNS name such as 169.254.169.254.nip.io) or link-local: strict refuses; loopback or private: recorded"},
 		{ID: RuleGuessableHandle, Family: Family, Severity: engine.SeverityLow, Summary: "a top-level id or handle argument whose string value is a lower-case word and a counter (\"cart_1002\", \"session-17\"): a state handle another caller can enumerate; recorded, never refused"},
 	}
 }

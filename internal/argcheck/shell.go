@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/mcpgate/mcpgate/engine"
 )
 
 // class is what a string argument reaches, read from the schema's format, the
@@ -147,6 +149,8 @@ func checkString(s, ptr string, cl class, roots []string) []Finding {
 		}
 		if strings.HasPrefix(strings.ToLower(s), "file:") {
 			out = append(out, checkPath(s, ptr, roots, true)...)
+		} else if refuse, ok := internalURL(s); ok {
+			add(RuleURLInternal, refuse)
 		}
 	case classQuery:
 		if substitution(s) || newlineCommand(s) {
@@ -363,6 +367,39 @@ func pathShaped(s string) bool {
 		return true
 	}
 	return strings.Contains(n, "/../") || strings.HasSuffix(n, "/..")
+}
+
+// internalURL reports a URL an agent's fetch must not reach (engine.TargetKind):
+// cloud metadata and link-local addresses are refused in strict, loopback and private
+// ones (a developer's own services) only recorded. A URL without a scheme is read as
+// http ("169.254.169.254/latest/meta-data").
+func internalURL(s string) (refuse, ok bool) {
+	u := strings.TrimSpace(s)
+	if len(u) > 4096 {
+		return false, false
+	}
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	switch engine.TargetKind(u) {
+	case "metadata_address", "link_local_address":
+		return true, true
+	case "metadata_or_local_host":
+		h := strings.ToLower(hostOf(u))
+		return !(h == "localhost" || strings.HasSuffix(h, ".localhost") || strings.HasPrefix(h, "localhost.") || strings.HasPrefix(h, "ip6-")), true
+	case "loopback_address", "private_address":
+		return false, true
+	}
+	return false, false
+}
+
+// hostOf is the host of an absolute URL, or "".
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(p.Hostname(), ".")
 }
 
 // unevade reads a value as the server may end up reading it: up to three layers of

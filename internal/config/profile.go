@@ -48,6 +48,7 @@ var StrictChanges = []Change{
 	{Setting: "arguments against the listed schema", Default: "recorded (argument_schema)", Strict: "refused: -32602 argument_schema"},
 	{Setting: "command, host and URL arguments", Default: "recorded (argument_shell)", Strict: "chaining refused: -32602 argument_shell"},
 	{Setting: "path arguments", Default: "recorded (argument_path_*)", Strict: "outside the roots refused: -32602 argument_path"},
+	{Setting: "URL arguments aimed at cloud metadata or link-local addresses", Default: "recorded (argument_url_internal)", Strict: "refused: -32602 argument_url; loopback and private ones only recorded"},
 	{Setting: "secret in motion (a value a result showed, sent on in a later call's arguments)", Default: "recorded (reason secret_in_motion)", Strict: "refused", Flag: "--refuse-secrets-in-motion"},
 	{Setting: "order in a result to act through another server's named tool (output_tool_transfer)", Default: "Medium: warns where the filter is on", Strict: "High: blocks", Flag: `"rules": {"output_tool_transfer": "medium"} in --config`},
 }

@@ -57,6 +57,8 @@ func argumentReason(rule string) vocab.Reason {
 		return vocab.ReasonArgumentSchema
 	case argcheck.RuleShell:
 		return vocab.ReasonArgumentShell
+	case argcheck.RuleURLInternal:
+		return vocab.ReasonArgumentURL
 	}
 	return vocab.ReasonArgumentPath
 }

@@ -23,6 +23,7 @@ func TestArgumentChecks(t *testing.T) {
 		"set_role":  argcheck.NewTool("set_role", json.RawMessage(`{"type":"object","properties":{"role":{"type":"string","enum":["viewer","editor"]}},"required":["role"]}`)),
 		"read_file": argcheck.NewTool("read_file", json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)),
 		"ping_host": argcheck.NewTool("ping_host", json.RawMessage(`{"type":"object","properties":{"host":{"type":"string"}}}`)),
+		"fetch_url": argcheck.NewTool("fetch_url", json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}}}`)),
 	}
 	lookup := func(tool string) *argcheck.Tool { return schemas[tool] }
 	for _, tc := range []struct {
@@ -42,6 +43,10 @@ func TestArgumentChecks(t *testing.T) {
 			rules: []string{"argument_shell"}, reason: vocab.ReasonArgumentShell},
 		{name: "path outside pins, strict refuses", params: `{"name":"read_file","arguments":{"path":"/home/alice/SECRETVALUE"}}`, strict: true, schema: "checked",
 			rules: []string{"argument_path_outside_roots"}, reason: vocab.ReasonArgumentPath},
+		{name: "metadata URL, strict refuses", params: `{"name":"fetch_url","arguments":{"url":"http://169.254.169.254/latest/SECRETVALUE"}}`, strict: true, schema: "checked",
+			rules: []string{"argument_url_internal"}, reason: vocab.ReasonArgumentURL},
+		{name: "loopback URL, strict records", params: `{"name":"fetch_url","arguments":{"url":"http://127.0.0.1:8080/SECRETVALUE"}}`, strict: true, schema: "checked",
+			rules: []string{"argument_url_internal"}},
 		{name: "no listing", params: `{"name":"unlisted","arguments":{"a":"b"}}`, strict: true, schema: "schema_unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
