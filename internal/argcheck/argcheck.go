@@ -190,14 +190,17 @@ func (t *Tool) compile() {
 	}
 	t.props = map[string]prop{}
 	if ps, ok := obj["properties"].(map[string]any); ok {
-		_, repo := ps["repo"]
-		_, repository := ps["repository"]
+		inRepo := false
+		for name := range ps {
+			inRepo = inRepo || namesRepository(name)
+		}
 		for name, v := range ps {
 			s, _ := v.(map[string]any)
 			cl := classify(t.name, name, s)
-			if cl == classPath && (repo || repository) {
-				// a path inside the repository the call names (GitHub's get_file_contents
-				// "path": "/"), not on the client's file system: no roots apply
+			if cl == classPath && inRepo {
+				// a path inside the repository or wiki the call names (GitHub's
+				// get_file_contents "path": "/", Azure DevOps' repositoryId and wikiId), not
+				// on the client's file system: no roots apply
 				cl = classPlain
 			}
 			t.props[name] = prop{class: cl, schema: s}
@@ -207,6 +210,17 @@ func (t *Tool) compile() {
 	_, pp := obj["patternProperties"]
 	_, up := obj["unevaluatedProperties"]
 	t.open = ap || pp || up || len(t.props) == 0 || hasComposition(obj)
+}
+
+// namesRepository reports whether an argument's name names a repository or a wiki
+// a call reads from: repo, repository or wiki, alone or with id, name or slug
+// ("repositoryId", "repo_name", "wikiId").
+func namesRepository(name string) bool {
+	w := splitWords(name)
+	if len(w) == 0 || len(w) > 2 || w[0] != "repo" && w[0] != "repository" && w[0] != "wiki" {
+		return false
+	}
+	return len(w) == 1 || w[1] == "id" || w[1] == "name" || w[1] == "slug"
 }
 
 // hasComposition reports whether the schema combines others at the top (allOf, anyOf,
