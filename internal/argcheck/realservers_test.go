@@ -33,7 +33,7 @@ func loadListings(t *testing.T) listings {
 	if err := json.Unmarshal(b, &l); err != nil {
 		t.Fatal(err)
 	}
-	// and the 22 real servers of the repository's benign corpus (testdata/servers)
+	// and the 37 real servers of the repository's benign corpus (testdata/servers)
 	files, _ := filepath.Glob("../../testdata/servers/*.json")
 	if len(files) < 20 {
 		t.Fatalf("the real servers' listings are missing: %v", files)
@@ -126,7 +126,7 @@ func corpus(server string) bool {
 }
 
 // TestRealServersPassStrict: every tool and prompt of three real servers (and the
-// 22 of testdata/servers, whose schemas must compile and whose arguments pass every
+// 37 of testdata/servers, whose schemas must compile and whose arguments pass every
 // check but the schema's), called
 // with the arguments a client would fill in, and realistic calls with awkward but
 // honest content (a markdown table, a shell snippet in a file being written, glob

@@ -1,5 +1,5 @@
 // Captures the listings of testdata/servers: starts each npm server over stdio (installed in NODE_MODULES, default ./node_modules,
-// with npm install --ignore-scripts), asks initialize, tools/list and prompts/list (every page) and writes OUT/<name>.json.
+// with npm install --ignore-scripts), asks initialize, tools/list, prompts/list, resources/list and resources/templates/list (every page) and writes OUT/<name>.json.
 // Placeholder keys only: no server is given a real credential or reaches a service. Usage: node capture.mjs OUT
 import { spawn } from "node:child_process";
 import { writeFileSync, readFileSync } from "node:fs";
@@ -8,7 +8,10 @@ const OUT = process.argv[2] || ".";
 const env = { ...process.env, TAVILY_API_KEY: "tvly-dummy", BRAVE_API_KEY: "dummy", FIRECRAWL_API_KEY: "fc-dummy",
   GITHUB_PERSONAL_ACCESS_TOKEN: "dummy", GITLAB_PERSONAL_ACCESS_TOKEN: "dummy", SLACK_BOT_TOKEN: "xoxb-dummy", SLACK_TEAM_ID: "T0", GOOGLE_MAPS_API_KEY: "dummy",
   EVERART_API_KEY: "dummy", AWS_ACCESS_KEY_ID: "dummy", AWS_SECRET_ACCESS_KEY: "dummy", AWS_REGION: "us-east-1",
-  FIGMA_API_KEY: "dummy", NOTION_TOKEN: "dummy" };
+  FIGMA_API_KEY: "dummy", NOTION_TOKEN: "dummy", EXA_API_KEY: "dummy", SUPABASE_ACCESS_TOKEN: "sbp_dummy", BROWSERSTACK_USERNAME: "dummy",
+  BROWSERSTACK_ACCESS_KEY: "dummy", ATLASSIAN_USER_EMAIL: "a@example.com", ATLASSIAN_API_TOKEN: "dummy", AZURE_DEVOPS_ORG_URL: "https://dev.azure.com/contoso",
+  AZURE_DEVOPS_AUTH_METHOD: "pat", AZURE_DEVOPS_PAT: "dummy", BROWSERBASE_API_KEY: "dummy", BROWSERBASE_PROJECT_ID: "dummy",
+  PRIVATE_APP_ACCESS_TOKEN: "dummy", CIRCLECI_TOKEN: "dummy" };
 const servers = [ // name, package (the version is what NODE_MODULES holds), arguments
   ["server-memory", "@modelcontextprotocol/server-memory", []], ["server-sequential-thinking", "@modelcontextprotocol/server-sequential-thinking", []],
   ["server-github", "@modelcontextprotocol/server-github", []], ["server-gitlab", "@modelcontextprotocol/server-gitlab", []],
@@ -19,6 +22,14 @@ const servers = [ // name, package (the version is what NODE_MODULES holds), arg
   ["mongodb", "mongodb-mcp-server", []], ["brave-search", "@brave/brave-search-mcp-server", []], ["firecrawl", "firecrawl-mcp", []],
   ["figma", "figma-developer-mcp", ["--stdio", "--figma-api-key=dummy"]], ["desktop-commander", "@wonderwhy-er/desktop-commander", []],
   ["chrome-devtools", "chrome-devtools-mcp", []], ["kubernetes", "mcp-server-kubernetes", []], ["playwright", "@playwright/mcp", []],
+  ["filesystem", "@modelcontextprotocol/server-filesystem", ["/tmp"]], ["everything", "@modelcontextprotocol/server-everything", ["stdio"]],
+  ["sentry", "@sentry/mcp-server", ["--access-token=dummy"]], ["exa", "exa-mcp-server", []],
+  ["supabase", "@supabase/mcp-server-supabase", ["--features=account,database,debugging,development,functions,branching,storage"]],
+  ["browserstack", "@browserstack/mcp-server", []], ["launchdarkly", "@launchdarkly/mcp-server", ["start", "--api-key", "dummy"]],
+  ["atlassian-bitbucket", "@aashari/mcp-server-atlassian-bitbucket", []], ["azure-devops", "@tiberriver256/mcp-server-azure-devops", []],
+  ["browserbase", "@browserbasehq/mcp-server-browserbase", []], ["executeautomation-playwright", "@executeautomation/playwright-mcp-server", []],
+  ["browser-tools", "@agentdeskai/browser-tools-mcp", []], ["hubspot", "@hubspot/mcp-server", []], ["sqlite", "mcp-server-sqlite", [":memory:"]],
+  ["circleci", "@circleci/mcp-server-circleci", []],
 ];
 function binOf(pkg) { const p = JSON.parse(readFileSync(M + pkg + "/package.json", "utf8")); const b = typeof p.bin === "string" ? p.bin : Object.values(p.bin)[0]; return [M + pkg + "/" + b, p.version]; }
 async function list(name, pkg, args) {
@@ -32,8 +43,9 @@ async function list(name, pkg, args) {
     p.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
     const out = { package: pkg, version, tools: [], prompts: [] };
     if (init.result?.instructions) out.instructions = init.result.instructions;
-    for (const [m, k] of [["tools/list", "tools"], ["prompts/list", "prompts"]]) {
-      if (!init.result?.capabilities?.[k]) continue;
+    for (const [m, k, cap] of [["tools/list", "tools", "tools"], ["prompts/list", "prompts", "prompts"], ["resources/list", "resources", "resources"], ["resources/templates/list", "resourceTemplates", "resources"]]) {
+      if (!init.result?.capabilities?.[cap]) continue;
+      if (!out[k]) out[k] = [];
       let cursor;
       do { const r = await req(m, cursor ? { cursor } : {}); if (r.error) break; out[k].push(...(r.result[k] || [])); cursor = r.result.nextCursor; } while (cursor);
     }
