@@ -158,11 +158,25 @@ func (a *Analyzer) AnalyzeArguments(args []byte) (Report, error) {
 	return a.analyzeDoc(args, modeArguments, nil)
 }
 
+// AnalyzeDefinitions scans a listing result (tools/list, prompts/list,
+// resources/list, resources/templates/list: every string and member name, as
+// AnalyzeArguments does) and, unlike arguments, reads the requests a definition makes
+// of the agent (output_credential_request): a definition speaks to the model
+// (docs/engine.md#what-is-scanned). Pointers are relative to the result.
+func (a *Analyzer) AnalyzeDefinitions(result []byte) (Report, error) {
+	t := strings.TrimSpace(string(result))
+	if t == "" || t == "null" {
+		return Report{}, nil
+	}
+	return a.analyzeDoc(result, modeDefinitions, nil)
+}
+
 type docMode uint8
 
 const (
 	modeResult docMode = iota
 	modeArguments
+	modeDefinitions // a listing: read as arguments, but requests of the agent count
 )
 
 func (a *Analyzer) analyzeDoc(doc []byte, mode docMode, roots []string) (Report, error) {
@@ -428,7 +442,7 @@ func (v *docVisitor) scanBytes(b []byte, isKey bool) {
 		}
 	}
 	scanText(&v.st.k, s, false, cut)
-	if v.mode == modeArguments && !isKey {
+	if v.mode != modeResult && !isKey {
 		v.scanDecoded(s)
 	}
 }

@@ -180,7 +180,7 @@ func (l *list) listIntervene(doc json.RawMessage, texts []guardrail.Text, outs [
 	}
 	l.rec.escalate(vocab.Redact)
 	if l.filterOutput {
-		if again, err := l.p.Analyzer.AnalyzeArguments(raw); err == nil {
+		if again, err := l.p.Analyzer.AnalyzeDefinitions(raw); err == nil {
 			for _, f := range again.Findings {
 				if engine.VerdictFor(f.Severity) != engine.Block {
 					continue

@@ -28,7 +28,7 @@ const RuleToolDefinitionChanged = "tool_definition_changed"
 func (r *run) listing(c Channel, m *methods.Method, resp *jsonrpc.Message) Reply {
 	l := &list{run: r, ch: c, m: m, key: m.List.Key}
 	stage := time.Now()
-	rep, err := r.p.Analyzer.AnalyzeArguments(resp.Result)
+	rep, err := r.p.Analyzer.AnalyzeDefinitions(resp.Result)
 	rep.AddressesAsInfo() // definitions address the model by nature
 	if err == nil && len(rep.Findings) == 0 && !rep.Truncated && !l.pinned() && !l.hasPhase() && !l.guarded() && namesClean(l.ch, l.key, resp.Result) && listShaped(resp.Result, l.key) {
 		// clean, and nothing else reads it: no need to decode the entries
