@@ -24,7 +24,7 @@ var splitKeys = map[string]bool{"share": true, "shares": true, "part": true, "ch
 // one after another, in listing order (engine.OrdersIn on the joined text, when no
 // description alone holds it), or a payload cut into shares: two or more
 // descriptions carrying a share marker (share=, part=, chunk=, fragment=, ... with
-// values that differ, or "part N of M"). One finding per description involved.
+// values that differ, or "part N of M" / "part N/M" with M a number). One finding per description involved.
 func SplitOrders(tools []Described) []engine.Finding {
 	byServer := map[string][]Described{}
 	var order []string
@@ -94,10 +94,11 @@ func shareMarkers(d string) [][2]string {
 			continue
 		}
 		if w == "part" && i+1 < len(f) {
+			// "part 2/3", "part 2 of 3": a count of parts, not "part 1 of the suite"
 			n := strings.Trim(f[i+1], ".,;:()[]")
-			if num, _, ok := strings.Cut(n, "/"); ok && isDigits(num) {
+			if num, den, ok := strings.Cut(n, "/"); ok && isDigits(num) && isDigits(den) {
 				out = append(out, [2]string{"part", num})
-			} else if isDigits(n) && i+3 < len(f) && f[i+2] == "of" {
+			} else if isDigits(n) && i+3 < len(f) && f[i+2] == "of" && isDigits(strings.Trim(f[i+3], ".,;:()[]")) {
 				out = append(out, [2]string{"part", n})
 			}
 		}
