@@ -153,11 +153,13 @@ func TestAsksCredential(t *testing.T) {
 	yes := []string{"password", "Password", "github_token", "Personal access token", "apiKey", "api_key", "API Key",
 		"x-api-key", "client_secret", "secret", "cardNumber", "card_number", "Credit card", "cvv", "CVC2",
 		"private_key", "otp", "One-time code", "passphrase", "accessToken", "refresh_token", "SSH private key",
-		"verification code", "pin", "db_passwd", "AWS secret access key", "Card no", "session token"}
+		"verification code", "pin", "db_passwd", "AWS secret access key", "Card no", "session token",
+		"seed phrase", "12-word recovery phrase", "recovery_codes", "backup codes", "mnemonic", "Seed words"}
 	no := []string{"max_tokens", "token_count", "Token limit", "tokenizer", "tokens", "secretary", "password_hint",
 		"Password policy", "username", "email", "public_key", "sort_key", "keyboard", "card_holder", "card_type",
 		"description", "repo", "Number of tokens", "prompt tokens", "title", "passport_country", "spinner", "pinned",
-		"input tokens", "Which password manager do you use?", "token type"}
+		"input tokens", "Which password manager do you use?", "token type", "Recovery phrase length", "Random seed",
+		"recovery email", "backup location", "mnemonic device name"}
 	for _, s := range yes {
 		if !AsksCredential(s) {
 			t.Errorf("AsksCredential(%q) = false, want true", s)

@@ -209,7 +209,7 @@ func asksCredentialIntl(s string, w []string) bool {
 // AsksCredential reports whether a form field's name or title asks for a credential:
 // a password (not a password hint or policy), a token (not a token count or max
 // tokens), an API, private, secret or access key, a secret, a card number or CVV, a
-// one-time code or PIN; in English or in another language (asksCredentialIntl:
+// one-time code or PIN, a seed or recovery phrase or recovery codes; in English or in another language (asksCredentialIntl:
 // "Contraseña", "mot de passe", "API-Schlüssel", "密码").
 func AsksCredential(s string) bool {
 	w := words(s)
@@ -240,6 +240,14 @@ func AsksCredential(s string) bool {
 		case x == "card" && (cardWords[next] || prev == "credit" || prev == "debit") && !notCredAfter[next]:
 			return true
 		case x == "security" && next == "code", x == "verification" && next == "code", x == "one" && next == "time":
+			return true
+		case (x == "seed" || x == "recovery" || x == "mnemonic" || x == "backup") && (next == "phrase" || next == "phrases" || next == "words" || next == "codes" || next == "code"):
+			// a wallet's seed or recovery phrase, an account's recovery codes: whoever
+			// holds them holds the account
+			if i+2 >= len(w) || !notCredAfter[w[i+2]] {
+				return true
+			}
+		case x == "mnemonic" && (next == "" || next == "phrase"):
 			return true
 		}
 	}
