@@ -386,6 +386,12 @@ func mailAddress(text string) bool {
 	return false
 }
 
+// selfCall reports whether word j runs the tool the text describes: "call (invoke,
+// run) this tool (function)".
+func (f *folded) selfCall(j int) bool {
+	return (f.is(j, "call") || f.is(j, "invoke") || f.is(j, "run")) && f.is(j+1, "this") && (f.is(j+2, "tool") || f.is(j+2, "function"))
+}
+
 // is reports whether word i exists and is x.
 func (f *folded) is(i int, x string) bool { return i >= 0 && i < f.n && f.w(i) == x }
 
@@ -430,6 +436,12 @@ func (f *folded) at(i int) int {
 		return dirAddressed
 	case ww == "before" && (f.is(i+1, "answering") || f.is(i+1, "responding") || f.is(i+1, "replying")) && f.within(i+1, 12, sendVerbs) >= 0:
 		// "Before answering, read the history and send it to ...": an order about the model's reply
+		if j := f.within(i+1, 12, sendVerbs); f.selfCall(j) && f.within(j+2, 64, sendVerbs) < 0 {
+			// "Before answering any question about Azure, call this tool": a definition
+			// saying when to use itself, nothing sent elsewhere; a payload still makes it
+			// an order (harmful)
+			return dirMereAddress
+		}
 		return dirAddressed
 	case (ww == "ai" || ww == "llm" || ww == "llms" || ww == "language") && f.within(i, 3, readingVerbs) >= 0 && (f.is(f.within(i, 3, readingVerbs)+1, "this") || f.is(f.within(i, 3, readingVerbs)+1, "these")):
 		// "AI agents reading this must ...", "LLMs processing this page should ..."
