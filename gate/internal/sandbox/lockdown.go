@@ -1,8 +1,8 @@
 package sandbox
 
 import (
-	"sync"
 	_ "embed"
+	"sync"
 
 	"github.com/dop251/goja"
 )
