@@ -89,6 +89,14 @@ func (f *folded) fold(s string) {
 	}
 	for i := 0; i < len(s); {
 		for i < len(s) && s[i] < utf8.RuneSelf {
+			if c := s[i]; c == '%' || c == '&' {
+				if d, sz := escapedASCII(s[i:]); sz > 0 {
+					// "ignore%20previous", "&#73;gnore": read as the character it stands for
+					put(lower[d])
+					i += sz
+					continue
+				}
+			}
 			b[n] = lower[s[i]]
 			n++
 			i++
@@ -130,6 +138,62 @@ func (f *folded) fold(s string) {
 	f.tlen = n
 	f.changed = n != len(s) || !isASCIIString(s)
 	f.tokenize(unsafe.String(unsafe.SliceData(b), n))
+}
+
+// escapedASCII reads a percent escape (%XX) or an HTML character reference (&#NN;,
+// &#xHH;, &lt; &gt; &amp; &quot; &apos; &nbsp;) at the start of s that stands for a
+// printable ASCII character or a space: the character and the escape's length, or
+// 0, 0. An escape is never shorter than what it stands for, so folding still fits.
+func escapedASCII(s string) (byte, int) {
+	if s[0] == '%' {
+		if len(s) >= 3 && isHex(s[1]) && isHex(s[2]) {
+			if c := unhex(s[1])<<4 | unhex(s[2]); c >= ' ' && c < 0x7F {
+				return c, 3
+			}
+		}
+		return 0, 0
+	}
+	end := strings.IndexByte(s[:min(len(s), 10)], ';')
+	if end < 3 {
+		return 0, 0
+	}
+	ref := s[1:end]
+	if ref[0] == '#' {
+		v, base := ref[1:], 10
+		if v != "" && (v[0] == 'x' || v[0] == 'X') {
+			v, base = v[1:], 16
+		}
+		c := 0
+		for k := 0; k < len(v); k++ {
+			switch {
+			case base == 10 && isDigit(v[k]):
+				c = c*10 + int(v[k]-'0')
+			case base == 16 && isHex(v[k]):
+				c = c*16 + int(unhex(v[k]))
+			default:
+				return 0, 0
+			}
+		}
+		if v != "" && c >= ' ' && c < 0x7F {
+			return byte(c), end + 1
+		}
+		return 0, 0
+	}
+	switch ref {
+	case "lt":
+		return '<', end + 1
+	case "gt":
+		return '>', end + 1
+	case "amp":
+		return '&', end + 1
+	case "quot":
+		return '"', end + 1
+	case "apos":
+		return '\'', end + 1
+	case "nbsp":
+		return ' ', end + 1
+	}
+	return 0, 0
 }
 
 func isASCIIString(s string) bool {

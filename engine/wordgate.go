@@ -24,6 +24,7 @@ const (
 const (
 	gsPath = 1 + iota
 	gsHigh
+	gsEsc // '%' or '&': a percent escape or an HTML character reference may start here
 )
 
 var gsClass = func() (t [256]byte) {
@@ -37,6 +38,8 @@ var gsClass = func() (t [256]byte) {
 			t[c] = gsPath
 		case c >= 0x80:
 			t[c] = gsHigh
+		case c == '%' || c == '&':
+			t[c] = gsEsc
 		}
 	}
 	return
@@ -47,7 +50,7 @@ var gsClass = func() (t [256]byte) {
 // their gate classes, with gModelColon for a ':' after a word of gModel (tokenize
 // marks the word before a ':') and gCred for a field (between ASCII white space) that
 // holds '/' or '~' and one of '.', '%', '_' (CredentialPath needs a dot segment, a
-// suffix, id_..., or a percent-encoded file: URI). high reports a non-ASCII byte:
+// suffix, id_..., or a percent-encoded file: URI). high reports a non-ASCII byte or an escape folding decodes (%XX, &#NN;, &lt;):
 // folding reads homoglyphs as letters, so the orders detector reads such a string
 // whatever its words. The credential detector lower-cases Unicode, where only U+212A
 // (KELVIN SIGN) and U+0130 become ASCII letters: either lets a string through; any
@@ -74,6 +77,15 @@ func gateScan(s string, directive bool) (seen uint32, high bool) {
 			case ':':
 				if model {
 					seen |= gModelColon
+				}
+			case gsEsc:
+				// folding reads "ignore%20previous" and "&#73;gnore" as the words they
+				// spell, so an escape lets the string through as a non-ASCII byte does
+				if _, sz := escapedASCII(s[i:]); sz > 0 && !high {
+					high = true
+					if gateMet(seen, directive, high) {
+						return seen, high
+					}
 				}
 			case gsHigh:
 				high = true
