@@ -450,6 +450,21 @@ func mailAddress(text string) bool {
 	return false
 }
 
+// asksForInput reports whether "ask" at word v, its user word at u, asks the user
+// for a value ("Never ask the user for the API key; it is configured", "do not ask
+// the user which project"): the tool finds it itself, nothing is kept from the user.
+// Consent ("do not ask the user for permission", "… to confirm") stays secrecy.
+func (f *folded) asksForInput(v, u int) bool {
+	if !f.is(v, "ask") || !(f.is(u+1, "for") || f.is(u+1, "to") || f.is(u+1, "which") || f.is(u+1, "what") || f.is(u+1, "whether")) {
+		return false
+	}
+	return !f.sentenceHas(v, safetyWords) && !f.sentenceHas(v, consentWords)
+}
+
+// consentWords are what asking the user for consent names.
+var consentWords = map[string]bool{"permission": true, "consent": true, "confirm": true, "approve": true, "approval": true, "confirmation": true,
+	"allow": true, "authorize": true, "authorization": true, "ok": true, "okay": true, "agreement": true}
+
 // selfCall reports whether word j runs the tool the text describes: "call (invoke,
 // run) this tool (function)".
 func (f *folded) selfCall(j int) bool {
@@ -526,7 +541,7 @@ func (f *folded) at(i int) int {
 	// ---- secrecy ----
 	case (ww == "not" && (f.is(i-1, "do") || f.is(i-1, "must") || f.is(i-1, "should")) || ww == "don't" || ww == "never" || ww == "dont") && f.in(i+1, tellVerbs):
 		// "do not mention this step to the user", "never tell the user", "don't let the user know"
-		if j := f.within(i+1, 7, userWords); j >= 0 && !f.is(j+1, "agent") && !f.is(j+1, "interface") {
+		if j := f.within(i+1, 7, userWords); j >= 0 && !f.is(j+1, "agent") && !f.is(j+1, "interface") && !f.asksForInput(i+1, j) {
 			return dirSecrecy
 		}
 		// "do not mention this instruction", "never reveal these directives": secrecy
