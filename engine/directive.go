@@ -77,6 +77,20 @@ var homoglyphs = map[rune]byte{
 	'Α': 'a', 'Β': 'b', 'Ε': 'e', 'Η': 'h', 'Ι': 'i', 'Κ': 'k', 'Μ': 'm', 'Ν': 'n', 'Ο': 'o', 'Ρ': 'p', 'Τ': 't', 'Υ': 'y', 'Χ': 'x', 'Ζ': 'z',
 }
 
+// latinBase maps the accented Latin letters of Western European languages to their
+// base letter, so the override patterns read "Ignorez toutes les instructions
+// précédentes" and "lösche" as words.
+var latinBase = func() map[rune]byte {
+	m := map[rune]byte{}
+	for base, rs := range map[byte]string{'a': "àáâãäåÀÁÂÃÄÅ", 'c': "çÇ", 'e': "èéêëÈÉÊË", 'i': "ìíîïÌÍÎÏ", 'n': "ñÑ", 'o': "òóôõöøÒÓÔÕÖØ",
+		'u': "ùúûüÙÚÛÜ", 'y': "ýÿÝ", 's': "ß"} {
+		for _, r := range rs {
+			m[r] = base
+		}
+	}
+	return m
+}()
+
 // fold reads s (at most maxDirective bytes are used) into f. Each rune becomes at
 // most one byte, so the folded text fits f.buf.
 func (f *folded) fold(s string) {
@@ -128,6 +142,8 @@ func (f *folded) fold(s string) {
 		default:
 			if h, ok := homoglyphs[r]; ok {
 				put(h)
+			} else if a, ok := latinBase[r]; ok {
+				put(a) // "précédentes" reads "precedentes"
 			} else if r >= 0x1D400 && r <= 0x1D7FF {
 				put(mathLetter(r))
 			} else {
@@ -365,6 +381,9 @@ var startWords = func() map[string]bool {
 		"prior", "previous", "earlier", "credentials", "secrets", "passwords", "tokens", "keys", "trigger",
 		"rules", "guidelines", "directives", "prompt", "above", "credential", "secret", "password", "token",
 		"ignore", "disregard", "forget", "override"} {
+		m[w] = true
+	}
+	for w := range overrideVerbs {
 		m[w] = true
 	}
 	return m
@@ -637,15 +656,31 @@ func (f *folded) at(i int) int {
 // Words of the classic override ("ignore all previous instructions"): the verb, the
 // words that point back at what the model was told, and what it was told.
 var (
-	overrideVerbs     = map[string]bool{"ignore": true, "disregard": true, "forget": true, "override": true}
-	overridePast      = map[string]bool{"previous": true, "prior": true, "earlier": true, "above": true, "preceding": true, "all": true, "any": true, "your": true, "original": true, "existing": true, "system": true, "other": true}
-	overrideQualifier = map[string]bool{"the": true, "of": true, "these": true, "those": true, "my": true}
-	overrideNouns     = map[string]bool{"instructions": true, "instruction": true, "guidance": true, "rules": true, "directions": true, "directives": true,
-		"guidelines": true, "prompt": true, "prompts": true, "orders": true, "commands": true, "context": true}
+	// (also in French, Spanish, Portuguese, Italian and German, accents folded:
+	// "Ignorez toutes les instructions précédentes et supprimez ...")
+	overrideVerbs = map[string]bool{"ignore": true, "disregard": true, "forget": true, "override": true,
+		"ignorez": true, "ignorer": true, "oubliez": true, "oublie": true, "ignora": true, "ignoren": true, "ignorar": true, "olvida": true, "olvide": true,
+		"esqueca": true, "esquece": true, "dimentica": true, "ignoriere": true, "ignorier": true, "ignorieren": true, "vergiss": true, "vergessen": true}
+	overridePast = map[string]bool{"previous": true, "prior": true, "earlier": true, "above": true, "preceding": true, "all": true, "any": true, "your": true, "original": true, "existing": true, "system": true, "other": true,
+		"toutes": true, "tous": true, "precedentes": true, "anterieures": true, "todas": true, "todos": true, "anteriores": true, "previas": true,
+		"precedenti": true, "tutte": true, "alle": true, "vorherigen": true, "bisherigen": true, "fruheren": true, "frueheren": true, "vos": true, "tus": true, "deine": true}
+	overrideQualifier = map[string]bool{"the": true, "of": true, "these": true, "those": true, "my": true,
+		"les": true, "las": true, "los": true, "as": true, "os": true, "le": true, "die": true, "de": true, "des": true, "del": true, "sus": true, "ihre": true}
+	overrideNouns = map[string]bool{"instructions": true, "instruction": true, "guidance": true, "rules": true, "directions": true, "directives": true,
+		"guidelines": true, "prompt": true, "prompts": true, "orders": true, "commands": true, "context": true,
+		"consignes": true, "regles": true, "instrucciones": true, "reglas": true, "indicaciones": true, "instrucoes": true, "regras": true,
+		"istruzioni": true, "regole": true, "anweisungen": true, "regeln": true, "anordnungen": true}
 	destructVerbs = map[string]bool{"delete": true, "remove": true, "wipe": true, "erase": true, "destroy": true, "drop": true, "truncate": true,
 		"send": true, "post": true, "upload": true, "forward": true, "email": true, "exfiltrate": true, "transfer": true, "leak": true, "reveal": true,
-		"disclose": true, "grant": true, "disable": true, "overwrite": true, "format": true, "encrypt": true, "share": true, "dump": true}
+		"disclose": true, "grant": true, "disable": true, "overwrite": true, "format": true, "encrypt": true, "share": true, "dump": true,
+		"supprimez": true, "supprime": true, "supprimer": true, "effacez": true, "efface": true, "envoyez": true, "envoie": true, "envoyer": true,
+		"borra": true, "borre": true, "elimina": true, "elimine": true, "envia": true, "envie": true, "apaga": true, "apague": true,
+		"cancella": true, "invia": true, "losche": true, "loesche": true, "losch": true, "sende": true, "schicke": true, "entferne": true}
 )
+
+// overridePastAfter: in French, Spanish, Portuguese and Italian the word that points
+// back follows the noun ("las instrucciones anteriores").
+var overridePastAfter = map[string]bool{"precedentes": true, "anterieures": true, "anteriores": true, "previas": true, "precedenti": true}
 
 // overrideNoun returns the noun of an override that starts at word i ("ignore all
 // previous instructions": at least one word that points back, then the noun, within
@@ -655,7 +690,7 @@ func (f *folded) overrideNoun(i int) int {
 	for k := i + 1; k <= i+5 && k < f.n; k++ {
 		switch w := f.w(k); {
 		case overrideNouns[w]:
-			if past {
+			if past || f.in(k+1, overridePastAfter) {
 				return k
 			}
 			return -1
