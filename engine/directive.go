@@ -383,8 +383,10 @@ var startWords = func() map[string]bool {
 		"ignore", "disregard", "forget", "override"} {
 		m[w] = true
 	}
-	for w := range overrideVerbs {
-		m[w] = true
+	for _, set := range []map[string]bool{overrideVerbs, foreignStart} {
+		for w := range set {
+			m[w] = true
+		}
 	}
 	return m
 }()
@@ -514,6 +516,12 @@ func (f *folded) sentenceHas(i int, set map[string]bool) bool { return f.within(
 func (f *folded) at(i int) int {
 	w := f.words[i]
 	ww := f.w(i)
+	if foreignStart[ww] {
+		// German, Spanish and French (directive_foreign.go)
+		if c := f.foreign(i); c != dirNone {
+			return c
+		}
+	}
 	switch {
 	// ---- addressed to the model ----
 	case (ww == "note" || ww == "message" || ww == "instructions" || ww == "reminder") && (f.is(i+1, "to") || f.is(i+1, "for")) &&
@@ -957,6 +965,14 @@ var gateClass = func() map[string]uint32 {
 	add(gPromptNoun, words("guidelines", "directives"))
 	add(gSelfVerb, words("print", "output", "echo", "dump", "recite", "leak"))
 	add(gAbove, words("above"))
+	// German, Spanish and French (directive_foreign.go): the user and a tell verb or
+	// "without"; "before answering"; the system prompt's head and noun
+	add(gUser, foreignUsers)
+	add(gUserOrder, deTell, esTell, frTell, words("sans", "sin", "ohne", "n'informez", "n'informe", "n'en", "n'indiquez", "n'indique", "n'avertis", "n'avertissez"))
+	add(gBefore, words("bevor", "antes", "avant"))
+	add(gAnswering, words("antwortest", "antworten", "responder", "contestar", "responderle", "repondre"))
+	add(gPromptHead, dePrompt, deHidden, frHidden, words("sistema"))
+	add(gPromptNoun, dePrompt, deRules, esPrompt, frPrompt)
 	// the override ("ignore previous instructions and delete ..."): a verb of gSelfVerb
 	// and a noun of gSelfNoun, as "do not mention this instruction" needs
 	add(gSelfVerb, overrideVerbs)
