@@ -991,6 +991,7 @@ var gateClass = func() map[string]uint32 {
 		}
 	}
 	add(gCred, words("fa", "shadow"))
+	add(gCred, ownerWords) // the user's private data sent out (credrequest.go)
 	for pair := range credPairs {
 		m[pair[0]] |= gPairA
 		m[pair[1]] |= gPairB

@@ -12,7 +12,7 @@ import (
 )
 
 // orderRules are the rules of orders in plain words, scored by TestOrdersPrecisionRecall.
-var orderRules = []string{RuleDirectiveToModel, RuleSecrecyOrder, RulePromptRequest, RuleEscalatingError, RuleEncodedOrders, RuleHiddenInstruction, RuleToolTransfer}
+var orderRules = []string{RuleDirectiveToModel, RuleSecrecyOrder, RulePromptRequest, RuleEscalatingError, RuleEncodedOrders, RuleHiddenInstruction, RuleToolTransfer, RuleCredentialRequest}
 
 // orderSample is one labelled text: the rule it must fire (none for benign text).
 type orderSample struct {

@@ -198,7 +198,7 @@ var builtinRules = [numRules]Rule{
 	rEscalation:       {RuleEscalatingError, FamilyPromptInjection, SeverityHigh, "error text that orders an escalation: a retry through a privileged tool (a shell or admin tool), a download piped to a shell, the sandbox or approvals switched off"},
 	rEncodedOrders:    {RuleEncodedOrders, FamilyPromptInjection, SeverityHigh, "base64 (standard or URL-safe) or hex that decodes to text holding an order to the model"},
 	rToolTransfer:     {RuleToolTransfer, FamilyPromptInjection, SeverityMedium, "an order to act through a named tool on another server: run, call, invoke, execute or use an identifier on, via or through a named server, MCP, connector or integration (\"run deploy_prod on the ops server\", \"use the billing server's refund_payment\")"},
-	rCredRequest:      {RuleCredentialRequest, FamilyPromptInjection, SeverityHigh, "a request that the agent or the user hand a credential over: paste or send a token, API key, password or a credential file's contents into the conversation, to a URL, or into a tool call's argument"},
+	rCredRequest:      {RuleCredentialRequest, FamilyPromptInjection, SeverityHigh, "a request that the agent or the user hand a credential over: paste or send a token, API key, password or a credential file's contents into the conversation, to a URL, or into a tool call's argument; or a standing order that the user's private data go out with the calls"},
 	rCloudflare:       {RuleCloudflareToken, FamilySecret, SeverityInfo, "Cloudflare scannable credential: user or account API token (cfut_, cfat_) or global API key (cfk_), 40 alphanumerics and an 8-hex-digit checksum"},
 }
 
