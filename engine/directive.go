@@ -969,6 +969,7 @@ var gateClass = func() map[string]uint32 {
 	// "without"; "before answering"; the system prompt's head and noun
 	add(gUser, foreignUsers)
 	add(gUserOrder, deTell, esTell, frTell, words("sans", "sin", "ohne", "n'informez", "n'informe", "n'en", "n'indiquez", "n'indique", "n'avertis", "n'avertissez"))
+	add(gUserOrder, foreignModals, words("darfst", "sollst"))
 	add(gBefore, words("bevor", "antes", "avant"))
 	add(gAnswering, words("antwortest", "antworten", "responder", "contestar", "responderle", "repondre"))
 	add(gPromptHead, dePrompt, deHidden, frHidden, words("sistema"))

@@ -33,6 +33,13 @@ var (
 	// "sans le dire à l'utilisateur", "sin avisar al usuario", "ohne den Benutzer zu informieren"
 	withoutTell = wordSet("dire", "prevenir", "informer", "avertir", "mentionner", "signaler", "decir", "decirle", "avisar", "avisarle",
 		"informar", "informarle", "mencionar", "mencionarlo", "contarle", "sagen", "informieren", "mitzuteilen", "benachrichtigen", "erwahnen", "zu")
+	// "Der Benutzer darf davon nichts erfahren", "El usuario no debe saber nada",
+	// "L'utilisateur ne doit pas le savoir" (not "muss nicht": need not)
+	foreignModals = wordSet("darf", "durfen", "duerfen", "soll", "sollte", "debe", "deben", "deberia", "doit", "doivent", "devrait")
+	knowVerbs     = wordSet("erfahren", "wissen", "merken", "bemerken", "sehen", "saber", "enterarse", "notar", "ver", "savoir", "remarquer", "voir", "apprendre")
+	// "Du darfst dem Benutzer nichts davon sagen"
+	deTellInf  = wordSet("sagen", "erzahlen", "erzaehlen", "erwahnen", "erwaehnen", "mitteilen", "verraten", "zeigen")
+	anyNeg     = wordSet("nichts", "nicht", "kein", "keine", "niemals", "nie", "no", "nada", "nunca", "ne", "pas", "rien", "jamais")
 	deNeg      = wordSet("nichts", "nicht", "kein", "keine", "niemals", "nie")
 	frNeg      = wordSet("rien", "pas", "jamais")
 	foreignAnd = wordSet("und", "aber", "y", "pero", "et", "mais", "puis", "dann", "luego")
@@ -54,7 +61,7 @@ var (
 	deOwners = wordSet("deinen", "deine", "dein", "deiner", "ihren", "ihre")
 	esOwners = wordSet("tu", "tus", "su", "sus")
 	frOwners = wordSet("ton", "ta", "tes", "votre", "vos")
-	dePrompt = wordSet("systemprompt", "systemprompts", "systemanweisungen", "systemanweisung", "systeminstruktionen", "systemnachricht", "systemregeln", "systemvorgaben")
+	dePrompt = wordSet("systemprompt", "systemprompts", "system-prompt", "system-prompts", "system-anweisungen", "systemanweisungen", "systemanweisung", "systeminstruktionen", "systemnachricht", "systemregeln", "systemvorgaben")
 	deHidden = wordSet("ursprunglichen", "urspruenglichen", "versteckten", "geheimen", "anfanglichen", "anfaenglichen", "internen", "verborgenen")
 	deRules  = wordSet("anweisungen", "instruktionen", "regeln", "vorgaben", "prompt")
 	esPrompt = wordSet("instrucciones", "prompt", "mensaje", "indicaciones", "reglas", "directrices")
@@ -67,15 +74,16 @@ var (
 		"comparte", "dime", "dame", "envia", "cita", "reproduce", "transcribe", "divulga", "publica", "ensena", "ensename")
 	frLeak = wordSet("affiche", "affichez", "montre", "montrez", "revele", "revelez", "repete", "repetez", "imprime", "imprimez", "donne",
 		"donnez", "copie", "copiez", "partage", "partagez", "cite", "citez", "divulgue", "divulguez", "recopie", "recopiez", "envoie",
-		"envoyez", "dis", "dites", "reproduis", "reproduisez")
+		"envoyez", "dis", "dites", "reproduis", "reproduisez", "montre-moi", "montrez-moi", "donne-moi", "donnez-moi", "affiche-moi",
+		"affichez-moi", "dis-moi", "dites-moi", "revele-moi", "revelez-moi")
 )
 
 // foreignStart are the words foreign starts at; the gate words (gateClass) let an
 // ASCII text that holds them be folded.
 var foreignStart = func() map[string]bool {
 	m := wordSet("no", "nunca", "ne", "n'informez", "n'informe", "n'en", "n'indiquez", "n'indique", "n'avertis", "n'avertissez",
-		"sans", "sin", "ohne", "bevor", "antes", "avant", "system", "sistema")
-	for _, set := range []map[string]bool{deTell, dePrompt, deRules, esPrompt, frPrompt} {
+		"sans", "sin", "ohne", "bevor", "antes", "avant", "system", "sistema", "darfst", "sollst")
+	for _, set := range []map[string]bool{deTell, dePrompt, deRules, esPrompt, frPrompt, foreignUsers} {
 		for w := range set {
 			m[w] = true
 		}
@@ -139,6 +147,16 @@ func (f *folded) foreign(i int) int {
 			k = i
 		}
 		if k >= 0 && f.within(i, k+3-i, frNeg) >= 0 && f.within(k, 8, foreignUsers) >= 0 {
+			return dirSecrecy
+		}
+	case foreignUsers[ww]:
+		// "Der Benutzer darf davon nichts erfahren", "L'utilisateur ne doit pas le savoir"
+		if f.within(i, 2, foreignModals) >= 0 && f.within(i, 5, anyNeg) >= 0 && f.within(i, 7, knowVerbs) >= 0 {
+			return dirSecrecy
+		}
+	case ww == "darfst" || ww == "sollst":
+		// "Du darfst dem Benutzer nichts davon sagen"
+		if f.within(i, 4, foreignUsers) >= 0 && f.within(i, 6, deNeg) >= 0 && f.within(i, 8, deTellInf) >= 0 {
 			return dirSecrecy
 		}
 	case ww == "sans" || ww == "sin" || ww == "ohne":
