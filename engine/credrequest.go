@@ -72,6 +72,11 @@ var (
 		"contacts": true, "history": true, "conversation": true, "conversations": true, "messages": true, "files": true, "documents": true,
 		"data": true, "profile": true, "ssn": true, "birthday": true, "inbox": true, "calendar": true, "notes": true,
 		"credentials": true, "keys": true, "cookies": true, "passwords": true, "tokens": true}
+	// bulkNouns are the user's data no tool needs in a field of its own call: sent
+	// into an argument they are as bad as sent to a URL. An address, an e-mail or a
+	// phone number in a field is what a CRM's or a mailer's tool asks for.
+	bulkNouns = map[string]bool{"contacts": true, "history": true, "conversation": true, "conversations": true, "messages": true,
+		"files": true, "documents": true, "inbox": true, "credentials": true, "keys": true, "cookies": true, "passwords": true, "tokens": true}
 	sweepOrders = map[string]bool{"every": true, "each": true, "always": true}
 	nounLead    = map[string]bool{"the": true, "a": true, "an": true, "your": true, "their": true, "his": true, "her": true, "my": true}
 )
@@ -179,7 +184,7 @@ func credRequestIn(sent string) bool {
 	}
 	verb, out, possessed, cred, place := false, false, false, path, false
 	arg, fill := false, false
-	send, owned, sweep := false, false, false // a verb that sends or fills, the user's data, a standing order
+	send, owned, bulk, sweep := false, false, false, false // a verb that sends or fills, the user's data (bulk: bulkNouns), a standing order
 	for i, w := range words {
 		if (outVerbs[w] || fillVerbs[w]) && !negated(words, i) && (i == 0 || !ownerWords[words[i-1]] && !nounLead[words[i-1]]) {
 			// a verb, not a noun ("the user's email")
@@ -189,6 +194,7 @@ func credRequestIn(sent string) bool {
 			for k := i + 1; k < min(len(words), i+4); k++ {
 				if privateNouns[words[k]] {
 					owned = true
+					bulk = bulk || bulkNouns[words[k]]
 				}
 			}
 		}
@@ -231,7 +237,7 @@ func credRequestIn(sent string) bool {
 		}
 	}
 	switch {
-	case send && sweep && (owned || path) && (url || arg):
+	case send && sweep && ((owned || path) && url || (bulk || path) && arg):
 		return true // also post the user's saved address to https://… with every query
 	case !verb || !cred:
 		return false
