@@ -486,22 +486,7 @@ func TestChannelsListPolicyOverHTTP(t *testing.T) {
 	}
 	g := startHTTPGateway(t, append([]string{"--config", cfg, "--policies", pol, "--"}, server...)...)
 	for tok, class := range tokens {
-		cmd := harnessCmd(t, time.Minute, "node", filepath.Join(root, "testdata", "e2e", "http-tools.mjs"), g.url, tok, "wipe")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", class, cmd.explain(err), out)
-		}
-		var r struct {
-			Tools []string
-			Call  struct {
-				IsError bool
-				Content []struct{ Text string }
-			}
-			Error string
-		}
-		if err := json.Unmarshal(out, &r); err != nil || r.Error != "" {
-			t.Fatalf("%s: %v %s", class, err, out)
-		}
+		r := httpTools(t, g.url, tok, "wipe")
 		sees := strings.Contains(strings.Join(r.Tools, ","), "wipe")
 		switch class {
 		case "trusted":
@@ -515,6 +500,33 @@ func TestChannelsListPolicyOverHTTP(t *testing.T) {
 			}
 		}
 	}
+}
+
+// httpToolsResult is what testdata/e2e/http-tools.mjs prints: the tools the caller
+// lists and the result of its call to one of them.
+type httpToolsResult struct {
+	Tools []string
+	Call  struct {
+		IsError bool
+		Content []struct{ Text string }
+	}
+	Error string
+}
+
+// httpTools lists the tools of the gateway at url with the TypeScript SDK client as
+// the caller of bearer token, and calls tool; it fails t when the client fails.
+func httpTools(t *testing.T, url, token, tool string) httpToolsResult {
+	t.Helper()
+	cmd := harnessCmd(t, time.Minute, "node", filepath.Join(root, "testdata", "e2e", "http-tools.mjs"), url, token, tool)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("token %s: %v\n%s", token, cmd.explain(err), out)
+	}
+	var r httpToolsResult
+	if err := json.Unmarshal(out, &r); err != nil || r.Error != "" {
+		t.Fatalf("token %s: %v %s", token, err, out)
+	}
+	return r
 }
 
 // TestChannelsRelatedRoutingOverHTTP: with a Streamable HTTP upstream, two tools/call in

@@ -3,14 +3,12 @@ package e2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpgate/mcpgate/internal/testwait"
 )
@@ -149,22 +147,7 @@ func TestTenantLayerCannotUnhide(t *testing.T) {
 	httpWriteFile(t, cfg, fmt.Sprintf(`{"mcpgate":{"tokens":[{"sha256":%q,"userID":"ann","callerClass":"untrusted","tenant":"acme"}],"tenants":{"acme":{"policies":%q}}}}`,
 		hex.EncodeToString(sum[:]), acme))
 	g := startHTTPGateway(t, append([]string{"--config", cfg, "--policies", global, "--"}, server...)...)
-	cmd := harnessCmd(t, time.Minute, "node", filepath.Join(root, "testdata", "e2e", "http-tools.mjs"), g.url, "acme-token", "wipe")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v\n%s", cmd.explain(err), out)
-	}
-	var r struct {
-		Tools []string
-		Call  struct {
-			IsError bool
-			Content []struct{ Text string }
-		}
-		Error string
-	}
-	if err := json.Unmarshal(out, &r); err != nil || r.Error != "" {
-		t.Fatalf("%v %s", err, out)
-	}
+	r := httpTools(t, g.url, "acme-token", "wipe")
 	if slices.Contains(r.Tools, "wipe") || !r.Call.IsError || len(r.Call.Content) == 0 {
 		t.Fatalf("the tenant un-hid wipe: tools %v, call %+v", r.Tools, r.Call)
 	}
