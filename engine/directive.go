@@ -764,7 +764,7 @@ func strongLeak(f *folded, i int) bool {
 func (f *folded) escalation(i int) int {
 	for k := i + 1; k < f.n && k <= i+8 && f.words[k].sent == f.words[i].sent; k++ {
 		x, xw := f.words[k], f.w(k)
-		if x.ident && (hasPrivPart(xw) || hasCommandPart(xw)) {
+		if x.ident && (hasPart(xw, privWords) || hasPart(xw, commandParts)) {
 			return dirEscalation
 		}
 		if (f.w(i) == "disable" || f.w(i) == "bypass" || xw == "disable" || xw == "bypass" || xw == "skip" || xw == "turn") && (safetyWords[xw] || f.within(k, 3, safetyWords) >= 0) {
@@ -827,20 +827,10 @@ func (f *folded) transfer(i int) bool {
 	return false
 }
 
-// hasPrivPart reports an identifier with a privileged part ("run_shell",
-// "grant_admin", "sudo_exec").
-// hasCommandPart reports a tool identifier that runs a command: a part "command" or
-// "commands" ("execute_command", "run_command").
-func hasCommandPart(w string) bool {
-	for _, p := range strings.Split(w, "_") {
-		if p == "command" || p == "commands" {
-			return true
-		}
-	}
-	return false
-}
-
-func hasPrivPart(w string) bool {
+// hasPart reports whether one of the "_"-separated parts of identifier w is in set:
+// a privileged part (privWords: "run_shell", "grant_admin", "sudo_exec") or one that
+// runs a command (commandParts: "execute_command", "run_command").
+func hasPart(w string, set map[string]bool) bool {
 	for w != "" {
 		p := w
 		if k := strings.IndexByte(w, '_'); k >= 0 {
@@ -848,12 +838,15 @@ func hasPrivPart(w string) bool {
 		} else {
 			w = ""
 		}
-		if privWords[p] {
+		if set[p] {
 			return true
 		}
 	}
 	return false
 }
+
+// commandParts are the parts of a tool identifier that runs a command.
+var commandParts = map[string]bool{"command": true, "commands": true}
 
 // Gate classes of a word (gateClass). Each of gateNeeds is the set of classes one
 // pattern of at (or a group of them) needs words of: a model word and a word that
@@ -1187,7 +1180,7 @@ func decodeRun(run string, dst []byte) ([]byte, bool) {
 		return nil, false
 	case hex:
 		for i := 0; i+1 < len(run); i += 2 {
-			dst = append(dst, hexNibble(run[i])<<4|hexNibble(run[i+1]))
+			dst = append(dst, unhex(run[i])<<4|unhex(run[i+1]))
 		}
 	default:
 		var d [4]byte
@@ -1225,13 +1218,6 @@ func decodeRun(run string, dst []byte) ([]byte, bool) {
 		}
 	}
 	return dst, space && bad*16 <= len(dst) && utf8.Valid(dst)
-}
-
-func hexNibble(c byte) byte {
-	if isDigit(c) {
-		return c - '0'
-	}
-	return (c | 0x20) - 'a' + 10
 }
 
 // b64Value returns the 6-bit value of a base64 character (URL-safe alphabet when url).
