@@ -926,46 +926,39 @@ var gateClass = func() map[string]uint32 {
 			}
 		}
 	}
-	words := func(ws ...string) map[string]bool {
-		set := map[string]bool{}
-		for _, w := range ws {
-			set[w] = true
-		}
-		return set
-	}
-	add(gModel, modelWords, words("language"))
-	add(gAddr, orderNouns, readingVerbs, words("note", "message", "instructions", "reminder", "dear", "attention", "hey", "hello", "if"))
+	add(gModel, modelWords, wordSet("language"))
+	add(gAddr, orderNouns, readingVerbs, wordSet("note", "message", "instructions", "reminder", "dear", "attention", "hey", "hello", "if"))
 	add(gUser, userWords)
-	add(gUserOrder, words("not", "don't", "dont", "never", "without", "must", "should"))
+	add(gUserOrder, wordSet("not", "don't", "dont", "never", "without", "must", "should"))
 	add(gStealth, stealthWords)
 	add(gAction, actionVerbs)
-	add(gBefore, words("before"))
-	add(gAnswering, words("answering", "responding", "replying"))
-	add(gSystem, words("system"))
-	add(gYou, words("you"))
+	add(gBefore, wordSet("before"))
+	add(gAnswering, wordSet("answering", "responding", "replying"))
+	add(gSystem, wordSet("system"))
+	add(gYou, wordSet("you"))
 	add(gMode, roleModes)
-	add(gNow, words("now"))
+	add(gNow, wordSet("now"))
 	add(gSelfVerb, selfVerbs)
 	add(gSelfNoun, selfNouns)
-	add(gHideKeep, words("hide", "keep"))
-	add(gThis, words("this"))
-	add(gPromptHead, words("system", "developer", "hidden", "initial"))
-	add(gPromptNoun, words("prompt", "message", "instructions", "rules"))
-	add(gPast, words("prior", "previous", "earlier"))
+	add(gHideKeep, wordSet("hide", "keep"))
+	add(gThis, wordSet("this"))
+	add(gPromptHead, wordSet("system", "developer", "hidden", "initial"))
+	add(gPromptNoun, wordSet("prompt", "message", "instructions", "rules"))
+	add(gPast, wordSet("prior", "previous", "earlier"))
 	add(gContext, contextNouns)
 	add(gSecretNoun, secretNouns)
-	add(gSeen, seenWords, words("given", "told"))
-	add(gPromptNoun, words("guidelines", "directives"))
-	add(gSelfVerb, words("print", "output", "echo", "dump", "recite", "leak"))
-	add(gAbove, words("above"))
+	add(gSeen, seenWords, wordSet("given", "told"))
+	add(gPromptNoun, wordSet("guidelines", "directives"))
+	add(gSelfVerb, wordSet("print", "output", "echo", "dump", "recite", "leak"))
+	add(gAbove, wordSet("above"))
 	// German, Spanish and French (directive_foreign.go): the user and a tell verb or
 	// "without"; "before answering"; the system prompt's head and noun
 	add(gUser, foreignUsers)
-	add(gUserOrder, deTell, esTell, frTell, words("sans", "sin", "ohne", "n'informez", "n'informe", "n'en", "n'indiquez", "n'indique", "n'avertis", "n'avertissez"))
-	add(gUserOrder, foreignModals, words("darfst", "sollst"))
-	add(gBefore, words("bevor", "antes", "avant"))
-	add(gAnswering, words("antwortest", "antworten", "responder", "contestar", "responderle", "repondre"))
-	add(gPromptHead, dePrompt, deHidden, frHidden, words("sistema"))
+	add(gUserOrder, deTell, esTell, frTell, wordSet("sans", "sin", "ohne", "n'informez", "n'informe", "n'en", "n'indiquez", "n'indique", "n'avertis", "n'avertissez"))
+	add(gUserOrder, foreignModals, wordSet("darfst", "sollst"))
+	add(gBefore, wordSet("bevor", "antes", "avant"))
+	add(gAnswering, wordSet("antwortest", "antworten", "responder", "contestar", "responderle", "repondre"))
+	add(gPromptHead, dePrompt, deHidden, frHidden, wordSet("sistema"))
 	add(gPromptNoun, dePrompt, deRules, esPrompt, frPrompt)
 	// the override ("ignore previous instructions and delete ..."): a verb of gSelfVerb
 	// and a noun of gSelfNoun, as "do not mention this instruction" needs
@@ -973,9 +966,9 @@ var gateClass = func() map[string]uint32 {
 	add(gSelfNoun, overrideNouns)
 	add(gErr, errorWords)
 	add(gRun, runVerbs)
-	add(gPriv, privWords, safetyWords, words("curl", "wget", "iwr", "irm", "command", "commands"))
-	add(gRun, words("trigger"))
-	add(gServer, serverNouns, words("mcp's"))
+	add(gPriv, privWords, safetyWords, wordSet("curl", "wget", "iwr", "irm", "command", "commands"))
+	add(gRun, wordSet("trigger"))
+	add(gServer, serverNouns, wordSet("mcp's"))
 	// the credential-request detector's (wordgate.go): "fa" stands for "2fa", the
 	// letters of "api_key" for the pair ("api", "key"), "shadow" for /etc/shadow
 	add(gHand, handVerbs)
@@ -984,7 +977,7 @@ var gateClass = func() map[string]uint32 {
 			m[w] |= gCred
 		}
 	}
-	add(gCred, words("fa", "shadow"))
+	add(gCred, wordSet("fa", "shadow"))
 	add(gCred, ownerWords) // the user's private data sent out (credrequest.go)
 	for pair := range credPairs {
 		m[pair[0]] |= gPairA

@@ -10,6 +10,7 @@ package engine
 // imperative opening its sentence, a negated imperative, the model's own prompt),
 // so documentation that says "nicht", "no" or "ne … pas" stays clean.
 
+// wordSet is the set of ws.
 func wordSet(ws ...string) map[string]bool {
 	m := make(map[string]bool, len(ws))
 	for _, w := range ws {
