@@ -151,11 +151,16 @@ func (a *Analyzer) AnalyzeResultWithin(result []byte, roots []string) (Report, e
 // AnalyzeArguments scans the string leaves (and keys) of tools/call arguments (a JSON
 // object, or null). Pointers are relative to the arguments object.
 func (a *Analyzer) AnalyzeArguments(args []byte) (Report, error) {
-	t := strings.TrimSpace(string(args))
-	if t == "" || t == "null" {
+	if nullDoc(args) {
 		return Report{}, nil
 	}
 	return a.analyzeDoc(args, modeArguments, nil)
+}
+
+// nullDoc reports a document that is empty, white space or null (nothing to scan).
+func nullDoc(b []byte) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) == 0 || string(t) == "null"
 }
 
 // AnalyzeDefinitions scans a listing result (tools/list, prompts/list,
@@ -164,8 +169,7 @@ func (a *Analyzer) AnalyzeArguments(args []byte) (Report, error) {
 // of the agent (output_credential_request): a definition speaks to the model
 // (docs/engine.md#what-is-scanned). Pointers are relative to the result.
 func (a *Analyzer) AnalyzeDefinitions(result []byte) (Report, error) {
-	t := strings.TrimSpace(string(result))
-	if t == "" || t == "null" {
+	if nullDoc(result) {
 		return Report{}, nil
 	}
 	return a.analyzeDoc(result, modeDefinitions, nil)
