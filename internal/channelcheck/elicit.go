@@ -247,7 +247,7 @@ func AsksCredential(s string) bool {
 			if i+2 >= len(w) || !notCredAfter[w[i+2]] {
 				return true
 			}
-		case x == "mnemonic" && (next == "" || next == "phrase"):
+		case x == "mnemonic" && next == "": // "phrase" is the case above
 			return true
 		}
 	}
