@@ -106,9 +106,9 @@ func writeConfig(t *testing.T, guardrails map[string]any) string {
 }
 
 // TestGuardrailsContent: a test-bed content service speaking LiteLLM's Generic
-// Guardrail API on loopback blocks, intervenes, hangs, answers garbage, 5xx and more
-// than 1 MiB, under fail mode closed ("strict", signed) and open ("soft"), over stdio
-// and HTTP; a third ("trip", open) opens its circuit breaker on its first failure,
+// Guardrail API on loopback answers none, blocks (arguments and a result), intervenes
+// (arguments and a result), hangs, answers garbage, 5xx and more than 1 MiB, each
+// under fail mode closed ("strict", signed) and open ("soft"), over stdio and HTTP; a third ("trip", open) opens its circuit breaker on its first failure,
 // and is then not asked at all until its cooldown ends.
 func TestGuardrailsContent(t *testing.T) {
 	strict := &guardtest.Service{Secret: "e2e-secret"}
@@ -148,6 +148,21 @@ func TestGuardrailsContent(t *testing.T) {
 			reason: "guardrail_error", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "error": "guardrail_error", "detail": "status_503"}},
 		{name: "garbage closed", args: map[string]any{"text": "GUARD:garbage"}, text: "[mcpgate: call rejected by guardrail:strict: the guardrail failed",
 			reason: "guardrail_error", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "detail": "malformed"}},
+		{name: "intervened arguments", args: map[string]any{"text": "GUARD:redact secret-abc"}, text: "fakeup: GUARD:redact [REDACTED]",
+			entry: map[string]string{"name": "strict", "phase": "pre", "verdict": "intervene"}},
+		{name: "none open", args: map[string]any{"text": "plain"}, text: "fakeup: plain",
+			entry: map[string]string{"name": "soft", "phase": "post", "verdict": "none"}},
+		{name: "blocked call open", args: map[string]any{"text": "SOFT:block"},
+			text:   "[mcpgate: call rejected by guardrail:soft: test guardrail blocked — see audit log entry ",
+			reason: "guardrail_block", policy: "guardrail:soft", entry: map[string]string{"name": "soft", "phase": "pre", "verdict": "block"}},
+		{name: "blocked result open", args: map[string]any{"text": "SOFT:post-block"}, text: "[mcpgate: tool output blocked — see audit log entry ",
+			reason: "guardrail_block", policy: "guardrail:soft", entry: map[string]string{"name": "soft", "phase": "post", "verdict": "block"}},
+		{name: "intervened arguments open", args: map[string]any{"text": "SOFT:redact secret-abc"}, text: "fakeup: SOFT:redact [REDACTED]",
+			entry: map[string]string{"name": "soft", "phase": "pre", "verdict": "intervene"}},
+		{name: "intervened result open", args: map[string]any{"text": "SOFT:post-redact secret-abc"}, text: "fakeup: SOFT:post-redact [REDACTED]",
+			entry: map[string]string{"name": "soft", "phase": "post", "verdict": "intervene"}},
+		{name: "garbage open", args: map[string]any{"text": "SOFT:garbage"}, text: "fakeup: SOFT:garbage",
+			entry: map[string]string{"name": "soft", "phase": "pre", "error": "guardrail_error", "detail": "malformed"}},
 		{name: "hang closed", args: map[string]any{"text": "GUARD:hang"}, text: "[mcpgate: call rejected by guardrail:strict: the guardrail did not answer in time",
 			reason: "guardrail_timeout", policy: "guardrail:strict", entry: map[string]string{"name": "strict", "error": "guardrail_timeout"}},
 		{name: "hang open", args: map[string]any{"text": "SOFT:hang"}, text: "fakeup: SOFT:hang",
