@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
@@ -99,6 +100,11 @@ type Pipeline struct {
 	ShadowHealth *Health
 	// shadows counts the records still waiting on a shadow run (Wait).
 	shadows sync.WaitGroup
+	// trial is the policy bundle's candidate run as the shadow (StartTrial); trialOn
+	// spares calls the lock while there is none.
+	trialMu sync.Mutex
+	trial   *Trial
+	trialOn atomic.Bool
 	// Pins, when set, remembers the first definition of each tool and reports a
 	// change as tool_definition_changed (docs/channels.md#pinning).
 	Pins *pins.Store

@@ -37,16 +37,58 @@ type shadow struct {
 	guardRedact  bool                  // a guardrail replaced a result's texts: the candidate's own, or the live one shared
 	postRaw      json.RawMessage       // own guardrails: the result as the output rules left it; nil: no post phase
 	postFindings []engine.Finding      // the output rules' findings over postRaw
+
+	trial     *Trial // the bundle trial this run is part of; nil for --shadow
+	policyRan bool   // the candidate's pre policies ran: its decision is its policies'
 }
 
 // shadowRun starts the shadow of this call; nil (every method a no-op) without one.
 func (r *run) shadowRun() *shadow {
 	if r.p.Shadow == nil {
-		return nil
+		return r.trialRun()
 	}
 	s := &shadow{r: r, set: r.p.Shadow.Current(), guards: r.p.ShadowGuardrails}
 	r.shadow = s
 	return s
+}
+
+// trialRun starts the shadow of this call on the running trial's set, layered with
+// the caller's tenant layer as the live set is; nil without a trial, or for a call
+// on a set of its own (Call.Policies), which has no live global set to compare.
+func (r *run) trialRun() *shadow {
+	if r.c.Policies != nil || r.p.Gate == nil {
+		return nil
+	}
+	t := r.p.takeTrial()
+	if t == nil {
+		return nil
+	}
+	set := t.Set
+	if tg := r.p.Tenants[r.c.User.Tenant]; tg != nil && r.c.User.Tenant != "" {
+		set = gate.Layered(set, tg.Current(), r.c.User.Tenant)
+	}
+	s := &shadow{r: r, set: set, trial: t}
+	r.shadow = s
+	return s
+}
+
+// observe hands a trial's decision pair to its Observe, when the candidate's
+// policies ran: a call stopped before them was not judged by either set.
+func (s *shadow) observe(d *audit.Shadow) {
+	if s.trial == nil || s.trial.Observe == nil || d == nil || !s.policyRan {
+		return
+	}
+	r := s.r
+	s.trial.Observe(TrialDecision{EventID: r.rec.r.EventID, Tool: r.tool, Live: r.rec.state.action,
+		LivePolicy: r.rec.r.Policy, Shadow: *d})
+}
+
+// release ends this call's use of a trial's set; once only.
+func (s *shadow) release() {
+	if s != nil && s.trial != nil {
+		s.trial.users.Done()
+		s.trial = nil
+	}
 }
 
 // ownGuardrails reports whether the candidate has its own guardrails.
@@ -63,7 +105,7 @@ func (s *shadow) startPre(ctx context.Context, call *ctxapi.Call) {
 	}
 	c := *call
 	ctx = context.WithoutCancel(ctx) // the live call ending must not cut the shadow short
-	s.preDone = make(chan struct{})
+	s.preDone, s.policyRan = make(chan struct{}), true
 	go func() {
 		defer close(s.preDone)
 		start := time.Now()
@@ -357,6 +399,15 @@ func (r *run) captureResult(result json.RawMessage) {
 func (r *run) finish(final bool) {
 	switch sh := r.shadow; {
 	case r.rec.emitted || r.recording:
+		if final && sh != nil && sh.trial != nil { // emitted early: the pre phase may still run on the set
+			done := sh.preDone
+			go func() {
+				if done != nil {
+					<-done
+				}
+				sh.release()
+			}()
+		}
 	case sh != nil && final:
 		// The live reply goes out first: the shadow's part of the record (its pre
 		// phase still running, its post phase) is completed after it, off the call's
@@ -374,7 +425,10 @@ func (r *run) finish(final bool) {
 			case sh.postCall != nil:
 				sh.runPost(r.ctx, sh.postCall)
 			}
-			r.rec.setShadow(sh.decide(r.rec.state, r.filterAction))
+			d := sh.decide(r.rec.state, r.filterAction)
+			sh.observe(d)
+			sh.release()
+			r.rec.setShadow(d)
 			r.rec.emit(r.p)
 		}()
 	case sh != nil:
@@ -383,7 +437,9 @@ func (r *run) finish(final bool) {
 		select {
 		case <-sh.preDone:
 			sh.join()
-			r.rec.setShadow(sh.decide(r.rec.state, r.filterAction))
+			d := sh.decide(r.rec.state, r.filterAction)
+			sh.observe(d)
+			r.rec.setShadow(d)
 		default:
 		}
 		r.rec.emit(r.p)

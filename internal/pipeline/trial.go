@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/vocab"
+)
+
+// Trial is a policy bundle's candidate revision run as the shadow of live calls for a
+// while before it may go live (gateway run --bundle-shadow,
+// docs/decisions.md#bundle-shadow). It runs as a --shadow set does, layered with the
+// caller's tenant layer as the live set is, and fills the records' shadow field.
+type Trial struct {
+	Set *gate.Set
+	// Observe gets each call's decision pair once its record's shadow part is
+	// decided; called from any goroutine.
+	Observe func(TrialDecision)
+
+	users sync.WaitGroup // calls whose shadow still runs on Set
+}
+
+// TrialDecision is one call's live and candidate decisions. It holds no argument or
+// result value.
+type TrialDecision struct {
+	EventID, Tool string
+	Live          vocab.Action // the record's action_taken
+	LivePolicy    string       // the policy file behind the live reason; "" for none
+	Shadow        audit.Shadow // the candidate's decision
+}
+
+// StartTrial runs t's set as the shadow of every call from now on, until EndTrial.
+// It panics when Shadow is set (the gateway refuses --bundle-shadow with --shadow).
+func (p *Pipeline) StartTrial(t *Trial) {
+	if p.Shadow != nil {
+		panic("pipeline: a trial with a --shadow set")
+	}
+	p.trialMu.Lock()
+	p.trial = t
+	p.trialMu.Unlock()
+	p.trialOn.Store(true)
+}
+
+// EndTrial stops the running trial and returns once no call runs on its set any
+// more, so the set's gate may be closed. Observe is not called after it returns.
+func (p *Pipeline) EndTrial() {
+	p.trialMu.Lock()
+	t := p.trial
+	p.trial = nil
+	p.trialOn.Store(false)
+	p.trialMu.Unlock()
+	if t != nil {
+		t.users.Wait()
+	}
+}
+
+// takeTrial returns the running trial with one more user, or nil.
+func (p *Pipeline) takeTrial() *Trial {
+	if !p.trialOn.Load() {
+		return nil
+	}
+	p.trialMu.Lock()
+	defer p.trialMu.Unlock()
+	if p.trial != nil {
+		p.trial.users.Add(1)
+	}
+	return p.trial
+}
