@@ -40,7 +40,7 @@ why).`,
   mcpgate bundle verify bundle-2.tar.gz --key bundle.pub`,
 	}
 	var out, signingKey, revision, previous, minVersion string
-	var roots []string
+	var roots, accept []string
 	build := &cobra.Command{
 		Use:   "build DIR -o FILE --signing-key KEY [--revision R] [--previous FILE-or-hash]",
 		Short: "Pack and sign the policies and tests of DIR",
@@ -58,7 +58,14 @@ a number (the previous file must then verify with the signing key), else 1 witho
 build prints it.
 
 Roll back by building the older policies as a new revision with --previous set to
-the running bundle: a gateway refuses a bundle it ran before (docs/deploy.md#fleet).`,
+the running bundle: a gateway refuses a bundle it ran before (docs/deploy.md#fleet).
+
+--accept-diff POLICY (repeatable) signs into the manifest that the blocks and
+rejections of the policy file POLICY may differ from the running set's: a gateway
+running with --bundle-shadow takes the revision although its shadow run on live
+traffic blocks or lets through calls by that policy that the running set did not
+(docs/decisions.md#bundle-shadow). Name a policy added, changed or removed on
+purpose.`,
 		Example: `  mcpgate test policies
   mcpgate bundle build policies -o bundle-1.tar.gz --signing-key bundle.key --revision 1
   mcpgate bundle build policies -o bundle-2.tar.gz --signing-key bundle.key --previous bundle-1.tar.gz`,
@@ -77,7 +84,7 @@ the running bundle: a gateway refuses a bundle it ran before (docs/deploy.md#fle
 			if err != nil {
 				return fmt.Errorf("--signing-key: %w", err)
 			}
-			m := bundle.Manifest{Revision: revision, MinMCPGate: minVersion, Roots: roots}
+			m := bundle.Manifest{Revision: revision, MinMCPGate: minVersion, Roots: roots, AcceptDifferences: accept}
 			prevRev := "0"
 			if previous != "" {
 				if m.Previous, err = bundleRef(previous); err != nil {
@@ -115,6 +122,7 @@ the running bundle: a gateway refuses a bundle it ran before (docs/deploy.md#fle
 	fl.StringVar(&previous, "previous", "", "the bundle this one replaces: its file, or its sha256:HEX hash")
 	fl.StringVar(&minVersion, "min-mcpgate", "", "the oldest mcpgate release that may run the bundle, e.g. v1.4.0")
 	fl.StringSliceVar(&roots, "root", nil, "a part of the policy name space the bundle owns, for the manifest (repeatable; informational)")
+	fl.StringArrayVar(&accept, "accept-diff", nil, "a policy file (deny_shell.js) whose blocks and rejections may differ from the running set's in a --bundle-shadow run (repeatable)")
 	var pub, follows string
 	verify := &cobra.Command{
 		Use:   "verify FILE --key PUB [--previous FILE-or-hash]",
@@ -168,6 +176,9 @@ mcpgate test on the directory it was built from.`,
 			fmt.Fprintf(w, "%s: verified\n  revision  %s\n  hash      %s\n  previous  %s\n", args[0], b.Manifest.Revision, b.Hash, cmp.Or(b.Manifest.Previous, "(none)"))
 			if b.Manifest.MinMCPGate != "" {
 				fmt.Fprintf(w, "  min_mcpgate %s\n", b.Manifest.MinMCPGate)
+			}
+			if len(b.Manifest.AcceptDifferences) > 0 {
+				fmt.Fprintf(w, "  accepted differences %s\n", strings.Join(b.Manifest.AcceptDifferences, " "))
 			}
 			fmt.Fprintf(w, "  policies  %s\n  tests     %s\n", cmp.Or(strings.Join(policies, " "), "(none)"), cmp.Or(strings.Join(tests, " "), "(none)"))
 			return nil

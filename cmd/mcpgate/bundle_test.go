@@ -44,11 +44,13 @@ func TestBundleBuildVerify(t *testing.T) {
 	if code, out, errs := mcpgate("bundle", "build", dir, "-o", first, "--signing-key", bundleKeys+"ed25519.key"); code != 0 || !strings.Contains(out, "revision 1, sha256:") {
 		t.Fatalf("build: exit %d: %s%s", code, out, errs)
 	}
-	if code, out, errs := mcpgate("bundle", "build", dir, "-o", second, "--signing-key", bundleKeys+"ed25519.key", "--previous", first); code != 0 || !strings.Contains(out, "revision 2,") {
+	if code, out, errs := mcpgate("bundle", "build", dir, "-o", second, "--signing-key", bundleKeys+"ed25519.key", "--previous", first,
+		"--accept-diff", "a.js", "--accept-diff", "gone.js"); code != 0 || !strings.Contains(out, "revision 2,") {
 		t.Fatalf("build --previous: exit %d: %s%s", code, out, errs)
 	}
 	code, out, errs := mcpgate("bundle", "verify", second, "--key", bundleKeys+"ed25519.pub", "--previous", first)
-	if code != 0 || !strings.Contains(out, "verified") || !strings.Contains(out, "revision  2") || !strings.Contains(out, "tests     a_test.js") {
+	if code != 0 || !strings.Contains(out, "verified") || !strings.Contains(out, "revision  2") || !strings.Contains(out, "tests     a_test.js") ||
+		!strings.Contains(out, "accepted differences a.js gone.js") {
 		t.Fatalf("verify: exit %d: %s%s", code, out, errs)
 	}
 	tampered := repack(t, second, func(name string, data []byte) []byte {
@@ -128,5 +130,24 @@ func TestBundleBuildRefuses(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(first); !bytes.Equal(before, after) {
 		t.Error("the --previous bundle was overwritten")
+	}
+}
+
+// TestBundleShadowFlags: --bundle-shadow needs --policy-bundle, a duration of 0 or
+// more, and no --shadow DIR (one shadow per gateway).
+func TestBundleShadowFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bundle-shadow", "1m"}, "--bundle-shadow goes with --policy-bundle"},
+		{[]string{"--policy-bundle", "b.tar.gz", "--bundle-key", "k.pub", "--bundle-shadow", "-1s"}, "--bundle-shadow: want a duration"},
+		{[]string{"--policy-bundle", "b.tar.gz", "--bundle-key", "k.pub", "--bundle-shadow", "1m", "--shadow", t.TempDir()}, "cannot be combined with --shadow DIR"},
+	} {
+		var out, errb bytes.Buffer
+		args := append(append([]string{"gateway", "run"}, tc.args...), "--", "true")
+		if code := run(context.Background(), args, nil, &out, &errb); code == 0 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %q", tc.args, code, errb.String(), tc.want)
+		}
 	}
 }

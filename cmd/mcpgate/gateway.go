@@ -172,6 +172,7 @@ Environment:
 	fl.StringVar(&f.bundle.Key, "bundle-key", "", "the PEM public key --policy-bundle's bundles must be signed with (openssl pkey -in bundle.key -pubout; its private half signs with mcpgate bundle build --signing-key)")
 	fl.StringVar(&f.bundle.StateDir, "bundle-state", "", "where the last good policy bundle is kept, so a restart without the server still enforces it, and a tenant layer's under tenants/NAME (default: $STATE_DIRECTORY/policy-bundle under systemd, else $XDG_STATE_HOME/mcpgate/policy-bundle or ~/.local/state/mcpgate/policy-bundle)")
 	fl.DurationVar(&f.bundle.Poll, "bundle-poll", gateway.DefaultBundlePoll, "how often --policy-bundle is fetched (with ±20% jitter; ETag and If-None-Match spare an unchanged bundle)")
+	fl.DurationVar(&f.bundle.Shadow, "bundle-shadow", 0, "run each new revision of --policy-bundle that passes its checks as the shadow of live calls for this long before it goes live, and refuse it when one of its policies blocks or lets through a call the running set did not, unless its manifest accepts that policy's differences (bundle build --accept-diff); 0: swap at once (docs/deploy.md#fleet)")
 	fl.StringVar(&f.failMode, "fail-mode", "open", "what a truncated scan or an undecodable result does: open (pass) or closed (block)")
 	fl.StringVar(&f.auditFile, "audit-file", "", "append audit records (JSONL) to this file instead of stderr")
 	fl.StringVar(&f.configPath, "config", "", "JSON configuration file (mcpServers + mcpgate key; see README)")
@@ -297,6 +298,14 @@ func (f gatewayFlags) config(argv []string, stderr io.Writer) (gateway.Config, e
 		policiesDir = ""
 	} else if f.bundle.Key != "" {
 		return gateway.Config{}, errors.New("--bundle-key goes with --policy-bundle")
+	} else if f.bundle.Shadow != 0 {
+		return gateway.Config{}, errors.New("--bundle-shadow goes with --policy-bundle")
+	}
+	if f.bundle.Shadow < 0 {
+		return gateway.Config{}, errors.New("--bundle-shadow: want a duration such as 10m, or 0 for none")
+	}
+	if f.bundle.Shadow > 0 && f.shadow != "" {
+		return gateway.Config{}, errors.New("--bundle-shadow runs each new revision of --policy-bundle as the shadow: it cannot be combined with --shadow DIR")
 	}
 	if f.upstreamEnv != "inherit" && f.upstreamEnv != "minimal" {
 		return gateway.Config{}, fmt.Errorf("--upstream-env %q: want inherit or minimal", f.upstreamEnv)

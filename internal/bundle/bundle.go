@@ -71,6 +71,12 @@ type Manifest struct {
 	MinMCPGate string `json:"min_mcpgate,omitempty"`
 	// Roots are the parts of the policy name space the bundle owns; informational.
 	Roots []string `json:"roots,omitempty"`
+	// AcceptDifferences are the policy files ("deny_shell.js") whose blocks and
+	// rejections the operator accepts to differ from the running set's on live
+	// traffic when the revision runs as the shadow first (gateway run
+	// --bundle-shadow, docs/decisions.md#bundle-shadow): a policy added, changed or
+	// removed on purpose.
+	AcceptDifferences []string `json:"accept_differences,omitempty"`
 }
 
 // Bundle is a verified bundle.
@@ -120,6 +126,14 @@ func (m Manifest) Check() error {
 	}
 	if len(m.Roots) > 64 {
 		return fmt.Errorf("roots: %d entries, at most 64", len(m.Roots))
+	}
+	if len(m.AcceptDifferences) > 256 {
+		return fmt.Errorf("accept_differences: %d entries, at most 256", len(m.AcceptDifferences))
+	}
+	for _, f := range m.AcceptDifferences {
+		if !fileRe.MatchString(f) || strings.HasSuffix(f, "_test.js") {
+			return fmt.Errorf("accept_differences %q: want a policy file name such as deny_shell.js", f)
+		}
 	}
 	return nil
 }

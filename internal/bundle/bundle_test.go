@@ -61,7 +61,8 @@ func policiesDir(t testing.TB) string {
 // top-level policies and tests only, and is the same bytes when built again.
 func TestBuildRead(t *testing.T) {
 	dir := policiesDir(t)
-	m := Manifest{Revision: "7", Previous: "sha256:" + strings.Repeat("ab", 32), MinMCPGate: "v1.0.0", Roots: []string{"global"}}
+	m := Manifest{Revision: "7", Previous: "sha256:" + strings.Repeat("ab", 32), MinMCPGate: "v1.0.0", Roots: []string{"global"},
+		AcceptDifferences: []string{"10-block.js", "old_rule.js"}}
 	for _, kind := range []string{"ed25519", "p256", "rsa"} {
 		t.Run(kind, func(t *testing.T) {
 			key := mustPriv(t, kind+".key")
@@ -80,7 +81,8 @@ func TestBuildRead(t *testing.T) {
 			}); !slices.Equal(got, []string{"10-block.js", "10-block_test.js"}) {
 				t.Fatalf("files %q", got)
 			}
-			if b.Manifest.Revision != "7" || b.Manifest.Previous != m.Previous || b.Hash != Hash(a) || !slices.Equal(b.Manifest.Roots, m.Roots) {
+			if b.Manifest.Revision != "7" || b.Manifest.Previous != m.Previous || b.Hash != Hash(a) || !slices.Equal(b.Manifest.Roots, m.Roots) ||
+				!slices.Equal(b.Manifest.AcceptDifferences, m.AcceptDifferences) {
 				t.Fatalf("bundle %+v", b.Manifest)
 			}
 			if kind == "ed25519" { // Ed25519 signatures are deterministic
@@ -223,6 +225,29 @@ func TestSupports(t *testing.T) {
 	} {
 		if err := m.Supports(v); (err == nil) != ok {
 			t.Errorf("%s: %v", v, err)
+		}
+	}
+}
+
+// TestManifestCheck: accept_differences names policy files, never a test, a path or
+// anything else.
+func TestManifestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		accept []string
+		ok     bool
+	}{
+		{nil, true},
+		{[]string{"deny_shell.js", "10-block.js"}, true},
+		{[]string{"deny_shell_test.js"}, false},
+		{[]string{"../deny_shell.js"}, false},
+		{[]string{"sub/deny_shell.js"}, false},
+		{[]string{"*"}, false},
+		{[]string{"deny_shell"}, false},
+		{[]string{""}, false},
+	} {
+		err := Manifest{Revision: "1", AcceptDifferences: tc.accept}.Check()
+		if (err == nil) != tc.ok {
+			t.Errorf("accept %q: %v", tc.accept, err)
 		}
 	}
 }

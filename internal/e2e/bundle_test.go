@@ -46,8 +46,9 @@ func (s *bundleServer) publish(data []byte) {
 	s.mu.Unlock()
 }
 
-// buildBundle runs mcpgate bundle build over files; previous is a bundle file or "".
-func buildBundle(t *testing.T, files map[string]string, rev, previous string) (path string, data []byte) {
+// buildBundle runs mcpgate bundle build over files; previous is a bundle file or "";
+// extra are more build flags.
+func buildBundle(t *testing.T, files map[string]string, rev, previous string, extra ...string) (path string, data []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	for n, src := range files {
@@ -60,6 +61,7 @@ func buildBundle(t *testing.T, files map[string]string, rev, previous string) (p
 	if previous != "" {
 		args = append(args, "--previous", previous)
 	}
+	args = append(args, extra...)
 	if out, err := harnessCmd(t, time.Minute, binary, args...).CombinedOutput(); err != nil {
 		t.Fatalf("bundle build: %v\n%s", err, out)
 	}
@@ -85,6 +87,9 @@ type bundleStatus struct {
 	PolicyBundle struct {
 		Revision  string `json:"revision"`
 		LastError string `json:"last_error"`
+		Shadow    *struct {
+			Revision string `json:"revision"`
+		} `json:"shadow"`
 	} `json:"policy_bundle"`
 }
 
@@ -213,5 +218,101 @@ func TestPolicyBundleE2E(t *testing.T) {
 	c2, log2, _ := start()
 	if o, rev := call(c2, log2, "lookup_customer"); o != "rejected" || rev != "2" {
 		t.Fatalf("restart: lookup_customer %s, policy_revision %v", o, rev)
+	}
+}
+
+// TestPolicyBundleShadowE2E: with --bundle-shadow a new revision runs as the shadow
+// of live calls before its swap. One whose policy lets through a call the running
+// set rejects is refused (reason shadow: logged, counted, in /api/status) and the
+// running set stays; the same change signed as accepted (bundle build --accept-diff)
+// goes live when the window ends.
+func TestPolicyBundleShadowE2E(t *testing.T) {
+	state := t.TempDir()
+	srv := &bundleServer{}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	rev1Path, rev1 := buildBundle(t, blockTool("get_forecast"), "1", "")
+	srv.publish(rev1)
+	// Long enough for a call on a loaded machine to fall inside it; the refusal ends
+	// the window at once, only the accepted revision waits it out.
+	const window = 15 * time.Second
+	c, log := mcpClient(t, nil, binary, gatewayArgs([]string{"--admin", "127.0.0.1:0",
+		"--policy-bundle", hs.URL + "/bundle.tar.gz", "--bundle-key", filepath.Join(root, "internal/bundle/testdata/ed25519.pub"),
+		"--bundle-state", state, "--bundle-poll", "300ms", "--bundle-shadow", window.String()}, []string{binary, "demo-server"})...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gateway stderr:\n%s", log.String())
+		}
+	})
+	addr := adminAddr(t, log)
+	status := func() bundleStatus {
+		var st bundleStatus
+		if err := json.Unmarshal([]byte(httpGet(t, "http://"+addr+"/api/status")), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	call := func(tool string) map[string]any {
+		t.Helper()
+		n := len(log.records())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, map[string]any{"city": "Porto", "id": "C1002"}
+		c.CallTool(ctx, req) // a rejection may come as an error
+		return log.waitRecords(t, n+1)[n]
+	}
+	if r := call("get_forecast"); r["outcome"] != "rejected" || r["policy_revision"] != "1" || r["shadow"] != nil {
+		t.Fatalf("revision 1: %v", r)
+	}
+
+	// Revision 2 moves the block to lookup_customer: in its shadow run, a
+	// get_forecast the running set rejects goes through. Refused.
+	_, rev2 := buildBundle(t, blockTool("lookup_customer"), "2", rev1Path)
+	srv.publish(rev2)
+	testwait.For(t, "revision 2 running as the shadow", func() bool {
+		sh := status().PolicyBundle.Shadow
+		return sh != nil && sh.Revision == "2"
+	})
+	r := call("get_forecast")
+	if sh, _ := r["shadow"].(map[string]any); r["outcome"] != "rejected" || r["policy_revision"] != "1" || sh == nil || sh["differs"] != true || sh["action_taken"] != "pass" {
+		t.Fatalf("during revision 2's shadow run: %v", r)
+	}
+	testwait.For(t, "revision 2 refused", func() bool {
+		return strings.Contains(status().PolicyBundle.LastError, "revision 2 differs from the running set on live traffic")
+	})
+	if st := status(); st.PolicyBundle.Revision != "1" || st.PolicyBundle.Shadow != nil ||
+		!strings.Contains(st.PolicyBundle.LastError, "a call of get_forecast the running set's block.js blocks goes through (event "+r["event_id"].(string)+")") {
+		t.Fatalf("after the refusal: %+v", st.PolicyBundle)
+	}
+	if !strings.Contains(log.String(), "policy bundle refused; keeping the running policy set") {
+		t.Error("no refusal logged")
+	}
+	if m := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(m, `mcpgate_policy_bundle_refused_total{reason="shadow"} 1`) {
+		t.Error("the refusal is not counted")
+	}
+	if r := call("get_forecast"); r["outcome"] != "rejected" || r["policy_revision"] != "1" || r["shadow"] != nil {
+		t.Fatalf("after the refusal: %v", r)
+	}
+
+	// The same change, with block.js's differences accepted, goes live when the
+	// window ends (it chains to revision 1: revision 2 never ran).
+	_, rev3 := buildBundle(t, blockTool("lookup_customer"), "3", rev1Path, "--accept-diff", "block.js")
+	srv.publish(rev3)
+	testwait.For(t, "revision 3 running as the shadow", func() bool {
+		sh := status().PolicyBundle.Shadow
+		return sh != nil && sh.Revision == "3"
+	})
+	if r := call("get_forecast"); r["outcome"] != "rejected" || r["policy_revision"] != "1" {
+		t.Fatalf("during revision 3's shadow run: %v", r)
+	}
+	if !testwait.Within(window+testwait.Timeout, func() bool { return status().PolicyBundle.Revision == "3" }) {
+		t.Fatalf("revision 3 not live %v after its shadow run began: %+v", window+testwait.Timeout, status().PolicyBundle)
+	}
+	if r := call("get_forecast"); r["outcome"] != "ok" || r["policy_revision"] != "3" || r["shadow"] != nil {
+		t.Fatalf("revision 3: get_forecast %v", r)
+	}
+	if r := call("lookup_customer"); r["outcome"] != "rejected" || r["policy_revision"] != "3" {
+		t.Fatalf("revision 3: lookup_customer %v", r)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/bundle"
 	"github.com/mcpgate/mcpgate/internal/fixture"
 	"github.com/mcpgate/mcpgate/internal/logging"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Bundle configures gateway run --policy-bundle (docs/deploy.md#fleet): the policies
@@ -31,6 +34,11 @@ type Bundle struct {
 	Key      string        // the PEM public key the bundle must be signed with
 	StateDir string        // where the last good bundle is kept; "" means DefaultBundleState()
 	Poll     time.Duration // between fetches, ±20% jitter; 0 means DefaultBundlePoll
+	// Shadow, when positive, runs each new revision that passes its checks as the
+	// shadow of live calls for this long before the swap, and refuses it (reason
+	// shadow) at a block or rejection on live traffic that differs from the running
+	// set's by a policy its manifest does not accept (docs/decisions.md#bundle-shadow).
+	Shadow time.Duration
 }
 
 // DefaultBundlePoll is how often a policy bundle is fetched unless told otherwise.
@@ -54,7 +62,7 @@ func DefaultBundleState() string {
 
 // refusal is why a bundle was not activated; reason labels the metric.
 type refusal struct {
-	reason string // fetch, malformed, unsigned, signature, tampered, chain, version, compile, tests, state
+	reason string // fetch, malformed, unsigned, signature, tampered, chain, version, compile, tests, shadow, state
 	err    error
 }
 
@@ -67,8 +75,9 @@ func refuse(reason string, format string, args ...any) *refusal {
 
 // bundleSource fetches, checks and activates policy bundles
 // (docs/decisions.md#policy-bundles). Activation order: signature, chain and
-// min_mcpgate; compile; the bundle's own *_test.js; then gate.Swap. Any failure keeps
-// the running set and is logged, counted and shown in /api/status.
+// min_mcpgate; compile; the bundle's own *_test.js; with Shadow, a shadow run on
+// live calls; then gate.Swap. Any failure keeps the running set and is logged,
+// counted and shown in /api/status.
 type bundleSource struct {
 	cfg     Bundle
 	key     crypto.PublicKey
@@ -86,14 +95,18 @@ type bundleSource struct {
 
 	kick chan struct{} // fetchNow
 
+	pipe         *pipeline.Pipeline // runs a Shadow trial; nil: none
+	shadowFailed map[string]bool    // Signed of the revisions their shadow run refused here
+
 	mu        sync.Mutex
 	running   *bundle.Bundle
 	lastFetch time.Time
 	lastErr   string
+	trial     *trialStatus // the shadow run under way; nil for none
 }
 
 func newBundleSource(cfg Bundle, version string, log *slog.Logger) (*bundleSource, error) {
-	s := &bundleSource{cfg: cfg, version: version, kick: make(chan struct{}, 1), log: log.With("policy_bundle", logging.StripUserinfo(cfg.Source)),
+	s := &bundleSource{cfg: cfg, version: version, kick: make(chan struct{}, 1), shadowFailed: map[string]bool{}, log: log.With("policy_bundle", logging.StripUserinfo(cfg.Source)),
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpgate_policy_bundle_fetches_total",
 			Help: "Fetches of the policy bundle by result: new (an archive to check), unchanged (304 or the same bytes), error."}, []string{"result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpgate_policy_bundle_refused_total",
@@ -146,7 +159,15 @@ func (s *bundleSource) start(ctx context.Context, opts gate.Options) (*bundle.Bu
 				s.state.Dir, s.running.Manifest.Revision)
 		}
 	}
-	b, data, err := s.next(ctx)
+	var b *bundle.Bundle
+	var data []byte
+	if s.cfg.Shadow > 0 && s.running != nil {
+		// A new revision must run as the shadow of live calls first: start on the
+		// last good one and fetch at once once the calls flow (poll).
+		s.fetchNow()
+	} else {
+		b, data, err = s.next(ctx)
+	}
 	switch {
 	case err != nil && s.running == nil:
 		return nil, fmt.Errorf("policy bundle refused at start-up, and no last good bundle in %s: %w", s.state.Dir, err)
@@ -198,6 +219,9 @@ func (s *bundleSource) check(ctx context.Context, data []byte) (*bundle.Bundle, 
 		return nil, &refusal{reason: reason, err: err}
 	}
 	rev := b.Manifest.Revision
+	if s.shadowFailed[b.Signed] {
+		return nil, refuse("shadow", "revision %s (%s) was refused by its shadow run here before: publish a new revision", rev, b.Hash)
+	}
 	if r := s.running; r != nil {
 		switch {
 		case b.Signed == r.Signed:
@@ -304,6 +328,11 @@ func (s *bundleSource) step(ctx context.Context, g *gate.Gate) error {
 	if err != nil || b == nil {
 		return err
 	}
+	if s.cfg.Shadow > 0 && s.pipe != nil && s.running != nil {
+		if err := s.shadowRun(ctx, b); err != nil {
+			return err
+		}
+	}
 	if err := g.Swap(b.FS(), b.Manifest.Revision); err != nil {
 		return &refusal{reason: "compile", err: err}
 	}
@@ -328,15 +357,133 @@ type BundleStatus struct {
 	Previous  string    `json:"previous,omitempty"`
 	LastFetch time.Time `json:"last_fetch"`
 	LastError string    `json:"last_error,omitempty"` // the last refusal since the last activation
+	// Shadow is the revision running as the shadow of live calls (--bundle-shadow)
+	// before its swap; nil when none is.
+	Shadow *BundleShadowStatus `json:"shadow,omitempty"`
+}
+
+// BundleShadowStatus is a revision's shadow run under way.
+type BundleShadowStatus struct {
+	Revision string    `json:"revision"`
+	Hash     string    `json:"hash"`
+	Started  time.Time `json:"started"`
+	Ends     time.Time `json:"ends"`
+	Calls    int64     `json:"calls"`    // live calls both sets judged so far
+	Accepted int64     `json:"accepted"` // of them, blocks that differ by a policy the manifest accepts
 }
 
 func (s *bundleSource) status() BundleStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return BundleStatus{Source: logging.StripUserinfo(s.cfg.Source), Revision: s.running.Manifest.Revision, Hash: s.running.Hash,
+	st := BundleStatus{Source: logging.StripUserinfo(s.cfg.Source), Revision: s.running.Manifest.Revision, Hash: s.running.Hash,
 		Previous: s.running.Manifest.Previous, LastFetch: s.lastFetch, LastError: s.lastErr}
+	if t := s.trial; t != nil {
+		st.Shadow = &BundleShadowStatus{Revision: t.revision, Hash: t.hash, Started: t.started, Ends: t.ends,
+			Calls: t.calls.Load(), Accepted: t.accepted.Load()}
+	}
+	return st
 }
 
 func (s *bundleSource) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.fetches, s.refused, s.info, s.lastFetchGauge}
+}
+
+// trialStatus is a shadow run under way, for /api/status.
+type trialStatus struct {
+	revision, hash  string
+	started, ends   time.Time
+	calls, accepted atomic.Int64
+}
+
+// shadowRun runs b as the shadow of live calls for cfg.Shadow
+// (docs/decisions.md#bundle-shadow). It refuses b (reason shadow) at the first call
+// where one set blocked or rejected it and the other did not, by a policy b's
+// manifest does not accept; with none in the window, b may go live.
+func (s *bundleSource) shadowRun(ctx context.Context, b *bundle.Bundle) error {
+	rev := b.Manifest.Revision
+	opts := s.test
+	opts.Dir, opts.FS, opts.Revision = "", b.FS(), rev
+	opts.Logger = s.log.With("shadow", true, "shadow_revision", rev)
+	tg, err := gate.Load(ctx, opts)
+	if err != nil {
+		return refuse("compile", "revision %s does not compile: %w", rev, err)
+	}
+	defer tg.Close()
+	t := &trialStatus{revision: rev, hash: b.Hash, started: time.Now()}
+	t.ends = t.started.Add(s.cfg.Shadow)
+	found := make(chan string, 1)
+	s.mu.Lock()
+	s.trial = t
+	s.mu.Unlock()
+	s.log.Info("policy bundle running as the shadow of live calls before its swap", "revision", rev, "hash", b.Hash, "for", s.cfg.Shadow.String())
+	s.pipe.StartTrial(&pipeline.Trial{Set: tg.Current(), Observe: func(d pipeline.TrialDecision) {
+		t.calls.Add(1)
+		why, differs := shadowDiffers(d)
+		switch {
+		case !differs:
+		case slices.Contains(b.Manifest.AcceptDifferences, why.policy):
+			t.accepted.Add(1)
+		default:
+			select {
+			case found <- why.String():
+			default:
+			}
+		}
+	}})
+	timer := time.NewTimer(s.cfg.Shadow)
+	defer timer.Stop()
+	var why string
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	case why = <-found:
+	}
+	s.pipe.EndTrial() // no call runs on the candidate past this; Observe is done
+	s.mu.Lock()
+	s.trial = nil
+	s.mu.Unlock()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if why == "" {
+		select {
+		case why = <-found: // a difference seen as the window closed
+		default:
+		}
+	}
+	if why != "" {
+		s.shadowFailed[b.Signed] = true
+		return refuse("shadow", "revision %s differs from the running set on live traffic: %s (accept a policy's differences with mcpgate bundle build --accept-diff POLICY)", rev, why)
+	}
+	s.log.Info("policy bundle shadow run passed", "revision", rev, "calls", t.calls.Load(), "accepted_differences", t.accepted.Load())
+	return nil
+}
+
+// shadowDifference is one call whose block or rejection only one set made.
+type shadowDifference struct {
+	tool, eventID string
+	policy        string // the policy file behind the block
+	candidate     bool   // the candidate blocked; else the running set did
+}
+
+func (d shadowDifference) String() string {
+	if d.candidate {
+		return fmt.Sprintf("%s blocks a call of %s the running set let through (event %s)", d.policy, d.tool, d.eventID)
+	}
+	return fmt.Sprintf("a call of %s the running set's %s blocks goes through (event %s)", d.tool, d.policy, d.eventID)
+}
+
+// shadowDiffers reports whether exactly one of the sets blocked or rejected the call
+// by a policy. The two sets share the rules, checks and guardrails, so a block
+// naming no policy (a rule's, a check's) is the same on both sides or none of the
+// candidate's doing.
+func shadowDiffers(d pipeline.TrialDecision) (shadowDifference, bool) {
+	live, cand := d.Live == vocab.Block, d.Shadow.ActionTaken == vocab.Block
+	switch {
+	case cand && !live && d.Shadow.Policy != "":
+		return shadowDifference{tool: d.Tool, eventID: d.EventID, policy: d.Shadow.Policy, candidate: true}, true
+	case live && !cand && d.LivePolicy != "":
+		return shadowDifference{tool: d.Tool, eventID: d.EventID, policy: d.LivePolicy}, true
+	}
+	return shadowDifference{}, false
 }

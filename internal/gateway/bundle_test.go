@@ -17,8 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/bundle"
+	"github.com/mcpgate/mcpgate/internal/pipeline"
 	"github.com/mcpgate/mcpgate/internal/testwait"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 const keys = "../bundle/testdata/"
@@ -334,5 +337,32 @@ func TestBundleStateReplaced(t *testing.T) {
 	}
 	if b, err := open().start(ctx, gate.Options{}); err == nil || !strings.Contains(err.Error(), "is not the last one its history names") {
 		t.Fatalf("restart with revision 1 put back: %v (running %v)", err, b != nil && b.Manifest.Revision == "1")
+	}
+}
+
+// TestShadowDiffers: a shadow run counts a call as a difference only when exactly one
+// set blocked or rejected it and names the policy behind that block; a block by a
+// rule or check (no policy) is shared by both sets.
+func TestShadowDiffers(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		d             pipeline.TrialDecision
+		differs       bool
+		policy, print string
+	}{
+		{"the candidate blocks", pipeline.TrialDecision{Tool: "t", EventID: "e1", Live: vocab.Pass, Shadow: audit.Shadow{ActionTaken: vocab.Block, Policy: "new.js"}},
+			true, "new.js", "new.js blocks a call of t the running set let through (event e1)"},
+		{"the running set blocks", pipeline.TrialDecision{Tool: "t", EventID: "e2", Live: vocab.Block, LivePolicy: "old.js", Shadow: audit.Shadow{ActionTaken: vocab.Warn}},
+			true, "old.js", "a call of t the running set's old.js blocks goes through (event e2)"},
+		{"both block", pipeline.TrialDecision{Live: vocab.Block, LivePolicy: "old.js", Shadow: audit.Shadow{ActionTaken: vocab.Block, Policy: "new.js"}}, false, "", ""},
+		{"a rule's block beside a pass", pipeline.TrialDecision{Live: vocab.Block, Shadow: audit.Shadow{ActionTaken: vocab.Pass}}, false, "", ""},
+		{"a redaction differs, no block", pipeline.TrialDecision{Live: vocab.Pass, Shadow: audit.Shadow{ActionTaken: vocab.Redact, Differs: true}}, false, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, differs := shadowDiffers(tc.d)
+			if differs != tc.differs || got.policy != tc.policy || (differs && got.String() != tc.print) {
+				t.Errorf("shadowDiffers = %+v %v (%s)", got, differs, got)
+			}
+		})
 	}
 }

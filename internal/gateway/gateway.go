@@ -272,6 +272,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if cfg.Strict {
 		gopts.Builtin = policies.FS
 	}
+	if cfg.Bundle.Shadow > 0 && (cfg.Bundle.Source == "" || cfg.ShadowDir != "") {
+		return nil, errors.New("--bundle-shadow runs each new revision of --policy-bundle as the shadow: it needs --policy-bundle and cannot be combined with --shadow DIR")
+	}
 	if cfg.Bundle.Source != "" {
 		if g.bundle, err = newBundleSource(cfg.Bundle, cfg.Version, g.log); err != nil {
 			return nil, err
@@ -354,6 +357,9 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		PerCaller: cfg.HTTP.Listen != "" && (len(g.file.Gate.Tokens) > 0 || g.file.Gate.OAuth != nil),
 	}
 	g.health = g.pipe.Health
+	if g.bundle != nil {
+		g.bundle.pipe = g.pipe // --bundle-shadow runs a new revision as the shadow of live calls
+	}
 	if err := g.loadTenants(ctx, cfg, an); err != nil {
 		return nil, err
 	}
