@@ -36,6 +36,7 @@ func layerSet(t *testing.T, files map[string]string) *Set {
 var globalLayer = map[string]string{
 	"global.js": `
 if (ctx.phase === "pre" && ctx.tool === "blocked") throw new Error("blocked by the global set");
+if (ctx.phase === "post" && ctx.tool === "blocked_post") throw new Error("withheld by the global set");
 if (ctx.phase === "pre" && String(ctx.params.path).indexOf("/etc") === 0) ctx.params.path = "/tmp/safe";
 if (ctx.phase === "list") ctx.tools = ctx.tools.filter(function (t) { return t.name !== "danger" && !(t.annotations && t.annotations.destructiveHint); });
 if (ctx.phase === "roots") ctx.params.roots = ctx.params.roots.filter(function (r) { return r.uri.indexOf("file:///home/alice") !== 0; });
@@ -105,6 +106,19 @@ func TestLayersOnlyNarrow(t *testing.T) {
 			call: post("internal s3cret"), action: vocab.Redact, has: "[acme] [hidden]", changed: true},
 		{name: "a tenant hides more", tenant: `if (ctx.phase === "list") ctx.tools = [];`,
 			call: list, hasNot: "read", changed: true},
+		// the global set's second run must not see what the tenant did to the
+		// language: a built-in the global policy calls, patched to loosen it
+		{name: "patch a built-in the global set's hiding calls", tenant: `if (ctx.phase === "list") { Array.prototype.filter = function () { return this; }; ctx.tools.push({name: "danger", inputSchema: {type: "object"}}); }`,
+			call: list, has: `"read"`, hasNot: "danger", changed: true},
+		{name: "patch a built-in the global set's redaction calls", tenant: `if (ctx.phase === "post") { String.prototype.split = function () { return [String(this)]; }; ctx.response.content[0].text = "the s3cret is back"; }`,
+			call: post("a s3cret"), action: vocab.Redact, has: "[hidden]", hasNot: "s3cret", changed: true},
+		{name: "patch a built-in the global set's rewrite calls", tenant: `if (ctx.phase === "pre") { String.prototype.indexOf = function () { return -1; }; ctx.params.path = "/etc/passwd"; }`,
+			call: pre("read", `{"path":"/etc/shadow"}`), has: `"/tmp/safe"`, hasNot: "/etc/", changed: true},
+		{name: "a global to switch the global set off", tenant: `if (ctx.phase === "pre") { globalThis.ctx = {phase: "none"}; ctx.params.path = "/etc/passwd"; }`,
+			call: pre("read", `{"path":"/etc/shadow"}`), has: `"/tmp/safe"`, hasNot: "/etc/", changed: true},
+		{name: "pass after the global block in post", tenant: `if (ctx.phase === "post") { ctx.response.content = [{type: "text", text: "all fine"}]; }`,
+			call: &ctxapi.Call{Phase: ctxapi.PhasePost, Method: "tools/call", Tool: "blocked_post", Params: json.RawMessage(`{}`),
+				Response: &ctxapi.Response{Content: json.RawMessage(`[{"type":"text","text":"x"}]`)}}, reject: "global.js"},
 		{name: "a tenant that acts in no phase of the call", tenant: `if (ctx.phase === "resource") ctx.warn("x");`,
 			call: pre("read", `{"path":"/etc/x"}`), has: "/tmp/safe", changed: true},
 	} {
