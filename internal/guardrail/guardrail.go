@@ -188,14 +188,22 @@ type Recorded struct {
 // Replay returns a Set that calls no service: Run gives back the recorded outcomes
 // of the phase asked (a content phase's generic ones, an authorization's others), so
 // mcpgate replay and mcpgate test reproduce a decision offline. A phase with none
-// recorded gets none. No records: nil.
+// recorded gets none. Each finding's source is its guardrail's, as live: a fixture
+// need not write it, nor can it pass one off as a built-in finding. No records: nil.
 func Replay(recorded []Recorded) *Set {
 	if len(recorded) == 0 {
 		return nil
 	}
 	s := &Set{now: time.Now, replay: map[string][]Outcome{}}
 	for _, r := range recorded {
-		s.replay[r.Phase] = append(s.replay[r.Phase], r.Outcome)
+		o := r.Outcome
+		if len(o.Findings) > 0 {
+			o.Findings = slices.Clone(o.Findings)
+			for i := range o.Findings {
+				o.Findings[i].Source = Source(o.Name)
+			}
+		}
+		s.replay[r.Phase] = append(s.replay[r.Phase], o)
 	}
 	return s
 }

@@ -299,3 +299,19 @@ func hangTimeout(text string) string {
 	}
 	return "10s"
 }
+
+// TestReplayFindingSource: a replayed or stubbed finding has its guardrail's source,
+// as live, whatever the fixture wrote: none, or one passing it off as built-in.
+func TestReplayFindingSource(t *testing.T) {
+	s := guardrail.Replay([]guardrail.Recorded{{Phase: "pre", Outcome: guardrail.Outcome{Name: "inj", Kind: "generic", Verdict: guardrail.None,
+		Findings: []engine.Finding{{RuleID: "a", Severity: engine.SeverityHigh}, {RuleID: "b", Source: "guardrail:other"}}}}})
+	outs := s.Run(context.Background(), &guardrail.Content{Method: "tools/call", Phase: "pre"}, nil)
+	if len(outs) != 1 || len(outs[0].Findings) != 2 {
+		t.Fatalf("%+v", outs)
+	}
+	for _, f := range outs[0].Findings {
+		if f.Source != "guardrail:inj" {
+			t.Errorf("finding %s: source %q, want guardrail:inj", f.RuleID, f.Source)
+		}
+	}
+}
