@@ -67,7 +67,7 @@ func Elicitation(params json.RawMessage) []engine.Finding {
 			continue // the user picks one of the server's own values
 		}
 		freeText = true
-		if AsksCredential(k) || AsksCredential(f.Title) {
+		if AsksCredential(k) || AsksCredential(f.Title) || AsksIdentityNumber(k) || AsksIdentityNumber(f.Title) {
 			out = append(out, finding(RuleElicitationCredential, engine.SeverityHigh, "/requestedSchema/properties/"+escapePointer(k)))
 		}
 	}
@@ -266,7 +266,7 @@ var askVerbs = map[string]bool{"paste": true, "enter": true, "provide": true, "t
 	"podaj": true, "введите": true, "укажите": true, "вставьте": true}
 
 // messageAsksCredential reports whether a form's message asks the user to hand over a
-// credential: an asking verb followed, within eight words, by a credential.
+// credential or an identity number: an asking verb followed, within eight words, by one.
 func messageAsksCredential(msg string) bool {
 	w := words(msg)
 	for i, x := range w {
@@ -274,9 +274,68 @@ func messageAsksCredential(msg string) bool {
 			continue
 		}
 		end := min(len(w), i+9)
-		if AsksCredential(strings.Join(w[i+1:end], " ")) {
+		if next := strings.Join(w[i+1:end], " "); AsksCredential(next) || AsksIdentityNumber(next) {
 			return true
 		}
+	}
+	return false
+}
+
+// Identity numbers a form must not ask for either (MCP 2025-11-25, Elicitation:
+// "sensitive information"): idWords name one on their own, idPairs are two words
+// ("social security", "passport number"); the number after them is optional where
+// the pair says it ("tax id").
+var (
+	idWords = map[string]bool{"ssn": true, "ssns": true, "itin": true, "nino": true, "aadhaar": true, "cpf": true, "dni": true, "iban": true,
+		"steuernummer": true, "steueridentifikationsnummer": true, "personalausweisnummer": true, "sozialversicherungsnummer": true,
+		"passnummer": true, "ausweisnummer": true}
+	idPairs = map[[2]string]bool{
+		{"social", "security"}: true, {"social", "insurance"}: true, {"national", "id"}: true, {"national", "identity"}: true,
+		{"national", "insurance"}: true, {"national", "identification"}: true, {"passport", "number"}: true, {"passport", "no"}: true,
+		{"passport", "nr"}: true, {"tax", "id"}: true, {"tax", "identification"}: true, {"taxpayer", "id"}: true,
+		{"taxpayer", "identification"}: true, {"license", "number"}: true, {"licence", "number"}: true, {"routing", "number"}: true,
+		{"account", "number"}: true, {"codice", "fiscale"}: true, {"securite", "sociale"}: true, {"sécurité", "sociale"}: true,
+		{"seguro", "social"}: true, {"seguridad", "social"}: true, {"segurança", "social"}: true, {"seguranca", "social"}: true,
+		{"id", "card"}: true, {"identity", "card"}: true,
+	}
+	// idPairLead: the word that must come before a pair that is ambiguous alone (a
+	// driver's licence number, a bank account number)
+	idPairLead = map[string]map[string]bool{
+		"license": {"driver": true, "drivers": true, "driving": true, "s": true}, "licence": {"driver": true, "drivers": true, "driving": true, "s": true},
+		"account": {"bank": true, "checking": true, "savings": true}, "id": {"national": true, "government": true, "photo": true},
+		"identity": {"national": true, "government": true},
+	}
+	// idNotAfter: a pair followed by one of these names something about the number
+	idNotAfter = map[string]bool{"format": true, "policy": true, "rules": true, "type": true, "country": true, "required": true, "length": true,
+		"office": true, "benefits": true, "administration": true, "rate": true, "rates": true, "year": true}
+)
+
+// AsksIdentityNumber reports whether a form field's name or title, or the words
+// after an asking verb, ask for a national identity or financial account number: an
+// SSN, a social security or insurance number, a national id, a passport or tax id, a
+// driver's licence number, a bank account or routing number, an IBAN ("ssn",
+// "passport_number", "Numéro de sécurité sociale"). "Tax rate" and "Passport
+// country" do not.
+func AsksIdentityNumber(s string) bool {
+	w := words(s)
+	for i, x := range w {
+		next := ""
+		if i+1 < len(w) {
+			next = w[i+1]
+		}
+		if idWords[x] && !idNotAfter[next] {
+			return true
+		}
+		if !idPairs[[2]string{x, next}] {
+			continue
+		}
+		if lead, ok := idPairLead[x]; ok && (i == 0 || !lead[w[i-1]]) {
+			continue
+		}
+		if i+2 < len(w) && idNotAfter[w[i+2]] {
+			continue
+		}
+		return true
 	}
 	return false
 }

@@ -20,6 +20,8 @@ func FuzzElicitation(f *testing.F) {
 	f.Add(`{"mode":"url","elicitationId":"1","message":"m","url":"http://10.0.0.8:8080/x"}`)
 	f.Add(`{"mode":"url","url":"https://xn--gthub-n4a.com/"}`)
 	f.Add(`{"mode":"url","url":"https://0x7f.1/"}`)
+	f.Add(`{"mode":"url","url":"https://secure-paypa1-verify.com/"}`)
+	f.Add(`{"message":"Please provide your SSN","requestedSchema":{"properties":{"v":{"type":"string"}}}}`)
 	f.Add(`{"requestedSchema":{"properties":{"a~/b":{"title":"API key"}}}}`)
 	f.Add(`{"message":"So I can save your preferences","requestedSchema":{"properties":{"capability":{"const":"filesystem.write.all"},"scope":{"enum":["always"]}}}}`)
 	f.Fuzz(func(t *testing.T, params string) {

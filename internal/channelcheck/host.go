@@ -28,7 +28,7 @@ func URLRule(raw string) string {
 	if PrivateHost(host) {
 		return RuleElicitationPrivateHost
 	}
-	if LookalikeHost(host) || SpoofedSubdomain(host) {
+	if LookalikeHost(host) || SpoofedSubdomain(host) || BrandLure(host) {
 		return RuleElicitationLookalikeHost
 	}
 	return ""
@@ -273,4 +273,89 @@ func icannTLD(l string) bool {
 	}
 	ps, icann := publicsuffix.PublicSuffix("x." + l)
 	return icann && ps == l
+}
+
+// BrandLure reports whether a host's registrable domain (eTLD+1) passes for a
+// brand's sign-in page on its own: a brand and a lure word as its '-'-separated
+// parts or run together ("github-login.com", "secure-paypal-verify.net",
+// "microsoftsignin.com"), or a brand spelled with digits for letters or "rn" for
+// "m" ("paypa1.com", "micros0ft-account.com", "rnicrosoft.com"). The brand's own
+// domain and a part that only starts like a lure ("stripe-checkout") are not.
+func BrandLure(host string) bool {
+	reg, err := publicsuffix.EffectiveTLDPlusOne(strings.TrimSuffix(host, "."))
+	if err != nil {
+		return false
+	}
+	name := reg[:strings.IndexByte(reg, '.')]
+	if brands[name] {
+		return false
+	}
+	brand, lure := false, false
+	for _, p := range strings.Split(name, "-") {
+		switch {
+		case brands[p] && p != "live" && p != "zoom":
+			brand = true
+		case lureWord(p):
+			lure = true
+		case leetBrand(p):
+			return true
+		default:
+			for b := range brands {
+				if len(b) >= 5 && len(p) > len(b) && (strings.HasPrefix(p, b) && lureWord(p[len(b):]) || strings.HasSuffix(p, b) && lureWord(p[:len(p)-len(b)])) {
+					return true // "githublogin", "securepaypal"
+				}
+			}
+		}
+	}
+	return brand && lure
+}
+
+// lureWord reports whether p is one of lureWords ("verif" as a prefix:
+// "verification").
+func lureWord(p string) bool {
+	for _, w := range lureWords {
+		if p == w || w == "verif" && strings.HasPrefix(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// leetBrand reports whether p reads as a brand once digits that stand for letters
+// (0 o, 1 l or i, 3 e, 4 a, 5 s, 7 t) and "rn" for "m" are read back, and differs
+// from it as written.
+func leetBrand(p string) bool {
+	if len(p) < 5 || brands[p] {
+		return false
+	}
+	for _, one := range [...]byte{'l', 'i'} {
+		var b strings.Builder
+		for i := 0; i < len(p); i++ {
+			c := p[i]
+			switch c {
+			case '0':
+				c = 'o'
+			case '1':
+				c = one
+			case '3':
+				c = 'e'
+			case '4':
+				c = 'a'
+			case '5':
+				c = 's'
+			case '7':
+				c = 't'
+			case 'r':
+				if i+1 < len(p) && p[i+1] == 'n' {
+					c = 'm'
+					i++
+				}
+			}
+			b.WriteByte(c)
+		}
+		if brands[b.String()] {
+			return true
+		}
+	}
+	return false
 }

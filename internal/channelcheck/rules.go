@@ -17,8 +17,8 @@ const (
 	// server's tool or tells the model to call one. Medium.
 	RuleCrossServerReference = "tool_cross_server_reference"
 	// RuleElicitationCredential: a form elicitation whose schema or message asks for a
-	// credential (password, token, API key, secret, card number, one-time code). High:
-	// refused.
+	// credential (password, token, API key, secret, card number, one-time code) or an
+	// identity or account number (SSN, national id, passport, IBAN). High: refused.
 	RuleElicitationCredential = "elicitation_credential_request"
 	// RuleElicitationStandingGrant: a form elicitation asking for a standing grant
 	// ("always allow", "don't ask again") of a broad permission ("all files", "full
@@ -76,7 +76,7 @@ const (
 // `mcpgate rules` and docs.
 func Rules() []engine.Rule {
 	return []engine.Rule{
-		{ID: RuleElicitationCredential, Family: Family, Severity: engine.SeverityHigh, Summary: "a form elicitation whose field or message asks for a credential: password, token, API key, secret, card number, one-time code, in English or another language (contraseña, mot de passe, Passwort, 密码, ...)"},
+		{ID: RuleElicitationCredential, Family: Family, Severity: engine.SeverityHigh, Summary: "a form elicitation whose field or message asks for a credential: password, token, API key, secret, card number, one-time code, in English or another language (contraseña, mot de passe, Passwort, 密码, ...), or an identity or account number (SSN, national id, passport or tax id, IBAN)"},
 		{ID: RuleElicitationStandingGrant, Family: Family, Severity: engine.SeverityMedium, Summary: `a form elicitation asking for a standing ("always allow", "don't ask again") grant of a broad permission ("all files", "full access")`},
 		{ID: RuleElicitationInsecureURL, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation whose URL is not https"},
 		{ID: RuleElicitationLookalikeHost, Family: Family, Severity: engine.SeverityHigh, Summary: "a URL-mode elicitation to a look-alike host: a mixed-script or ASCII-confusable IDN label, bad punycode, user info before the host, another site's domain as labels (github.com.<domain>) or a brand as a label under a lure domain"},
