@@ -1,6 +1,7 @@
 package channelcheck
 
 import (
+	"encoding/base64"
 	"net/url"
 	"regexp"
 	"strings"
@@ -38,6 +39,11 @@ var (
 	absoluteURL = regexp.MustCompile(`(?i)\b(?:https?|wss?|ftp)://[^\s"'` + "`" + `)<>\\]+|["'(]//[a-z0-9.-]+\.[a-z]{2,}[^\s"')]*`)
 	// cssURL: url(…) and @import in CSS.
 	cssURL = regexp.MustCompile(`(?i)(?:url\(\s*['"]?|@import\s+['"])\s*((?:https?:)?//[^'")\s]+)`)
+	// literalJoin: two string literals joined by '+' ("'ht'+'tps://…'"), which joined
+	// reads as the one string the script builds.
+	literalJoin = regexp.MustCompile(`["'` + "`" + `]\s*\+\s*["'` + "`" + `]`)
+	// atobLiteral: a base64 literal decoded in the script (atob('aHR0cHM6Ly9…')).
+	atobLiteral = regexp.MustCompile(`\batob\s*\(\s*["'` + "`" + `]([A-Za-z0-9+/=\s]{8,1000})["'` + "`" + `]\s*\)`)
 	// postMessageAny: postMessage(…, "*"), the target origin that lets any window read it.
 	postMessageAny = regexp.MustCompile(`(?is)\bpostMessage\s*\((?:[^()]|\([^()]*\))*?,\s*["'` + "`" + `]\*["'` + "`" + `]`)
 )
@@ -47,7 +53,8 @@ var (
 // resource's declared csp domains, origins or hosts, "*.x" for subdomains) does not
 // name; a script (inline, or an on* handler) that calls fetch, XMLHttpRequest,
 // WebSocket, EventSource, sendBeacon or the like with such a URL; CSS url() to one
-// (ui_app_egress); and postMessage with target origin "*" (ui_app_postmessage_any).
+// (ui_app_egress), a URL the script builds from string literals ('ht'+'tps://…') or
+// decodes from base64 (atob) included; and postMessage with target origin "*" (ui_app_postmessage_any).
 // Relative URLs, fragments, data: and blob: stay in the app. sev is each finding's
 // severity; pointer is where the HTML is (/contents/0/text). One finding per rule.
 func App(doc string, allowed []string, sev engine.Severity, pointer string) []engine.Finding {
@@ -61,10 +68,14 @@ func App(doc string, allowed []string, sev engine.Severity, pointer string) []en
 			post = true
 		}
 		if !egress && egressCall.MatchString(s) {
-			for _, u := range absoluteURL.FindAllString(s, 64) {
-				if offOrigin(strings.TrimLeft(u, `"'(`)) {
-					egress = true
-					break
+			// the URLs as written, with string literals joined ("'ht'+'tps://…'",
+			// "'https:/'+'/…'") and base64 literals decoded (atob)
+			for _, text := range scriptURLTexts(s) {
+				for _, u := range absoluteURL.FindAllString(text, 64) {
+					if offOrigin(strings.TrimLeft(u, `"'(`)) {
+						egress = true
+						break
+					}
 				}
 			}
 		}
@@ -139,6 +150,24 @@ func App(doc string, allowed []string, sev engine.Severity, pointer string) []en
 	}
 	if post {
 		out = append(out, finding(RuleAppPostMessageAny, sev, pointer))
+	}
+	return out
+}
+
+// scriptURLTexts returns the texts of script s to look for URLs in: s, s with its
+// string literals joined where '+' joins two of them, and the base64 literals that
+// atob decodes.
+func scriptURLTexts(s string) []string {
+	out := []string{s}
+	if strings.IndexByte(s, '+') >= 0 && literalJoin.MatchString(s) {
+		out = append(out, literalJoin.ReplaceAllString(s, ""))
+	}
+	if strings.Contains(s, "atob") {
+		for _, m := range atobLiteral.FindAllStringSubmatch(s, 16) {
+			if b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), "")); err == nil {
+				out = append(out, "'"+string(b)+"'")
+			}
+		}
 	}
 	return out
 }

