@@ -29,6 +29,7 @@ func FuzzDirective(f *testing.F) {
 		}
 		_ = fd.detect()
 		_ = directiveIn(s)
+		_ = OrdersIn(s)
 		var buf [maxEncoded]byte
 		if len(s) <= maxEncoded {
 			if dec, ok := decodeRun(s, buf[:0]); ok && (len(dec) > len(s) || !utf8.Valid(dec)) {
