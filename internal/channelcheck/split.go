@@ -1,6 +1,9 @@
 package channelcheck
 
 import (
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/engine"
@@ -24,7 +27,11 @@ var splitKeys = map[string]bool{"share": true, "shares": true, "part": true, "ch
 // one after another, in listing order (engine.OrdersIn on the joined text, when no
 // description alone holds it), or a payload cut into shares: two or more
 // descriptions carrying a share marker (share=, part=, chunk=, fragment=, ... with
-// values that differ, or "part N of M" / "part N/M" with M a number). One finding per description involved.
+// values that differ, or "part N of M" / "part N/M" with M a number). Beside the
+// whole (whose first 1 KiB OrdersIn reads), each two neighbours are read across
+// their boundary (the end of one, the start of the next), and steps numbered across
+// descriptions ("Step 1: …" in one, "Step 2: …" in another) are read in their
+// order as one order. One finding per description involved.
 func SplitOrders(tools []Described) []engine.Finding {
 	byServer := map[string][]Described{}
 	var order []string
@@ -73,6 +80,28 @@ func SplitOrders(tools []Described) []engine.Finding {
 				flag[i] = true
 			}
 		}
+		// across each boundary: an order cut where one description ends, past the
+		// whole's first 1 KiB
+		alone := make([]bool, len(group))
+		for i, t := range group {
+			alone[i] = engine.OrdersIn(t.Description) != ""
+		}
+		for i := 0; i+1 < len(group); i++ {
+			if alone[i] || alone[i+1] {
+				continue
+			}
+			if engine.OrdersIn(tail(group[i].Description, boundaryBytes)+" "+head(group[i+1].Description, boundaryBytes)) != "" {
+				flag[i], flag[i+1] = true, true
+			}
+		}
+		// steps numbered across descriptions, read in their order
+		if steps, who := stepText(group); len(who) >= 2 && engine.OrdersIn(steps) != "" {
+			for i := range who {
+				if !alone[i] {
+					flag[i] = true
+				}
+			}
+		}
 		for i, t := range group {
 			if flag[i] {
 				out = append(out, finding(RuleSplitOrders, engine.SeverityHigh, t.Pointer))
@@ -116,4 +145,82 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// boundaryBytes is how much of each side of a boundary between two descriptions is
+// read together.
+const boundaryBytes = 480
+
+// head returns at most n bytes from the start of s, cut at a rune start.
+func head(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// tail returns at most n bytes from the end of s, from a rune start.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	k := len(s) - n
+	for k < len(s) && s[k]&0xC0 == 0x80 {
+		k++
+	}
+	return s[k:]
+}
+
+// stepMark: "Step 2:", "step 3 -", "STEP 1)" opening a numbered step.
+var stepMark = regexp.MustCompile(`(?i)\bstep\s+([0-9]{1,2})\s*[:.)\-–]`)
+
+// stepText returns the numbered steps of group's descriptions (each up to the next
+// step or 240 bytes) joined in step order by " then ", so that the joined text
+// reads as one sentence, and the entries they came from. Steps from one entry only
+// are that entry's own.
+func stepText(group []Described) (string, map[int]bool) {
+	type step struct {
+		n, entry int
+		text     string
+	}
+	var steps []step
+	for i, t := range group {
+		d := t.Description
+		if !strings.Contains(strings.ToLower(d), "step") {
+			continue
+		}
+		ms := stepMark.FindAllStringSubmatchIndex(d, 16)
+		for k, m := range ms {
+			end := len(d)
+			if k+1 < len(ms) {
+				end = ms[k+1][0]
+			}
+			end = min(end, m[1]+240)
+			for end < len(d) && end > m[1] && d[end]&0xC0 == 0x80 {
+				end--
+			}
+			n, _ := strconv.Atoi(d[m[2]:m[3]])
+			txt := strings.TrimSpace(d[m[1]:end])
+			txt = strings.TrimRight(txt, ".;")
+			steps = append(steps, step{n, i, txt})
+		}
+	}
+	who := map[int]bool{}
+	for _, s := range steps {
+		who[s.entry] = true
+	}
+	if len(who) < 2 {
+		return "", nil
+	}
+	sort.SliceStable(steps, func(a, b int) bool { return steps[a].n < steps[b].n })
+	parts := make([]string, len(steps))
+	for k, s := range steps {
+		parts[k] = s.text
+	}
+	return strings.Join(parts, " then "), who
 }
