@@ -67,10 +67,11 @@ func SplitOrders(tools []Described) []engine.Finding {
 		}
 		// an order that only the joined text holds
 		single := false
+		alone := make([]bool, len(group)) // the entry holds an order of its own
 		var b strings.Builder
-		for _, t := range group {
+		for i, t := range group {
 			if engine.OrdersIn(t.Description) != "" {
-				single = true
+				single, alone[i] = true, true
 			}
 			b.WriteString(strings.TrimSpace(t.Description))
 			b.WriteByte(' ')
@@ -82,10 +83,6 @@ func SplitOrders(tools []Described) []engine.Finding {
 		}
 		// across each boundary: an order cut where one description ends, past the
 		// whole's first 1 KiB
-		alone := make([]bool, len(group))
-		for i, t := range group {
-			alone[i] = engine.OrdersIn(t.Description) != ""
-		}
 		for i := 0; i+1 < len(group); i++ {
 			if alone[i] || alone[i+1] {
 				continue
