@@ -186,7 +186,7 @@ func TestGuardrailsConfig(t *testing.T) {
 		t.Fatalf("%+v", c.Gate.Guardrails)
 	}
 	for _, tc := range []struct{ conf, want string }{
-		{`{"mcpgate":{"guardrails":{"x":{"kind":"opa","url":"http://h","methods":["prompts/get"]}}}}`, `"mcpgate.guardrails.x": "methods"`},
+		{`{"mcpgate":{"guardrails":{"x":{"kind":"opa","url":"http://h","methods":["tools/list"]}}}}`, `"mcpgate.guardrails.x": "methods"`},
 		{`{"mcpgate":{"guardrails":{"a b":{"kind":"opa","url":"http://h"}}}}`, `name "a b"`},
 		{`{"mcpgate":{"guardrails":{"x":{"kind":"opa","url":"http://h","colour":1}}}}`, `unknown field "colour"`},
 	} {
@@ -210,7 +210,7 @@ func TestParseGuardrails(t *testing.T) {
 	for _, tc := range []struct{ file, want string }{
 		{`[]`, "want one JSON object"},
 		{`null`, "want one JSON object"},
-		{`{"g":{"kind":"opa","url":"http://h","methods":["prompts/get"]}}`, `"mcpgate.guardrails.g": "methods"`},
+		{`{"g":{"kind":"opa","url":"http://h","methods":["tools/list"]}}`, `"mcpgate.guardrails.g": "methods"`},
 		{`{"g":{"kind":"opa","url":"http://h","colour":1}}`, `unknown field "colour"`},
 		{`{"g":{"kind":"opa","url":"http://h"}}, "mcpServers": {}`, "want one JSON object"},
 	} {

@@ -36,8 +36,12 @@ const (
 	defaultArguments = "shape"
 )
 
-// Methods a content guardrail may name; an authorization guardrail takes tools/call.
+// Methods a content guardrail may name.
 var Methods = []string{methods.ToolsCall, methods.ResourcesRead, methods.PromptsGet, methods.ToolsList, methods.SamplingCreateMessage, methods.ElicitationCreate}
+
+// AuthzMethods are the methods an authorization guardrail may name: the client's
+// requests that name a tool, a prompt or a resource.
+var AuthzMethods = []string{methods.ToolsCall, methods.PromptsGet, methods.ResourcesRead}
 
 // Spec is one entry of "mcpgate": {"guardrails": {"<name>": Spec}}.
 type Spec struct {
@@ -170,8 +174,8 @@ func (s Spec) compile(readFiles bool) (*compiled, error) {
 		switch {
 		case !slices.Contains(Methods, m):
 			errs = append(errs, fmt.Errorf(`"methods": %q is none of %v`, m, Methods))
-		case s.Authorizes() && m != methods.ToolsCall:
-			errs = append(errs, fmt.Errorf(`"methods": an authorization guardrail takes tools/call only, not %q`, m))
+		case s.Authorizes() && !slices.Contains(AuthzMethods, m):
+			errs = append(errs, fmt.Errorf(`"methods": an authorization guardrail takes %v, not %q`, AuthzMethods, m))
 		}
 	}
 	switch s.FailMode {

@@ -2,6 +2,7 @@ package guardrail
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -121,14 +122,25 @@ type Content struct {
 type Access struct {
 	// Phase is pre, or pre_rewritten for arguments a pre policy rewrote; it keys a
 	// replayed outcome and is not sent.
-	Phase           string
-	Method          string
-	Server, Tool    string
+	Phase  string
+	Method string
+	// Server is the configured server name; Tool the tool, the prompt's name or the
+	// resource's URI, as the client sees it.
+	Server, Tool string
+	// Resource is the AuthZEN resource type: tool (""), prompt or resource.
+	Resource        string
 	ProtocolVersion string
 	EventID         string
 	User            ctxapi.User
-	Arguments       json.RawMessage // the arguments the upstream would get
+	Arguments       json.RawMessage // the arguments the upstream would get (a prompt's too)
 }
+
+// Resource types of an authorization request.
+const (
+	ResourceTool     = "tool"
+	ResourcePrompt   = "prompt"
+	ResourceResource = "resource"
+)
 
 // Verdict is a guardrail's answer.
 type Verdict string
@@ -514,7 +526,7 @@ func (g *guard) authorize(ctx context.Context, now func() time.Time, a *Access) 
 			"client_id": a.User.CallerID, "caller_class": a.User.CallerClass,
 			"roles": nonNil(a.User.Roles), "scopes": nonNil(a.User.Scopes)}},
 		Action:   action{Name: a.Method},
-		Resource: entity{Type: "tool", ID: a.Tool, Properties: map[string]any{"server": a.Server}},
+		Resource: entity{Type: cmp.Or(a.Resource, ResourceTool), ID: a.Tool, Properties: map[string]any{"server": a.Server}},
 		Context:  map[string]any{"event_id": a.EventID},
 	}
 	if a.ProtocolVersion != "" {

@@ -272,7 +272,7 @@ func TestSpecErrors(t *testing.T) {
 		{guardrail.Spec{Kind: "generic", URL: "http://x", FailMode: "maybe"}, `"failMode"`},
 		{guardrail.Spec{Kind: "generic", URL: "http://x", Timeout: "soon"}, `"timeout"`},
 		{guardrail.Spec{Kind: "generic", URL: "http://x", Methods: []string{"tools/delete"}}, `"methods"`},
-		{guardrail.Spec{Kind: "opa", URL: "http://x", Methods: []string{"resources/read"}}, `tools/call only`},
+		{guardrail.Spec{Kind: "opa", URL: "http://x", Methods: []string{"tools/list"}}, `an authorization guardrail takes [tools/call prompts/get resources/read], not "tools/list"`},
 		{guardrail.Spec{Kind: "generic", URL: "http://x", MaxBytes: -1}, `"maxBytes"`},
 		{guardrail.Spec{Kind: "generic", URL: "http://x", Arguments: "values"}, `authzen and opa only`},
 		{guardrail.Spec{Kind: "generic", URL: "http://x", TLS: &guardrail.TLS{CertFile: "a"}}, `go together`},

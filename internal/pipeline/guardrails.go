@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/guardrail"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/vocab"
 )
@@ -84,6 +86,67 @@ func (r *run) authorizeRewritten() *Reply {
 	}
 	_, stop := r.runGuardrails(guardPreRewritten, vocab.StageGuardrailsPre, nil, r.guardAccess(guardPreRewritten))
 	return stop
+}
+
+// AuthorizeEntry asks the authorization guardrails that take a prompts/get or
+// resources/read about the request before it goes to the server
+// (docs/guardrails.md#prompts-and-resources): the resource is the prompt's name or
+// the resource's URI, the context the prompt's arguments' shape. A deny, or a failure
+// under fail mode closed, answers the request in its channel's block shape with one
+// record naming the service (stopped). Otherwise the outcomes go with the request, for
+// the record of the response (Channel.Authorized); none when no guardrail took it.
+func (p *Pipeline) AuthorizeEntry(ctx context.Context, c Channel) (reply Reply, outs []guardrail.Outcome, stopped bool) {
+	if !p.Guardrails.Authorizes(c.Method) {
+		return Reply{}, nil, false
+	}
+	var q struct {
+		Name      string          `json:"name"`
+		URI       string          `json:"uri"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(c.Params, &q)
+	a := &guardrail.Access{Phase: guardPre, Method: c.Method, Server: c.Server, Tool: q.Name, Resource: guardrail.ResourcePrompt,
+		ProtocolVersion: c.ProtocolVersion, User: c.User}
+	if c.Method == methods.ResourcesRead {
+		a.Tool, a.Resource = q.URI, guardrail.ResourceResource
+	} else if len(q.Arguments) > 0 && q.Arguments[0] == '{' {
+		a.Arguments = q.Arguments
+	}
+	r := p.arriveChannel(ctx, c)
+	a.EventID = r.rec.eventID()
+	start := time.Now()
+	outs = p.Guardrails.Run(ctx, nil, a)
+	r.rec.stage(vocab.StageGuardrailsPre, start)
+	if ctx.Err() != nil { // the client cancelled or left: no guardrail failed
+		r.rec.setOutcome(vocab.OutcomeCancelled)
+		r.rec.emit(p)
+		return Reply{NoReply: true}, nil, true
+	}
+	var stop *guardrail.Outcome
+	for i, o := range outs {
+		if o.Verdict == guardrail.Deny || stop == nil && o.Stops() {
+			stop = &outs[i]
+		}
+		if o.Verdict == guardrail.Deny {
+			break
+		}
+	}
+	if stop == nil {
+		return Reply{}, outs, false // the response's record carries them
+	}
+	defer r.rec.emit(p)
+	for _, o := range outs {
+		r.rec.guardrailCall(o, guardPre)
+	}
+	_, msg := r.guardStopRecord(*stop, guardPre)
+	r.rec.setOutcome(vocab.OutcomeRejected)
+	var orig json.RawMessage
+	m := methods.Of(c.Method)
+	if m.Block == methods.ResourceContents { // the placeholder names the uri asked for
+		orig, _ = jsonrpc.Marshal(map[string]any{"contents": []map[string]string{{"uri": q.URI}}})
+	}
+	text := guardRejectText(guardrail.Source(stop.Name), engine.Sanitize(msg), r.rec.eventID())
+	return Reply{Result: blockedResult(m.Block, orig, text, "")}, nil, true
 }
 
 // guardrailsPost runs the content guardrails over a result after the output rules.

@@ -445,3 +445,81 @@ func TestGuardrailInterventionRechecked(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizeEntry: an authorization guardrail that takes prompts/get and
+// resources/read is asked before the request goes to the server, with the prompt or
+// the resource as the AuthZEN resource and a prompt's arguments' shape: a deny and a
+// closed failure answer it in the channel's block shape with one record naming the
+// service; an allow goes with the request to its response's record; a guardrail on
+// tools/call only is not asked.
+func TestAuthorizeEntry(t *testing.T) {
+	var last atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		last.Store(string(b))
+		switch {
+		case strings.Contains(string(b), "secret"):
+			_, _ = io.WriteString(w, `{"decision":false}`)
+		case strings.Contains(string(b), "broken"):
+			http.Error(w, "down", http.StatusBadGateway)
+		default:
+			_, _ = io.WriteString(w, `{"decision":true}`)
+		}
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name, method, params string
+		methods              []string
+		stopped              bool
+		has                  string
+		reason               vocab.Reason
+		request              string // what the service was sent, in part
+	}{
+		{"prompt allowed", "prompts/get", `{"name":"greet","arguments":{"who":"ada"}}`, []string{"prompts/get"}, false, "", "",
+			`"resource":{"type":"prompt","id":"greet","properties":{"server":"fs"}},"context":{"arguments":{"who":"string"}`},
+		{"prompt denied", "prompts/get", `{"name":"secret"}`, []string{"prompts/get"}, true,
+			"[mcpgate: call rejected by guardrail:az: the authorization service denied the call — see audit log entry ", vocab.ReasonGuardrailDeny,
+			`"action":{"name":"prompts/get"}`},
+		{"resource denied", "resources/read", `{"uri":"file:///secret"}`, []string{"resources/read"}, true,
+			`"uri":"file:///secret"`, vocab.ReasonGuardrailDeny, `"resource":{"type":"resource","id":"file:///secret"`},
+		{"resource failed closed", "resources/read", `{"uri":"file:///broken"}`, []string{"resources/read"}, true,
+			"the guardrail failed (failMode closed)", vocab.ReasonGuardrailError, `"type":"resource"`},
+		{"tools/call only", "prompts/get", `{"name":"secret"}`, []string{"tools/call"}, false, "", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			last.Store("")
+			p, rec := newPipeline(t, nil, true, false)
+			guarded(t, p, map[string]guardrail.Spec{"az": {Kind: "authzen", URL: srv.URL, Methods: tc.methods}})
+			c := Channel{Method: tc.method, Params: json.RawMessage(tc.params), Server: "fs"}
+			reply, outs, stopped := p.AuthorizeEntry(context.Background(), c)
+			if stopped != tc.stopped || !strings.Contains(string(reply.Result), tc.has) {
+				t.Fatalf("stopped %v, reply %s; want %v and %q", stopped, reply.Result, tc.stopped, tc.has)
+			}
+			if got := last.Load().(string); !strings.Contains(got, tc.request) || tc.request == "" && got != "" {
+				t.Fatalf("the service was sent %s, want %s", got, tc.request)
+			}
+			if stopped {
+				if len(rec.recs) != 1 || rec.recs[0].Reason != tc.reason || rec.recs[0].Policy != "guardrail:az" ||
+					rec.recs[0].Outcome != vocab.OutcomeRejected || len(rec.recs[0].Guardrails) != 1 {
+					t.Fatalf("records %+v", rec.recs)
+				}
+				return
+			}
+			if len(rec.recs) != 0 {
+				t.Fatalf("a request it let through wrote a record: %+v", rec.recs)
+			}
+			c.Authorized = outs
+			p.Response(context.Background(), c, response(t, `{"messages":[]}`))
+			if tc.request == "" {
+				if len(outs) != 0 || len(rec.recs) > 0 && len(rec.recs[0].Guardrails) != 0 {
+					t.Fatalf("outcomes %+v records %+v", outs, rec.recs)
+				}
+				return
+			}
+			if len(rec.recs) != 1 || len(rec.recs[0].Guardrails) != 1 || rec.recs[0].Guardrails[0].Verdict != "allow" || rec.recs[0].Guardrails[0].Phase != "pre" {
+				t.Fatalf("the response's records %+v", rec.recs)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/methods"
@@ -170,6 +171,29 @@ func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
 	return true
 }
 
+// authorizeEntry asks the authorization guardrails about a prompts/get or
+// resources/read before it goes to the server (docs/guardrails.md#prompts-and-resources).
+// stopped: the gateway answered it (a deny, a closed failure) or the client left; the
+// server is never asked. Otherwise the outcomes go with the request to its response's
+// record.
+func (s *Session) authorizeEntry(ctx context.Context, msg *jsonrpc.Message) (authz []guardrail.Outcome, stopped bool) {
+	p := s.opts.Pipeline
+	if p == nil || msg.Method != methods.PromptsGet && msg.Method != methods.ResourcesRead || !p.Guardrails.Authorizes(msg.Method) {
+		return nil, false
+	}
+	server := s.opts.Server
+	if routed, err := s.route(msg); err == nil && routed.Upstream != "" {
+		server = routed.Upstream
+	}
+	info, version := s.clientOf(msg.Params)
+	reply, authz, stopped := p.AuthorizeEntry(ctx, pipeline.Channel{Method: msg.Method, Params: msg.Params,
+		User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server})
+	if stopped && !reply.NoReply {
+		s.write(jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false)))
+	}
+	return authz, stopped
+}
+
 // filterChannel runs a server→client message through the pipeline's channel filters
 // (docs/channels.md) and returns what to write to the client: the message itself
 // when it is clean, a rewritten one, or nil (a dropped notification, or a
@@ -186,7 +210,7 @@ func (s *Session) filterChannel(x *Exchange) *jsonrpc.Message {
 		reqParams = x.Request.Params
 	}
 	info, version := s.clientOf(reqParams)
-	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: x.Server,
+	ch := pipeline.Channel{Method: x.Method, User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: x.Server, Authorized: x.authz,
 		SamplingContext: s.clientSamplingContext(), Roots: s.declaredRoots(x.Server), Motion: s.motion}
 	if sp, ok := s.up.(nameSplitter); ok {
 		ch.SplitName = sp.SplitName

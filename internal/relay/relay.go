@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
+	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/methods"
@@ -59,6 +60,8 @@ type Exchange struct {
 	Request *jsonrpc.Message
 	// task is, for a response to a task method, the client's id of the task.
 	task string
+	// authz are the authorization guardrails' outcomes of the request (pending.authz).
+	authz []guardrail.Outcome
 }
 
 // Options configure a Session.
@@ -147,6 +150,9 @@ type pending struct {
 	bind *reqstate.Binding
 	// task is the client's id of the task a task method's request names.
 	task string
+	// authz are the authorization guardrails' outcomes of a prompts/get or
+	// resources/read, for the record of its response.
+	authz []guardrail.Outcome
 }
 
 // New returns a session over the given upstream.
@@ -297,12 +303,16 @@ func (s *Session) fromClient(ctx context.Context, msg *jsonrpc.Message) {
 		if s.hiddenEntry(ctx, msg) || s.promptArguments(ctx, msg) {
 			return
 		}
+		authz, stopped := s.authorizeEntry(ctx, msg)
+		if stopped {
+			return
+		}
 		asked := msg
 		msg, task, c := s.taskRequest(msg)
 		if msg == nil || s.filterRequest(ctx, msg, c) {
 			return
 		}
-		s.forwardRequest(msg, asked, task)
+		s.forwardRequest(msg, asked, task, authz)
 	case jsonrpc.KindNotification:
 		row := methods.Of(msg.Method)
 		if row.Does(methods.Cancels) {
@@ -358,7 +368,7 @@ func (s *Session) failSend(id json.RawMessage, err error) bool {
 // answered if the upstream dies. asked is the request as the client sent it (a
 // requestState in the answer is bound to it), task the client's id of the task it
 // names ("" for none).
-func (s *Session) forwardRequest(msg, asked *jsonrpc.Message, task string) {
+func (s *Session) forwardRequest(msg, asked *jsonrpc.Message, task string, authz []guardrail.Outcome) {
 	routed, err := s.route(msg)
 	if err != nil {
 		s.failSend(msg.ID, err)
@@ -377,7 +387,7 @@ func (s *Session) forwardRequest(msg, asked *jsonrpc.Message, task string) {
 		return
 	}
 	bind := s.stateBinding(asked.Method, asked.Params)
-	p := &pending{req: routed, route: routed.Upstream, id: msg.ID, bind: &bind, task: task}
+	p := &pending{req: routed, route: routed.Upstream, id: msg.ID, bind: &bind, task: task, authz: authz}
 	s.pending[key] = p
 	s.mu.Unlock()
 	err = s.up.Send(routed)
@@ -785,7 +795,7 @@ func (s *Session) fromUpstream(msg *jsonrpc.Message) {
 			return
 		}
 		msg = s.taskIDsToClient(p.req.Method, p.task, msg)
-		x.Msg, x.Method, x.Request, x.task = msg, p.req.Method, p.req, p.task
+		x.Msg, x.Method, x.Request, x.task, x.authz = msg, p.req.Method, p.req, p.task, p.authz
 		bind = p.bind
 		switch row := methods.Of(p.req.Method); {
 		case row.Does(methods.ObservesTools):
