@@ -17,14 +17,19 @@ import (
 // TestGuardrailsChannels: a content guardrail that takes resources/read and
 // prompts/get judges their results over stdio and HTTP as it does a tool's: none
 // passes, a block withholds the contents, an intervention replaces the text it
-// names, and a failure under fail mode closed withholds the message; each record
-// names the guardrail.
+// names, and a failure (5xx, garbage, over 1 MiB, a hang) under fail mode closed
+// withholds the message; a second guardrail with fail mode open blocks and
+// intervenes alike and lets the message through on each failure; each record names
+// the guardrail.
 func TestGuardrailsChannels(t *testing.T) {
-	svc := &guardtest.Service{}
-	srv := httptest.NewServer(svc)
+	svc, soft := &guardtest.Service{}, &guardtest.Service{Prefix: "SOFT:"}
+	srv, srv2 := httptest.NewServer(svc), httptest.NewServer(soft)
 	defer srv.Close()
+	defer srv2.Close()
 	cfg := writeConfig(t, map[string]any{
 		"chan": map[string]any{"kind": "generic", "url": srv.URL, "methods": []string{"resources/read", "prompts/get"}, "timeout": "3s",
+			"breaker": map[string]any{"failures": 1000}},
+		"soft": map[string]any{"kind": "generic", "url": srv2.URL, "methods": []string{"resources/read"}, "timeout": "2s", "failMode": "open",
 			"breaker": map[string]any{"failures": 1000}},
 	})
 	_, fake := httpBinaries(t)
@@ -38,6 +43,15 @@ func TestGuardrailsChannels(t *testing.T) {
 		{"block", "test://fakeup/GUARD:post-block", "[mcpgate: ", "GUARD:post-block", "guardrail_block", map[string]string{"name": "chan", "verdict": "block"}},
 		{"intervene", "test://fakeup/GUARD:post-redact/secret-abc", "[REDACTED]", "secret-abc", "", map[string]string{"name": "chan", "verdict": "intervene"}},
 		{"5xx closed", "test://fakeup/GUARD:post-5xx", "[mcpgate: ", "GUARD:post-5xx", "guardrail_error", map[string]string{"name": "chan", "error": "guardrail_error"}},
+		{"garbage closed", "test://fakeup/GUARD:post-garbage", "[mcpgate: ", "content of", "guardrail_error", map[string]string{"name": "chan", "detail": "malformed"}},
+		{"oversized closed", "test://fakeup/GUARD:post-big", "[mcpgate: ", "content of", "guardrail_error", map[string]string{"name": "chan", "detail": "oversized"}},
+		{"hang closed", "test://fakeup/GUARD:post-hang", "[mcpgate: ", "content of", "guardrail_timeout", map[string]string{"name": "chan", "error": "guardrail_timeout"}},
+		{"block open", "test://fakeup/SOFT:post-block", "[mcpgate: ", "content of", "guardrail_block", map[string]string{"name": "soft", "verdict": "block"}},
+		{"intervene open", "test://fakeup/SOFT:post-redact/secret-abc", "[REDACTED]", "secret-abc", "", map[string]string{"name": "soft", "verdict": "intervene"}},
+		{"5xx open", "test://fakeup/SOFT:post-5xx", "content of test://fakeup/SOFT:post-5xx", "[mcpgate", "", map[string]string{"name": "soft", "detail": "status_503", "fail_mode": "open"}},
+		{"garbage open", "test://fakeup/SOFT:post-garbage", "content of test://fakeup/SOFT:post-garbage", "[mcpgate", "", map[string]string{"name": "soft", "detail": "malformed"}},
+		{"oversized open", "test://fakeup/SOFT:post-big", "content of test://fakeup/SOFT:post-big", "[mcpgate", "", map[string]string{"name": "soft", "detail": "oversized"}},
+		{"hang open", "test://fakeup/SOFT:post-hang", "content of test://fakeup/SOFT:post-hang", "[mcpgate", "", map[string]string{"name": "soft", "error": "guardrail_timeout"}},
 	}
 	check := func(t *testing.T, read func(uri string) string, prompt func() string, log *stderrLog) {
 		n := 0
