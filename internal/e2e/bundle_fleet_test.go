@@ -63,8 +63,9 @@ func pushBundle(t *testing.T, repo *remote.Repository, tag string, data []byte) 
 // TestPolicyBundleFleet: two replicas behind the shipped deploy/haproxy.cfg pull one
 // bundle, from a static HTTP server and from an OCI registry (the distribution
 // registry): a good revision is live on both within the poll interval and the
-// records of calls through HAProxy carry it; a tampered one is refused by both,
-// which go on enforcing the last good set.
+// records of calls through HAProxy carry it; a tampered, an unsigned, a broken-chain
+// and a failing-tests bundle are each refused by both, which go on enforcing the
+// last good set.
 func TestPolicyBundleFleet(t *testing.T) {
 	hap, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -77,13 +78,32 @@ func TestPolicyBundleFleet(t *testing.T) {
 	pub := filepath.Join(root, "internal/bundle/testdata/ed25519.pub")
 	// Revision 1 rejects echo; revision 2 rejects pid instead.
 	rev1Path, rev1 := buildBundle(t, blockTool("echo"), "1", "")
-	_, rev2 := buildBundle(t, blockTool("pid"), "2", rev1Path)
-	tampered := bundletest.Repack(t, rev2, func(n string, b []byte) []byte {
-		if n == "block.js" {
-			return []byte(`/* nothing blocked */`)
-		}
-		return b
-	})
+	rev2Path, rev2 := buildBundle(t, blockTool("pid"), "2", rev1Path)
+	// Each would let pid through again; the last good set (revision 2) rejects it.
+	_, rev3 := buildBundle(t, blockTool("echo"), "3", rev2Path)
+	failing := blockTool("echo")
+	failing["block_test.js"] = strings.Replace(failing["block_test.js"], `"rejected"`, `"ok"`, 1)
+	_, failingTests := buildBundle(t, failing, "3", rev2Path)
+	_, brokenChain := buildBundle(t, blockTool("echo"), "3", "sha256:"+strings.Repeat("0", 64))
+	refused := []struct {
+		name, want string
+		data       []byte
+	}{
+		{"tampered", "block.js was changed after signing", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
+			if n == "block.js" {
+				return []byte(`/* nothing blocked */`)
+			}
+			return b
+		})},
+		{"unsigned", "bundle is not signed", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
+			if n == bundle.SignaturesName {
+				return nil
+			}
+			return b
+		})},
+		{"broken chain", "broken chain: revision 3 replaces sha256:0000", brokenChain},
+		{"failing tests", "fails its own tests: block_test.js", failingTests},
+	}
 	const poll = 500 * time.Millisecond
 
 	for _, source := range []string{"http", "oci"} {
@@ -179,15 +199,18 @@ func TestPolicyBundleFleet(t *testing.T) {
 			want("pid", "rejected", "2")
 			want("echo", "ok", "2")
 
-			publish(tampered)
-			testwait.For(t, "the tampered bundle refused on both replicas", func() bool {
-				r := revisions()
-				return strings.Contains(r[0], "changed after signing") && strings.Contains(r[1], "changed after signing")
-			})
-			if r := revisions(); !strings.HasPrefix(r[0], "2 ") || !strings.HasPrefix(r[1], "2 ") {
-				t.Fatalf("revisions after the tampered bundle: %q", r)
+			for _, bad := range refused {
+				publish(bad.data)
+				testwait.For(t, "the "+bad.name+" bundle refused on both replicas", func() bool {
+					r := revisions()
+					return strings.Contains(r[0], bad.want) && strings.Contains(r[1], bad.want)
+				})
+				if r := revisions(); !strings.HasPrefix(r[0], "2 ") || !strings.HasPrefix(r[1], "2 ") {
+					t.Fatalf("revisions after the %s bundle: %q", bad.name, r)
+				}
+				want("pid", "rejected", "2")
+				want("echo", "ok", "2")
 			}
-			want("pid", "rejected", "2")
 		})
 	}
 }
