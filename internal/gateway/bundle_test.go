@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -364,5 +365,64 @@ func TestShadowDiffers(t *testing.T) {
 				t.Errorf("shadowDiffers = %+v %v (%s)", got, differs, got)
 			}
 		})
+	}
+}
+
+// TestBundleShadowStart: with Shadow and a last good bundle on disk, start-up runs
+// the last good one and leaves a newer revision on the server to poll, which runs it
+// as the shadow before any swap; without Shadow the newer one starts at once.
+func TestBundleShadowStart(t *testing.T) {
+	ctx := context.Background()
+	for _, shadow := range []time.Duration{0, time.Minute} {
+		tmp := t.TempDir()
+		src, state := filepath.Join(tmp, "bundle.tar.gz"), filepath.Join(tmp, "state")
+		open := func() *bundleSource {
+			s, err := newBundleSource(Bundle{Source: src, Key: keys + "ed25519.pub", StateDir: state, Shadow: shadow}, "dev", slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		rev1 := makeBundle(t, "ed25519.key", blocking("a"), "1", "", "")
+		os.WriteFile(src, rev1, 0o644)
+		if b, err := open().start(ctx, gate.Options{}); err != nil || b.Manifest.Revision != "1" {
+			t.Fatalf("shadow %v: first start: %v", shadow, err)
+		}
+		os.WriteFile(src, makeBundle(t, "ed25519.key", blocking("b"), "2", bundle.Hash(rev1), ""), 0o644)
+		s := open()
+		b, err := s.start(ctx, gate.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[time.Duration]string{0: "2", time.Minute: "1"}[shadow]
+		if b.Manifest.Revision != want || (shadow > 0) != (len(s.kick) == 1) {
+			t.Errorf("shadow %v: started on revision %s (want %s), fetch pending %v", shadow, b.Manifest.Revision, want, len(s.kick) == 1)
+		}
+	}
+}
+
+// TestBundleShadowRefusalRemembered: a revision its shadow run refused is refused
+// again without a new run (a second run on quieter traffic could take it).
+func TestBundleShadowRefusalRemembered(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "bundle.tar.gz")
+	rev1 := makeBundle(t, "ed25519.key", blocking("a"), "1", "", "")
+	os.WriteFile(src, rev1, 0o644)
+	s, err := newBundleSource(Bundle{Source: src, Key: keys + "ed25519.pub", StateDir: filepath.Join(tmp, "state"), Shadow: time.Minute}, "dev", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.start(context.Background(), gate.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	rev2 := makeBundle(t, "ed25519.key", blocking("b"), "2", bundle.Hash(rev1), "")
+	if b, err := s.check(context.Background(), rev2); err != nil || b == nil {
+		t.Fatalf("revision 2 before its shadow run: %v", err)
+	}
+	b, _ := bundle.Read(rev2, s.key)
+	s.shadowFailed[b.Signed] = true
+	var r *refusal
+	if _, err := s.check(context.Background(), rev2); !errors.As(err, &r) || r.reason != "shadow" || !strings.Contains(err.Error(), "refused by its shadow run here before") {
+		t.Fatalf("revision 2 after its shadow run refused it: %v", err)
 	}
 }
