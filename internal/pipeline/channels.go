@@ -13,7 +13,6 @@ import (
 	"github.com/mcpgate/mcpgate/engine"
 	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/bound"
-	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/motion"
@@ -62,10 +61,10 @@ type Channel struct {
 	// envelope (a response's request), nil when it has none: an input_required result
 	// asking for input it does not declare is answered -32021 (docs/channels.md#input-requests).
 	ClientCapabilities json.RawMessage
-	// Authorized are, for a response to prompts/get or resources/read, the
-	// authorization guardrails' outcomes of its request (AuthorizeEntry), recorded with
-	// the response.
-	Authorized []guardrail.Outcome
+	// Authorized is, for a response to prompts/get or resources/read, what the
+	// authorization guardrails answered about its request (AuthorizeEntry): the
+	// response's record takes its event id and its outcomes.
+	Authorized *Authorized
 	// Roots is Call.Roots, for the file: targets in every message read here
 	// (a tasks/result's CallToolResult, resources/read contents, prompts/get messages).
 	Roots []string
@@ -183,12 +182,15 @@ func (r *run) channelRescan(m *methods.Method, doc json.RawMessage, verdict engi
 func (p *Pipeline) Response(ctx context.Context, c Channel, resp *jsonrpc.Message) (reply Reply) {
 	m := methods.Of(c.Method)
 	info := p.serverInfoChange(c, resp)
-	if info == nil && resp.Error == nil && m.Filtered() && m.Record == methods.WhenText && !holdsText(m, resp.Result) && len(c.Authorized) == 0 {
+	if info == nil && resp.Error == nil && m.Filtered() && m.Record == methods.WhenText && !holdsText(m, resp.Result) && c.Authorized == nil {
 		return Reply{Original: resp.Raw} // nothing to read, no record
 	}
 	r := p.arriveChannel(ctx, c)
-	for _, o := range c.Authorized {
-		r.rec.guardrailCall(o, guardPre)
+	if a := c.Authorized; a != nil {
+		r.rec.r.EventID = a.EventID // the id the services were asked under
+		for _, o := range a.Outcomes {
+			r.rec.guardrailCall(o, guardPre)
+		}
 	}
 	defer func() {
 		if v := recover(); v != nil {

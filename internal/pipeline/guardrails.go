@@ -93,9 +93,9 @@ func (r *run) authorizeRewritten() *Reply {
 // (docs/guardrails.md#prompts-and-resources): the resource is the prompt's name or
 // the resource's URI, the context the prompt's arguments' shape. A deny, or a failure
 // under fail mode closed, answers the request in its channel's block shape with one
-// record naming the service (stopped). Otherwise the outcomes go with the request, for
-// the record of the response (Channel.Authorized); none when no guardrail took it.
-func (p *Pipeline) AuthorizeEntry(ctx context.Context, c Channel) (reply Reply, outs []guardrail.Outcome, stopped bool) {
+// record naming the service (stopped). Otherwise the answer goes with the request, for
+// the record of the response (Channel.Authorized); nil when no guardrail took it.
+func (p *Pipeline) AuthorizeEntry(ctx context.Context, c Channel) (reply Reply, allowed *Authorized, stopped bool) {
 	if !p.Guardrails.Authorizes(c.Method) {
 		return Reply{}, nil, false
 	}
@@ -115,7 +115,7 @@ func (p *Pipeline) AuthorizeEntry(ctx context.Context, c Channel) (reply Reply, 
 	r := p.arriveChannel(ctx, c)
 	a.EventID = r.rec.eventID()
 	start := time.Now()
-	outs = p.Guardrails.Run(ctx, nil, a)
+	outs := p.Guardrails.Run(ctx, nil, a)
 	r.rec.stage(vocab.StageGuardrailsPre, start)
 	if ctx.Err() != nil { // the client cancelled or left: no guardrail failed
 		r.rec.setOutcome(vocab.OutcomeCancelled)
@@ -132,7 +132,7 @@ func (p *Pipeline) AuthorizeEntry(ctx context.Context, c Channel) (reply Reply, 
 		}
 	}
 	if stop == nil {
-		return Reply{}, outs, false // the response's record carries them
+		return Reply{}, &Authorized{EventID: r.rec.eventID(), Outcomes: outs}, false // the response's record carries them
 	}
 	defer r.rec.emit(p)
 	for _, o := range outs {
@@ -147,6 +147,13 @@ func (p *Pipeline) AuthorizeEntry(ctx context.Context, c Channel) (reply Reply, 
 	}
 	text := guardRejectText(guardrail.Source(stop.Name), engine.Sanitize(msg), r.rec.eventID())
 	return Reply{Result: blockedResult(m.Block, orig, text, "")}, nil, true
+}
+
+// Authorized is what the authorization guardrails answered about a request they let
+// through: the event id they were asked under and their outcomes.
+type Authorized struct {
+	EventID  string
+	Outcomes []guardrail.Outcome
 }
 
 // guardrailsPost runs the content guardrails over a result after the output rules.

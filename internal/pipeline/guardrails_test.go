@@ -492,7 +492,7 @@ func TestAuthorizeEntry(t *testing.T) {
 			p, rec := newPipeline(t, nil, true, false)
 			guarded(t, p, map[string]guardrail.Spec{"az": {Kind: "authzen", URL: srv.URL, Methods: tc.methods}})
 			c := Channel{Method: tc.method, Params: json.RawMessage(tc.params), Server: "fs"}
-			reply, outs, stopped := p.AuthorizeEntry(context.Background(), c)
+			reply, allowed, stopped := p.AuthorizeEntry(context.Background(), c)
 			if stopped != tc.stopped || !strings.Contains(string(reply.Result), tc.has) {
 				t.Fatalf("stopped %v, reply %s; want %v and %q", stopped, reply.Result, tc.stopped, tc.has)
 			}
@@ -509,16 +509,20 @@ func TestAuthorizeEntry(t *testing.T) {
 			if len(rec.recs) != 0 {
 				t.Fatalf("a request it let through wrote a record: %+v", rec.recs)
 			}
-			c.Authorized = outs
+			c.Authorized = allowed
 			p.Response(context.Background(), c, response(t, `{"messages":[]}`))
 			if tc.request == "" {
-				if len(outs) != 0 || len(rec.recs) > 0 && len(rec.recs[0].Guardrails) != 0 {
-					t.Fatalf("outcomes %+v records %+v", outs, rec.recs)
+				if allowed != nil || len(rec.recs) > 0 && len(rec.recs[0].Guardrails) != 0 {
+					t.Fatalf("answer %+v records %+v", allowed, rec.recs)
 				}
 				return
 			}
 			if len(rec.recs) != 1 || len(rec.recs[0].Guardrails) != 1 || rec.recs[0].Guardrails[0].Verdict != "allow" || rec.recs[0].Guardrails[0].Phase != "pre" {
 				t.Fatalf("the response's records %+v", rec.recs)
+			}
+			// The service was asked under the event id of the record that names it.
+			if id := rec.recs[0].EventID; !strings.Contains(last.Load().(string), `"event_id":"`+id+`"`) {
+				t.Fatalf("the service was sent %s, the record is %s", last.Load(), id)
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
-	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/internal/methods"
@@ -176,7 +175,7 @@ func (s *Session) hiddenEntry(ctx context.Context, msg *jsonrpc.Message) bool {
 // stopped: the gateway answered it (a deny, a closed failure) or the client left; the
 // server is never asked. Otherwise the outcomes go with the request to its response's
 // record.
-func (s *Session) authorizeEntry(ctx context.Context, msg *jsonrpc.Message) (authz []guardrail.Outcome, stopped bool) {
+func (s *Session) authorizeEntry(ctx context.Context, msg *jsonrpc.Message) (authz *pipeline.Authorized, stopped bool) {
 	p := s.opts.Pipeline
 	if p == nil || msg.Method != methods.PromptsGet && msg.Method != methods.ResourcesRead || !p.Guardrails.Authorizes(msg.Method) {
 		return nil, false

@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/internal/bound"
-	"github.com/mcpgate/mcpgate/internal/guardrail"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/mcpparam"
 	"github.com/mcpgate/mcpgate/internal/methods"
@@ -60,8 +59,8 @@ type Exchange struct {
 	Request *jsonrpc.Message
 	// task is, for a response to a task method, the client's id of the task.
 	task string
-	// authz are the authorization guardrails' outcomes of the request (pending.authz).
-	authz []guardrail.Outcome
+	// authz is what the authorization guardrails answered about the request (pending.authz).
+	authz *pipeline.Authorized
 }
 
 // Options configure a Session.
@@ -152,7 +151,7 @@ type pending struct {
 	task string
 	// authz are the authorization guardrails' outcomes of a prompts/get or
 	// resources/read, for the record of its response.
-	authz []guardrail.Outcome
+	authz *pipeline.Authorized
 }
 
 // New returns a session over the given upstream.
@@ -368,7 +367,7 @@ func (s *Session) failSend(id json.RawMessage, err error) bool {
 // answered if the upstream dies. asked is the request as the client sent it (a
 // requestState in the answer is bound to it), task the client's id of the task it
 // names ("" for none).
-func (s *Session) forwardRequest(msg, asked *jsonrpc.Message, task string, authz []guardrail.Outcome) {
+func (s *Session) forwardRequest(msg, asked *jsonrpc.Message, task string, authz *pipeline.Authorized) {
 	routed, err := s.route(msg)
 	if err != nil {
 		s.failSend(msg.ID, err)
