@@ -16,49 +16,35 @@ import (
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
-// This file translates for a 2025-11-25 client (one that opened with initialize) in
-// front of a server that may speak only 2026-07-28 (docs/http.md#translation,
-// docs/decisions.md#translate-legacy): the client's initialize goes to the server
-// as it is, and only its -32022 refusal starts translation, with a server/discover
-// probe. Requests then carry the _meta envelope built from the initialize; an
-// input_required result becomes requests to the client under the translation's own
-// ids, and their answers a retry of the request.
+// A 2025-11-25 client (it opened with initialize) in front of a server that may speak
+// only 2026-07-28 (docs/http.md#translation, docs/decisions.md#translate-legacy).
 
 // legacyState is the hop's negotiation for a 2025-11-25 client; guarded by Conn.mu.
 type legacyState struct {
-	// init is the client's initialize while it is with the server (or discover
-	// answers it); initErr is the server's refusal, returned when discover fails.
-	init    *jsonrpc.Message
-	initErr *jsonrpc.Message
-	// discover is the id key of the server/discover probe; probed is closed once its
-	// send has returned (nil before a probe), and the client's sends wait for it.
-	discover string
-	probed   chan struct{}
-	// meta is the per-request _meta envelope every request to the server carries,
-	// built from the client's initialize (and logLevel after logging/setLevel).
+	// init is the client's initialize while the server or discover answers it;
+	// initErr the server's refusal, the client's answer when discover fails.
+	init, initErr *jsonrpc.Message
+	discover      string        // the server/discover probe's id key
+	probed        chan struct{} // closed once the probe's send returned; the client's sends wait
+	// meta is the _meta envelope every request to the server carries (from the
+	// initialize, and logging/setLevel); metaRaw is it encoded.
 	meta    map[string]json.RawMessage
-	metaRaw []byte // meta encoded, for withMeta
+	metaRaw []byte
 }
 
-// askNonce is the random part of an input request's id (64 bits); a var so that the
-// tests' scripts can spell the ids.
+// askNonce is the random part of an input request's id (64 bits); a var for tests.
 var askNonce = func() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// askID is the id of an input request the client is asked: the hop's next own id
-// and a random part, so that only a client shown the request can answer it. The
-// sequence and the process's prefix are guessable from one earlier request, and an
-// answer given ahead of the relay (which pins a roots/list answer only for a request
-// it forwarded) or in place of a request it withheld would reach the server.
+// askID is the id of an input request asked of the client: the hop's next own id and
+// a random part, so that only a client shown the request (by the relay) can answer it.
 func (c *Conn) askID() json.RawMessage { return c.newID("", askNonce()) }
 
 // sendLegacy forwards a 2025-11-25 client's message: as it is until the server has
-// refused initialize, then in 2026-07-28 terms (the _meta envelope on every request;
-// the gateway's own answers where 2026-07-28 has no such method; the client's answers
-// to input requests gathered into a retry).
+// refused initialize, then in 2026-07-28 terms.
 func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 	l := &c.legacy
 	c.mu.Lock()
@@ -68,9 +54,7 @@ func (c *Conn) sendLegacy(m *jsonrpc.Message) error {
 		c.mu.Unlock()
 		return c.up.Send(m)
 	case c.phase != phaseOpen && c.phase != phasePassing && m.Kind == jsonrpc.KindResponse && strings.HasPrefix(m.IDKey(), `"`+ownPrefix):
-		// Only a hop that translates (or is about to) has input requests of its own:
-		// on one that passes, such an id is the server's (a second gateway's), and
-		// its answer goes to it.
+		// On a passing hop such an id is the server's (a second gateway's).
 		retry := c.answeredLocked(m)
 		c.mu.Unlock()
 		if retry != nil {
@@ -137,9 +121,8 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 		"mcpgate: "+m.Method+" has no 2026-07-28 counterpart, and the server speaks only 2026-07-28 (docs/http.md#translation)")
 }
 
-// cancelledLocked points a client's notifications/cancelled at the attempt of its
-// request now with the server, and ends the request's rounds; nil drops it (the
-// request waits on the client, not the server).
+// cancelledLocked points a client's notifications/cancelled at the attempt now with
+// the server and ends the round; nil drops it (the client holds the round).
 func (c *Conn) cancelledLocked(m *jsonrpc.Message) *jsonrpc.Message {
 	p, key, ok := cancelParams(m)
 	if !ok {
@@ -193,9 +176,8 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 	return m
 }
 
-// initAnswered reads the server's answer to the client's initialize: a refusal of
-// the revision (-32022) starts translation with a server/discover probe, returned
-// for sendProbe; any other answer is the client's (out), and the hop passes through.
+// initAnswered reads the answer to the client's initialize: -32022 starts
+// translation with the server/discover probe returned; any other is the client's.
 func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	l := &c.legacy
 	var e struct {
@@ -223,11 +205,8 @@ func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	return nil, jsonrpc.NewRequest(id, methods.ServerDiscover, json.RawMessage(withMeta(nil, l.meta, l.metaRaw, nil)))
 }
 
-// sendProbe sends the server/discover probe on a goroutine of its own, without the
-// hop's lock: a server that stopped reading must keep neither Recv nor Close waiting
-// for it (Close ends the send). The client's sends wait for it (probed), so the
-// probe reaches the server first; if it cannot be sent, the client's initialize
-// gets the server's refusal through the queue.
+// sendProbe sends the probe without the hop's lock (a server that stopped reading
+// holds neither Recv nor Close); if it fails the initialize gets the server's refusal.
 func (c *Conn) sendProbe(probe *jsonrpc.Message) {
 	err := c.up.Send(probe)
 	l := &c.legacy
@@ -252,10 +231,8 @@ func (c *Conn) untranslatable() *jsonrpc.Message {
 	return m
 }
 
-// discovered answers the client's initialize from the server's server/discover
-// result (2026-07-28 "Backward Compatibility"): the client's own 2025-era
-// protocolVersion, the server's capabilities less what needs subscriptions/listen
-// (listChanged, subscribe), serverInfo and instructions.
+// discovered answers the client's initialize from the server/discover result
+// (2026-07-28 "Backward Compatibility"): capabilities less listChanged and subscribe.
 func (c *Conn) discovered(m *jsonrpc.Message) *jsonrpc.Message {
 	l := &c.legacy
 	var d struct {
@@ -298,9 +275,8 @@ func (c *Conn) discovered(m *jsonrpc.Message) *jsonrpc.Message {
 	return jsonrpc.NewResponse(id, mustMarshal(res))
 }
 
-// resultLocked reads the server's answer to an attempt of r: an input_required
-// result starts the next round (nil: the client gets requests, not a result); any
-// other answer goes to the client under its own id.
+// resultLocked reads the server's answer to an attempt of r: input_required starts
+// the next round (nil); any other answer goes to the client under its id.
 func (c *Conn) resultLocked(r *round, m *jsonrpc.Message) *jsonrpc.Message {
 	var kind struct {
 		ResultType string `json:"resultType"`
@@ -361,16 +337,14 @@ func (c *Conn) resultLocked(r *round, m *jsonrpc.Message) *jsonrpc.Message {
 	c.expire(r, c.bounds.legacyRound, func() {
 		c.enqueueLocked(c.failRound(r, methods.CodeRequestTimeout, fmt.Sprintf("mcpgate: the client did not answer the server's input requests within %s; the request is failed", c.bounds.legacyRound)))
 	})
-	// The requests go to the client through Recv: the relay runs each through the
-	// server-request channel (rules, the server_request phase, a record).
 	for _, req := range reqs {
 		c.enqueueLocked(req)
 	}
 	return nil
 }
 
-// answeredLocked takes the client's answer to one of the translation's own
-// requests; after the last answer of a round it returns the round to retry.
+// answeredLocked takes the client's answer to an input request; after a round's
+// last it returns the round to retry.
 func (c *Conn) answeredLocked(m *jsonrpc.Message) *round {
 	r := c.rounds.byAsk[m.IDKey()]
 	if r == nil {
@@ -430,22 +404,18 @@ func (c *Conn) retry(r *round) {
 	}
 }
 
-// inputRequestMethod reports whether m is a server request (sampling, elicitation,
-// roots), which a 2026-07-28 input request may carry.
+// inputRequestMethod reports whether m is a server request an input request may carry.
 func inputRequestMethod(m string) bool {
 	row := methods.Of(m)
 	return row != nil && row.Direction == methods.ServerRequest
 }
 
-// withMeta returns params (a JSON object, or absent) with the envelope's members
-// set in its _meta, beside the client's own (progressToken …), and extra members set
-// at the top level; every other member is kept as it was written. metaRaw is meta
-// encoded.
+// withMeta returns params (an object, or absent) with meta's members set in its
+// _meta and extra's at the top level; metaRaw is meta encoded.
 func withMeta(params json.RawMessage, meta map[string]json.RawMessage, metaRaw []byte, extra map[string]json.RawMessage) []byte {
 	if p := bytes.TrimSpace(params); extra == nil && len(p) > 1 && p[0] == '{' &&
 		!bytes.Contains(p, []byte(`"_meta"`)) && !bytes.Contains(p, []byte(`\u`)) {
-		// No member can be _meta (not even spelled with escapes): put it first, and
-		// keep the rest as the client wrote it.
+		// No member can be _meta, even escaped: _meta goes first, the rest as written.
 		out := make([]byte, 0, len(p)+len(metaRaw)+10)
 		out = append(append(append(out, `{"_meta":`...), metaRaw...), ',')
 		if rest := bytes.TrimSpace(p[1:]); len(rest) > 0 && rest[0] == '}' {

@@ -18,24 +18,16 @@ import (
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
-// This file translates for a 2026-07-28 client (its requests carry the per-request
-// _meta envelope) in front of a server that speaks only 2025-11-25
-// (docs/http.md#translation-modern, docs/decisions.md#translate-modern). On the
-// client's first request the hop asks the server server/discover (the client's own,
-// or a probe of its own); a server that offers 2026-07-28 gets every message as it
-// is. Any other answer (an error, no 2026-07-28 in supportedVersions, or none within
-// bounds.probe) makes the gateway initialize the server itself and translate:
-// requests lose the envelope, results gain resultType (and ttlMs/cacheScope), and
-// the server's own requests become Multi Round-Trip input requests of the client
-// request they serve.
+// A 2026-07-28 client in front of a server that may speak only 2025-11-25
+// (docs/http.md#translation-modern, docs/decisions.md#translate-modern).
 
 // modernState is the hop's negotiation and subscriptions for a 2026-07-28 client;
 // guarded by Conn.mu but out and pass.
 type modernState struct {
 	held    []*jsonrpc.Message // client messages held until the phase is known
 	env     methods.Envelope   // the first request's envelope
-	probeID string             // id key of the discover that decides (the client's or the gateway's)
-	probe   *jsonrpc.Message   // the client's own server/discover when it decides, else nil
+	probeID string             // id key of the deciding server/discover (the client's or the gateway's)
+	probe   *jsonrpc.Message   // the client's own server/discover when it decides
 	initID  string
 	initRes map[string]json.RawMessage // the server's InitializeResult
 	initErr string
@@ -53,7 +45,7 @@ type modernState struct {
 // sendModern forwards a 2026-07-28 client's message.
 func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	s := &c.modern
-	s.out.wait() // a server that reads nothing holds the client, not the queue
+	s.out.wait()
 	c.mu.Lock()
 	if c.phase == phasePassing {
 		c.mu.Unlock() // a send that blocks must not keep Recv from reading the server
@@ -79,9 +71,8 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 	return nil
 }
 
-// start opens the negotiation on the client's first message: the client's
-// server/discover (consumed is then true), or a probe of the gateway's with the
-// client's envelope.
+// start sends the client's first message if it is server/discover (consumed), else
+// a probe of the gateway's with the client's envelope.
 func (c *Conn) start(m *jsonrpc.Message) (consumed bool) {
 	s := &c.modern
 	s.subs, s.subscribed = map[string]*subscription{}, map[string]int{}
@@ -163,8 +154,8 @@ func (c *Conn) decide(m *jsonrpc.Message) *jsonrpc.Message {
 	return nil
 }
 
-// initialize opens a 2025-11-25 session for the client: its clientCapabilities and
-// clientInfo from the envelope (the gateway's clientInfo when it sent none).
+// initialize opens a 2025-11-25 session with the envelope's clientCapabilities and
+// clientInfo (the gateway's when it sent none).
 func (c *Conn) initialize() {
 	s := &c.modern
 	c.phase = phaseInitializing
@@ -180,7 +171,6 @@ func (c *Conn) initialize() {
 	s.initID = jsonrpc.IDKey(id)
 	_ = s.out.send(c, jsonrpc.NewRequest(id, methods.Initialize, map[string]any{
 		"protocolVersion": methods.Version20251125, "capabilities": caps, "clientInfo": ci}))
-	// A server silent on initialize too must not hold the client's messages for ever.
 	key := s.initID
 	s.timer = c.afterLocked(c.bounds.init, func() {
 		if c.phase == phaseInitializing && s.initID == key {
@@ -225,8 +215,7 @@ func (s *modernState) takeHeld() []*jsonrpc.Message {
 	return held
 }
 
-// failNegotiation ends the negotiation: every request held, and every later one,
-// gets text.
+// failNegotiation answers every request held, and every later one, with text.
 func (c *Conn) failNegotiation(text string) {
 	s := &c.modern
 	c.phase, s.initErr = phaseFailed, text
@@ -235,18 +224,15 @@ func (c *Conn) failNegotiation(text string) {
 	}
 }
 
-// unavailable answers the client's request m (a notification gets nothing) with
-// CodeUpstreamUnavailable and text. The caller holds c.mu.
+// unavailable answers a client request with CodeUpstreamUnavailable and text.
 func (c *Conn) unavailable(m *jsonrpc.Message, text string) {
 	if m.Kind == jsonrpc.KindRequest {
 		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeUpstreamUnavailable, text))
 	}
 }
 
-// discoverResult answers server/discover from the server's InitializeResult
-// (schema.ts "DiscoverResult"): the one revision this hop serves the client,
-// the server's capabilities (tasks left out: 2026-07-28 has them as an extension),
-// its instructions, and its serverInfo under _meta.
+// discoverResult answers server/discover from the InitializeResult (schema.ts
+// "DiscoverResult"); tasks are left out (an extension in 2026-07-28).
 func (s *modernState) discoverResult() json.RawMessage {
 	var caps map[string]json.RawMessage
 	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
@@ -277,10 +263,8 @@ func (c *Conn) translateSend(m *jsonrpc.Message) {
 	case m.Kind == jsonrpc.KindNotification && m.Method == methods.NotificationCancelled:
 		c.cancelled(m)
 	case m.Kind == jsonrpc.KindResponse:
-		// A 2026-07-28 client is sent no requests: the server's reach it as input
-		// requests, and only a retry's inputResponses answer them, through the input
-		// rules and the roots pins. A response of its own (to a guessed id) would skip
-		// both, so it is dropped.
+		// Only a retry's inputResponses answer the server's requests (through the
+		// input rules and roots pins); a response to a guessed id would skip both.
 		c.opts.Logger.Debug("translation: a response of the 2026-07-28 client dropped; the server's requests are answered by a retry's inputResponses")
 	default:
 		_ = c.modern.out.send(c, m)
@@ -318,9 +302,8 @@ func (c *Conn) request(m *jsonrpc.Message) {
 	}
 }
 
-// legacyParams is a 2026-07-28 request's params as a 2025-11-25 server reads them:
-// the envelope's members (io.modelcontextprotocol/*) and the retry members left out
-// of _meta and params; progressToken and other _meta members stay.
+// legacyParams is a 2026-07-28 request's params without the envelope's _meta
+// members (io.modelcontextprotocol/*) and the retry members.
 func legacyParams(params map[string]json.RawMessage, raw json.RawMessage) any {
 	if params == nil {
 		if len(raw) == 0 {
@@ -363,10 +346,7 @@ func (c *Conn) setLevel(params map[string]json.RawMessage) {
 	_ = s.out.send(c, jsonrpc.NewRequest(c.newID("setLevel", ""), methods.LoggingSetLevel, map[string]string{"level": level}))
 }
 
-// cancelled forwards the client's cancellation of a request under the id the server
-// saw; one of a request already answered (or never sent) is dropped. A cancellation
-// of the request a round answered ends the round, as the relay's Abandon does: the
-// server's requests get an error, the request is cancelled.
+// cancelled ends the subscription or the round the client's cancellation names.
 func (c *Conn) cancelled(m *jsonrpc.Message) {
 	_, key, ok := cancelParams(m)
 	if !ok {
@@ -381,9 +361,8 @@ func (c *Conn) cancelled(m *jsonrpc.Message) {
 	}
 }
 
-// abandonLocked ends a 2026-07-28 client's round it will not wait for: the server's
-// pending requests get an error and the server is told to cancel the original
-// request.
+// abandonLocked ends a 2026-07-28 client's round: the server's pending requests get
+// an error, and the request notifications/cancelled.
 func (c *Conn) abandonLocked(r *round, why string) {
 	for _, q := range r.pending {
 		_ = c.modern.out.send(c, jsonrpc.NewErrorResponse(q.id, methods.CodeRequestTimeout, "mcpgate: "+why+" before the input request was answered"))
@@ -395,31 +374,25 @@ func (c *Conn) abandonLocked(r *round, why string) {
 	c.endRound(r)
 }
 
-// retryRound takes a client's Multi Round-Trip retry: its inputResponses answer the
-// server's requests the last round carried, and the retry's id then gets the
-// original request's result (or the next round of input requests).
+// retryRound takes a Multi Round-Trip retry: its inputResponses answer the server's
+// requests, and its id gets the result or the next input_required.
 func (c *Conn) retryRound(m *jsonrpc.Message, params map[string]json.RawMessage, state json.RawMessage) {
 	var token string
 	_ = json.Unmarshal(state, &token)
 	r := c.rounds.byState[token]
 	if r != nil {
-		// sealed for this connection, method and name; used once by byState, so a
-		// retry refused below for its arguments leaves the round open
+		// sealed for this connection, method and name
 		if reqstate.Default().Check(reqstate.Binding{Session: c.modern.sealID, Method: m.Method, Name: nameOf(m.Method, params)}, token) != nil {
 			r = nil
 		}
 	}
-	// The retry's result is the issuing request's: one naming another tool, prompt
-	// or resource would have it judged and recorded under that name.
 	if r == nil || r.method != m.Method || r.name != nameOf(m.Method, params) {
 		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams,
 			"mcpgate: requestState is not one this connection issued for this "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
 		return
 	}
 	if bindingOf(params) != r.bound {
-		// The server ran the original request: a retry with other arguments would be
-		// judged, and recorded, by arguments that never ran (docs/decisions.md#retry-binding).
-		// The round stays open for the request it was issued for.
+		// It would be judged by arguments that never ran (docs/decisions.md#retry-binding).
 		c.opts.Logger.Warn("a Multi Round-Trip retry refused: its params differ from the request the server ran", "method", methods.Known(m.Method))
 		e := jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams,
 			"mcpgate: a retry must repeat the request its requestState was issued for: its arguments (and every params member but _meta, inputResponses and requestState) differ from the request the server is running")
@@ -442,8 +415,6 @@ func (c *Conn) retryRound(m *jsonrpc.Message, params map[string]json.RawMessage,
 		out, done = append(out, jsonrpc.NewResponse(q.id, a)), append(done, q)
 	}
 	if err := c.modern.out.send(c, out...); err != nil {
-		// The server reads nothing: its answers cannot reach it, so the round ends
-		// here rather than going on as if it had them.
 		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeInternalError,
 			"mcpgate: the server is not reading its input, so the answers to its input requests could not be sent: send the request again later"))
 		c.abandonLocked(r, "the server stopped reading its input")
@@ -464,10 +435,9 @@ func (c *Conn) retryRound(m *jsonrpc.Message, params map[string]json.RawMessage,
 	}
 }
 
-// bindingOf is a request's params as its round binds them: every member but _meta,
-// inputResponses and requestState (no arguments counting as {}), decoded (so "\u0070ayroll" is "payroll", as the
-// server reads it) and written again with sorted keys and numbers as they were
-// written. A retry is the same request when its binding is equal.
+// bindingOf is the params a retry must repeat: every member but _meta,
+// inputResponses and requestState (no arguments as {}), decoded and re-encoded with
+// sorted keys and numbers as written.
 func bindingOf(params map[string]json.RawMessage) string {
 	rest := make(map[string]any, len(params))
 	for k, v := range params {
@@ -490,8 +460,7 @@ func bindingOf(params map[string]json.RawMessage) string {
 	return string(b)
 }
 
-// nameOf is the string params member method is named by (methods.Method.NameParam),
-// or "".
+// nameOf is the params member that names method's target (Method.NameParam), or "".
 func nameOf(method string, params map[string]json.RawMessage) string {
 	var name string
 	if mm := methods.Of(method); mm != nil && mm.NameParam != "" {
@@ -500,8 +469,8 @@ func nameOf(method string, params map[string]json.RawMessage) string {
 	return name
 }
 
-// askInput answers the round's client id with an input_required result carrying
-// every server request still pending, and a fresh requestState for the retry.
+// askInput answers the round's client id with input_required: every pending server
+// request, and a fresh requestState.
 func (c *Conn) askInput(r *round) {
 	reqs := map[string]any{}
 	for _, q := range r.pending {
@@ -517,8 +486,6 @@ func (c *Conn) askInput(r *round) {
 	b, _ := jsonrpc.Marshal(map[string]any{"resultType": "input_required", "inputRequests": reqs, "requestState": r.state})
 	c.enqueueLocked(jsonrpc.NewResponse(r.clientID, b))
 	r.asked, r.retried = true, false
-	// r stays under clientID until the retry: the relay abandons that id (Abandon)
-	// when it withheld an input request, and the round then ends at once.
 	state := r.state
 	c.expire(r, c.bounds.modernRound, func() {
 		if c.rounds.byState[state] == r {
@@ -528,9 +495,8 @@ func (c *Conn) askInput(r *round) {
 	})
 }
 
-// newState is a requestState for r: 128 random bits sealed by reqstate (the
-// mechanism the relay seals a server's state with, docs/decisions.md#request-state)
-// for this connection, r's method and name, so it opens on no other.
+// newState is a requestState for r: 128 random bits sealed by reqstate for this
+// connection, method and name (docs/decisions.md#request-state).
 func (c *Conn) newState(r *round) string {
 	s := &c.modern
 	if s.sealID == "" {
@@ -544,8 +510,7 @@ func (c *Conn) newState(r *round) string {
 	return tok
 }
 
-// finalResponse is the server's response to a round's request, under the id the
-// client waits on, valid in 2026-07-28; the round ends.
+// finalResponse ends r with the server's response, valid in 2026-07-28, under clientID.
 func (c *Conn) finalResponse(r *round, m *jsonrpc.Message) *jsonrpc.Message {
 	c.endRound(r)
 	if m.Error != nil {
@@ -561,11 +526,8 @@ func (c *Conn) finalResponse(r *round, m *jsonrpc.Message) *jsonrpc.Message {
 	return jsonrpc.NewResponse(r.clientID, asModern(methods.Of(r.method), m.Result))
 }
 
-// asModern makes a 2025-11-25 server's result valid in 2026-07-28. The members
-// 2025-11-25 does not have are the gateway's, whatever the server wrote: resultType
-// "complete" (such a server asks for input with requests, never input_required), and
-// on cacheable results ttlMs 0 and cacheScope "private" (it promised nothing about
-// caching or sharing the result).
+// asModern makes a 2025-11-25 result valid in 2026-07-28: resultType, ttlMs and
+// cacheScope are the gateway's ("complete", 0, "private"), whatever the server wrote.
 func asModern(m *methods.Method, result json.RawMessage) json.RawMessage {
 	if bytes.Contains(result, []byte(`"resultType"`)) || bytes.Contains(result, []byte(`"ttlMs"`)) ||
 		bytes.Contains(result, []byte(`"cacheScope"`)) || bytes.Contains(result, []byte(`\u`)) {
@@ -608,10 +570,8 @@ func (c *Conn) translateRecv(m *jsonrpc.Message) *jsonrpc.Message {
 	return m
 }
 
-// serverRequest carries a 2025-11-25 server request to the client as an input
-// request of the client request it serves: the one Related names (a url upstream's
-// response stream), else the one request in flight. With none or several in flight
-// the server gets an error: the gateway does not guess which request asks.
+// serverRequest makes a server request an input request of the client request it
+// serves: the one Related names, else the one in flight; with none or several, an error.
 func (c *Conn) serverRequest(m *jsonrpc.Message) {
 	refuse := func(code int, text string) {
 		_ = c.modern.out.send(c, jsonrpc.NewErrorResponse(m.ID, code, text))
@@ -642,8 +602,6 @@ func (c *Conn) serverRequest(m *jsonrpc.Message) {
 	case r == nil || r.final != nil:
 		refuse(methods.CodeInvalidRequest, "mcpgate: the 2026-07-28 client takes "+m.Method+" only as an input request of the one client request it serves, and none (or more than one) is in flight")
 	case len(r.pending) >= maxInputRequests:
-		// The requests wait in memory until the client retries, and go to it in one
-		// result: a server that keeps asking must not grow either without bound.
 		refuse(methods.CodeInternalError, fmt.Sprintf("mcpgate: %d input requests already wait for the client's answer to this request", maxInputRequests))
 	case r.state == "" && len(c.rounds.byState) >= c.bounds.maxWaiting:
 		refuse(methods.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", c.bounds.maxWaiting))
@@ -653,6 +611,5 @@ func (c *Conn) serverRequest(m *jsonrpc.Message) {
 		if !r.asked || r.retried {
 			c.askInput(r)
 		}
-		// else: the client has a round open; this one goes into the next round.
 	}
 }

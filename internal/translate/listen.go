@@ -9,19 +9,16 @@ import (
 	"github.com/mcpgate/mcpgate/internal/methods"
 )
 
-// subscription is a client's subscriptions/listen, held open by the gateway: a
-// 2025-11-25 server has no such method, and sends its list_changed notifications to
-// the session and resources/updated for the URIs of resources/subscribe.
+// subscription is a client's subscriptions/listen, which the gateway holds open for a
+// 2025-11-25 server.
 type subscription struct {
 	id   json.RawMessage
 	want map[string]bool // the list_changed methods it gets
 	uris map[string]bool // the URIs whose resources/updated it gets
 }
 
-// listen opens a subscription (schema.ts "SubscriptionsListenRequest"): the gateway
-// acknowledges what the server can send (its capabilities' listChanged and
-// subscribe), subscribes the server to each URI asked for, and never answers the
-// request; the client's notifications/cancelled ends it.
+// listen opens a subscription (schema.ts "SubscriptionsListenRequest"): it
+// acknowledges what the server's capabilities can send and subscribes each URI.
 func (c *Conn) listen(m *jsonrpc.Message, params map[string]json.RawMessage) {
 	s := &c.modern
 	var p struct {
@@ -72,15 +69,10 @@ func (c *Conn) listen(m *jsonrpc.Message, params map[string]json.RawMessage) {
 	}
 	s.subs[m.IDKey()] = sub
 	c.enqueueLocked(jsonrpc.NewNotification(methods.NotificationSubscriptionsAcknowledged, map[string]any{
-		"notifications": agreed, "_meta": map[string]json.RawMessage{metaSubscriptionID: m.ID}}))
+		"notifications": agreed, "_meta": map[string]json.RawMessage{methods.MetaSubscriptionID: m.ID}}))
 }
 
-// metaSubscriptionID names the subscription a notification belongs to (schema.ts
-// "SubscriptionsListenResultMeta").
-const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
-
-// unlisten ends a subscription and unsubscribes the server from the URIs no other
-// subscription wants.
+// unlisten ends a subscription and unsubscribes the URIs no other one wants.
 func (c *Conn) unlisten(sub *subscription) {
 	s := &c.modern
 	delete(s.subs, jsonrpc.IDKey(sub.id))
@@ -92,9 +84,8 @@ func (c *Conn) unlisten(sub *subscription) {
 	}
 }
 
-// notifySubscriptions hands a list_changed or resources/updated notification to each
-// subscription that asked for it, its subscriptionId under _meta; with no
-// subscription open it passes as it is, and one no subscription asked for is dropped.
+// notifySubscriptions copies a list_changed or resources/updated notification to
+// each subscription that asked for it (subscriptionId in _meta); with none open it passes.
 func (c *Conn) notifySubscriptions(m *jsonrpc.Message) *jsonrpc.Message {
 	s := &c.modern
 	if len(s.subs) == 0 {
@@ -121,7 +112,7 @@ func (c *Conn) notifySubscriptions(m *jsonrpc.Message) *jsonrpc.Message {
 		if meta == nil {
 			meta = map[string]json.RawMessage{}
 		}
-		meta[metaSubscriptionID] = sub.id
+		meta[methods.MetaSubscriptionID] = sub.id
 		p["_meta"], _ = jsonrpc.Marshal(meta)
 		b, _ := jsonrpc.Marshal(p)
 		out = append(out, jsonrpc.NewNotification(m.Method, json.RawMessage(b)))

@@ -7,9 +7,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
 
-// outbox sends the translation's messages to the server in order from one
-// goroutine, so that the reader (Recv) never blocks on a send to the server; in
-// passthrough, once it is empty, messages go straight to the server.
+// outbox sends to the server in order from one goroutine, so that Recv never blocks
+// on the server; in passthrough, once empty, it sends directly.
 type outbox struct {
 	mu      sync.Mutex
 	q       []*jsonrpc.Message
@@ -23,8 +22,7 @@ type outbox struct {
 // errOutboxFull is send's error past maxOutboxQueue.
 var errOutboxFull = errors.New("the server is not reading its input: the gateway's queue for it is full")
 
-// wait blocks while maxQueued messages or more wait for the server; a client's send
-// calls it before it takes the hop's lock, so that only the client waits.
+// wait blocks while maxQueued messages wait; a client's send calls it before c.mu.
 func (o *outbox) wait() {
 	o.mu.Lock()
 	for len(o.q) >= maxQueued && !o.stopped {
@@ -34,8 +32,7 @@ func (o *outbox) wait() {
 	o.mu.Unlock()
 }
 
-// send queues ms for the server in order, all or none: errOutboxFull (and none
-// queued) when they do not fit under maxOutboxQueue.
+// send queues ms, all or none (errOutboxFull past maxOutboxQueue).
 func (o *outbox) send(c *Conn, ms ...*jsonrpc.Message) error {
 	o.mu.Lock()
 	if o.direct {

@@ -11,42 +11,32 @@ import (
 )
 
 // round is one client request carried through Multi Round-Trip input rounds, in
-// either direction: its ids, the input requests of its open round, its
-// requestState, its expiry and its count of rounds. All of it is guarded by Conn.mu.
+// either direction; guarded by Conn.mu.
 type round struct {
 	method string
-	params json.RawMessage // the client's params (a 2025-11-25 client's, for its retries)
-	// clientID is the id the client waits under: the original request's, then (a
-	// 2026-07-28 client) each retry's. upID is the id the server has the request
-	// under: the gateway's own (a 2026-07-28 client), or the client's and then each
-	// retry's (a 2025-11-25 client; nil while the client answers).
-	clientID json.RawMessage
-	upID     json.RawMessage
-	// pending are the input requests not yet answered, in the order they came;
-	// shown, those the last input_required result carried (a 2026-07-28 client).
-	pending []*inputRequest
-	shown   []*inputRequest
-	// answers are a 2025-11-25 client's results, by inputRequests key, for the retry.
-	answers map[string]json.RawMessage
-	// state is the round's requestState: the server's as it wrote it (JSON, sent back
-	// byte for byte; "" when absent), or the gateway's sealed one (round.go's newState).
+	params json.RawMessage // a 2025-11-25 client's, for its retries
+	// clientID is the id the client waits under (a 2026-07-28 client's last retry's);
+	// upID the server's (nil while a 2025-11-25 client answers input requests).
+	clientID, upID json.RawMessage
+	pending        []*inputRequest            // not yet answered, in the order they came
+	shown          []*inputRequest            // those the last input_required result carried
+	answers        map[string]json.RawMessage // a 2025-11-25 client's, by inputRequests key
+	// state is the requestState: the server's as written (JSON), or the gateway's sealed one.
 	state  string
 	count  int         // input rounds so far
 	expiry *time.Timer // the round's bound, or a 2025-11-25 retry's pacing
 	done   bool        // ended: answered, failed, cancelled or abandoned
 
-	// A 2026-07-28 client's round: name and bound are the request's name and params
-	// as the server ran them (a retry must carry the same); asked is set once the
-	// client got an input_required result (a retry is awaited) and retried once a
-	// retry waits under clientID; final is the server's response, kept until then.
+	// A 2026-07-28 client's: the request's name and params binding as the server ran
+	// them; asked once it got input_required, retried once a retry waits under
+	// clientID; final is the server's response, kept until then.
 	name, bound    string
 	asked, retried bool
 	final          *jsonrpc.Message
 }
 
-// inputRequest is one request of a round's open input round: a 2025-11-25 server's
-// request (id is the server's) or a 2026-07-28 server's inputRequests entry asked of
-// the client (id is the translation's own).
+// inputRequest is one input request of a round: a 2025-11-25 server's request (its
+// id), or a 2026-07-28 server's inputRequests entry asked of the client (an own id).
 type inputRequest struct {
 	key    string // its inputRequests key
 	id     json.RawMessage
@@ -54,9 +44,7 @@ type inputRequest struct {
 	params json.RawMessage
 }
 
-// roundTable finds a round by the id the server has it under, the id the client
-// waits under, the requestState it issued, and the ids of its input requests asked
-// of the client.
+// roundTable finds a round by upID, clientID, requestState and its asked ids.
 type roundTable struct {
 	byUp, byClient, byState, byAsk map[string]*round
 }
@@ -98,9 +86,8 @@ func (t *roundTable) forget(r *round) {
 	}
 }
 
-// endRound ends r: its timer stops, the table forgets it, and the requests it asked
-// a 2025-11-25 client and still waits on are cancelled (but on a closed
-// connection), so nothing waits on them. The caller holds c.mu.
+// endRound ends r: its timer stops, the table forgets it, and a 2025-11-25 client
+// is told to cancel the requests it was asked and has not answered.
 func (c *Conn) endRound(r *round) {
 	if r.expiry != nil {
 		r.expiry.Stop()
@@ -125,8 +112,7 @@ func (c *Conn) failRound(r *round, code int, text string) *jsonrpc.Message {
 	return jsonrpc.NewErrorResponse(r.clientID, code, text)
 }
 
-// expire runs f once after d, with c.mu held, unless r ended or the connection
-// closed first.
+// expire runs f once after d with c.mu held, unless r ended or the hop closed first.
 func (c *Conn) expire(r *round, d time.Duration, f func()) {
 	r.expiry = c.afterLocked(d, func() {
 		if !r.done {

@@ -1,21 +1,10 @@
-// Package translate carries one hop between an MCP client and an MCP server of
-// different revisions (2025-11-25 ⇄ 2026-07-28), as the 2026-07-28 specification's
-// backward-compatibility sections describe: it wraps one server's connection below
-// the relay and the multiplexer, so everything above it sees the server in the
-// client's revision. Where both sides speak the client's revision it passes every
-// message through unchanged, and Recv reads the server directly. docs/http.md#revisions
-// says which combinations are translated and how.
-//
-// Both directions carry a client request through Multi Round-Trip input rounds as
-// one round (round.go): client2025.go serves a 2025-11-25 client in front of a
-// server that speaks only 2026-07-28 (the server's inputRequests become requests to
-// the client, its answers a retry), client2026.go a 2026-07-28 client in front of a
-// server that speaks only 2025-11-25 (the server's requests become inputRequests,
-// the client's retry their answers). One mutex (Conn.mu) guards the hop's state: the
-// entry points (Send, Recv, Abandon, Close, the timers) take it and no callee
-// releases it; with it held, messages for the server only go into the outbox's
-// queue. A round ends in one place (endRound), also when the relay withheld one of
-// its input requests (Abandon).
+// Package translate wraps one server connection below the relay so that the server
+// is seen in its client's revision (2025-11-25 ⇄ 2026-07-28, the 2026-07-28
+// backward-compatibility sections; docs/http.md#revisions). A hop whose sides agree
+// passes every message through. client2025.go serves a 2025-11-25 client of a
+// 2026-07-28-only server, client2026.go the reverse; both carry a request's Multi
+// Round-Trip input rounds as one round (round.go). Conn.mu guards the hop: the entry
+// points (Send, Recv, Abandon, Close, the timers) take it, no callee releases it.
 package translate
 
 import (
@@ -35,8 +24,7 @@ import (
 // Options configure a Conn.
 type Options struct {
 	Logger *slog.Logger
-	// ClientInfo is the gateway's own clientInfo ({name, version}), for the requests
-	// the translation makes itself.
+	// ClientInfo is the gateway's {name, version}, for the translation's own requests.
 	ClientInfo map[string]string
 }
 
@@ -49,11 +37,9 @@ const (
 	modernClient      // the client's requests carry the 2026-07-28 _meta envelope: client2026.go
 )
 
-// phase is where the hop's negotiation stands. A 2025-11-25 client's goes open →
-// initializing (its initialize is with the server) → passing, or on the server's
-// -32022 → probing (server/discover is out) → translating (or open again when the
-// probe fails); a 2026-07-28 client's goes open → probing (its messages held) →
-// passing, or initializing (the gateway's initialize is out) → translating or failed.
+// phase is the hop's negotiation. A 2025-11-25 client's: open → initializing →
+// passing, or on -32022 probing → translating (open when the probe fails); a
+// 2026-07-28 client's: open → probing → passing, or initializing → translating or failed.
 type phase uint8
 
 const (
@@ -67,52 +53,29 @@ const (
 
 // The translation's bounds (docs/http.md#translation, #translation-modern).
 const (
-	// maxQueue bounds Conn.queue, in messages. Past it a client's send is refused
-	// (errQueueFull): the client is then not reading what the relay hands it, and
-	// each send can add an answer. The queue's other producers add at most one
-	// message per piece of state the translation already holds and frees as it does
-	// (a round's expiry, a probe's failure, a subscription's copy of a server
-	// notification Recv reads), and Recv empties the queue before it reads the
-	// server again.
-	maxQueue = 1024
-	// maxInputRounds bounds the input_required rounds of one request a 2025-11-25
-	// client's server asks (the SDK's own 2025-era shim's figure): a server that asks
-	// again and again gets its request failed instead of looping.
-	maxInputRounds = 8
-	// maxInputRequests bounds the input requests of one round, both ways.
-	maxInputRequests = 64
-	// maxRequestState bounds the requestState the translation keeps and sends back.
-	maxRequestState = 1 << 20
+	maxQueue         = 1024    // Conn.queue, in messages: past it a client's send gets errQueueFull
+	maxInputRounds   = 8       // input_required rounds of one request (the SDK shim's figure)
+	maxInputRequests = 64      // input requests of one round, both ways
+	maxRequestState  = 1 << 20 // bytes of a server's requestState kept and sent back
 	// stateOnlyPacing is the pause before retrying an input_required result that
-	// carries requestState alone (load shedding), as the SDK's client driver waits.
+	// carries requestState alone, as the SDK's client driver waits.
 	stateOnlyPacing = 250 * time.Millisecond
-	// The outbox's bounds, in messages: past maxQueued a 2026-07-28 client's send
-	// waits for the server as a direct send would; past maxOutboxQueue the
-	// translation's own messages (answers to the server's pings and requests) are
-	// dropped, so a server that stops reading cannot grow the queue either.
+	// The outbox's, in messages: past maxQueued a 2026-07-28 client's send waits;
+	// past maxOutboxQueue the translation's own messages for the server are dropped.
 	maxQueued      = 64
 	maxOutboxQueue = 256
 )
 
 // bounds are the translation's time and count bounds a test may lower.
 type bounds struct {
-	// legacyRound is how long a 2025-11-25 client has to answer one round of the
-	// server's input requests (the SDK shim's 10 minutes).
-	legacyRound time.Duration
-	// modernRound is how long a round waits for a 2026-07-28 client's retry; then the
-	// server's requests get an error and the original request is cancelled.
-	modernRound time.Duration
-	// maxWaiting bounds the rounds waiting for a 2026-07-28 client's retry on one
-	// connection; past it a server request gets an error.
-	maxWaiting int
-	// probe: a server silent on server/discover this long is taken for 2025-11-25.
-	probe time.Duration
-	// init bounds the gateway's own initialize, as the supervisor bounds a replayed
-	// one: then the requests held for it fail.
-	init time.Duration
+	legacyRound time.Duration // for a 2025-11-25 client to answer one round's input requests
+	modernRound time.Duration // for a 2026-07-28 client's retry
+	maxWaiting  int           // rounds waiting for a 2026-07-28 client's retry
+	probe       time.Duration // a server silent on server/discover this long is 2025-11-25
+	init        time.Duration // the gateway's own initialize
 }
 
-// inputRoundTimeout is bounds.legacyRound's default; a var so that tests can shorten it.
+// inputRoundTimeout is bounds.legacyRound's default (the SDK shim's); a var for tests.
 var inputRoundTimeout = 10 * time.Minute
 
 func defaultBounds() bounds {
@@ -131,18 +94,16 @@ type Conn struct {
 	mu    sync.Mutex
 	mode  mode
 	phase phase
-	// queue holds messages for Recv that the translation made itself (answers it
-	// gives in the server's place, requests it maps from the other revision); Recv
-	// returns them before it reads the server again. ready wakes a waiting Recv.
+	// queue holds the messages the translation made for Recv, which returns them
+	// before it reads the server again; ready wakes a waiting Recv.
 	queue  []*jsonrpc.Message
 	ready  chan struct{}
 	seq    uint64 // the one sequence of the translation's own ids (newID)
 	rounds roundTable
 	closed bool
 
-	// Recv alone (it has one caller at a time) touches these: in carries what the one
-	// read of the server in flight (readOnce, reading set) got; inErr is the error
-	// that ended the server's stream, once one did.
+	// Recv alone touches these: in carries the result of the one read of the server
+	// in flight (reading); inErr is the error that ended the server's stream.
 	in      chan received
 	reading bool
 	inErr   error
@@ -159,17 +120,13 @@ func Wrap(up upstream.Conn, opts Options) *Conn {
 	return &Conn{up: up, opts: opts, bounds: defaultBounds(), ready: make(chan struct{}, 1), in: make(chan received, 1), rounds: newRoundTable()}
 }
 
-// ownPrefix and idPrefix start the ids of the translation's own messages (the
-// probes, the gateway's initialize, the retries and requests of input rounds), in
-// the gateway's own namespace (jsonrpc.OwnIDPrefix), which the relay refuses from
-// clients and which is apart from the relay's, the multiplexer's and the
-// supervisor's: ownPrefix on a 2025-11-25 client's hop, idPrefix (with what the id
-// is for) on a 2026-07-28 client's.
+// ownPrefix (a 2025-11-25 client's hop) and idPrefix (a 2026-07-28 client's) start
+// the ids of the translation's own messages, in the gateway's namespace
+// (jsonrpc.OwnIDPrefix, docs/decisions.md#reserved-ids).
 var ownPrefix, idPrefix = jsonrpc.OwnIDPrefix + "t-", jsonrpc.OwnIDPrefix + "tr-"
 
-// newID is the id of a message of the translation's own from the hop's one
-// sequence: idPrefix, what and the sequence, or with what "" ownPrefix, the
-// sequence and nonce when there is one (askID). The caller holds c.mu.
+// newID is the hop's next own id: idPrefix+what+"-"+n, or with what "" ownPrefix+n,
+// then "-"+nonce unless nonce is "". The caller holds c.mu.
 func (c *Conn) newID(what, nonce string) json.RawMessage {
 	c.seq++
 	id := ownPrefix + strconv.FormatUint(c.seq, 10)
@@ -208,11 +165,9 @@ func (c *Conn) Send(m *jsonrpc.Message) error {
 	return c.up.Send(m)
 }
 
-// Abandon ends the input rounds of the client request id, whose input_required
-// result the client will not answer (upstream.Abandoner). Where the translation made
-// that result (a 2026-07-28 client of a 2025-11-25 server) it ends the round itself,
-// as the client's cancellation does; elsewhere the server made it and gets the
-// notifications/cancelled, sent as the client's messages are.
+// Abandon ends the input rounds of the client request id (upstream.Abandoner): a
+// round the translation made ends as on the client's cancellation; otherwise the
+// server gets notifications/cancelled.
 func (c *Conn) Abandon(id json.RawMessage, server string) error {
 	c.mu.Lock()
 	if c.mode == modernClient && c.phase == phaseTranslating {
@@ -226,12 +181,9 @@ func (c *Conn) Abandon(id json.RawMessage, server string) error {
 	return c.Send(upstream.WithheldCancel(id, server))
 }
 
-// Recv returns the next server message in the client's revision. A message the
-// translation made itself goes first; one server message and its error come as read
-// (jsonrpc.Conn says which errors end the stream). On a hop that passes everything
-// through Recv reads the server itself, in the caller's goroutine; elsewhere one
-// read at a time runs on a goroutine of its own (readOnce), so that Recv can wait on
-// the server and on the translation's own messages at once
+// Recv returns the next server message in the client's revision, the translation's
+// own first. A passing hop reads the server in the caller's goroutine; elsewhere one
+// read at a time runs on its own goroutine, so that Recv can also wait on the queue
 // (docs/decisions.md#direct-reads).
 func (c *Conn) Recv() (*jsonrpc.Message, error) {
 	for {
@@ -249,7 +201,10 @@ func (c *Conn) Recv() (*jsonrpc.Message, error) {
 		} else {
 			if !c.reading {
 				c.reading = true
-				go c.readOnce()
+				go func() {
+					m, err := c.up.Recv()
+					c.in <- received{m, err}
+				}()
 			}
 			select {
 			case <-c.ready:
@@ -281,10 +236,7 @@ func (c *Conn) Recv() (*jsonrpc.Message, error) {
 	}
 }
 
-// passing reports whether the hop passes every message through, and only Recv can
-// enqueue: a 2025-11-25 client whose server answered its initialize (Send forwards
-// as it is, no round or timer exists), or a 2026-07-28 client whose server offers
-// 2026-07-28 (Send goes to the outbox, which hands over to direct sends).
+// passing reports whether the hop passes every message through (only Recv enqueues).
 func (c *Conn) passing() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -296,15 +248,7 @@ type received struct {
 	err error
 }
 
-// readOnce reads one server message for Recv.
-func (c *Conn) readOnce() {
-	m, err := c.up.Recv()
-	c.in <- received{m, err}
-}
-
-// Close closes the server connection and stops the translation's timers and
-// rounds; answers that arrive later are dropped, and a 2025-11-25 client of a closed
-// connection is sent no cancellation.
+// Close closes the server connection and stops the translation's timers and rounds.
 func (c *Conn) Close(ctx context.Context, grace time.Duration) error {
 	c.mu.Lock()
 	c.closed = true
@@ -362,7 +306,7 @@ func (c *Conn) afterLocked(d time.Duration, f func()) *time.Timer {
 }
 
 // cancelParams are a notifications/cancelled's params and the id key of the request
-// they name; ok is false when the params are not a JSON object (or null).
+// they name; ok is false when the params are neither an object nor null.
 func cancelParams(m *jsonrpc.Message) (p map[string]json.RawMessage, key string, ok bool) {
 	if json.Unmarshal(m.Params, &p) != nil {
 		return nil, "", false
