@@ -180,10 +180,7 @@ func (c *Conn) recvLegacy(m *jsonrpc.Message) *jsonrpc.Message {
 // translation with the server/discover probe returned; any other is the client's.
 func (c *Conn) initAnswered(m *jsonrpc.Message) (out, probe *jsonrpc.Message) {
 	l := &c.legacy
-	var e struct {
-		Code int `json:"code"`
-	}
-	if m.Error == nil || json.Unmarshal(m.Error, &e) != nil || e.Code != methods.CodeUnsupportedProtocolVersion {
+	if m.Error == nil || errorOf(m).Code != methods.CodeUnsupportedProtocolVersion {
 		c.phase, l.init = phasePassing, nil
 		return m, nil
 	}
@@ -360,13 +357,11 @@ func (c *Conn) answeredLocked(m *jsonrpc.Message) *round {
 		return p == q
 	})
 	if m.Error != nil {
-		var e jsonrpc.ErrorObject
-		_ = json.Unmarshal(m.Error, &e)
-		code := e.Code
-		if code == 0 {
-			code = methods.CodeInternalError
+		e := errorOf(m)
+		if e.Code == 0 {
+			e.Code = methods.CodeInternalError
 		}
-		c.enqueueLocked(c.failRound(r, code, "mcpgate: the server's input request ("+q.method+") was not answered: "+strings.TrimPrefix(e.Message, "mcpgate: ")))
+		c.enqueueLocked(c.failRound(r, e.Code, "mcpgate: the server's input request ("+q.method+") was not answered: "+strings.TrimPrefix(e.Message, "mcpgate: ")))
 		return nil
 	}
 	r.answers[q.key] = m.Result
@@ -423,18 +418,8 @@ func withMeta(params json.RawMessage, meta map[string]json.RawMessage, metaRaw [
 		}
 		return append(out, p[1:]...)
 	}
-	var p map[string]json.RawMessage
-	_ = json.Unmarshal(params, &p)
-	if p == nil {
-		p = map[string]json.RawMessage{}
-	}
-	var m map[string]json.RawMessage
-	if raw := p["_meta"]; len(raw) > 0 {
-		_ = json.Unmarshal(raw, &m)
-	}
-	if m == nil { // absent, null or not an object
-		m = map[string]json.RawMessage{}
-	}
+	p := object(params)
+	m := object(p["_meta"])
 	for k, v := range meta {
 		m[k] = v
 	}

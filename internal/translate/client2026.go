@@ -186,8 +186,7 @@ func (c *Conn) initialized(m *jsonrpc.Message) {
 	s := &c.modern
 	s.timer.Stop()
 	if m.Error != nil || json.Unmarshal(m.Result, &s.initRes) != nil || s.initRes == nil {
-		var eo jsonrpc.ErrorObject
-		_ = json.Unmarshal(m.Error, &eo)
+		eo := errorOf(m)
 		text := "mcpgate: the server offers no 2026-07-28 and its 2025-11-25 initialize failed"
 		if eo.Message != "" {
 			text += ": " + eo.Message
@@ -234,12 +233,8 @@ func (c *Conn) unavailable(m *jsonrpc.Message, text string) {
 // discoverResult answers server/discover from the InitializeResult (schema.ts
 // "DiscoverResult"); tasks are left out (an extension in 2026-07-28).
 func (s *modernState) discoverResult() json.RawMessage {
-	var caps map[string]json.RawMessage
-	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
+	caps := object(s.initRes["capabilities"])
 	delete(caps, "tasks")
-	if caps == nil {
-		caps = map[string]json.RawMessage{}
-	}
 	r := map[string]any{
 		"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
 		"supportedVersions": []string{methods.Version20260728},

@@ -107,11 +107,7 @@ func (c *Conn) notifySubscriptions(m *jsonrpc.Message) *jsonrpc.Message {
 		if p == nil {
 			p = map[string]json.RawMessage{}
 		}
-		var meta map[string]json.RawMessage
-		_ = json.Unmarshal(p["_meta"], &meta)
-		if meta == nil {
-			meta = map[string]json.RawMessage{}
-		}
+		meta := object(p["_meta"])
 		meta[methods.MetaSubscriptionID] = sub.id
 		p["_meta"], _ = jsonrpc.Marshal(meta)
 		b, _ := jsonrpc.Marshal(p)

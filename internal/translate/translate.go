@@ -321,6 +321,21 @@ func cancelling(m *jsonrpc.Message, p map[string]json.RawMessage, id json.RawMes
 	return m.WithParams(b)
 }
 
+// errorOf is a response's error object (zero when it has none or it is malformed).
+func errorOf(m *jsonrpc.Message) (e jsonrpc.ErrorObject) {
+	_ = json.Unmarshal(m.Error, &e)
+	return e
+}
+
+// object is raw decoded as an object; empty (never nil) when it is none.
+func object(raw json.RawMessage) map[string]json.RawMessage {
+	var o map[string]json.RawMessage
+	if json.Unmarshal(raw, &o) != nil || o == nil {
+		return map[string]json.RawMessage{}
+	}
+	return o
+}
+
 // mustMarshal is v encoded, or {} when it cannot be.
 func mustMarshal(v any) json.RawMessage {
 	b, err := jsonrpc.Marshal(v)
