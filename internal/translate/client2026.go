@@ -52,22 +52,19 @@ func (c *Conn) sendModern(m *jsonrpc.Message) error {
 		return s.out.send(c, m)
 	}
 	defer c.mu.Unlock()
-	if c.phase == phaseOpen && c.start(m) {
-		return nil
-	}
-	switch c.phase {
-	case phaseProbing, phaseInitializing:
+	switch {
+	case c.phase == phaseOpen && c.start(m): // else start set phaseProbing: held below
+	case c.phase == phaseProbing || c.phase == phaseInitializing:
 		if len(s.held) >= maxOutboxQueue { // bounded like the queue the held messages go to
 			c.unavailable(m, fmt.Sprintf("mcpgate: %d messages are already held until the server answers server/discover or initialize; retry later", maxOutboxQueue))
-			return nil
+		} else {
+			s.held = append(s.held, m)
 		}
-		s.held = append(s.held, m)
-		return nil
-	case phaseFailed:
+	case c.phase == phaseFailed:
 		c.unavailable(m, s.initErr)
-		return nil
+	default:
+		c.translateSend(m)
 	}
-	c.translateSend(m)
 	return nil
 }
 
@@ -104,22 +101,17 @@ func (c *Conn) recvModern(m *jsonrpc.Message) *jsonrpc.Message {
 	s := &c.modern
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch c.phase {
-	case phaseProbing:
-		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.probeID {
-			return c.decide(m)
-		}
-	case phaseInitializing:
-		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.initID {
-			c.initialized(m)
-			return nil
-		}
-	case phaseTranslating:
+	resp := m.Kind == jsonrpc.KindResponse
+	switch {
+	case c.phase == phaseTranslating:
 		return c.translateRecv(m)
-	case phaseFailed:
-		if m.Kind == jsonrpc.KindResponse && m.IDKey() == s.initID {
-			return nil // a late answer to the initialize that timed out
-		}
+	case resp && c.phase == phaseProbing && m.IDKey() == s.probeID:
+		return c.decide(m)
+	case resp && c.phase == phaseInitializing && m.IDKey() == s.initID:
+		c.initialized(m)
+		return nil
+	case resp && c.phase == phaseFailed && m.IDKey() == s.initID:
+		return nil // a late answer to the initialize that timed out
 	}
 	return m
 }
@@ -267,10 +259,8 @@ func (c *Conn) translateSend(m *jsonrpc.Message) {
 }
 
 func (c *Conn) request(m *jsonrpc.Message) {
-	var params map[string]json.RawMessage
-	if len(m.Params) > 0 && json.Unmarshal(m.Params, &params) != nil {
-		params = nil
-	}
+	var params map[string]json.RawMessage // nil unless an object
+	_ = json.Unmarshal(m.Params, &params)
 	switch m.Method {
 	case methods.ServerDiscover:
 		c.enqueueLocked(jsonrpc.NewResponse(m.ID, c.modern.discoverResult()))
@@ -333,8 +323,7 @@ func (c *Conn) setLevel(params map[string]json.RawMessage) {
 	if json.Unmarshal(params["_meta"], &meta) != nil || json.Unmarshal(meta[methods.MetaLogLevel], &level) != nil || level == "" || level == s.level {
 		return
 	}
-	var caps map[string]json.RawMessage
-	if json.Unmarshal(s.initRes["capabilities"], &caps) != nil || caps["logging"] == nil {
+	if object(s.initRes["capabilities"])["logging"] == nil {
 		return
 	}
 	s.level = level

@@ -21,21 +21,18 @@ type subscription struct {
 // acknowledges what the server's capabilities can send and subscribes each URI.
 func (c *Conn) listen(m *jsonrpc.Message, params map[string]json.RawMessage) {
 	s := &c.modern
-	var p struct {
-		Notifications struct {
-			Tools     bool     `json:"toolsListChanged"`
-			Prompts   bool     `json:"promptsListChanged"`
-			Resources bool     `json:"resourcesListChanged"`
-			URIs      []string `json:"resourceSubscriptions"`
-		} `json:"notifications"`
+	var n struct {
+		Tools     bool     `json:"toolsListChanged"`
+		Prompts   bool     `json:"promptsListChanged"`
+		Resources bool     `json:"resourcesListChanged"`
+		URIs      []string `json:"resourceSubscriptions"`
 	}
-	_ = json.Unmarshal(params["notifications"], &p.Notifications)
+	_ = json.Unmarshal(params["notifications"], &n)
 	var caps map[string]struct {
 		ListChanged bool `json:"listChanged"`
 		Subscribe   bool `json:"subscribe"`
 	}
 	_ = json.Unmarshal(s.initRes["capabilities"], &caps)
-	n := p.Notifications
 	sub := &subscription{id: m.ID, want: map[string]bool{}, uris: map[string]bool{}}
 	agreed := map[string]any{}
 	for _, x := range []struct {
