@@ -406,9 +406,7 @@ func (c *Conn) retryRound(m *jsonrpc.Message, params map[string]json.RawMessage,
 	}
 	r.pending = slices.DeleteFunc(r.pending, func(q *inputRequest) bool { return slices.Contains(done, q) })
 	r.shown = nil
-	if c.rounds.byClient[jsonrpc.IDKey(r.clientID)] == r {
-		delete(c.rounds.byClient, jsonrpc.IDKey(r.clientID))
-	}
+	unindex(c.rounds.byClient, jsonrpc.IDKey(r.clientID), r)
 	r.clientID, r.retried = m.ID, true
 	c.rounds.byClient[m.IDKey()] = r
 	switch {

@@ -70,19 +70,20 @@ func (t *roundTable) all() []*round {
 
 // forget takes r out of every index.
 func (t *roundTable) forget(r *round) {
-	if t.byUp[jsonrpc.IDKey(r.upID)] == r {
-		delete(t.byUp, jsonrpc.IDKey(r.upID))
-	}
-	if t.byClient[jsonrpc.IDKey(r.clientID)] == r {
-		delete(t.byClient, jsonrpc.IDKey(r.clientID))
-	}
-	if r.state != "" && t.byState[r.state] == r {
-		delete(t.byState, r.state)
+	unindex(t.byUp, jsonrpc.IDKey(r.upID), r)
+	unindex(t.byClient, jsonrpc.IDKey(r.clientID), r)
+	if r.state != "" {
+		unindex(t.byState, r.state, r)
 	}
 	for _, q := range r.pending {
-		if t.byAsk[jsonrpc.IDKey(q.id)] == r {
-			delete(t.byAsk, jsonrpc.IDKey(q.id))
-		}
+		unindex(t.byAsk, jsonrpc.IDKey(q.id), r)
+	}
+}
+
+// unindex deletes key from index when it names r (and not another round since).
+func unindex(index map[string]*round, key string, r *round) {
+	if index[key] == r {
+		delete(index, key)
 	}
 }
 

@@ -78,10 +78,6 @@ type bounds struct {
 // inputRoundTimeout is bounds.legacyRound's default (the SDK shim's); a var for tests.
 var inputRoundTimeout = 10 * time.Minute
 
-func defaultBounds() bounds {
-	return bounds{legacyRound: inputRoundTimeout, modernRound: 5 * time.Minute, maxWaiting: 64, probe: 10 * time.Second, init: 30 * time.Second}
-}
-
 // errQueueFull is Send's error past maxQueue; the relay answers the request -32000.
 var errQueueFull = fmt.Errorf("%w: the translation's queue for the client is full (the client reads nothing)", jsonrpc.ErrNotDelivered)
 
@@ -117,7 +113,8 @@ func Wrap(up upstream.Conn, opts Options) *Conn {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Conn{up: up, opts: opts, bounds: defaultBounds(), ready: make(chan struct{}, 1), in: make(chan received, 1), rounds: newRoundTable()}
+	b := bounds{legacyRound: inputRoundTimeout, modernRound: 5 * time.Minute, maxWaiting: 64, probe: 10 * time.Second, init: 30 * time.Second}
+	return &Conn{up: up, opts: opts, bounds: b, ready: make(chan struct{}, 1), in: make(chan received, 1), rounds: newRoundTable()}
 }
 
 // ownPrefix (a 2025-11-25 client's hop) and idPrefix (a 2026-07-28 client's) start
