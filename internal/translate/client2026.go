@@ -124,13 +124,8 @@ func (c *Conn) decide(m *jsonrpc.Message) *jsonrpc.Message {
 	var d struct {
 		SupportedVersions []string `json:"supportedVersions"`
 	}
-	modern := false
-	if m.Error == nil && json.Unmarshal(m.Result, &d) == nil {
-		for _, v := range d.SupportedVersions {
-			modern = modern || methods.RevisionOf(v) == methods.Rev20260728
-		}
-	}
-	if !modern {
+	if m.Error != nil || json.Unmarshal(m.Result, &d) != nil ||
+		!slices.ContainsFunc(d.SupportedVersions, func(v string) bool { return methods.RevisionOf(v) == methods.Rev20260728 }) {
 		c.initialize()
 		return nil
 	}
@@ -151,10 +146,7 @@ func (c *Conn) decide(m *jsonrpc.Message) *jsonrpc.Message {
 func (c *Conn) initialize() {
 	s := &c.modern
 	c.phase = phaseInitializing
-	caps, info := s.env.ClientCapabilities, s.env.ClientInfo
-	if len(caps) == 0 || caps[0] != '{' {
-		caps = json.RawMessage(`{}`)
-	}
+	caps, info := methods.Object(s.env.ClientCapabilities), s.env.ClientInfo
 	var ci any = c.opts.ClientInfo
 	if len(info) > 0 && info[0] == '{' {
 		ci = info
