@@ -104,8 +104,6 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 		return nil
 	}
 	switch m.Method {
-	case methods.Ping:
-		return jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`))
 	case methods.LoggingSetLevel:
 		var p struct {
 			Level json.RawMessage `json:"level"`
@@ -115,6 +113,8 @@ func (c *Conn) answerLocked(m *jsonrpc.Message) *jsonrpc.Message {
 		}
 		c.legacy.meta[methods.MetaLogLevel] = p.Level // carried on every later request
 		c.legacy.metaRaw = mustMarshal(c.legacy.meta)
+		fallthrough
+	case methods.Ping:
 		return jsonrpc.NewResponse(m.ID, json.RawMessage(`{}`))
 	}
 	return jsonrpc.NewErrorResponse(m.ID, methods.CodeMethodNotFound,
@@ -132,16 +132,14 @@ func (c *Conn) cancelledLocked(m *jsonrpc.Message) *jsonrpc.Message {
 	if r == nil || r.count > 0 && r.upID == nil && len(r.pending) == 0 { // none, or pacing a state-only retry
 		return m
 	}
-	up := r.upID
-	first := r.count == 0
-	c.endRound(r)
+	c.endRound(r) // which leaves count and upID
 	switch {
-	case first: // the request itself is with the server
+	case r.count == 0: // the request itself is with the server
 		return m
-	case up == nil:
+	case r.upID == nil:
 		return nil
 	}
-	return cancelling(m, p, up)
+	return cancelling(m, p, r.upID)
 }
 
 // recvLegacy returns a server message as a 2025-11-25 client must see it; nil when
@@ -349,13 +347,9 @@ func (c *Conn) answeredLocked(m *jsonrpc.Message) *round {
 		return nil
 	}
 	delete(c.rounds.byAsk, m.IDKey())
-	var q *inputRequest
-	r.pending = slices.DeleteFunc(r.pending, func(p *inputRequest) bool {
-		if jsonrpc.IDKey(p.id) == m.IDKey() {
-			q = p
-		}
-		return p == q
-	})
+	i := slices.IndexFunc(r.pending, func(p *inputRequest) bool { return jsonrpc.IDKey(p.id) == m.IDKey() })
+	q := r.pending[i] // byAsk holds the ids of r.pending only
+	r.pending = slices.Delete(r.pending, i, i+1)
 	if m.Error != nil {
 		e := errorOf(m)
 		if e.Code == 0 {
