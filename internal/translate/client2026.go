@@ -355,14 +355,10 @@ func (c *Conn) abandonLocked(r *round, why string) {
 func (c *Conn) retryRound(m *jsonrpc.Message, params map[string]json.RawMessage, state json.RawMessage) {
 	var token string
 	_ = json.Unmarshal(state, &token)
-	r := c.rounds.byState[token]
-	if r != nil {
-		// sealed for this connection, method and name
-		if reqstate.Default().Check(reqstate.Binding{Session: c.modern.sealID, Method: m.Method, Name: nameOf(m.Method, params)}, token) != nil {
-			r = nil
-		}
-	}
-	if r == nil || r.method != m.Method || r.name != nameOf(m.Method, params) {
+	name := nameOf(m.Method, params)
+	r := c.rounds.byState[token] // then sealed for this connection, method and name
+	if r == nil || r.method != m.Method || r.name != name ||
+		reqstate.Default().Check(reqstate.Binding{Session: c.modern.sealID, Method: m.Method, Name: name}, token) != nil {
 		c.enqueueLocked(jsonrpc.NewErrorResponse(m.ID, methods.CodeInvalidParams,
 			"mcpgate: requestState is not one this connection issued for this "+m.Method+", or it expired: send the request again without requestState and inputResponses"))
 		return
