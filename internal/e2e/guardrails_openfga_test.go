@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -48,7 +50,7 @@ func openfgaPost(t *testing.T, base, path, body string, out any) {
 
 // TestGuardrailsOpenFGA: the kind "authzen" against a real AuthZEN PDP, OpenFGA's
 // experimental AuthZEN evaluation API (POST /stores/{store_id}/access/v1/evaluation),
-// over stdio. A store of its own holds the model above and one tuple, user:alice
+// over stdio and HTTP. A store of its own holds the model above and one tuple, user:alice
 // tools/call tool:echo: alice calling echo is allowed, alice calling another tool and
 // bob calling echo are denied, each record naming the guardrail.
 func TestGuardrailsOpenFGA(t *testing.T) {
@@ -109,6 +111,38 @@ func TestGuardrailsOpenFGA(t *testing.T) {
 		text, rec = alice("pid")
 		check(t, "alice calls pid", text, rec, denied, "deny")
 		bob := gateway(t, "bob")
+		text, rec = bob("echo")
+		check(t, "bob calls echo", text, rec, denied, "deny")
+	})
+	t.Run("http", func(t *testing.T) {
+		// Two callers of one gateway, told apart by their bearer tokens.
+		sum := func(tok string) string { h := sha256.Sum256([]byte(tok)); return hex.EncodeToString(h[:]) }
+		b, _ := json.Marshal(map[string]any{"mcpgate": map[string]any{
+			"tokens": []any{map[string]any{"sha256": sum("alice-token"), "userID": "alice"}, map[string]any{"sha256": sum("bob-token"), "userID": "bob"}},
+			"guardrails": map[string]any{"fga": map[string]any{"kind": "authzen",
+				"url": strings.TrimSuffix(base, "/") + "/stores/" + store.ID + "/access/v1/evaluation", "timeout": "5s"}},
+		}})
+		cfg := filepath.Join(t.TempDir(), "config.json")
+		if err := os.WriteFile(cfg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g := startHTTPGateway(t, "--config", cfg, "--", fake)
+		n := 0
+		client := func(token string) func(tool string) (string, map[string]any) {
+			c := newHTTPClient(g.url)
+			c.token = token
+			c.initialize(t)
+			return func(tool string) (string, map[string]any) {
+				n++
+				text := httpResultText(c.call(t, n, tool, map[string]any{"text": "hello"}))
+				return text, g.stderr.waitRecords(t, n)[n-1]
+			}
+		}
+		alice, bob := client("alice-token"), client("bob-token")
+		text, rec := alice("echo")
+		check(t, "alice calls echo", text, rec, "fakeup: hello", "allow")
+		text, rec = alice("pid")
+		check(t, "alice calls pid", text, rec, denied, "deny")
 		text, rec = bob("echo")
 		check(t, "bob calls echo", text, rec, denied, "deny")
 	})
