@@ -427,9 +427,9 @@ func (r *run) finish(final bool) {
 			}
 			d := sh.decide(r.rec.state, r.filterAction)
 			sh.observe(d)
-			sh.release()
 			r.rec.setShadow(d)
 			r.rec.emit(r.p)
+			sh.release() // after the record: EndTrial leaves none of the trial's pending
 		}()
 	case sh != nil:
 		// An early record (audit output off) is written before the upstream call,

@@ -43,7 +43,8 @@ func (p *Pipeline) StartTrial(t *Trial) {
 }
 
 // EndTrial stops the running trial and returns once no call runs on its set any
-// more, so the set's gate may be closed. Observe is not called after it returns.
+// more, so the set's gate may be closed, and the records of its calls are emitted.
+// Observe is not called after it returns.
 func (p *Pipeline) EndTrial() {
 	p.trialMu.Lock()
 	t := p.trial
