@@ -92,6 +92,9 @@ type Result struct {
 	// Warnings are the ctx.warn(reason) calls, in order. Reasons may quote call data:
 	// never log them or put them in an audit record.
 	Warnings []Warning
+	// Removed is, in a list phase, the policy file that last dropped each tool from
+	// ctx.tools, by name (in Acted's terms); nil when none dropped one.
+	Removed map[string]string
 }
 
 // Gate holds the current compiled policy set and reloads it. Safe for concurrent use.

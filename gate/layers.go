@@ -48,6 +48,7 @@ func (l *layers) run(ctx context.Context, call *ctxapi.Call) Result {
 	for _, p := range tr.Acted {
 		res.Acted = append(res.Acted, l.name+"/"+p)
 	}
+	res.Removed = mergeRemoved(res.Removed, tr.Removed, l.name+"/")
 	if tr.Reject != nil {
 		tr.Reject.Policy = l.name + "/" + tr.Reject.Policy
 		res.Reject = tr.Reject
@@ -69,6 +70,7 @@ func (l *layers) run(ctx context.Context, call *ctxapi.Call) Result {
 			res.Acted = append(res.Acted, p)
 		}
 	}
+	res.Removed = mergeRemoved(res.Removed, again.Removed, "")
 	if again.Reject != nil {
 		res.Reject = again.Reject
 		return res
@@ -119,24 +121,16 @@ func keepByKey(in, out json.RawMessage, key string) (json.RawMessage, bool) {
 	if json.Unmarshal(out, &got) != nil {
 		return out, false
 	}
-	name := func(e json.RawMessage) (string, bool) {
-		var v map[string]json.RawMessage
-		var s string
-		if json.Unmarshal(e, &v) != nil || v[key] == nil || json.Unmarshal(v[key], &s) != nil {
-			return "", false
-		}
-		return s, true
-	}
 	had := make(map[string]bool, len(before))
 	for _, e := range before {
-		if n, ok := name(e); ok {
+		if n, ok := memberString(e, key); ok {
 			had[n] = true
 		}
 	}
 	kept := append(json.RawMessage(nil), '[')
 	dropped := false
 	for _, e := range got {
-		if n, ok := name(e); !ok || !had[n] {
+		if n, ok := memberString(e, key); !ok || !had[n] {
 			dropped = true
 			continue
 		}
@@ -165,4 +159,26 @@ func after(call *ctxapi.Call, res Result) *ctxapi.Call {
 		next.Response = &r
 	}
 	return &next
+}
+
+// memberString is the string member key of the JSON object e; ok is false when e
+// has none.
+func memberString(e json.RawMessage, key string) (s string, ok bool) {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(e, &v) != nil || v[key] == nil || json.Unmarshal(v[key], &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// mergeRemoved adds a later run's Removed to by, its policies named with prefix: a
+// later drop of a name is the one that counts.
+func mergeRemoved(by, later map[string]string, prefix string) map[string]string {
+	for n, p := range later {
+		if by == nil {
+			by = map[string]string{}
+		}
+		by[n] = prefix + p
+	}
+	return by
 }

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,5 +185,46 @@ func TestLayersSecondRunWarns(t *testing.T) {
 	}
 	if !slices.Contains(res.Acted, "warn.js") || !slices.Contains(res.Acted, "tenant:acme/add.js") {
 		t.Fatalf("acted %v", res.Acted)
+	}
+}
+
+// TestRemovedNamesWhoDropped: in a list phase Result.Removed names, per dropped tool,
+// the policy that last dropped it, not the last that acted; a tool dropped and put
+// back by a later policy is named too (the caller reads it only for tools it hides);
+// a tenant's drop is named by its layer, and a tool the tenant lists again after the
+// global set dropped it stays the global set's. No drop, no map.
+func TestRemovedNamesWhoDropped(t *testing.T) {
+	const (
+		dropA    = `if (ctx.phase === "list") ctx.tools = ctx.tools.filter(t => t.name !== "a");`
+		dropB    = `if (ctx.phase === "list") ctx.tools = ctx.tools.filter(t => t.name !== "b");`
+		putBackA = `if (ctx.phase === "list" && !ctx.tools.some(t => t.name === "a")) ctx.tools.push({name: "a"});`
+		describe = `if (ctx.phase === "list") ctx.tools.forEach(t => { t.description = "d"; });`
+	)
+	for _, tc := range []struct {
+		name           string
+		global, tenant map[string]string
+		want           map[string]string
+	}{
+		{"one drops, a later one edits", map[string]string{"1.js": dropA, "2.js": describe}, nil, map[string]string{"a": "1.js"}},
+		{"each drops its own", map[string]string{"1.js": dropA, "2.js": dropB, "3.js": describe}, nil, map[string]string{"a": "1.js", "b": "2.js"}},
+		{"dropped, put back, dropped again", map[string]string{"1.js": dropA, "2.js": putBackA, "3.js": dropA}, nil, map[string]string{"a": "3.js"}},
+		{"edits only", map[string]string{"1.js": describe}, nil, nil},
+		{"the tenant drops", map[string]string{"1.js": dropA}, map[string]string{"t.js": dropB}, map[string]string{"a": "1.js", "b": "tenant:acme/t.js"}},
+		{"the tenant lists a dropped tool again", map[string]string{"1.js": dropA}, map[string]string{"t.js": putBackA}, map[string]string{"a": "1.js"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := layerSet(t, tc.global)
+			if tc.tenant != nil {
+				set = Layered(set, layerSet(t, tc.tenant), "acme")
+			}
+			res := set.Run(context.Background(), &ctxapi.Call{Phase: ctxapi.PhaseList, Method: "tools/list",
+				Params: json.RawMessage(`{}`), Tools: json.RawMessage(`[{"name":"a"},{"name":"b"},{"name":"c"}]`)})
+			if res.Reject != nil {
+				t.Fatal(res.Reject)
+			}
+			if !maps.Equal(res.Removed, tc.want) {
+				t.Errorf("removed %v, want %v", res.Removed, tc.want)
+			}
+		})
 	}
 }

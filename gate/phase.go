@@ -22,6 +22,9 @@ type phaseSpec struct {
 	arrayOf       func(*ctxapi.Call) []byte
 	// structured: ctx.response.structuredContent sits beside the array (post).
 	structured bool
+	// hides: an element a policy drops is withheld from the caller by its member
+	// (list), so Result.Removed names the policy that dropped it.
+	hides bool
 	// toClient: a plain-JS edit changes what the client receives, so it is a redaction
 	// on the ladder (docs/decisions.md#ladder); in pre it is a rewrite of the call.
 	toClient bool
@@ -35,7 +38,7 @@ func responseArray(c *ctxapi.Call) []byte { return orEmptyArray(c.Response.Conte
 var phaseSpecs = map[ctxapi.Phase]phaseSpec{
 	ctxapi.PhasePre:           {writesParams: true, reserved: true},
 	ctxapi.PhasePost:          {response: true, array: "response.content", member: "type", arrayOf: responseContent, structured: true, toClient: true},
-	ctxapi.PhaseList:          {array: "tools", member: "name", arrayOf: func(c *ctxapi.Call) []byte { return orEmptyArray(c.Tools) }, toClient: true},
+	ctxapi.PhaseList:          {array: "tools", member: "name", arrayOf: func(c *ctxapi.Call) []byte { return orEmptyArray(c.Tools) }, toClient: true, hides: true},
 	ctxapi.PhaseResource:      {response: true, array: "response.contents", member: "uri", arrayOf: responseArray, toClient: true},
 	ctxapi.PhasePrompt:        {response: true, array: "response.messages", member: "role", arrayOf: responseArray, toClient: true},
 	ctxapi.PhaseServerRequest: {writesParams: true, toClient: true},

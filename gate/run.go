@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -114,6 +115,7 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 
 	action := vocab.Pass
 	anyChange := false
+	before := c.content.raw // hides: the array as the running policy found it
 	for _, p := range s.policies {
 		if !p.ActsIn(call.Phase) {
 			continue
@@ -139,6 +141,10 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 		}
 		if c.warned {
 			action = vocab.Strongest(action, vocab.Warn)
+		}
+		if changed && spec.hides {
+			res.Removed = removedBy(res.Removed, before, c.content.raw, spec.member, p.Name)
+			before = c.content.raw
 		}
 		if changed {
 			anyChange = true
@@ -171,6 +177,28 @@ func (s *Set) Run(ctx context.Context, call *ctxapi.Call) (res Result) {
 	}
 	res.Changed = c.content.differs() || c.sc.differs()
 	return res
+}
+
+// removedBy records policy in by for the member of each element of the JSON array
+// before that no element of after has ("" for an element without a string member).
+func removedBy(by map[string]string, before, after []byte, member, policy string) map[string]string {
+	var was, is []json.RawMessage
+	_ = json.Unmarshal(before, &was)
+	_ = json.Unmarshal(after, &is)
+	kept := make(map[string]bool, len(is))
+	for _, e := range is {
+		n, _ := memberString(e, member)
+		kept[n] = true
+	}
+	for _, e := range was {
+		if n, _ := memberString(e, member); !kept[n] {
+			if by == nil {
+				by = map[string]string{}
+			}
+			by[n] = policy
+		}
+	}
+	return by
 }
 
 // Acts reports whether any policy of the set runs in phase (decided at load time;
