@@ -461,6 +461,8 @@ func TestChannelsServerEverything(t *testing.T) {
 // TestChannelsListPolicyOverHTTP: a list policy hides destructiveHint tools from
 // untrusted callers. Over HTTP, with bearer identities and the TypeScript SDK client,
 // the untrusted caller neither sees nor calls "wipe"; the trusted one sees and calls it.
+// A later list policy edits every description: the refusal still cites the policy
+// that hid the tool.
 func TestChannelsListPolicyOverHTTP(t *testing.T) {
 	server := hostileServer(t)
 	tokens := map[string]string{"tok-trusted": "trusted", "tok-untrusted": "untrusted"}
@@ -475,6 +477,9 @@ func TestChannelsListPolicyOverHTTP(t *testing.T) {
 	pol := t.TempDir()
 	httpWriteFile(t, filepath.Join(pol, "hide-dangerous.js"), `if (ctx.phase === "list" && ctx.user.callerClass !== "trusted") {
   ctx.tools = ctx.tools.filter((t) => !(t.annotations && t.annotations.destructiveHint));
+}`)
+	httpWriteFile(t, filepath.Join(pol, "tag-descriptions.js"), `if (ctx.phase === "list") {
+  for (const t of ctx.tools) t.description = "[listed by mcpgate] " + (t.description || "");
 }`)
 	// the classic pre/post examples beside it keep working as before
 	for _, f := range []string{"block-force-delete.js", "untrusted-readonly.js"} {

@@ -126,7 +126,8 @@ func TestTenantLayerBundle(t *testing.T) {
 // TestTenantLayerCannotUnhide: the global set hides "wipe" (destructiveHint) from an
 // untrusted caller; the caller's tenant layer lists it again without the annotation.
 // Through the real binary and the TypeScript SDK client the caller neither sees nor
-// calls it: the call is refused as to a tool not listed (docs/policies.md#layers).
+// calls it: the call is refused as to a tool not listed, citing the global policy
+// (docs/policies.md#layers).
 func TestTenantLayerCannotUnhide(t *testing.T) {
 	server := hostileServer(t)
 	dir := t.TempDir()
@@ -151,8 +152,9 @@ func TestTenantLayerCannotUnhide(t *testing.T) {
 	if slices.Contains(r.Tools, "wipe") || !r.Call.IsError || len(r.Call.Content) == 0 {
 		t.Fatalf("the tenant un-hid wipe: tools %v, call %+v", r.Tools, r.Call)
 	}
-	// refused as hidden (the listing names the last policy that acted on it)
-	if text := r.Call.Content[0].Text; !strings.Contains(text, "call rejected") || !strings.Contains(text, "not listed for this caller") {
+	// refused as hidden by the global policy that dropped it, not the tenant's that
+	// acted last (docs/channels.md#hidden)
+	if m := rejectRe.FindStringSubmatch(r.Call.Content[0].Text); m == nil || m[1] != "hide-dangerous.js" || m[2] != "the tool is not listed for this caller" {
 		t.Fatalf("the call to wipe: %+v", r.Call)
 	}
 }

@@ -10,11 +10,13 @@ import (
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/engine"
+	"github.com/mcpgate/mcpgate/gate"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/internal/methods"
 	"github.com/mcpgate/mcpgate/internal/motion"
 	"github.com/mcpgate/mcpgate/internal/pins"
+	"github.com/mcpgate/mcpgate/vocab"
 )
 
 // Payloads: one block-level (OSC 52 clipboard write), one warn-level (concealed text).
@@ -238,6 +240,70 @@ func TestListingHidesAndPolicies(t *testing.T) {
 	last := rec.recs[len(rec.recs)-1]
 	if last.Reason != "tool_hidden" || last.Method != "tools/call" || last.Outcome != "rejected" {
 		t.Errorf("hidden call record: %+v", last)
+	}
+}
+
+// TestListPolicyHidesAttributed: of several list policies, a tool is hidden by the
+// one that removed it, not the last that acted: its listing entry and the refusal of
+// a call to it cite that policy, and the listing record names every policy that acted
+// (docs/decisions.md#truthful-telemetry). Through a tenant layer too.
+func TestListPolicyHidesAttributed(t *testing.T) {
+	const (
+		hideWipe  = `if (ctx.phase === "list") ctx.tools = ctx.tools.filter(t => t.name !== "wipe");`
+		hideShred = `if (ctx.phase === "list") ctx.tools = ctx.tools.filter(t => t.name !== "shred");`
+		describe  = `if (ctx.phase === "list") for (const t of ctx.tools) if (t.name === "read") t.description = "reads a file";`
+	)
+	tools := `{"tools":[{"name":"read","description":"reads"},{"name":"wipe","description":"wipes"},{"name":"shred","description":"shreds"}]}`
+	for _, tc := range []struct {
+		name           string
+		global, tenant map[string]string
+		hidden         map[string]string // tool: the policy cited
+		acted          []string
+	}{
+		{"a later policy edits another tool", map[string]string{"a.js": hideWipe, "b.js": describe}, nil,
+			map[string]string{"wipe": "a.js"}, []string{"a.js", "b.js"}},
+		{"a later policy hides another tool", map[string]string{"a.js": hideWipe, "b.js": hideShred}, nil,
+			map[string]string{"wipe": "a.js", "shred": "b.js"}, []string{"a.js", "b.js"}},
+		{"a tenant layer edits another tool", map[string]string{"a.js": hideWipe}, map[string]string{"b.js": describe},
+			map[string]string{"wipe": "a.js"}, []string{"a.js", "tenant:acme/b.js"}},
+		{"a tenant layer hides another tool", map[string]string{"a.js": hideWipe}, map[string]string{"b.js": hideShred},
+			map[string]string{"wipe": "a.js", "shred": "tenant:acme/b.js"}, []string{"a.js", "tenant:acme/b.js"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, rec := newPipeline(t, tc.global, true, false)
+			user := ctxapi.User{UserID: "u"}
+			if tc.tenant != nil {
+				p.Tenants = map[string]*gate.Gate{"acme": loadGate(t, tc.tenant)}
+				p.TenantOf = func(u ctxapi.User) string { return u.Tenant }
+				user.Tenant = "acme"
+			}
+			r := p.Response(context.Background(), Channel{Method: "tools/list", User: user}, response(t, tools))
+			got := map[string]*Hidden{}
+			for i, h := range r.Hidden {
+				got[h.Tool] = &r.Hidden[i]
+			}
+			if len(got) != len(tc.hidden) {
+				t.Errorf("hidden %+v, want %v", r.Hidden, tc.hidden)
+			}
+			if listing := rec.recs[len(rec.recs)-1]; !slices.Equal(listing.Policies, tc.acted) {
+				t.Errorf("listing policies_acted %v, want %v", listing.Policies, tc.acted)
+			}
+			for tool, policy := range tc.hidden {
+				h := got[tool]
+				if h == nil || h.Policy != policy {
+					t.Errorf("%s hidden as %+v, want by %s", tool, h, policy)
+					continue
+				}
+				c := call(`{}`)
+				c.Params, c.User = json.RawMessage(`{"name":"`+tool+`"}`), user
+				c.Hidden = func(context.Context, string) *Hidden { return h }
+				reply := p.Handle(context.Background(), c, nil)
+				want := "[mcpgate: call rejected by policy " + policy + ": the tool is not listed for this caller — see audit log entry " + h.EventID + "]"
+				if last := rec.recs[len(rec.recs)-1]; !strings.Contains(string(reply.Result), want) || last.Policy != policy || last.Reason != vocab.ReasonToolHidden {
+					t.Errorf("call to %s: %s; record policy %q reason %q", tool, reply.Result, last.Policy, last.Reason)
+				}
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -192,7 +193,8 @@ func (l *list) filterEntries(rep engine.Report, pinned map[int]bool) {
 
 // listPhase runs the row's list phase over the entries the rules left (ctx.tools): a
 // throw hides every entry (fail closed), an edit replaces them, and an entry it
-// removes is hidden from this caller.
+// removes is hidden from this caller, citing the policy that removed it
+// (docs/decisions.md#truthful-telemetry).
 func (l *list) listPhase(rep engine.Report) {
 	if !l.hasPhase() {
 		return
@@ -224,8 +226,8 @@ func (l *list) listPhase(rep engine.Report) {
 			kept[entryName(l.m, after[i])] = true
 		}
 		for _, e := range l.out {
-			if !kept[entryName(l.m, e)] {
-				l.hide(e, lastOf(pol.Acted), vocab.ReasonPolicyHidden)
+			if name := entryName(l.m, e); !kept[name] {
+				l.hide(e, cmp.Or(pol.Removed[name], lastOf(pol.Acted)), vocab.ReasonPolicyHidden)
 			}
 		}
 		l.rec.escalate(policyAction(pol.Action))
