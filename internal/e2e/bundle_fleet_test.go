@@ -18,7 +18,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/mcpgate/mcpgate/internal/bundle"
-	"github.com/mcpgate/mcpgate/internal/bundle/bundletest"
 	"github.com/mcpgate/mcpgate/internal/testwait"
 )
 
@@ -80,30 +79,7 @@ func TestPolicyBundleFleet(t *testing.T) {
 	rev1Path, rev1 := buildBundle(t, blockTool("echo"), "1", "")
 	rev2Path, rev2 := buildBundle(t, blockTool("pid"), "2", rev1Path)
 	// Each would let pid through again; the last good set (revision 2) rejects it.
-	_, rev3 := buildBundle(t, blockTool("echo"), "3", rev2Path)
-	failing := blockTool("echo")
-	failing["block_test.js"] = strings.Replace(failing["block_test.js"], `"rejected"`, `"ok"`, 1)
-	_, failingTests := buildBundle(t, failing, "3", rev2Path)
-	_, brokenChain := buildBundle(t, blockTool("echo"), "3", "sha256:"+strings.Repeat("0", 64))
-	refused := []struct {
-		name, want string
-		data       []byte
-	}{
-		{"tampered", "block.js was changed after signing", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
-			if n == "block.js" {
-				return []byte(`/* nothing blocked */`)
-			}
-			return b
-		})},
-		{"unsigned", "bundle is not signed", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
-			if n == bundle.SignaturesName {
-				return nil
-			}
-			return b
-		})},
-		{"broken chain", "broken chain: revision 3 replaces sha256:0000", brokenChain},
-		{"failing tests", "fails its own tests: block_test.js", failingTests},
-	}
+	refused := refusedBundles(t, "echo", rev2Path)
 	const poll = 500 * time.Millisecond
 
 	for _, source := range []string{"http", "oci"} {

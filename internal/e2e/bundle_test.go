@@ -72,6 +72,40 @@ func buildBundle(t *testing.T, files map[string]string, rev, previous string, ex
 	return path, data
 }
 
+// refusedBundle is a revision 3 a replica must refuse, and the reason /api/status gives.
+type refusedBundle struct {
+	name, want string
+	data       []byte
+}
+
+// refusedBundles builds four revisions 3 after previous (a file or a hash) that would
+// block tool, each of which a replica must refuse: tampered, unsigned, with a broken
+// chain, and failing its own tests.
+func refusedBundles(t *testing.T, tool, previous string) []refusedBundle {
+	t.Helper()
+	_, rev3 := buildBundle(t, blockTool(tool), "3", previous)
+	failing := blockTool(tool)
+	failing["block_test.js"] = strings.Replace(failing["block_test.js"], `"rejected"`, `"ok"`, 1)
+	_, failingTests := buildBundle(t, failing, "3", previous)
+	_, brokenChain := buildBundle(t, blockTool(tool), "3", "sha256:"+strings.Repeat("0", 64))
+	return []refusedBundle{
+		{"tampered", "block.js was changed after signing", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
+			if n == "block.js" {
+				return []byte(`/* nothing blocked */`)
+			}
+			return b
+		})},
+		{"unsigned", "bundle is not signed", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
+			if n == bundle.SignaturesName {
+				return nil
+			}
+			return b
+		})},
+		{"broken chain", "broken chain: revision 3 replaces sha256:0000", brokenChain},
+		{"failing tests", "fails its own tests: block_test.js", failingTests},
+	}
+}
+
 // blockTool is a policy that rejects one demo-server tool, with a test that says so.
 func blockTool(tool string) map[string]string {
 	return map[string]string{
@@ -162,30 +196,7 @@ func TestPolicyBundleE2E(t *testing.T) {
 
 	// Refused bundles: the last good set stays.
 	rev2Hash := bundle.Hash(rev2)
-	_, rev3 := buildBundle(t, blockTool("get_forecast"), "3", rev2Hash)
-	failing := blockTool("get_forecast")
-	failing["block_test.js"] = strings.Replace(failing["block_test.js"], `"rejected"`, `"ok"`, 1)
-	_, failingTests := buildBundle(t, failing, "3", rev2Hash)
-	_, brokenChain := buildBundle(t, blockTool("get_forecast"), "3", "sha256:"+strings.Repeat("0", 64))
-	for _, tc := range []struct {
-		name, want string
-		data       []byte
-	}{
-		{"tampered", "block.js was changed after signing", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
-			if n == "block.js" {
-				return []byte(`/* nothing blocked */`)
-			}
-			return b
-		})},
-		{"unsigned", "bundle is not signed", bundletest.Repack(t, rev3, func(n string, b []byte) []byte {
-			if n == bundle.SignaturesName {
-				return nil
-			}
-			return b
-		})},
-		{"broken chain", "broken chain: revision 3 replaces sha256:0000", brokenChain},
-		{"failing tests", "fails its own tests: block_test.js", failingTests},
-	} {
+	for _, tc := range refusedBundles(t, "get_forecast", rev2Hash) {
 		srv.publish(tc.data)
 		testwait.For(t, tc.name+" refused in /api/status", func() bool { return strings.Contains(status().PolicyBundle.LastError, tc.want) })
 		if st := status(); st.PolicyBundle.Revision != "2" {
