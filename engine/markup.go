@@ -556,6 +556,13 @@ func ordersIn(text string) (int, int, bool) {
 	for off := 0; off < len(text); off += maxMarkup - 64 {
 		chunk := text[off:min(len(text), off+maxMarkup)]
 		b := string(lowerInto(buf[:0], chunk))
+		if !strings.Contains(b, "user") && !strings.Contains(b, "instruction") && !strings.Contains(b, "disregard") {
+			// every phrase of injectedOrders holds one of the three (TestInjectedOrdersHints)
+			if off+maxMarkup >= len(text) {
+				break
+			}
+			continue
+		}
 		for _, p := range injectedOrders {
 			if k := strings.Index(b, p); k >= 0 {
 				return off + k, off + k + len(p), true

@@ -183,3 +183,16 @@ func TestAddressWithoutOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestInjectedOrdersHints: ordersIn reads a chunk for the classic phrases only when it
+// holds "user", "instruction" or "disregard", which every phrase holds.
+func TestInjectedOrdersHints(t *testing.T) {
+	for _, p := range injectedOrders {
+		if !strings.Contains(p, "user") && !strings.Contains(p, "instruction") && !strings.Contains(p, "disregard") {
+			t.Errorf("%q holds none of the hints", p)
+		}
+		if _, _, ok := ordersIn("Weather: 21C. " + strings.ToUpper(p) + "."); !ok {
+			t.Errorf("%q not found", p)
+		}
+	}
+}
