@@ -15,6 +15,9 @@ type Described struct {
 	Server      string
 	Pointer     string
 	Description string
+	// NoOrder: the engine has read the description and found no order of its own
+	// (a clean listing), so SplitOrders need not ask again
+	NoOrder bool
 }
 
 // splitKeys are the names under which a payload is cut into shares ("share=7b1",
@@ -70,22 +73,24 @@ func SplitOrders(tools []Described) []engine.Finding {
 		alone := make([]bool, len(group)) // the entry holds an order of its own
 		var b strings.Builder
 		for i, t := range group {
-			if engine.OrdersIn(t.Description) != "" {
+			if !t.NoOrder && engine.OrdersIn(t.Description) != "" {
 				single, alone[i] = true, true
 			}
-			b.WriteString(strings.TrimSpace(t.Description))
-			b.WriteByte(' ')
+			if b.Len() < joinedBytes { // OrdersIn reads the first 1 KiB
+				b.WriteString(strings.TrimSpace(t.Description))
+				b.WriteByte(' ')
+			}
 		}
 		if !single && engine.OrdersIn(b.String()) != "" {
 			for i := range group {
 				flag[i] = true
 			}
 		}
-		// across each boundary: an order cut where one description ends, past the
-		// whole's first 1 KiB
+		// across each boundary: an order cut where one description ends mid-sentence,
+		// past the whole's first 1 KiB
 		for i := 0; i+1 < len(group); i++ {
-			if alone[i] || alone[i+1] {
-				continue
+			if alone[i] || alone[i+1] || endsSentence(group[i].Description) {
+				continue // a description that ends its sentence leaves no order open
 			}
 			if engine.OrdersIn(tail(group[i].Description, boundaryBytes)+" "+head(group[i+1].Description, boundaryBytes)) != "" {
 				flag[i], flag[i+1] = true, true
@@ -111,6 +116,9 @@ func SplitOrders(tools []Described) []engine.Finding {
 // shareMarkers returns the share markers of a description: key=value pairs whose key
 // is in splitKeys, and "part N of M" / "part N/M" as ("part", "N").
 func shareMarkers(d string) [][2]string {
+	if strings.IndexByte(d, '=') < 0 && !hasFold(d, "part") {
+		return nil // neither key=value nor "part N …"
+	}
 	var out [][2]string
 	f := strings.Fields(strings.ToLower(d))
 	for i, w := range f {
@@ -143,6 +151,10 @@ func isDigits(s string) bool {
 	}
 	return true
 }
+
+// joinedBytes is how much of the joined descriptions is built: OrdersIn reads the
+// first 1 KiB.
+const joinedBytes = 1024
 
 // boundaryBytes is how much of each side of a boundary between two descriptions is
 // read together.
@@ -188,7 +200,7 @@ func stepText(group []Described) (string, map[int]bool) {
 	var steps []step
 	for i, t := range group {
 		d := t.Description
-		if !strings.Contains(strings.ToLower(d), "step") {
+		if !hasFold(d, "step") {
 			continue
 		}
 		ms := stepMark.FindAllStringSubmatchIndex(d, 16)
@@ -220,4 +232,29 @@ func stepText(group []Described) (string, map[int]bool) {
 		parts[k] = s.text
 	}
 	return strings.Join(parts, " then "), who
+}
+
+// endsSentence reports whether d ends with '.', '!' or '?' (a closing quote or
+// bracket after it allowed).
+func endsSentence(d string) bool {
+	d = strings.TrimRight(d, " \t\r\n\"')]*`")
+	return d != "" && (d[len(d)-1] == '.' || d[len(d)-1] == '!' || d[len(d)-1] == '?')
+}
+
+// hasFold reports whether s holds word (lower-case ASCII) in any case, without a
+// lower-cased copy.
+func hasFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 != word[0] {
+			continue
+		}
+		k := 1
+		for k < len(word) && s[i+k]|0x20 == word[k] {
+			k++
+		}
+		if k == len(word) {
+			return true
+		}
+	}
+	return false
 }

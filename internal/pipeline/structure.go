@@ -84,10 +84,9 @@ func listingFindings(c Channel, key string, entries []json.RawMessage) []engine.
 func describedTools(c Channel, key string, names []string, entries []json.RawMessage) []channelcheck.Described {
 	out := make([]channelcheck.Described, 0, len(entries))
 	for i, e := range entries {
-		var t struct {
-			Description string `json:"description"`
-		}
-		if json.Unmarshal(e, &t) != nil || t.Description == "" {
+		var t struct{ Description string }
+		// the member alone is read (of two, the last, as json.Unmarshal reads it)
+		if t.Description = stringValue(memberRaw(e, "description")); t.Description == "" {
 			continue
 		}
 		server := ""
@@ -290,47 +289,62 @@ func nameMember(e json.RawMessage) string {
 // of two, the last) of the JSON object b, or nil. The message was validated when it
 // was parsed; malformed bytes give nil.
 func memberRaw(b []byte, key string) []byte {
+	var found [1][]byte
+	membersRaw(b, []string{key}, found[:])
+	return found[0]
+}
+
+// membersRaw is memberRaw for several keys in one pass: found[k] is keys[k]'s bytes
+// or nil (all nil when b is malformed).
+func membersRaw(b []byte, keys []string, found [][]byte) {
+	clear(found)
+	if !membersInto(b, keys, found) {
+		clear(found)
+	}
+}
+
+func membersInto(b []byte, keys []string, found [][]byte) bool {
 	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return nil
+		return false
 	}
-	var found []byte
 	i++
 	if j := jsonscan.Space(b, i); j < len(b) && b[j] == '}' {
-		return nil
+		return false
 	}
 	for {
 		i = jsonscan.Space(b, i)
 		if i >= len(b) || b[i] != '"' {
-			return nil
+			return false
 		}
 		end, escaped := jsonscan.String(b, i)
 		if end < 0 {
-			return nil
+			return false
 		}
 		k := b[i:end]
 		i = jsonscan.Space(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return nil
+			return false
 		}
 		start := jsonscan.Space(b, i+1)
 		if i = skipValue(b, start); i < 0 {
-			return nil
+			return false
 		}
-		match := len(k) == len(key)+2 && string(k[1:len(k)-1]) == key
-		if !match && escaped {
-			var u string
-			match = json.Unmarshal(k, &u) == nil && u == key
+		var u string
+		if escaped && json.Unmarshal(k, &u) != nil {
+			u = ""
 		}
-		if match {
-			found = b[start:i]
+		for n, key := range keys {
+			if len(k) == len(key)+2 && string(k[1:len(k)-1]) == key || escaped && u == key {
+				found[n] = b[start:i]
+			}
 		}
 		i = jsonscan.Space(b, i)
 		if i < len(b) && b[i] == '}' {
-			return found
+			return true
 		}
 		if i >= len(b) || b[i] != ',' {
-			return nil
+			return false
 		}
 		i++
 	}
@@ -366,7 +380,8 @@ func arrayItems(b []byte) (items [][]byte, ok bool) {
 }
 
 // namesClean reports, without decoding the listing, whether its names give no
-// structural finding, so that a clean listing may still pass undecoded. A listing
+// structural finding and its tools' descriptions no split order, so that a clean
+// listing may still pass undecoded. A listing
 // of several servers is always decoded (the steering check reads every string), and
 // so is one that may hold icons or x-mcp-header annotations (channelcheck.Definition).
 func namesClean(c Channel, key string, result json.RawMessage) bool {
@@ -388,10 +403,36 @@ func namesClean(c Channel, key string, result json.RawMessage) bool {
 		return false
 	}
 	names := make([]string, len(items))
+	var tools []channelcheck.Described
+	var found [2][]byte
 	for i, e := range items {
-		names[i] = nameMember(e)
+		membersRaw(e, []string{"name", "description"}, found[:])
+		names[i] = stringValue(found[0])
+		if d := stringValue(found[1]); d != "" && c.Method == methods.ToolsList {
+			// NoOrder: the engine read each description and found nothing
+			tools = append(tools, channelcheck.Described{Pointer: "/" + key + "/" + strconv.Itoa(i) + "/description", Description: d, NoOrder: true})
+		}
 	}
-	return len(channelcheck.Names(names, func(int) string { return "" })) == 0
+	if len(channelcheck.Names(names, func(int) string { return "" })) != 0 {
+		return false
+	}
+	// an order split across the descriptions (channelcheck.SplitOrders) is in no
+	// single entry, so the engine's reading of each finds none
+	return len(tools) < 2 || len(channelcheck.SplitOrders(tools)) == 0
+}
+
+// stringValue is the string a JSON string value's bytes hold ("" for nil or another
+// value); one without escapes is its bytes.
+func stringValue(raw []byte) string {
+	switch {
+	case len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
+		return string(raw[1 : len(raw)-1])
+	case len(raw) > 0 && raw[0] == '"':
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	}
+	return ""
 }
 
 // skipValue returns the offset just past the JSON value at b[i], or -1.
