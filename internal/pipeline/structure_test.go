@@ -393,7 +393,7 @@ func TestStructureSeverities(t *testing.T) {
 // FuzzNameMember: nameMember reads the name entryName reads, for any JSON object.
 func FuzzNameMember(f *testing.F) {
 	for _, s := range []string{`{"name":"a"}`, `{"x":{"name":"no"},"name":"yes"}`, `{"n\u0061me":"esc"}`, `{"NAME":"x","name":"y"}`,
-		`{"a":[1,{"b":"}"}],"name":"z"}`, `{"name":1}`, `[]`, ` { "name" : "sp" } `, `{"a":"\"name\":\"q\"","name":"r"}`, `{"name":"a","name":"b"}`, `{"name":"a","name":2}`, `{}`} {
+		`{"a":[1,{"b":"}"}],"name":"z"}`, `{"name":1}`, `[]`, ` { "name" : "sp" } `, `{"a":"\"name\":\"q\"","name":"r"}`, `{"name":"a","name":"b"}`, `{"name":"a","name":2}`, `{}`, `{"description":"Step 1: x","name":"n"}`, `{"descr\u0069ption":"d"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -402,6 +402,20 @@ func FuzzNameMember(f *testing.F) {
 		}
 		if got, want := nameMember(json.RawMessage(s)), entryName(methods.Of("tools/list"), json.RawMessage(s)); got != want {
 			t.Fatalf("nameMember(%s) = %q, entryName %q", s, got, want)
+		}
+		// membersRaw reads each key as memberRaw does, in one pass; stringValue reads a
+		// value as json.Unmarshal into a string does ("" for another type)
+		var found [2][]byte
+		membersRaw([]byte(s), []string{"name", "description"}, found[:])
+		for k, key := range []string{"name", "description"} {
+			if one := memberRaw([]byte(s), key); string(one) != string(found[k]) {
+				t.Fatalf("membersRaw(%s)[%s] = %q, memberRaw %q", s, key, found[k], one)
+			}
+			var want string
+			_ = json.Unmarshal(found[k], &want)
+			if got := stringValue(found[k]); got != want {
+				t.Fatalf("stringValue(%s) = %q, want %q", found[k], got, want)
+			}
 		}
 	})
 }
