@@ -43,7 +43,7 @@ var (
 	// reads as the one string the script builds.
 	literalJoin = regexp.MustCompile(`["'` + "`" + `]\s*\+\s*["'` + "`" + `]`)
 	// atobLiteral: a base64 literal decoded in the script (atob('aHR0cHM6Ly9…')).
-	atobLiteral = regexp.MustCompile(`\batob\s*\(\s*["'` + "`" + `]([A-Za-z0-9+/=\s]{8,1000})["'` + "`" + `]\s*\)`)
+	atobLiteral = regexp.MustCompile(`\batob\s*\(\s*["'` + "`" + `]([A-Za-z0-9+/=\s]{8,})["'` + "`" + `]\s*\)`)
 	// postMessageAny: postMessage(…, "*"), the target origin that lets any window read it.
 	postMessageAny = regexp.MustCompile(`(?is)\bpostMessage\s*\((?:[^()]|\([^()]*\))*?,\s*["'` + "`" + `]\*["'` + "`" + `]`)
 )
@@ -163,8 +163,9 @@ func scriptURLTexts(s string) []string {
 		out = append(out, literalJoin.ReplaceAllString(s, ""))
 	}
 	if strings.Contains(s, "atob") {
-		for _, m := range atobLiteral.FindAllStringSubmatch(s, 16) {
-			if b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), "")); err == nil {
+		for _, m := range atobLiteral.FindAllStringSubmatch(s, -1) {
+			// as atob reads it (forgiving-base64): white space ignored, padding optional
+			if b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.Join(strings.Fields(m[1]), ""), "=")); err == nil {
 				out = append(out, "'"+string(b)+"'")
 			}
 		}
