@@ -408,7 +408,6 @@ func (s *bundleSource) shadowRun(ctx context.Context, b *bundle.Bundle) error {
 	if err != nil {
 		return refuse("compile", "revision %s does not compile: %w", rev, err)
 	}
-	defer tg.Close()
 	t := &trialStatus{revision: rev, hash: b.Hash, started: time.Now()}
 	t.ends = t.started.Add(s.cfg.Shadow)
 	found := make(chan string, 1)
@@ -416,7 +415,11 @@ func (s *bundleSource) shadowRun(ctx context.Context, b *bundle.Bundle) error {
 	s.trial = t
 	s.mu.Unlock()
 	s.log.Info("policy bundle running as the shadow of live calls before its swap", "revision", rev, "hash", b.Hash, "for", s.cfg.Shadow.String())
+	var over atomic.Bool // the run is decided: a later call's decision counts for nothing
 	s.pipe.StartTrial(&pipeline.Trial{Set: tg.Current(), Observe: func(d pipeline.TrialDecision) {
+		if over.Load() {
+			return
+		}
 		t.calls.Add(1)
 		why, differs := shadowDiffers(d)
 		switch {
@@ -438,7 +441,22 @@ func (s *bundleSource) shadowRun(ctx context.Context, b *bundle.Bundle) error {
 	case <-timer.C:
 	case why = <-found:
 	}
-	s.pipe.EndTrial() // no call runs on the candidate past this; Observe is done
+	// The calls still on the candidate are waited for as long again as the window at
+	// most: one whose upstream does not answer must not hold the poll (and every later
+	// revision) up; the candidate's gate closes once the last of them ends.
+	drained := s.pipe.EndTrial()
+	grace := time.NewTimer(s.cfg.Shadow)
+	defer grace.Stop()
+	select {
+	case <-drained:
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	over.Store(true)
+	go func() {
+		<-drained
+		tg.Close()
+	}()
 	s.mu.Lock()
 	s.trial = nil
 	s.mu.Unlock()

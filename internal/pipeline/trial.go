@@ -42,18 +42,24 @@ func (p *Pipeline) StartTrial(t *Trial) {
 	p.trialOn.Store(true)
 }
 
-// EndTrial stops the running trial and returns once no call runs on its set any
-// more, so the set's gate may be closed, and the records of its calls are emitted.
-// Observe is not called after it returns.
-func (p *Pipeline) EndTrial() {
+// EndTrial stops the running trial: no call starts on its set from now on. The
+// channel it returns closes once no call runs on the set any more, so the set's gate
+// may be closed, and the records of its calls are emitted; Observe is not called
+// after that. A call waiting on its upstream keeps it open (up to --call-timeout).
+func (p *Pipeline) EndTrial() <-chan struct{} {
 	p.trialMu.Lock()
 	t := p.trial
 	p.trial = nil
 	p.trialOn.Store(false)
 	p.trialMu.Unlock()
-	if t != nil {
-		t.users.Wait()
-	}
+	done := make(chan struct{})
+	go func() {
+		if t != nil {
+			t.users.Wait()
+		}
+		close(done)
+	}()
+	return done
 }
 
 // takeTrial returns the running trial with one more user, or nil.

@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/ctxapi"
 	"github.com/mcpgate/mcpgate/gate"
+	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 	"github.com/mcpgate/mcpgate/vocab"
 )
 
@@ -53,7 +56,7 @@ func TestTrial(t *testing.T) {
 				c.User = tc.user
 			}
 			p.Handle(context.Background(), c, upstreamReturning(cleanResult, nil))
-			p.EndTrial() // waits for the shadow's record
+			<-p.EndTrial() // the shadow's record is emitted
 			if !tc.observed {
 				if len(got) != 0 {
 					t.Fatalf("observed %+v", got)
@@ -76,5 +79,44 @@ func TestTrial(t *testing.T) {
 				t.Errorf("after EndTrial: %d decisions, shadow %+v", len(got), rec.recs[1].Shadow)
 			}
 		})
+	}
+}
+
+// TestEndTrialCallInFlight: EndTrial returns while a call on the trial's set waits on
+// its upstream (the bundle poll must not wait on it), and its channel closes once
+// that call's record is emitted, with the shadow part.
+func TestEndTrialCallInFlight(t *testing.T) {
+	p, rec := newPipeline(t, map[string]string{"pass.js": `void 0`}, true, false)
+	cand := loadGate(t, map[string]string{"deny_path.js": `if (ctx.phase === "pre" && ctx.params.path) throw "no path"`})
+	p.StartTrial(&Trial{Set: cand.Current()})
+	entered, answer := make(chan struct{}), make(chan struct{})
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		p.Handle(context.Background(), call(`{"path":"/srv"}`), func(ctx context.Context, params json.RawMessage) (*jsonrpc.Message, error) {
+			close(entered)
+			<-answer
+			return upstreamReturning(cleanResult, nil)(ctx, params)
+		})
+	}()
+	<-entered
+	ended := make(chan (<-chan struct{}))
+	go func() { ended <- p.EndTrial() }()
+	var drained <-chan struct{}
+	select {
+	case drained = <-ended:
+	case <-time.After(time.Minute):
+		t.Fatal("EndTrial waits on a call whose upstream has not answered")
+	}
+	select {
+	case <-drained:
+		t.Fatal("drained with a call still on the set")
+	default:
+	}
+	close(answer)
+	<-handled
+	<-drained
+	if len(rec.recs) != 1 || rec.recs[0].Shadow == nil {
+		t.Fatalf("records %d, want one with its shadow part", len(rec.recs))
 	}
 }
