@@ -23,7 +23,7 @@ const (
 	ReasonScanTruncated     Reason = "scan_truncated"     // --fail-mode closed and the result passed the scan cap
 	ReasonUndecodableResult Reason = "undecodable_result" // the result is not a JSON object
 	ReasonSanitizeFailed    Reason = "sanitize_failed"    // the Warn sanitizer could not rewrite the result: blocked
-	ReasonInvalidParams     Reason = "invalid_params"     // tools/call params without a name (or one over 128 characters) or an arguments object
+	ReasonInvalidParams     Reason = "invalid_params"     // tools/call params without a name (or one over 128 characters) or an arguments object; a prompts/get name or resources/read uri an authorization guardrail is asked about that is not a string
 	ReasonInflightLimit     Reason = "inflight_limit"     // --max-inflight-calls calls were in flight and none ended in time: the upstream was never called
 	ReasonInternalError     Reason = "internal_error"     // a bug inside the pipeline: the call is blocked
 

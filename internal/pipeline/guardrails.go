@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -103,6 +104,17 @@ func (p *Pipeline) AuthorizeEntry(ctx context.Context, c Channel) (reply Reply, 
 		Name      string          `json:"name"`
 		URI       string          `json:"uri"`
 		Arguments json.RawMessage `json:"arguments"`
+	}
+	asks := "name"
+	if c.Method == methods.ResourcesRead {
+		asks = "uri"
+	}
+	if raw := memberRaw(c.Params, asks); len(raw) == 0 || raw[0] != '"' {
+		// the service would be asked about "" while the server reads the value
+		// another way (a lax server coerces ["secret"] to "secret")
+		r := p.arriveChannel(ctx, c)
+		defer r.rec.emit(p)
+		return r.invalidParams(fmt.Errorf("%s needs a string %s", c.Method, asks)), nil, true
 	}
 	_ = json.Unmarshal(c.Params, &q)
 	a := &guardrail.Access{Phase: guardPre, Method: c.Method, Server: c.Server, Tool: q.Name, Resource: guardrail.ResourcePrompt,

@@ -527,3 +527,40 @@ func TestAuthorizeEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizeEntryNotString: a prompts/get name or resources/read uri that is not a
+// string (or is missing) is refused as invalid params with one record, and the
+// service is not asked about "" while the server would read the value its own way.
+func TestAuthorizeEntryNotString(t *testing.T) {
+	asked := atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		_, _ = io.WriteString(w, `{"decision":true}`)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ method, params string }{
+		{"prompts/get", `{"name":["secret"]}`},
+		{"prompts/get", `{"name":{"toString":"secret"}}`},
+		{"prompts/get", `{"arguments":{}}`},
+		{"resources/read", `{"uri":["file:///secret"]}`},
+		{"resources/read", `{"uri":7}`},
+	} {
+		t.Run(tc.params, func(t *testing.T) {
+			p, rec := newPipeline(t, nil, true, false)
+			guarded(t, p, map[string]guardrail.Spec{"az": {Kind: "authzen", URL: srv.URL, Methods: []string{tc.method}}})
+			reply, allowed, stopped := p.AuthorizeEntry(context.Background(), Channel{Method: tc.method, Params: json.RawMessage(tc.params), Server: "fs"})
+			if !stopped || allowed != nil || !strings.Contains(string(reply.Error), "needs a string") {
+				t.Fatalf("stopped %v, allowed %v, reply %s %s", stopped, allowed, reply.Result, reply.Error)
+			}
+			if len(rec.recs) != 1 || rec.recs[0].Reason != vocab.ReasonInvalidParams || rec.recs[0].Outcome != vocab.OutcomeRejected {
+				t.Fatalf("records %+v", rec.recs)
+			}
+			if strings.Contains(string(reply.Error), "secret") {
+				t.Fatalf("the refusal holds the value: %s", reply.Error)
+			}
+		})
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("the service was asked %d times", n)
+	}
+}

@@ -187,7 +187,10 @@ func (s *Session) authorizeEntry(ctx context.Context, msg *jsonrpc.Message) (aut
 	info, version := s.clientOf(msg.Params)
 	reply, authz, stopped := p.AuthorizeEntry(ctx, pipeline.Channel{Method: msg.Method, Params: msg.Params,
 		User: s.opts.User, ClientInfo: info, ProtocolVersion: version, Server: server})
-	if stopped && !reply.NoReply {
+	switch {
+	case stopped && reply.Error != nil:
+		s.write(&jsonrpc.Message{Raw: jsonrpc.ErrorResponseObjectRaw(msg.ID, reply.Error), Kind: jsonrpc.KindResponse, ID: msg.ID, Error: reply.Error})
+	case stopped && !reply.NoReply:
 		s.write(jsonrpc.NewResponse(msg.ID, conform(msg, reply.Result, false)))
 	}
 	return authz, stopped
