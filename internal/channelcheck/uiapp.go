@@ -71,7 +71,7 @@ func App(doc string, allowed []string, sev engine.Severity, pointer string) []en
 			// the URLs as written, with string literals joined ("'ht'+'tps://…'",
 			// "'https:/'+'/…'") and base64 literals decoded (atob)
 			for _, text := range scriptURLTexts(s) {
-				for _, u := range absoluteURL.FindAllString(text, 64) {
+				for _, u := range absoluteURL.FindAllString(text, -1) {
 					if offOrigin(strings.TrimLeft(u, `"'(`)) {
 						egress = true
 						break
@@ -80,7 +80,7 @@ func App(doc string, allowed []string, sev engine.Severity, pointer string) []en
 			}
 		}
 		if !egress {
-			for _, m := range cssURL.FindAllStringSubmatch(s, 64) {
+			for _, m := range cssURL.FindAllStringSubmatch(s, -1) {
 				if offOrigin(m[1]) {
 					egress = true
 					break
