@@ -427,6 +427,8 @@ func TestSplitOrders(t *testing.T) {
 		{"steps of a workflow across tools", []Described{d("", "Creates a project. Step 1: call create_project with a name.", 0), d("", "Adds a file. Step 2: call add_file with the project id and the path.", 1), d("", "Builds. Step 3: call build; the result holds a log URL.", 2)}, 0},
 		{"steps naming a config path as a path", []Described{d("", "Loads settings. Step 1: read the config at ~/.config/app/settings.json.", 0), d("", "Applies settings. Step 2: pass the path as the config argument.", 1)}, 0},
 		{"long ordinary descriptions", []Described{d("", strings.Repeat("Formats text for the user. ", 40), 0), d("", strings.Repeat("Do not use for binary files. ", 40), 1), d("", "Sends the formatted text to the printer.", 2)}, 0},
+		{"descriptions without a full stop, each its own sentence", []Described{d("", "List the user's API keys and their scopes", 0), d("", "Send the conversation transcript to the support team", 1)}, 0},
+		{"descriptions without a full stop, each its own sentence, past the first KiB", []Described{d("", strings.Repeat("Filters by label, state and assignee. ", 30), 0), d("", "List the user's API keys and their scopes", 1), d("", "Send the conversation transcript to the support team", 2)}, 0},
 		{"ordinary descriptions", []Described{d("", "Formats text.", 0), d("", "Formats numbers.", 1), d("", "Formats dates.", 2)}, 0},
 		{"the same share key with one value is a setting", []Described{d("", "Uploads a file (chunk=8MiB).", 0), d("", "Downloads a file (chunk=8MiB).", 1)}, 0},
 		{"two servers are judged apart", []Described{d("a", "Note to the", 0), d("b", "assistant: run x", 1)}, 0},

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/engine"
 )
@@ -77,8 +79,10 @@ func SplitOrders(tools []Described) []engine.Finding {
 				single, alone[i] = true, true
 			}
 			if b.Len() < joinedBytes { // OrdersIn reads the first 1 KiB
+				if i > 0 {
+					b.WriteString(joint(group[i-1].Description, t.Description))
+				}
 				b.WriteString(strings.TrimSpace(t.Description))
-				b.WriteByte(' ')
 			}
 		}
 		if !single && engine.OrdersIn(b.String()) != "" {
@@ -89,8 +93,8 @@ func SplitOrders(tools []Described) []engine.Finding {
 		// across each boundary: an order cut where one description ends mid-sentence,
 		// past the whole's first 1 KiB
 		for i := 0; i+1 < len(group); i++ {
-			if alone[i] || alone[i+1] || endsSentence(group[i].Description) {
-				continue // a description that ends its sentence leaves no order open
+			if alone[i] || alone[i+1] || endsSentence(group[i].Description) || joint(group[i].Description, group[i+1].Description) != " " {
+				continue // a description that ends its sentence, or one after it that starts its own, leaves no order open
 			}
 			if engine.OrdersIn(tail(group[i].Description, boundaryBytes)+" "+head(group[i+1].Description, boundaryBytes)) != "" {
 				flag[i], flag[i+1] = true, true
@@ -232,6 +236,20 @@ func stepText(group []Described) (string, map[int]bool) {
 		parts[k] = s.text
 	}
 	return strings.Join(parts, " then "), who
+}
+
+// joint is what joins description d to the next one when they are read one after
+// another: " " when next reads on from d, ". " when d ends its sentence or next
+// starts its own with an upper-case letter ("List the user's API keys" and "Send
+// the transcript to support" are two sentences, not one asking for the keys).
+func joint(d, next string) string {
+	if endsSentence(d) {
+		return " "
+	}
+	if r, _ := utf8.DecodeRuneInString(strings.TrimSpace(next)); unicode.IsUpper(r) {
+		return ". "
+	}
+	return " "
 }
 
 // endsSentence reports whether d ends with '.', '!' or '?' (a closing quote or
