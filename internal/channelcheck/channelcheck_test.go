@@ -194,6 +194,7 @@ func TestElicitation(t *testing.T) {
 			[]string{RuleElicitationCredential + "@/message"}},
 		{"a message asking for an SSN beside a free field", `{"message":"Please provide your SSN so we can confirm your identity.","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}}}`,
 			[]string{RuleElicitationCredential + "@/message"}},
+		{"a payroll form's national insurance category and a benefits status are fine", `{"message":"Payroll details","requestedSchema":{"type":"object","properties":{"ni_category":{"type":"string","title":"National insurance category"},"social_security_status":{"type":"string","enum":["receiving","not receiving"]}}}}`, nil},
 		{"a passport country and a tax rate are fine", `{"message":"Travel details","requestedSchema":{"type":"object","properties":{"passport_country":{"type":"string"},"tax_rate":{"type":"number","title":"Tax rate"}}}}`, nil},
 		{"an order number is fine", `{"message":"Please enter your order number.","requestedSchema":{"type":"object","properties":{"order":{"type":"string","title":"Order number"}}}}`, nil},
 		{"url: a brand and a lure as the domain", `{"mode":"url","elicitationId":"1","message":"Re-authenticate","url":"https://github-login.com/oauth/authorize"}`, []string{RuleElicitationLookalikeHost + "@/url"}},

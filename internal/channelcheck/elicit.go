@@ -307,7 +307,8 @@ var (
 	}
 	// idNotAfter: a pair followed by one of these names something about the number
 	idNotAfter = map[string]bool{"format": true, "policy": true, "rules": true, "type": true, "country": true, "required": true, "length": true,
-		"office": true, "benefits": true, "administration": true, "rate": true, "rates": true, "year": true}
+		"office": true, "benefits": true, "administration": true, "rate": true, "rates": true, "year": true,
+		"status": true, "category": true, "letter": true, "class": true}
 )
 
 // AsksIdentityNumber reports whether a form field's name or title, or the words
