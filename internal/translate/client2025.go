@@ -32,16 +32,14 @@ type legacyState struct {
 	metaRaw []byte
 }
 
-// askNonce is the random part of an input request's id (64 bits); a var for tests.
+// askNonce is the random part (64 bits) of the id of an input request asked of the
+// client, so that only a client shown the request (by the relay) can answer it; a var
+// for tests.
 var askNonce = func() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// askID is the id of an input request asked of the client: the hop's next own id and
-// a random part, so that only a client shown the request (by the relay) can answer it.
-func (c *Conn) askID() json.RawMessage { return c.newID("", askNonce()) }
 
 // sendLegacy forwards a 2025-11-25 client's message: as it is until the server has
 // refused initialize, then in 2026-07-28 terms.
@@ -320,7 +318,7 @@ func (c *Conn) resultLocked(r *round, m *jsonrpc.Message) *jsonrpc.Message {
 		if len(e.Params) > 0 && string(e.Params) != "null" {
 			params = e.Params
 		}
-		req := jsonrpc.NewRequest(c.askID(), e.Method, params)
+		req := jsonrpc.NewRequest(c.newID("", askNonce()), e.Method, params)
 		req.Related = r.clientID
 		reqs = append(reqs, req)
 		asked = append(asked, &inputRequest{key: k, id: req.ID, method: e.Method})

@@ -576,8 +576,7 @@ func (c *Conn) serverRequest(m *jsonrpc.Message) {
 	case r.state == "" && len(c.rounds.byState) >= c.bounds.maxWaiting:
 		refuse(methods.CodeInternalError, fmt.Sprintf("mcpgate: %d Multi Round-Trip exchanges already wait for the client", c.bounds.maxWaiting))
 	default:
-		c.seq++
-		r.pending = append(r.pending, &inputRequest{key: "mcpgate-" + strconv.FormatUint(c.seq, 10), id: m.ID, method: m.Method, params: m.Params})
+		r.pending = append(r.pending, &inputRequest{key: "mcpgate-" + c.next(), id: m.ID, method: m.Method, params: m.Params})
 		if !r.asked || r.retried {
 			c.askInput(r)
 		}

@@ -37,3 +37,10 @@ func TestQueueBound(t *testing.T) {
 		t.Fatalf("Send once Recv took one: %v", err)
 	}
 }
+
+// enqueue hands Recv a message as the translation does.
+func (c *Conn) enqueue(m *jsonrpc.Message) {
+	c.mu.Lock()
+	c.enqueueLocked(m)
+	c.mu.Unlock()
+}

@@ -94,7 +94,7 @@ type Conn struct {
 	// before it reads the server again; ready wakes a waiting Recv.
 	queue  []*jsonrpc.Message
 	ready  chan struct{}
-	seq    uint64 // the one sequence of the translation's own ids (newID)
+	seq    uint64 // the one sequence of the translation's own ids and keys (next)
 	rounds roundTable
 	closed bool
 
@@ -122,13 +122,20 @@ func Wrap(up upstream.Conn, opts Options) *Conn {
 // (jsonrpc.OwnIDPrefix, docs/decisions.md#reserved-ids).
 var ownPrefix, idPrefix = jsonrpc.OwnIDPrefix + "t-", jsonrpc.OwnIDPrefix + "tr-"
 
+// next is the hop's next number n, for its own ids and input request keys. The caller
+// holds c.mu.
+func (c *Conn) next() string {
+	c.seq++
+	return strconv.FormatUint(c.seq, 10)
+}
+
 // newID is the hop's next own id: idPrefix+what+"-"+n, or with what "" ownPrefix+n,
 // then "-"+nonce unless nonce is "". The caller holds c.mu.
 func (c *Conn) newID(what, nonce string) json.RawMessage {
-	c.seq++
-	id := ownPrefix + strconv.FormatUint(c.seq, 10)
+	n := c.next()
+	id := ownPrefix + n
 	if what != "" {
-		id = idPrefix + what + "-" + strconv.FormatUint(c.seq, 10)
+		id = idPrefix + what + "-" + n
 	}
 	if nonce != "" {
 		id += "-" + nonce
@@ -264,14 +271,7 @@ func (c *Conn) Close(ctx context.Context, grace time.Duration) error {
 	return c.up.Close(ctx, grace)
 }
 
-// enqueue hands Recv a message the translation made.
-func (c *Conn) enqueue(m *jsonrpc.Message) {
-	c.mu.Lock()
-	c.enqueueLocked(m)
-	c.mu.Unlock()
-}
-
-// enqueueLocked is enqueue for a caller holding c.mu.
+// enqueueLocked hands Recv a message the translation made; the caller holds c.mu.
 func (c *Conn) enqueueLocked(m *jsonrpc.Message) {
 	c.queue = append(c.queue, m)
 	select {
