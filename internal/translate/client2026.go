@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -253,29 +254,26 @@ func (c *Conn) translateSend(m *jsonrpc.Message) {
 func (c *Conn) request(m *jsonrpc.Message) {
 	var params map[string]json.RawMessage // nil unless an object
 	_ = json.Unmarshal(m.Params, &params)
-	switch m.Method {
-	case methods.ServerDiscover:
+	switch state, retry := params["requestState"]; {
+	case m.Method == methods.ServerDiscover:
 		c.enqueueLocked(jsonrpc.NewResponse(m.ID, c.modern.discoverResult()))
-		return
-	case methods.SubscriptionsListen:
+	case m.Method == methods.SubscriptionsListen:
 		c.listen(m, params)
-		return
-	}
-	if v, ok := params["requestState"]; ok {
-		c.retryRound(m, params, v)
-		return
-	}
-	c.setLevel(params)
-	if r := c.rounds.byClient[m.IDKey()]; r != nil {
-		// The client reused the id of a request whose input requests it left
-		// unanswered: that request is abandoned.
-		c.abandonLocked(r, "the client reused the request's id")
-	}
-	r := &round{upID: c.newID("req", ""), clientID: m.ID, method: m.Method, name: nameOf(m.Method, params), bound: bindingOf(params)}
-	c.rounds.byUp[jsonrpc.IDKey(r.upID)], c.rounds.byClient[m.IDKey()] = r, r
-	if err := c.modern.out.send(c, jsonrpc.NewRequest(r.upID, m.Method, legacyParams(params, m.Params))); err != nil {
-		c.endRound(r)
-		c.unavailable(m, "mcpgate: "+err.Error())
+	case retry:
+		c.retryRound(m, params, state)
+	default:
+		c.setLevel(params)
+		if r := c.rounds.byClient[m.IDKey()]; r != nil {
+			// The client reused the id of a request whose input requests it left
+			// unanswered: that request is abandoned.
+			c.abandonLocked(r, "the client reused the request's id")
+		}
+		r := &round{upID: c.newID("req", ""), clientID: m.ID, method: m.Method, name: nameOf(m.Method, params), bound: bindingOf(params)}
+		c.rounds.byUp[jsonrpc.IDKey(r.upID)], c.rounds.byClient[m.IDKey()] = r, r
+		if err := c.modern.out.send(c, jsonrpc.NewRequest(r.upID, m.Method, legacyParams(params, m.Params))); err != nil {
+			c.endRound(r)
+			c.unavailable(m, "mcpgate: "+err.Error())
+		}
 	}
 }
 
@@ -292,11 +290,9 @@ func legacyParams(params map[string]json.RawMessage, raw json.RawMessage) any {
 	delete(params, "requestState")
 	var meta map[string]json.RawMessage
 	if json.Unmarshal(params["_meta"], &meta) == nil && meta != nil {
-		for k := range meta {
-			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-				delete(meta, k)
-			}
-		}
+		maps.DeleteFunc(meta, func(k string, _ json.RawMessage) bool {
+			return strings.HasPrefix(k, "io.modelcontextprotocol/")
+		})
 		if len(meta) == 0 {
 			delete(params, "_meta")
 		} else {

@@ -100,10 +100,8 @@ func (c *Conn) notifySubscriptions(m *jsonrpc.Message) *jsonrpc.Message {
 		if !sub.want[m.Method] && (m.Method != methods.NotificationResourcesUpdated || !sub.uris[uri]) {
 			continue
 		}
-		p := maps.Clone(params)
-		if p == nil {
-			p = map[string]json.RawMessage{}
-		}
+		p := map[string]json.RawMessage{}
+		maps.Copy(p, params)
 		meta := object(p["_meta"])
 		meta[methods.MetaSubscriptionID] = sub.id
 		p["_meta"], _ = jsonrpc.Marshal(meta)
