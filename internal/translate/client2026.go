@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
@@ -23,7 +22,7 @@ import (
 // (docs/http.md#translation-modern, docs/decisions.md#translate-modern).
 
 // modernState is the hop's negotiation and subscriptions for a 2026-07-28 client;
-// guarded by Conn.mu but out and pass.
+// guarded by Conn.mu but out.
 type modernState struct {
 	held    []*jsonrpc.Message // client messages held until the phase is known
 	env     methods.Envelope   // the first request's envelope
@@ -39,8 +38,7 @@ type modernState struct {
 	subs       map[string]*subscription // the client's subscriptions/listen requests, by id
 	subscribed map[string]int           // resources/subscribe sent for a URI, by how many subscriptions want it
 
-	out  outbox
-	pass atomic.Bool // phase is passthrough: the outbox may hand over to direct sends
+	out outbox
 }
 
 // sendModern forwards a 2026-07-28 client's message.
@@ -135,7 +133,7 @@ func (c *Conn) decide(m *jsonrpc.Message) *jsonrpc.Message {
 		_ = s.out.send(c, h)
 	}
 	s.held = nil
-	s.pass.Store(true)
+	s.out.pass.Store(true)
 	if s.probe != nil {
 		return m // the client's own server/discover
 	}

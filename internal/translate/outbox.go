@@ -3,6 +3,7 @@ package translate
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpgate/mcpgate/internal/jsonrpc"
 )
@@ -17,6 +18,7 @@ type outbox struct {
 	room    sync.Cond // signalled when q shrinks, or on stop; L is mu
 	direct  bool
 	stopped bool
+	pass    atomic.Bool // the hop passes through: once q is empty, sends go directly
 }
 
 // errOutboxFull is send's error past maxOutboxQueue.
@@ -66,7 +68,7 @@ func (o *outbox) run(c *Conn) {
 	for {
 		o.mu.Lock()
 		if len(o.q) == 0 {
-			if c.modern.pass.Load() {
+			if o.pass.Load() {
 				o.direct = true
 				o.mu.Unlock()
 				return
