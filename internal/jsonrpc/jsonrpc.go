@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/internal/jsonscan"
 	"github.com/mcpgate/mcpgate/vocab"
@@ -210,6 +211,82 @@ type envelope struct {
 	Error   json.RawMessage `json:"error"`
 }
 
+// readEnvelope reads the envelope of a valid JSON object in place, as json.Unmarshal
+// into an envelope would, with one validating pass and the members as views of b (no
+// second pass, no copies). ok is false when it leaves b to json.Unmarshal: invalid
+// JSON, not an object, a name escaped, non-ASCII or naming a member only under case
+// folding, a member twice, or "jsonrpc" or "method" neither a string nor null.
+func readEnvelope(b []byte) (e envelope, ok bool) {
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		return e, false
+	}
+	ok = true
+	var seen uint8
+	jsonscan.Members(b, func(name, v []byte) {
+		v = v[:len(v):len(v)] // a caller appending to a member must not write into Raw
+		f := envelopeField(name)
+		if f < 0 || f < len(envelopeNames) && seen&(1<<f) != 0 {
+			ok = false
+			return
+		}
+		seen |= 1 << f
+		switch f {
+		case 0, 2: // jsonrpc, method: a string, or null (which leaves them unset)
+			if v[0] == 'n' {
+				return
+			}
+			var s string
+			if v[0] != '"' {
+				ok = false
+				return
+			} else if in := v[1 : len(v)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+				s = string(in)
+			} else if json.Unmarshal(v, &s) != nil {
+				ok = false
+				return
+			}
+			if f == 0 {
+				e.JSONRPC = s
+			} else {
+				e.Method = &s
+			}
+		case 1:
+			e.ID = v
+		case 3:
+			e.Params = v
+		case 4:
+			e.Result = v
+		case 5:
+			e.Error = v
+		}
+	})
+	return e, ok
+}
+
+// envelopeNames are the envelope's member names, quoted, in readEnvelope's order.
+var envelopeNames = [...]string{`"jsonrpc"`, `"id"`, `"method"`, `"params"`, `"result"`, `"error"`}
+
+// envelopeField returns the index in envelopeNames of a quoted member name, 6 for a
+// name json.Unmarshal sets no field for, and -1 for one readEnvelope leaves to it.
+func envelopeField(name []byte) int {
+	for f, n := range envelopeNames {
+		if string(name) == n {
+			return f
+		}
+	}
+	for _, c := range name {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return -1
+		}
+	}
+	for _, n := range envelopeNames {
+		if bytes.EqualFold(name, []byte(n)) {
+			return -1
+		}
+	}
+	return len(envelopeNames)
+}
+
 // Parse decodes one line; the Message keeps its own copy of the bytes. It returns a KindBatch message for a JSON array, and an
 // error for anything that is not a JSON-RPC 2.0 object.
 func Parse(line []byte) (*Message, error) {
@@ -223,9 +300,11 @@ func Parse(line []byte) (*Message, error) {
 		m.Kind = KindBatch
 		return m, nil
 	}
-	var e envelope
-	if err := json.Unmarshal(line, &e); err != nil {
-		return m, fmt.Errorf("jsonrpc: malformed message: %w", err)
+	e, ok := readEnvelope(line)
+	if !ok {
+		if err := json.Unmarshal(line, &e); err != nil {
+			return m, fmt.Errorf("jsonrpc: malformed message: %w", err)
+		}
 	}
 	if why := checkReading(line); why != "" {
 		// Peers would read it differently: refuse it whole (docs/decisions.md#one-reading).

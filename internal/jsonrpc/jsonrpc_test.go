@@ -122,6 +122,39 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// FuzzReadEnvelope: where readEnvelope reads an envelope in place, json.Unmarshal
+// accepts the bytes and reads the same envelope; where it declines, Parse's
+// json.Unmarshal gives every answer.
+func FuzzReadEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":[1,"}"]}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"content":[]}, "error" : null ,"x":1,"y":2}`,
+		`{"jsonrpc":null,"method":null,"id":null}`, `{"jsonrpc":"2\u002e0","method":"\u00e9\ud800"}`,
+		`{"JSONRPC":"2.0"}`, `{"Id":1}`, `{"\u0069d":1}`, `{"paramſ":{}}`, `{"ıd":1}`, `{"id":1,"id":2}`,
+		`{"jsonrpc":2}`, `{"method":["x"]}`, "{\"method\":\"a\xffb\"}", `{}`, `null`, `{"a":1`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := readEnvelope(b)
+		if !ok {
+			return
+		}
+		var want envelope
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("read %q in place, json.Unmarshal: %v", b, err)
+		}
+		if got.JSONRPC != want.JSONRPC || (got.Method == nil) != (want.Method == nil) ||
+			got.Method != nil && *got.Method != *want.Method ||
+			!bytes.Equal(got.ID, want.ID) || (got.ID == nil) != (want.ID == nil) ||
+			!bytes.Equal(got.Params, want.Params) || (got.Params == nil) != (want.Params == nil) ||
+			!bytes.Equal(got.Result, want.Result) || (got.Result == nil) != (want.Result == nil) ||
+			!bytes.Equal(got.Error, want.Error) || (got.Error == nil) != (want.Error == nil) {
+			t.Fatalf("%q: read in place %+v, json.Unmarshal %+v", b, got, want)
+		}
+	})
+}
+
 // FuzzReader: framing never panics and never returns a line over the limit.
 func FuzzReader(f *testing.F) {
 	f.Add([]byte("a\nb\r\n\nccc"), 2)
