@@ -260,3 +260,37 @@ func TestFindingOffsets(t *testing.T) {
 		}
 	}
 }
+
+// The byte tables of the matchers' loops hold exactly the bytes of the tests they
+// replace, for every byte.
+func TestByteTables(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		if want := isAlnum(b) || b == '_' || b == '-'; wordBytes[b] != want {
+			t.Errorf("wordBytes[%#02x] = %v, want %v", c, wordBytes[b], want)
+		}
+		if got, want := v6Bytes[b] == 1, isHex(b) || b == ':'; got != want {
+			t.Errorf("v6Bytes[%#02x] hex or colon = %v, want %v", c, got, want)
+		}
+		if got, want := v6Bytes[b] != 0, isHex(b) || b == ':' || b == '.'; got != want {
+			t.Errorf("v6Bytes[%#02x] in a run = %v, want %v", c, got, want)
+		}
+	}
+}
+
+// A number run no span matcher can take (fewer than four groups, under nine digits,
+// no '+') is not tried; at the bounds (nine digits, four groups) the matchers run.
+func TestNumericShortRuns(t *testing.T) {
+	a, _ := New(Options{})
+	for _, c := range []struct{ text, want string }{
+		{"pi is 3.14 and the build took 12.5 s", ""},
+		{"logged 2026-12-02 14:51:07.113 INFO", ""},
+		{"SSN 321 54 9876 on file", "pii_us_ssn"},
+		{"host 10.0.0.1 is up", "pii_ip_address"},
+		{"call 415.555.2671 today", "pii_phone"},
+	} {
+		if got := strings.Join(a.AnalyzeText(c.text).RuleIDs(), ","); got != c.want {
+			t.Errorf("%q: rules %q, want %q", c.text, got, c.want)
+		}
+	}
+}

@@ -1110,13 +1110,20 @@ func directiveEntity(c int) string {
 	return "plain_words"
 }
 
-// labelWords are the words before a ':' that address the model or announce an
-// order; a long text gets its window checked around them.
-var labelWords = map[string]bool{"assistant": true, "ai": true, "agent": true, "agents": true, "llm": true, "model": true, "system": true,
-	"claude": true, "instruction": true, "instructions": true, "note": true, "error": true, "important": true, "attention": true, "reminder": true}
+// labelWord reports the words before a ':' that address the model or announce an
+// order; a long text gets its window checked around them. A switch, not a map: no
+// hash for every "text:" of a long clean text.
+func labelWord(w string) bool {
+	switch w {
+	case "assistant", "ai", "agent", "agents", "llm", "model", "system", "claude", "instruction",
+		"instructions", "note", "error", "important", "attention", "reminder":
+		return true
+	}
+	return false
+}
 
 // colonLabel checks a ':' at s[i] in a long string: when the word before it is one
-// of labelWords, the sentence around it is checked.
+// labelWord's, the sentence around it is checked.
 func (t *textScan) colonLabel(i int) {
 	if t.directive || len(t.s) <= maxDirective {
 		return
@@ -1130,7 +1137,7 @@ func (t *textScan) colonLabel(i int) {
 		return
 	}
 	var low [12]byte
-	if !labelWords[string(lowerInto(low[:0], s[k:i]))] {
+	if !labelWord(string(lowerInto(low[:0], s[k:i]))) {
 		return
 	}
 	t.directiveWindow(k-160, i+400)
