@@ -213,7 +213,7 @@ type envelope struct {
 
 // readEnvelope reads the envelope of a valid JSON object in place, as json.Unmarshal
 // into an envelope would, with one validating pass and the members as views of b (no
-// second pass, no copies). ok is false when it leaves b to json.Unmarshal: invalid
+// second pass, no copies). ok is false, and e zero, when it leaves b to json.Unmarshal: invalid
 // JSON, not an object, a name escaped, non-ASCII or naming a member only under case
 // folding, a member twice, or "jsonrpc" or "method" neither a string nor null.
 func readEnvelope(b []byte) (e envelope, ok bool) {
@@ -260,7 +260,12 @@ func readEnvelope(b []byte) (e envelope, ok bool) {
 			e.Error = v
 		}
 	})
-	return e, ok
+	if !ok {
+		// Views of b left in e would be appended to in place by json.Unmarshal's
+		// RawMessage decoding, rewriting the message it then reads.
+		return envelope{}, false
+	}
+	return e, true
 }
 
 // envelopeNames are the envelope's member names, quoted, in readEnvelope's order.

@@ -105,6 +105,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`,
 		`{"jsonrpc":"2.0","method":"x"}`, `[{}]`, `{"jsonrpc":"2.0","id":1,"result":null}`, "\xff{",
+		`{"jsonrpc":"2.0","id":1,"result":{"a":"xx"},"RESULT":{"a":"y"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -112,6 +113,9 @@ func FuzzParse(f *testing.F) {
 		m, err := Parse(b)
 		if m == nil {
 			t.Fatal("nil message")
+		}
+		if !bytes.Equal(m.Raw, bytes.TrimSpace(b)) {
+			t.Fatalf("Parse rewrote %q as %q", b, m.Raw)
 		}
 		if err == nil && m.Kind == KindInvalid {
 			t.Fatal("accepted message without a kind")

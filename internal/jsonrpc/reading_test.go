@@ -50,6 +50,7 @@ func TestParseRefusesAmbiguousMessages(t *testing.T) {
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestID":2}}`, vocab.ReasonDuplicateMember, KindNotification, "", "notifications/cancelled"},
 		// Server → client.
 		{"second result", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok"}]},"RESULT":{"content":[{"type":"text","text":"evil"}]}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
+		{"second result, shorter", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"evil"}]},"RESULT":{"content":[]}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
 		{"result twice", `{"jsonrpc":"2.0","id":3,"result":{"content":[]},"result":{"content":[]}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
 		{"Result alone", `{"jsonrpc":"2.0","id":3,"Result":{"content":[]}}`, vocab.ReasonCaseVariantMember, KindResponse, "3", ""},
 		{"content item TEXT", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok","TEXT":"evil"}]}}`, vocab.ReasonDuplicateMember, KindResponse, "3", ""},
