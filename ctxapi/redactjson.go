@@ -87,7 +87,9 @@ func RewriteMembersAppend(raw []byte, skip map[string]bool, fn func(dst []byte, 
 			var s string
 			isKey := len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].expectKey
 			if escaped {
-				b, ok := appendUnquoted(decoded.get(), tok)
+				// Room for the text at once (its escapes make it shorter, but for
+				// invalid UTF-8), not grown by doubling from the pooled buffer.
+				b, ok := appendUnquoted(slices.Grow(decoded.get(), len(tok)), tok)
 				if !ok {
 					return nil, 0, ErrBadJSON
 				}
