@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"hash/maphash"
 	"sync"
 	"unicode"
 	"unicode/utf16"
@@ -198,8 +199,13 @@ func (r *reader) array(i int, lv level, depth int) int {
 	return len(r.b)
 }
 
-// smallObject is how many members an object may have before its names go into a map.
+// smallObject is how many members an object may have before its names' hashes go
+// into a map (no string kept per name: a 1 MiB object of short names is 100,000).
 const smallObject = 16
+
+// nameSeed keys the hashes of member names; random per process, so a message
+// cannot be built to collide (a collision costs a comparison, never a verdict).
+var nameSeed = maphash.MakeSeed()
 
 func (r *reader) object(i int, lv level, depth int) int {
 	if depth > maxDepth {
@@ -220,7 +226,7 @@ func (r *reader) members(i int, lv level, depth int) int {
 }
 
 func (r *reader) memberList(i int, lv level, depth, base int) int {
-	var seen map[string]struct{}
+	var seen map[uint64]bool // the maphash of each folded name, past smallObject names
 	start := i
 	i = jsonscan.Space(r.b, i+1)
 	if r.b[i] == '}' {
@@ -236,26 +242,24 @@ func (r *reader) memberList(i int, lv level, depth, base int) int {
 		off := len(r.fold)
 		r.fold = appendFolded(r.fold, name)
 		folded := r.fold[off:]
-		if seen != nil {
-			if _, dup := seen[string(folded)]; dup {
-				r.why = vocab.ReasonDuplicateMember
-				return len(r.b)
-			}
-			seen[string(folded)] = struct{}{}
-		} else {
+		if seen == nil || seen[maphash.Bytes(nameSeed, folded)] {
+			// A small object's names, or a hash seen before (a duplicate, or in
+			// practice never a collision): compare the names themselves.
 			for _, k := range r.keys[base:] {
 				if string(r.fold[k.off:k.end]) == string(folded) {
 					r.why = vocab.ReasonDuplicateMember
 					return len(r.b)
 				}
 			}
-			if len(r.keys)-base == smallObject {
-				seen = make(map[string]struct{}, 2*smallObject)
+			if seen == nil && len(r.keys)-base == smallObject {
+				seen = make(map[uint64]bool, 2*smallObject)
 				for _, k := range r.keys[base:] {
-					seen[string(r.fold[k.off:k.end])] = struct{}{}
+					seen[maphash.Bytes(nameSeed, r.fold[k.off:k.end])] = true
 				}
-				seen[string(folded)] = struct{}{}
 			}
+		}
+		if seen != nil {
+			seen[maphash.Bytes(nameSeed, folded)] = true
 		}
 		r.keys = append(r.keys, keyRef{off, len(r.fold)})
 		if lv.namesChecked() && !protocolNames[string(name)] && foldedProtocolNames[string(folded)] {

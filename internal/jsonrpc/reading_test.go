@@ -86,6 +86,11 @@ func TestParseRefusesAmbiguousMessages(t *testing.T) {
 		{"lone surrogate", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"a\ud800":1}}`, vocab.ReasonInvalidMemberName, KindRequest, "1", "x"},
 		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\xff\":1}}", vocab.ReasonInvalidMemberName, KindRequest, "1", "x"},
 		{"many members", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{` + manyMembers(40) + `,"K7":1}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "x"},
+		// At the edges of the hashed names: the last name compared pairwise, the
+		// first one hashed, each repeated right after.
+		{"many members, 16th twice", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{` + manyMembers(16) + `,"k15":1}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "x"},
+		{"many members, 17th twice", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{` + manyMembers(17) + `,"k16":1,"k17":1}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "x"},
+		{"many members, last twice", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{` + manyMembers(5000) + `,"k4999":1}}}`, vocab.ReasonDuplicateMember, KindRequest, "1", "x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,6 +179,8 @@ func BenchmarkParse(b *testing.B) {
 	cases := map[string]string{
 		"request":     `{"jsonrpc":"2.0","id":1001,"method":"tools/call","params":{"name":"big","arguments":{"bytes":4096},"_meta":{"progressToken":7}}}`,
 		"result-4KiB": `{"jsonrpc":"2.0","id":1001,"result":{"content":[{"type":"text","text":"` + text + `"}],"structuredContent":{"bytes":4096,"kind":"text"},"isError":false}}`,
+		// About 1 MiB: an object of 75,000 short names, each one checked for a duplicate.
+		"members-1MiB": `{"jsonrpc":"2.0","id":1001,"result":{"structuredContent":{` + manyMembers(75000) + `}}}`,
 	}
 	for name, line := range cases {
 		b.Run(name+"/envelope-only", func(b *testing.B) {
