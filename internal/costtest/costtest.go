@@ -7,6 +7,9 @@
 package costtest
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,11 +30,13 @@ func Linear(t testing.TB, small, big []byte, scan func([]byte)) {
 	const trials = 7
 	bestSmall, bestBig := time.Duration(1<<62), time.Duration(1<<62)
 	for range trials {
+		runtime.GC() // each side starts from a collected heap, not the other's garbage
 		t0 := time.Now()
 		for range reps {
 			scan(small)
 		}
 		bestSmall = min(bestSmall, time.Since(t0))
+		runtime.GC()
 		t0 = time.Now()
 		scan(big)
 		bestBig = min(bestBig, time.Since(t0))
@@ -42,4 +47,20 @@ func Linear(t testing.TB, small, big []byte, scan func([]byte)) {
 		t.Errorf("cost per byte grows with size: %.2f ns/B at %d B, %.2f ns/B at %d B (%.1f×, bound %.0f×)",
 			perSmall, len(small), perBig, len(big), perBig/perSmall, Bound)
 	}
+}
+
+// Fill returns open, then item formatted with 0, 1, 2, … (its one verb an int)
+// joined by commas while the whole stays within n bytes, then close: a JSON list of
+// about n bytes.
+func Fill(n int, open, item, close string) string {
+	var b strings.Builder
+	b.WriteString(open)
+	for i := 0; b.Len() < n-len(close)-len(item)-16; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, item, i)
+	}
+	b.WriteString(close)
+	return b.String()
 }
