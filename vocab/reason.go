@@ -67,7 +67,7 @@ const (
 	ReasonDuplicateMember   Reason = "duplicate_member"    // two members of one object equal, or equal under Unicode simple case folding
 	ReasonCaseVariantMember Reason = "case_variant_member" // a member named like a JSON-RPC or MCP member only under case folding ("METHOD", "Arguments")
 	ReasonInvalidMemberName Reason = "invalid_member_name" // a member name with invalid UTF-8 or a lone surrogate
-	ReasonInexactID         Reason = "inexact_id"          // a numeric id that is not an integer within ±(2^53−1): peers reading ids as doubles (or truncating them) read it as another id
+	ReasonInexactID         Reason = "inexact_id"          // an id that is neither an integer within ±(2^53−1) nor a string of Unicode text: peers reading ids as doubles (or truncating them), or a string's invalid UTF-8 or lone surrogate as U+FFFD, read it as another id
 
 	// Client messages refused whole as they arrive, never forwarded.
 	ReasonBatchRefused     Reason = "batch_refused"     // a JSON-RPC batch (a JSON array): MCP has none

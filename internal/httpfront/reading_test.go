@@ -31,6 +31,7 @@ func TestFrontRefusesAmbiguousMessages(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe","NAME":"wipe"}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"safe","Arguments":{"force":true}}}`,
 		`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"safe"}}`,
+		`{"jsonrpc":"2.0","id":"\udc00","method":"tools/call","params":{"name":"safe"}}`, // U+FFFD to Go and Node servers
 	} {
 		w := post(f, body, nil)
 		var m struct {
@@ -45,7 +46,7 @@ func TestFrontRefusesAmbiguousMessages(t *testing.T) {
 			t.Fatalf("%s: HTTP %d %s", body, w.Code, w.Body)
 		}
 	}
-	if len(got) != 4 || got[0] != vocab.ReasonCaseVariantMember && got[0] != vocab.ReasonDuplicateMember || got[1] != vocab.ReasonDuplicateMember || got[2] != vocab.ReasonCaseVariantMember || got[3] != vocab.ReasonInexactID {
+	if len(got) != 5 || got[0] != vocab.ReasonCaseVariantMember && got[0] != vocab.ReasonDuplicateMember || got[1] != vocab.ReasonDuplicateMember || got[2] != vocab.ReasonCaseVariantMember || got[3] != vocab.ReasonInexactID || got[4] != vocab.ReasonInexactID {
 		t.Fatalf("recorded %v", got)
 	}
 	if started != 0 {

@@ -352,15 +352,21 @@ func Parse(line []byte) (*Message, error) {
 const maxExactID = 1<<53 - 1
 
 // ExactID reports whether a raw id (a JSON string, number or null) means the same id
-// to every peer: a string, null, or a number whose value is an integer from
-// −(2^53−1) to 2^53−1, in any spelling (7e1 and 70.0 are 70). Past that range
+// to every peer: a string of Unicode text, null, or a number whose value is an integer
+// from −(2^53−1) to 2^53−1, in any spelling (7e1 and 70.0 are 70). Past that range
 // JSON.parse and mcp-go round it to a double (9007199254740993 reads as
 // 9007199254740992), and go-sdk truncates a fraction to an integer (1.5 reads as 1),
-// so two ids the gateway keys apart would be one id to them
-// (docs/decisions.md#exact-ids).
+// so two ids the gateway keys apart would be one id to them; a string with invalid
+// UTF-8 or an escaped lone surrogate reads as one U+FFFD, several, or itself,
+// depending on the peer (docs/decisions.md#exact-ids).
 func ExactID(id json.RawMessage) bool {
 	id = bytes.TrimSpace(id)
-	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
+	if len(id) >= 2 && id[0] == '"' {
+		var r reader
+		_, ok := r.decodeName(id[1:len(id)-1], bytes.IndexByte(id, '\\') >= 0)
+		return ok
+	}
+	if len(id) == 0 || string(id) == "null" {
 		return true
 	}
 	k, ok := decimalKey(id)

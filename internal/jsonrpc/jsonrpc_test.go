@@ -268,7 +268,7 @@ func FuzzPeekID(f *testing.F) {
 	})
 }
 
-// TestExactIDs: a numeric id passes only as an integer every peer reads as itself
+// TestExactIDs: an id passes only as an integer or a string every peer reads as itself
 // (docs/decisions.md#exact-ids); Parse refuses any other, in every kind of message
 // that has an id, as a message with more than one reading (inexact_id).
 func TestExactIDs(t *testing.T) {
@@ -282,6 +282,12 @@ func TestExactIDs(t *testing.T) {
 		{`9007199254740992`, false}, {`9007199254740993`, false}, {`-9007199254740993`, false},
 		{`9007199254740993.0`, false}, {`1e16`, false}, {`1e400`, false}, {`12345678901234567890`, false},
 		{`1.5`, false}, {`0.1`, false}, {`5e-1`, false}, {`1.0000000000000001`, false},
+		// Strings: Unicode text only. Go reads "\xff" and "\ud800" as U+FFFD (the key
+		// of the id "\ufffd" in flight), JSON.parse keeps a lone surrogate, and Node
+		// reads "\xe2\x82" as one U+FFFD where Go reads two.
+		{`"\ufffd"`, true}, {"\"\uFFFD\"", true}, {`"\ud83d\ude00"`, true}, {"\"é\"", true}, {`""`, true},
+		{"\"\xff\"", false}, {"\"\xe2\x82\"", false}, {`"\ud800"`, false}, {`"\udc00"`, false},
+		{`"a\ud83dz"`, false}, {`"\ude00\ud83d"`, false},
 	}
 	for _, tt := range tests {
 		if got := ExactID(json.RawMessage(tt.id)); got != tt.want {
@@ -296,6 +302,8 @@ func TestExactIDs(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"roots/list"}`, KindRequest},
 		{`{"jsonrpc":"2.0","id":9007199254740992,"result":{"content":[]}}`, KindResponse},
 		{`{"jsonrpc":"2.0","id":1.5,"error":{"code":-1,"message":"x"}}`, KindResponse},
+		{"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"tools/call\",\"params\":{\"name\":\"b\"}}", KindRequest},
+		{`{"jsonrpc":"2.0","id":"\ud800","result":{"content":[]}}`, KindResponse},
 	} {
 		m, err := Parse([]byte(line.text))
 		var a *AmbiguousError

@@ -40,7 +40,7 @@ func (e *AmbiguousError) Refusal(eventID string) string {
 		"send each member once, spelled exactly as JSON-RPC and MCP spell it"
 	if e.Reason == vocab.ReasonInexactID {
 		t = "mcpgate: message refused: it has more than one reading (" + string(e.Reason) + "): " +
-			"a numeric id must be an integer from -9007199254740991 to 9007199254740991, which every peer reads alike; use a string id or a smaller number"
+			"an id must be an integer from -9007199254740991 to 9007199254740991 or a string of Unicode text (valid UTF-8, no lone surrogate), which every peer reads alike"
 	}
 	if eventID != "" {
 		t += " (audit log entry " + eventID + ")"
@@ -55,7 +55,7 @@ func (e *AmbiguousError) Error() string {
 	case vocab.ReasonCaseVariantMember:
 		return "jsonrpc: a member name differs from a JSON-RPC or MCP member name only by case"
 	case vocab.ReasonInexactID:
-		return "jsonrpc: a numeric id is not an integer within ±(2^53−1), so peers that read ids as doubles read it as another id"
+		return "jsonrpc: an id is neither an integer within ±(2^53−1) nor a string of Unicode text, so some peers read it as another id"
 	}
 	return "jsonrpc: a member name is not valid Unicode (invalid UTF-8 or a lone surrogate)"
 }

@@ -95,12 +95,16 @@ func TestRelayRefusalsLeaveOneRecord(t *testing.T) {
 // reading ids as doubles (JSON.parse, mcp-go) or truncating them (go-sdk) would read
 // as another id is refused in either direction (docs/decisions.md#exact-ids): a
 // client's call under 9007199254740993 never reaches the server, which would answer
-// it as 9007199254740992, and a server's roots/list under such an id never reaches
+// it as 9007199254740992 (nor one under a string id that is not Unicode text), and a
+// server's roots/list under such an id never reaches
 // the client, whose answer the roots pins would then not recognise. An answer under
 // an equal id in another spelling reaches the client with the client's bytes.
 func TestRelayIDPrecision(t *testing.T) {
 	h := newHarness(t, 0)
-	for _, id := range []string{"9007199254740993", "9007199254740992", "-9007199254740993", "1.5"} {
+	// A string id that is not Unicode text ("\xff", a lone surrogate) is U+FFFD to
+	// a Go or Node server: the answer to a call under "\xff" would settle another
+	// call in flight under "\ufffd", and be judged and recorded as that call's.
+	for _, id := range []string{"9007199254740993", "9007199254740992", "-9007199254740993", "1.5", "\"\xff\"", `"\ud800"`} {
 		h.client(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"read_db","arguments":{}}}`)
 		got := h.clientGets()
 		if errorCode(t, got) != -32600 || !strings.Contains(got, `"id":`+id+`,`) {
