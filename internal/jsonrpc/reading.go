@@ -242,7 +242,17 @@ func (r *reader) memberList(i int, lv level, depth, base int) int {
 		off := len(r.fold)
 		r.fold = appendFolded(r.fold, name)
 		folded := r.fold[off:]
-		if seen == nil || seen[maphash.Bytes(nameSeed, folded)] {
+		if seen == nil && len(r.keys)-base == smallObject {
+			seen = make(map[uint64]bool, 2*smallObject)
+			for _, k := range r.keys[base:] {
+				seen[maphash.Bytes(nameSeed, r.fold[k.off:k.end])] = true
+			}
+		}
+		var h uint64
+		if seen != nil {
+			h = maphash.Bytes(nameSeed, folded)
+		}
+		if seen == nil || seen[h] {
 			// A small object's names, or a hash seen before (a duplicate, or in
 			// practice never a collision): compare the names themselves.
 			for _, k := range r.keys[base:] {
@@ -251,15 +261,9 @@ func (r *reader) memberList(i int, lv level, depth, base int) int {
 					return len(r.b)
 				}
 			}
-			if seen == nil && len(r.keys)-base == smallObject {
-				seen = make(map[uint64]bool, 2*smallObject)
-				for _, k := range r.keys[base:] {
-					seen[maphash.Bytes(nameSeed, r.fold[k.off:k.end])] = true
-				}
-			}
 		}
 		if seen != nil {
-			seen[maphash.Bytes(nameSeed, folded)] = true
+			seen[h] = true
 		}
 		r.keys = append(r.keys, keyRef{off, len(r.fold)})
 		if lv.namesChecked() && !protocolNames[string(name)] && foldedProtocolNames[string(folded)] {
